@@ -1,0 +1,166 @@
+"""The recorded data: frozen dataclasses with ``to_dict``/``from_dict``, nothing else.
+
+These are what crosses process boundaries (xdist workers) and what the JSON report holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from .errors import WorkloadDataError
+from .fingerprint import workload_key
+from .signature import InputSignature, Json
+from .structure import ParamStats
+
+#: Version of the JSON report layout (``--workload-json``); bumped on incompatible changes.
+REPORT_SCHEMA_VERSION: Final = 1
+
+
+def read_field(data: Mapping[str, Any], name: str, *types: type, optional: bool = False) -> Any:
+    if name not in data:
+        if optional:
+            return None
+        raise WorkloadDataError(f"missing field {name!r}")
+    value = data[name]
+    if value is None and optional:
+        return None
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        expected = " or ".join(t.__name__ for t in types)
+        raise WorkloadDataError(f"field {name!r} must be {expected}, got {type(value).__name__}")
+    return value
+
+
+def read_object(data: object, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, dict):
+        raise WorkloadDataError(f"{what} must be a JSON object, got {type(data).__name__}")
+    return data
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload as seen in one test, under one calling workload (``parent``)."""
+
+    name: str
+    class_name: str
+    depth: int
+    parent: str | None
+    structure_hash: str
+    input_signature: InputSignature
+    hash: str
+    calls: int
+    params: ParamStats
+    arg_names: tuple[str, ...] = ()
+    location: str | None = None
+    total_time_s: float | None = None
+    submodules: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def key(self) -> list[Json]:
+        return workload_key(self.structure_hash, self.input_signature)
+
+    def to_dict(self) -> dict[str, Json]:
+        return {
+            "name": self.name,
+            "class": self.class_name,
+            "depth": self.depth,
+            "parent": self.parent,
+            "structure_hash": self.structure_hash,
+            "input_signature": self.input_signature.to_dict(),
+            "input": self.input_signature.format(),
+            "key": self.key,
+            "hash": self.hash,
+            "calls": self.calls,
+            "params": self.params.to_dict(),
+            "arg_names": list(self.arg_names),
+            "location": self.location,
+            "total_time_s": self.total_time_s,
+            "submodules": dict(self.submodules),
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> Workload:
+        d = read_object(data, "workload")
+        submodules = read_field(d, "submodules", dict, optional=True) or {}
+        return cls(
+            name=read_field(d, "name", str),
+            class_name=read_field(d, "class", str),
+            depth=read_field(d, "depth", int),
+            parent=read_field(d, "parent", str, optional=True),
+            structure_hash=read_field(d, "structure_hash", str),
+            input_signature=InputSignature.from_dict(d.get("input_signature")),
+            hash=read_field(d, "hash", str),
+            calls=read_field(d, "calls", int),
+            params=ParamStats.from_dict(d.get("params")),
+            arg_names=tuple(read_field(d, "arg_names", list, optional=True) or ()),
+            location=read_field(d, "location", str, optional=True),
+            total_time_s=read_field(d, "total_time_s", float, int, optional=True),
+            submodules=tuple((str(k), str(v)) for k, v in submodules.items()),
+        )
+
+
+@dataclass(frozen=True)
+class TestWorkloads:
+    """Every workload one test recorded, in order of first call (parents before children)."""
+
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    workloads: tuple[Workload, ...]
+
+    def __iter__(self) -> Iterator[Workload]:
+        return iter(self.workloads)
+
+    def __len__(self) -> int:
+        return len(self.workloads)
+
+    def roots(self) -> tuple[Workload, ...]:
+        return tuple(w for w in self.workloads if w.parent is None)
+
+    def children(self, parent: Workload) -> tuple[Workload, ...]:
+        return tuple(
+            w for w in self.workloads if w.parent == parent.hash and w.depth == parent.depth + 1
+        )
+
+    def to_dict(self) -> dict[str, Json]:
+        return {"nodeid": self.nodeid, "workloads": [w.to_dict() for w in self.workloads]}
+
+    @classmethod
+    def from_dict(cls, data: object) -> TestWorkloads:
+        d = read_object(data, "test")
+        return cls(
+            nodeid=read_field(d, "nodeid", str),
+            workloads=tuple(Workload.from_dict(w) for w in read_field(d, "workloads", list)),
+        )
+
+
+@dataclass(frozen=True)
+class SessionReport:
+    """What ``--workload-json`` writes: every test's workloads under one fingerprint scheme."""
+
+    scheme: int
+    tests: tuple[TestWorkloads, ...]
+    schema_version: int = REPORT_SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Json]:
+        return {
+            "schema_version": self.schema_version,
+            "fingerprint_scheme": self.scheme,
+            "tests": [t.to_dict() for t in self.tests],
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> SessionReport:
+        d = read_object(data, "report")
+        version = read_field(d, "schema_version", int)
+        if version != REPORT_SCHEMA_VERSION:
+            raise WorkloadDataError(
+                f"report schema_version {version} is not supported (this release reads "
+                f"{REPORT_SCHEMA_VERSION})"
+            )
+        return cls(
+            scheme=read_field(d, "fingerprint_scheme", int),
+            tests=tuple(TestWorkloads.from_dict(t) for t in read_field(d, "tests", list)),
+            schema_version=version,
+        )

@@ -1,0 +1,38 @@
+"""Exceptions raised by pytest-workload's core."""
+
+from __future__ import annotations
+
+
+class WorkloadError(Exception):
+    """Base class of every error pytest-workload raises on purpose."""
+
+
+class UndescribableInputError(WorkloadError, TypeError):
+    """A call argument that has no shape/dtype/value description.
+
+    Raised instead of falling back to ``id()`` or ``repr()``, which would give every call its own
+    hash (or, worse, a hash that depends on memory layout).
+    """
+
+    def __init__(self, path: str, cls: type, reason: str | None = None) -> None:
+        self.path = path
+        self.type_name = f"{cls.__module__}.{cls.__qualname__}"
+        why = reason or (
+            "pytest-workload describes tensors, numpy arrays, bool/int/float/str/None, enums, "
+            "torch dtypes and devices, and tuples, lists, dicts, namedtuples and dataclasses of "
+            "them; describe other types with the pytest_workload_describe hook"
+        )
+        super().__init__(f"cannot describe input {path} of type {self.type_name}: {why}")
+
+
+class WorkloadDataError(WorkloadError, ValueError):
+    """Stored workload data (a snapshot, a report, a baseline) is malformed."""
+
+
+class CorruptFileError(WorkloadError):
+    """A file pytest-workload reads does not hold what it should; names the file."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")

@@ -1,0 +1,64 @@
+"""Fingerprint schemes, workload keys and workload hashes.
+
+A workload is one module structure called with one input signature. Its *key* keeps the two
+apart, ``[structure_hash, args, kwargs]``, so tools can see that two workloads are the same
+computation at another shape; its *hash* is SHA-256 over the canonical serialisation of
+``(scheme version, structure hash, input signature)``.
+
+The scheme is versioned: a change to what enters a hash is a new scheme, and snapshots written
+by an older one are migrated, never silently re-keyed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Final
+
+from .canonical import canonical_json, sha256_hex
+from .signature import InputSignature, Json
+from .structure import NodeFunction, StructureMemo, structure_hash, structure_node
+
+if TYPE_CHECKING:
+    from torch import nn
+
+#: Characters of a hash shown in reports and messages; storage always keeps the full hash.
+SHORT_HASH_LENGTH: Final = 8
+
+
+@dataclass(frozen=True)
+class FingerprintScheme:
+    """One version of the rules that turn (module, inputs) into hashes."""
+
+    version: int
+    node: NodeFunction
+    summary: str
+
+    def structure_hash(self, module: nn.Module, memo: StructureMemo | None = None) -> str:
+        return structure_hash(module, memo, self.node)
+
+    def workload_hash(self, structure: str, signature: InputSignature) -> str:
+        return sha256_hex(canonical_json([self.version, structure, signature.to_dict()]))
+
+
+CURRENT_SCHEME: Final = FingerprintScheme(
+    version=1,
+    node=structure_node,
+    summary="class, config, attributes, mode, parameter/buffer shapes and dtypes, children",
+)
+
+#: Schemes this release can compute, by version: the current one and those kept to migrate from.
+BUILTIN_SCHEMES: Final[Mapping[int, FingerprintScheme]] = MappingProxyType(
+    {CURRENT_SCHEME.version: CURRENT_SCHEME}
+)
+
+
+def workload_key(structure: str, signature: InputSignature) -> list[Json]:
+    """``[structure_hash, args, kwargs]``: a key that keeps structure apart from shapes."""
+    sig = signature.to_dict()
+    return [structure, sig["args"], sig["kwargs"]]
+
+
+def short_hash(full: str, length: int = SHORT_HASH_LENGTH) -> str:
+    return full[:length]

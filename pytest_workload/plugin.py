@@ -1,0 +1,183 @@
+"""pytest glue: options, the ``workloads`` marker, fixtures and hooks. Nothing else lives here."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from .recorder import WorkloadRecorder
+from .session import WORKER_OUTPUT_KEY, WorkloadSession, WorkloadSettings
+
+MARKER = "workloads"
+
+
+@dataclass(frozen=True)
+class WorkloadsMark:
+    """A validated ``@pytest.mark.workloads(...)``."""
+
+    max_depth: int = 0
+
+
+SESSION_KEY = pytest.StashKey[WorkloadSession]()
+MARK_KEY = pytest.StashKey[WorkloadsMark]()
+RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
+SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("workload", "workload fingerprints (pytest-workload)")
+    group.addoption(
+        "--workload-snapshot",
+        action="store_true",
+        default=None,
+        help="compare each test's workloads with its syrupy snapshot and fail on collapses, "
+        "hash changes and new or vanished workloads (default: off; ini: workload_snapshot)",
+    )
+    group.addoption(
+        "--workload-json",
+        metavar="PATH",
+        default=None,
+        help="write every test's workloads to PATH as JSON (default: none; ini: workload_json)",
+    )
+    group.addoption(
+        "--workload-timing",
+        choices=("on", "off"),
+        default=None,
+        help="time recorded calls; 'off' keeps recording and hashes (default: on; "
+        "ini: workload_timing)",
+    )
+    parser.addini(
+        "workload_snapshot", "default for --workload-snapshot", type="bool", default=False
+    )
+    parser.addini("workload_json", "default for --workload-json", default="")
+    parser.addini("workload_timing", "default for --workload-timing (on/off)", default="on")
+
+
+def _settings(config: pytest.Config) -> WorkloadSettings:
+    snapshot = config.getoption("workload_snapshot")
+    json_path = config.getoption("workload_json") or config.getini("workload_json")
+    timing = config.getoption("workload_timing") or config.getini("workload_timing")
+    if timing not in ("on", "off"):
+        raise pytest.UsageError(f"workload_timing must be 'on' or 'off', got {timing!r}")
+    return WorkloadSettings(
+        snapshot=bool(config.getini("workload_snapshot") if snapshot is None else snapshot),
+        timing=timing == "on",
+        json_path=Path(config.invocation_params.dir, json_path) if json_path else None,
+        rootdir=config.rootpath,
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(max_depth=0): record every module this test calls at top level, and its "
+        "submodules down to max_depth, as workloads",
+    )
+    settings = _settings(config)
+    if settings.snapshot and not config.pluginmanager.hasplugin("syrupy"):
+        raise pytest.UsageError("--workload-snapshot needs the syrupy plugin, which is disabled")
+    config.stash[SESSION_KEY] = WorkloadSession(settings)
+
+
+def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
+    """Turn the closest ``workloads`` marker into a WorkloadsMark; bad ones are usage errors."""
+    mark = item.get_closest_marker(MARKER)
+    if mark is None:
+        return None
+    where = f"{item.nodeid}: @pytest.mark.{MARKER}"
+    if mark.args:
+        raise pytest.UsageError(f"{where} takes keyword arguments only, got {mark.args!r}")
+    unknown = sorted(set(mark.kwargs) - {"max_depth"})
+    if unknown:
+        raise pytest.UsageError(
+            f"{where} got unknown argument {', '.join(unknown)} (it takes max_depth)"
+        )
+    max_depth = mark.kwargs.get("max_depth", 0)
+    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
+        raise pytest.UsageError(f"{where}(max_depth=...) must be an int >= 0, got {max_depth!r}")
+    return WorkloadsMark(max_depth=max_depth)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        mark = parse_mark(item)
+        if mark is not None:
+            item.stash[MARK_KEY] = mark
+
+
+@pytest.fixture(autouse=True)
+def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadRecorder | None]:
+    item = request.node
+    mark = item.stash.get(MARK_KEY, None)
+    if mark is None and "workloads" not in request.fixturenames:
+        yield None
+        return
+    session = request.config.stash[SESSION_KEY]
+    recorder = session.new_recorder(item.nodeid, max_depth=mark.max_depth if mark else 0)
+    item.stash[RECORDER_KEY] = recorder
+    if session.settings.snapshot:
+        item.stash[SNAPSHOT_KEY] = request.getfixturevalue("snapshot")
+    yield recorder
+    recorder.stop()
+
+
+@pytest.fixture
+def workloads(_workload_recording: WorkloadRecorder | None) -> WorkloadRecorder:
+    """The test's workload recorder.
+
+    ``workloads.track(model, max_depth=N)`` records a model in an unmarked test;
+    ``workloads.workloads()`` returns what was recorded so far, for the test's own asserts.
+    """
+    assert _workload_recording is not None
+    return _workload_recording
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
+    recorder = item.stash.get(RECORDER_KEY, None)
+    if recorder is None:
+        return (yield)
+    session = item.config.stash[SESSION_KEY]
+    try:
+        with recorder.recording(all_roots=MARK_KEY in item.stash):
+            result = yield
+    except BaseException:
+        session.finish_test(recorder, None, passed=False)
+        raise
+    failures = session.finish_test(recorder, item.stash.get(SNAPSHOT_KEY, None), passed=True)
+    if failures:
+        pytest.fail("\n\n".join(failures), pytrace=False)
+    return result
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    config = terminalreporter.config
+    if config.get_verbosity() < 0 or hasattr(config, "workerinput"):
+        return
+    lines = config.stash[SESSION_KEY].terminal_lines()
+    if lines:
+        terminalreporter.write_sep("=", "Workloads discovered")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    workload_session = config.stash[SESSION_KEY]
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput[WORKER_OUTPUT_KEY] = workload_session.worker_payload()
+    else:
+        workload_session.write_json()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+    if payload is not None:
+        node.config.stash[SESSION_KEY].merge_worker_payload(payload)

@@ -1,0 +1,509 @@
+"""Recording: which modules run during a test, with which inputs.
+
+A *root* is a module called while no recorded module is running. While no root runs, one
+global forward pre-hook watches for roots (or, for explicitly tracked modules, a pre-hook on
+each of them). As soon as a root starts, that global hook is removed and hooks go only onto the
+root and the submodules down to ``max_depth``; every other module keeps torch's hook-free fast
+path, which is what keeps recording at depth 0 nearly free.
+
+Depth counts module nesting, with ``ModuleList``/``ModuleDict`` containers (which are never
+called) not counting as a level, so ``model.layers[3]`` is depth 1 like ``model.blocks``.
+
+A call that raises is not recorded, nor are the calls it made; the exception reaches the caller
+untouched. Errors of the recorder itself (an input it cannot describe, an internal failure) are
+collected and reported when the test ends, never raised into the model's forward.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import os
+import threading
+import time
+import traceback
+import warnings
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .canonical import canonical_json
+from .data import TestWorkloads, Workload
+from .errors import UndescribableInputError
+from .fingerprint import CURRENT_SCHEME, FingerprintScheme
+from .signature import Describer, InputSignature, Json, describe_args, describe_kwargs
+from .structure import (
+    ParamStats,
+    StructureMemo,
+    child_structure_hashes,
+    class_name,
+    is_compiled,
+    is_scripted,
+    param_stats,
+    unwrap,
+)
+
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.utils.hooks import RemovableHandle
+
+M = TypeVar("M", bound="nn.Module")
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
+
+
+@dataclass(frozen=True)
+class _Static:
+    """What a (module, train/eval mode, signature) always yields: computed once per test."""
+
+    target: nn.Module
+    structure_hash: str
+    hash: str
+    class_name: str
+    params: ParamStats
+    arg_names: tuple[str, ...]
+    submodules: tuple[tuple[str, str], ...]
+
+
+@dataclass
+class _Done:
+    static: _Static
+    signature: InputSignature
+    name: str
+    location: str | None
+    depth: int
+    elapsed_ns: int
+    order: int
+    children: list[_Done]
+
+
+@dataclass(slots=True)
+class _Frame:
+    module: nn.Module
+    target: nn.Module
+    name: str
+    depth: int
+    record: bool
+    order: int
+    args: tuple[Json, ...] | None = None
+    kwargs: tuple[tuple[str, Json], ...] | None = None
+    start_ns: int = 0
+    caller: FrameType | None = None
+    done: _Done | None = None
+    children: list[_Done] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _RootCall:
+    max_depth: int
+    depths: dict[int, tuple[str, int]]
+    handles: list[RemovableHandle]
+
+
+@dataclass
+class _Entry:
+    done: _Done
+    parent: str | None
+    calls: int = 0
+    total_ns: int = 0
+
+
+def _arg_names(module: nn.Module) -> tuple[str, ...]:
+    try:
+        params = inspect.signature(module.forward).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in params if p.kind in positional)
+
+
+def _is_container(module: nn.Module) -> bool:
+    from torch import nn
+
+    return isinstance(module, (nn.ModuleList, nn.ModuleDict))
+
+
+class WorkloadRecorder:
+    """Records the workloads of one test. Returned by the ``workloads`` fixture.
+
+    ``start()`` records every module called at top level; ``track(model)`` records only the
+    modules given. Read the result with ``workloads()`` (or iterate the recorder).
+    """
+
+    def __init__(
+        self,
+        nodeid: str,
+        *,
+        max_depth: int = 0,
+        timing: bool = True,
+        scheme: FingerprintScheme = CURRENT_SCHEME,
+        describe: Describer | None = None,
+        rootdir: Path | None = None,
+    ) -> None:
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
+            raise ValueError(f"max_depth must be an int >= 0, got {max_depth!r}")
+        self.nodeid = nodeid
+        self.max_depth = max_depth
+        self.timing = timing
+        self.scheme = scheme
+        self._describe = describe
+        self._rootdir = str(rootdir) if rootdir is not None else None
+        self._thread: int | None = None
+        self._watch_all = False
+        self._global_watch: RemovableHandle | None = None
+        self._tracked: dict[int, tuple[nn.Module, int, RemovableHandle]] = {}
+        self._stack: list[_Frame] = []
+        self._root: _RootCall | None = None
+        self._order = itertools.count()
+        self._memo: StructureMemo = {}
+        self._known: dict[tuple[int, bool, str], _Static] = {}
+        self._subtrees: dict[tuple[int, int], tuple[nn.Module, list[tuple[nn.Module, str, int]]]]
+        self._subtrees = {}
+        # Roots are keyed by hash alone (the first call site names them); submodules also by
+        # path, so three identical layers stay three rows.
+        self._entries: dict[tuple[str | None, str, int, str], _Entry] = {}
+        self._errors: list[str] = []
+        self._stopped = False
+
+    # -- public API -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Record every module called at top level until ``stop()``."""
+        self._check_open()
+        self._thread = threading.get_ident()
+        self._watch_all = True
+        self._install_global_watch()
+
+    def track(self, module: M, *, max_depth: int | None = None) -> M:
+        """Record calls of ``module`` (and its submodules down to ``max_depth``); returns it."""
+        from torch import nn
+
+        self._check_open()
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"track() takes a torch.nn.Module, got {type(module).__qualname__}")
+        depth = self.max_depth if max_depth is None else max_depth
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+            raise ValueError(f"max_depth must be an int >= 0, got {max_depth!r}")
+        if self._thread is None:
+            self._thread = threading.get_ident()
+        if id(module) in self._tracked:
+            self._tracked[id(module)][2].remove()
+        if is_scripted(module):
+            handle = self._register_global_pre(self._watch_tracked_scripted)
+        else:
+            handle = module.register_forward_pre_hook(self._watch_tracked, with_kwargs=True)
+        self._tracked[id(module)] = (module, depth, handle)
+        return module
+
+    @contextlib.contextmanager
+    def recording(self, *, all_roots: bool) -> Iterator[None]:
+        """Record during a block (a test's call); every hook is gone when it ends."""
+        with warnings.catch_warnings():
+            # torch.compile warns whenever a global module hook exists; the watch hook is
+            # meant to see compiled modules, so that warning is not the user's concern.
+            warnings.filterwarnings("ignore", message=_COMPILE_HOOK_WARNING)
+            if all_roots:
+                self.start()
+            try:
+                yield
+            finally:
+                self.stop()
+
+    def stop(self) -> None:
+        """Remove every hook. Idempotent; a root still running is dropped."""
+        self._stopped = True
+        self._remove_global_watch()
+        for _, _, handle in self._tracked.values():
+            handle.remove()
+        self._tracked.clear()
+        self._close_root()
+        self._stack.clear()
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        """Problems met while recording (undescribable inputs, internal errors)."""
+        return tuple(self._errors)
+
+    def workloads(self) -> TestWorkloads:
+        """The workloads recorded so far, parents before children, in order of first call."""
+        entries = sorted(self._entries.values(), key=lambda e: e.done.order)
+        return TestWorkloads(self.nodeid, tuple(self._workload(e) for e in entries))
+
+    def __iter__(self) -> Iterator[Workload]:
+        return iter(self.workloads())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- hook registration ------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._stopped:
+            raise RuntimeError(f"recording for {self.nodeid} has ended")
+
+    @staticmethod
+    def _register_global_pre(hook: Any) -> RemovableHandle:
+        from torch.nn.modules.module import register_module_forward_pre_hook
+
+        return register_module_forward_pre_hook(hook)
+
+    def _install_global_watch(self) -> None:
+        if self._global_watch is None and self._watch_all and not self._stopped:
+            self._global_watch = self._register_global_pre(self._watch_global)
+
+    def _remove_global_watch(self) -> None:
+        if self._global_watch is not None:
+            self._global_watch.remove()
+            self._global_watch = None
+
+    def _hook_module(self, module: nn.Module, handles: list[RemovableHandle]) -> None:
+        handles.append(module.register_forward_pre_hook(self._enter, with_kwargs=True))
+        handles.append(module.register_forward_hook(self._done, with_kwargs=True))
+        handles.append(module.register_forward_hook(self._exit, with_kwargs=True, always_call=True))
+
+    def _subtree(self, target: nn.Module, max_depth: int) -> list[tuple[nn.Module, str, int]]:
+        """Submodules of ``target`` with their path and depth, down to ``max_depth``."""
+        cached = self._subtrees.get((id(target), max_depth))
+        if cached is not None and cached[0] is target:
+            return cached[1]
+        found: list[tuple[nn.Module, str, int]] = []
+        seen = {id(target)}
+        queue: deque[tuple[nn.Module, str, int]] = deque([(target, "", 0)])
+        while queue:
+            parent, prefix, depth = queue.popleft()
+            for name, child in parent.named_children():
+                path = f"{prefix}.{name}" if prefix else name
+                child_depth = depth if _is_container(child) else depth + 1
+                if child_depth > max_depth or id(child) in seen or is_scripted(child):
+                    continue
+                seen.add(id(child))
+                if not _is_container(child):
+                    found.append((child, path, child_depth))
+                if unwrap(child) is child:  # wrappers are recorded, their insides are opaque
+                    queue.append((child, path, child_depth))
+        self._subtrees[(id(target), max_depth)] = (target, found)
+        return found
+
+    # -- hooks: these run inside the model's forward and must never raise ------------------
+
+    def _on_thread(self) -> bool:
+        return threading.get_ident() == self._thread
+
+    def _watch_global(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        if not self._stack and self._on_thread():
+            self._guarded(self._open_root, module, args, None, self.max_depth)
+
+    def _watch_tracked(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        if not self._stack and self._on_thread() and id(module) in self._tracked:
+            self._guarded(self._open_root, module, args, kwargs, self._tracked[id(module)][1])
+
+    def _watch_tracked_scripted(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        if not self._stack and self._on_thread() and id(module) in self._tracked:
+            self._guarded(self._open_root, module, args, None, self._tracked[id(module)][1])
+
+    def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if self._stack and self._root is not None and self._on_thread():
+            self._guarded(self._push_sub, module, args, kwargs)
+
+    def _done(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        if self._stack and self._stack[-1].module is module and self._on_thread():
+            self._guarded(self._complete, self._stack[-1], kwargs)
+
+    def _exit(self, module: nn.Module, *_: Any) -> None:
+        if self._stack and self._stack[-1].module is module and self._on_thread():
+            self._guarded(self._pop)
+
+    def _guarded(self, fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            self._error("internal error while recording:\n" + traceback.format_exc())
+
+    def _error(self, message: str) -> None:
+        if message not in self._errors:
+            self._errors.append(message)
+
+    # -- frames -----------------------------------------------------------------------------
+
+    def _now(self) -> int:
+        return time.perf_counter_ns() if self.timing else 0
+
+    def _describe_into(
+        self, frame: _Frame, args: tuple[Any, ...] | None, kwargs: dict[str, Any] | None
+    ) -> None:
+        try:
+            if args is not None:
+                frame.args = describe_args(args, self._describe)
+            if kwargs is not None:
+                frame.kwargs = describe_kwargs(kwargs, self._describe)
+        except UndescribableInputError as exc:
+            frame.record = False
+            name, location = self._call_site(frame) if frame.depth == 0 else (frame.name, None)
+            where = f" called at {location}" if location else ""
+            self._error(f"{name} ({class_name(frame.target)}){where}: {exc}")
+
+    def _open_root(
+        self,
+        module: nn.Module,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        max_depth: int,
+    ) -> None:
+        target = unwrap(module)
+        frame = _Frame(module, target, "", 0, True, next(self._order))
+        frame.caller = self._call_site_frame()
+        self._describe_into(frame, args, kwargs)
+        self._remove_global_watch()
+        handles: list[RemovableHandle] = []
+        depths: dict[int, tuple[str, int]] = {}
+        if is_scripted(module):
+            from torch.nn.modules.module import register_module_forward_hook
+
+            handles.append(register_module_forward_hook(self._done, with_kwargs=True))
+            handles.append(register_module_forward_hook(self._exit, always_call=True))
+        else:
+            # The root's own pre-hook only sees re-entrant calls (recursion).
+            self._hook_module(module, handles)
+            depths[id(module)] = ("", 0)
+            if not is_compiled(module):
+                for sub, path, depth in self._subtree(target, max_depth):
+                    self._hook_module(sub, handles)
+                    depths[id(sub)] = (path, depth)
+        self._root = _RootCall(max_depth, depths, handles)
+        self._stack.append(frame)
+        frame.start_ns = self._now()
+
+    def _push_sub(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        assert self._root is not None
+        path, static_depth = self._root.depths[id(module)]
+        parent = self._stack[-1]
+        depth = max(static_depth, parent.depth + 1)
+        frame = _Frame(
+            module,
+            unwrap(module),
+            path or type(module).__name__,
+            depth,
+            parent.record and depth <= self._root.max_depth,
+            next(self._order),
+        )
+        if frame.record:
+            self._describe_into(frame, args, kwargs)
+        self._stack.append(frame)
+        frame.start_ns = self._now()
+
+    def _complete(self, frame: _Frame, kwargs: dict[str, Any]) -> None:
+        elapsed = self._now() - frame.start_ns
+        if frame.kwargs is None and frame.record:
+            self._describe_into(frame, None, kwargs)
+        if not frame.record or frame.args is None or frame.kwargs is None:
+            return
+        signature = InputSignature(frame.args, frame.kwargs)
+        static = self._static(frame.target, signature)
+        name, location = frame.name, None
+        if frame.depth == 0 and (None, static.hash, 0, "") not in self._entries:
+            name, location = self._call_site(frame)
+        frame.caller = None
+        frame.done = _Done(
+            static, signature, name, location, frame.depth, elapsed, frame.order, frame.children
+        )
+
+    def _pop(self) -> None:
+        frame = self._stack.pop()
+        frame.caller = None
+        if frame.done is not None:
+            if self._stack:
+                self._stack[-1].children.append(frame.done)
+            else:
+                self._add(None, frame.done)
+        if not self._stack:
+            self._close_root()
+            self._install_global_watch()
+
+    def _close_root(self) -> None:
+        if self._root is not None:
+            for handle in self._root.handles:
+                handle.remove()
+            self._root = None
+
+    def _add(self, parent: str | None, done: _Done) -> None:
+        key = (parent, done.static.hash, done.depth, done.name if done.depth else "")
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _Entry(done, parent)
+        entry.calls += 1
+        entry.total_ns += done.elapsed_ns
+        for child in done.children:
+            self._add(done.static.hash, child)
+
+    def _static(self, target: nn.Module, signature: InputSignature) -> _Static:
+        key = (id(target), target.training, canonical_json(signature.to_dict()))
+        static = self._known.get(key)
+        if static is not None and static.target is target:
+            return static
+        structure = self.scheme.structure_hash(target, self._memo)
+        static = _Static(
+            target=target,
+            structure_hash=structure,
+            hash=self.scheme.workload_hash(structure, signature),
+            class_name=class_name(target),
+            params=param_stats(target),
+            arg_names=_arg_names(target),
+            submodules=child_structure_hashes(target, self._memo, self.scheme.node),
+        )
+        self._known[key] = static
+        return static
+
+    # -- call sites -------------------------------------------------------------------------
+
+    def _call_site_frame(self) -> FrameType | None:
+        import torch
+
+        torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+        frame = inspect.currentframe()
+        while frame is not None:
+            filename = os.path.abspath(frame.f_code.co_filename)
+            if not filename.startswith((torch_dir, _PACKAGE_DIR)):
+                return frame
+            frame = frame.f_back
+        return None
+
+    def _call_site(self, frame: _Frame) -> tuple[str, str | None]:
+        fallback = type(frame.target).__name__
+        caller = frame.caller
+        if caller is None:
+            return fallback, None
+        name = next(
+            (k for k, v in caller.f_locals.items() if v is frame.module and k != "self"),
+            fallback,
+        )
+        filename = os.path.abspath(caller.f_code.co_filename)
+        if self._rootdir is not None and filename.startswith(self._rootdir + os.sep):
+            filename = os.path.relpath(filename, self._rootdir)
+        return name, f"{filename}:{caller.f_lineno}"
+
+    def _workload(self, entry: _Entry) -> Workload:
+        done, static = entry.done, entry.done.static
+        return Workload(
+            name=done.name,
+            class_name=static.class_name,
+            depth=done.depth,
+            parent=entry.parent,
+            structure_hash=static.structure_hash,
+            input_signature=done.signature,
+            hash=static.hash,
+            calls=entry.calls,
+            params=static.params,
+            arg_names=static.arg_names,
+            location=done.location,
+            total_time_s=entry.total_ns / 1e9 if self.timing else None,
+            submodules=static.submodules,
+        )

@@ -1,0 +1,133 @@
+"""Rendering: the terminal report and the text of every failure message. Pure functions."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+
+from .collapse import Collapse
+from .data import TestWorkloads, Workload
+from .diff import Change
+from .fingerprint import SHORT_HASH_LENGTH
+
+_INDENT = "    "
+
+
+def prefix_length(hashes: Iterable[str], minimum: int = SHORT_HASH_LENGTH) -> int:
+    """Shortest displayed prefix (at least ``minimum``) that tells all distinct hashes apart."""
+    distinct = sorted(set(hashes))
+    length = minimum
+    for a, b in itertools.pairwise(distinct):
+        common = next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+        length = max(length, common + 1)
+    return length
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def format_params(count: int, size: int) -> str:
+    mb = size / 1e6
+    shown = "<0.1 MB" if 0 < mb < 0.1 else f"{mb:.1f} MB"
+    return f"{count:,} ({shown})"
+
+
+def _short_class(qualified: str) -> str:
+    return qualified.rsplit(".", 1)[-1]
+
+
+def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
+    executed = f"executed {w.calls}×"
+    if w.total_time_s is not None:
+        executed += f" – {format_duration(w.total_time_s)}"
+    fields = [
+        ("Class", f"{_short_class(w.class_name)} ({w.class_name})"),
+        ("Location", w.location),
+        ("Parameters", format_params(w.params.count, w.params.bytes)),
+        ("Input", w.input_signature.format()),
+        ("Hash", w.hash[:hash_len]),
+    ]
+    lines = [f"{indent}{w.name} ({executed})"]
+    lines += [f"{indent}{_INDENT}{k + ':':<12}{v}" for k, v in fields if v is not None]
+    return lines
+
+
+def _tree_lines(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -> list[str]:
+    lines = _workload_lines(w, indent, hash_len)
+    for child in test.children(w):
+        lines.append("")
+        lines += _tree_lines(test, child, indent + _INDENT * 2, hash_len)
+    return lines
+
+
+def render_session(tests: Sequence[TestWorkloads]) -> list[str]:
+    """The "Workloads discovered" section: per test, a tree of workloads."""
+    hash_len = prefix_length(w.hash for t in tests for w in t)
+    lines: list[str] = []
+    for test in tests:
+        if not test.workloads:
+            continue
+        if lines:
+            lines.append("")
+        lines.append(test.nodeid)
+        for root in test.roots():
+            lines += _tree_lines(test, root, _INDENT, hash_len)
+            lines.append("")
+        lines.pop()
+    return lines
+
+
+def _describe(w: Workload, hash_len: int) -> str:
+    return (
+        f"{w.name} ({w.class_name}): structure {w.structure_hash[:hash_len]}, "
+        f"input {w.input_signature.format()}"
+    )
+
+
+def render_collapse(collapse: Collapse, what: str = "workload hash") -> str:
+    a, b = collapse.first, collapse.second
+    n = prefix_length([a.workload.structure_hash, b.workload.structure_hash])
+    return "\n".join(
+        [
+            f"{what} collapse: two distinct workloads share {what} {collapse.key}",
+            f"  - {a.nodeid}: {_describe(a.workload, n)}",
+            f"  - {b.nodeid}: {_describe(b.workload, n)}",
+        ]
+    )
+
+
+def _entry_title(change: Change) -> str:
+    e = change.entry
+    return f"{e.name} ({e.class_name})"
+
+
+def render_changes(changes: Sequence[Change]) -> list[str]:
+    hash_len = prefix_length(
+        h for c in changes for e in (c.old, c.new) if e is not None for h in (e.hash,)
+    )
+    lines: list[str] = []
+    for change in changes:
+        if change.kind == "changed":
+            assert change.old is not None and change.new is not None
+            lines.append(
+                f"changed:  {_entry_title(change)} {change.old.hash[:hash_len]} -> "
+                f"{change.new.hash[:hash_len]}"
+            )
+            lines += [f"{_INDENT}{d}" for d in change.details]
+        else:
+            e = change.entry
+            lines.append(
+                f"{change.kind + ':':<9} {_entry_title(change)} {e.hash[:hash_len]}, input "
+                f"{e.input_signature.format()}"
+            )
+    return lines
+
+
+UPDATE_HINT = "run `pytest --workload-snapshot --snapshot-update` to accept the recorded workloads"

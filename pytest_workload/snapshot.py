@@ -1,0 +1,103 @@
+"""The one place that talks to syrupy: a snapshot extension for workload tables.
+
+Each test gets one file, ``__snapshots__/<test module>/<test name>.workloads``, holding its
+:class:`~pytest_workload.storage.SnapshotDocument`. syrupy owns when files are written
+(``--snapshot-update``) and which are unused; this module decides what matches and what a
+mismatch means, through :mod:`pytest_workload.diff`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+
+from .diff import compare_documents, documents_match
+from .errors import WorkloadDataError
+from .report import UPDATE_HINT, render_changes
+from .storage import SnapshotDocument, write_text_atomic
+
+if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
+    from syrupy.data import SnapshotCollection
+
+
+class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
+    """Stores a test's workload table as review-friendly JSON and compares it by identity."""
+
+    _write_mode = WriteMode.TEXT
+    file_extension = "workloads"
+
+    def serialize(self, data: Any, **_: Any) -> str:
+        if not isinstance(data, SnapshotDocument):
+            raise TypeError(f"expected a SnapshotDocument, got {type(data).__qualname__}")
+        return data.to_text()
+
+    def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
+        # An unreadable stored file does not match, so --snapshot-update rewrites it; the
+        # gate reports it as corrupt rather than as a difference.
+        try:
+            old = SnapshotDocument.from_text(str(snapshot_data))
+        except WorkloadDataError:
+            return False
+        return documents_match(old, SnapshotDocument.from_text(str(serialized_data)))
+
+    @classmethod
+    def write_snapshot_collection(
+        cls, *, snapshot_collection: SnapshotCollection, name_order: dict[str, int] | None = None
+    ) -> None:
+        snapshot = next(iter(snapshot_collection))
+        write_text_atomic(Path(snapshot_collection.location), str(snapshot.data))
+
+
+def _display(location: str, rootdir: Path | None) -> str:
+    if rootdir is not None and location.startswith(str(rootdir) + os.sep):
+        return os.path.relpath(location, rootdir)
+    return location
+
+
+def check_snapshot(
+    snapshot: SnapshotAssertion, document: SnapshotDocument, rootdir: Path | None = None
+) -> str | None:
+    """Compare (or, under ``--snapshot-update``, write) a test's table; a message if it fails.
+
+    A test that recorded nothing and has no stored table has nothing to check.
+    """
+    assertion = snapshot.use_extension(WorkloadSnapshotExtension)
+    location = assertion.extension.get_location(
+        test_location=assertion.test_location, index=assertion.index
+    )
+    if not document.entries and not os.path.exists(location):
+        return None
+    if assertion == document:
+        return None
+    result = assertion.executions[assertion.num_executions - 1]
+    shown = _display(location, rootdir)
+    if result.exception is not None:
+        return f"workload snapshot {shown} could not be checked: {result.exception}"
+    if result.recalled_data is None:
+        return f"no workload snapshot {shown} for the recorded workloads; {UPDATE_HINT}"
+    return explain_mismatch(shown, str(result.recalled_data), document)
+
+
+def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument) -> str:
+    """The failure message for a stored table that does not match the recorded one."""
+    try:
+        stored = SnapshotDocument.from_text(stored_text)
+    except WorkloadDataError as exc:
+        return (
+            f"corrupt workload snapshot {location}: {exc}. It is left as it is; fix it or "
+            "regenerate it with `pytest --workload-snapshot --snapshot-update`"
+        )
+    if stored.scheme != document.scheme:
+        return (
+            f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}; "
+            f"this run uses scheme {document.scheme}. Regenerate it with "
+            "`pytest --workload-snapshot --snapshot-update`"
+        )
+    lines = [f"workload snapshot mismatch ({location}):"]
+    lines += [f"  {line}" for line in render_changes(compare_documents(stored, document))]
+    lines.append(UPDATE_HINT)
+    return "\n".join(lines)

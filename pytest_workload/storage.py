@@ -1,0 +1,190 @@
+"""Files: the workload snapshot document, the JSON report, atomic writes.
+
+Everything pytest-workload stores is text (JSON), written atomically (a temporary file in the
+same directory, then ``os.replace``), so an interrupted run leaves each file old or new, never
+half-written. Nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from .data import SessionReport, Workload, read_field, read_object
+from .errors import CorruptFileError, WorkloadDataError
+from .signature import InputSignature, Json
+
+#: Layout version of a snapshot file (independent of the fingerprint scheme it records).
+SNAPSHOT_FORMAT: Final = 1
+_FORMAT_KEY: Final = "pytest_workload_snapshot"
+
+
+@dataclass(frozen=True)
+class SnapshotEntry:
+    """One workload as the snapshot keeps it: identity plus what a reviewer reads.
+
+    Nothing machine- or run-dependent (timings, call counts, call sites) is stored.
+    """
+
+    name: str
+    class_name: str
+    depth: int
+    parent: str | None
+    structure_hash: str
+    input_signature: InputSignature
+    hash: str
+    submodules: tuple[tuple[str, str], ...] = ()
+    arg_names: tuple[str, ...] = ()
+
+    @property
+    def identity(self) -> tuple[str | None, str, int]:
+        """What must match for the snapshot to pass: the workload under its caller."""
+        return (self.parent, self.hash, self.depth)
+
+    @classmethod
+    def from_workload(cls, w: Workload) -> SnapshotEntry:
+        return cls(
+            name=w.name,
+            class_name=w.class_name,
+            depth=w.depth,
+            parent=w.parent,
+            structure_hash=w.structure_hash,
+            input_signature=w.input_signature,
+            hash=w.hash,
+            submodules=w.submodules,
+            arg_names=w.arg_names,
+        )
+
+    def to_dict(self) -> dict[str, Json]:
+        return {
+            "name": self.name,
+            "class": self.class_name,
+            "depth": self.depth,
+            "parent": self.parent,
+            "input": self.input_signature.format(),
+            "arg_names": list(self.arg_names),
+            "input_signature": self.input_signature.to_dict(),
+            "structure_hash": self.structure_hash,
+            "hash": self.hash,
+            "submodules": dict(self.submodules),
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> SnapshotEntry:
+        d = read_object(data, "workload")
+        submodules = read_field(d, "submodules", dict)
+        if not all(isinstance(v, str) for v in submodules.values()):
+            raise WorkloadDataError("submodules must map names to structure hashes")
+        return cls(
+            name=read_field(d, "name", str),
+            class_name=read_field(d, "class", str),
+            depth=read_field(d, "depth", int),
+            parent=read_field(d, "parent", str, optional=True),
+            structure_hash=read_field(d, "structure_hash", str),
+            input_signature=InputSignature.from_dict(d.get("input_signature")),
+            hash=read_field(d, "hash", str),
+            submodules=tuple(submodules.items()),
+            arg_names=tuple(read_field(d, "arg_names", list, optional=True) or ()),
+        )
+
+
+@dataclass(frozen=True)
+class SnapshotDocument:
+    """A test's workload table as stored in its snapshot file."""
+
+    scheme: int
+    entries: tuple[SnapshotEntry, ...]
+
+    def to_dict(self) -> dict[str, Json]:
+        return {
+            _FORMAT_KEY: SNAPSHOT_FORMAT,
+            "fingerprint_scheme": self.scheme,
+            "workloads": [e.to_dict() for e in self.entries],
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> SnapshotDocument:
+        d = read_object(data, "snapshot")
+        version = read_field(d, _FORMAT_KEY, int)
+        if version != SNAPSHOT_FORMAT:
+            raise WorkloadDataError(
+                f"snapshot format {version} is not supported (this release reads "
+                f"{SNAPSHOT_FORMAT}); upgrade pytest-workload or regenerate the snapshot"
+            )
+        return cls(
+            scheme=read_field(d, "fingerprint_scheme", int),
+            entries=tuple(SnapshotEntry.from_dict(e) for e in read_field(d, "workloads", list)),
+        )
+
+    def to_text(self) -> str:
+        """Review-friendly JSON: one field per line, signatures kept on one line."""
+        lines = ["{", f'  "{_FORMAT_KEY}": {SNAPSHOT_FORMAT},']
+        lines.append(f'  "fingerprint_scheme": {self.scheme},')
+        if not self.entries:
+            lines.append('  "workloads": []')
+        else:
+            lines.append('  "workloads": [')
+            rendered = [_render_entry(e.to_dict()) for e in self.entries]
+            lines.append(",\n".join(rendered))
+            lines.append("  ]")
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_text(cls, text: str) -> SnapshotDocument:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise WorkloadDataError(f"not valid JSON ({exc})") from None
+        return cls.from_dict(data)
+
+
+def _inline(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _render_entry(entry: dict[str, Json]) -> str:
+    fields = []
+    for key, value in entry.items():
+        if isinstance(value, dict) and key == "submodules" and value:
+            inner = ",\n".join(f"        {_inline(k)}: {_inline(v)}" for k, v in value.items())
+            fields.append(f'      "{key}": {{\n{inner}\n      }}')
+        else:
+            fields.append(f"      {_inline(key)}: {_inline(value)}")
+    return "    {\n" + ",\n".join(fields) + "\n    }"
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` so that ``path`` holds either its old content or all of the new."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_report(path: Path, report: SessionReport) -> None:
+    write_text_atomic(path, json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+
+
+def read_report(path: Path) -> SessionReport:
+    """Load a ``--workload-json`` report; a bad file is a CorruptFileError naming it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return SessionReport.from_dict(data)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorruptFileError(str(path), f"cannot be read ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise CorruptFileError(str(path), f"is not valid JSON ({exc})") from None
+    except WorkloadDataError as exc:
+        raise CorruptFileError(str(path), f"is not a workload report: {exc}") from None
