@@ -6,9 +6,17 @@ structure and the input shapes, dtypes and scalar values, never from weights.
 
 from __future__ import annotations
 
-from .collapse import Collapse, CollapseIndex, Sighting
-from .data import REPORT_SCHEMA_VERSION, SessionReport, TestWorkloads, Workload
+from .collapse import Collapse, CollapseIndex, KeyChecks, Sighting
+from .data import (
+    REPORT_SCHEMA_VERSION,
+    AlternateHash,
+    SessionReport,
+    TestWorkloads,
+    UserKey,
+    Workload,
+)
 from .diff import Change, compare_documents, documents_match
+from .distance import distance_factor, nearest
 from .errors import CorruptFileError, UndescribableInputError, WorkloadDataError, WorkloadError
 from .fingerprint import (
     BUILTIN_SCHEMES,
@@ -26,12 +34,14 @@ __all__ = [
     "BUILTIN_SCHEMES",
     "CURRENT_SCHEME",
     "REPORT_SCHEMA_VERSION",
+    "AlternateHash",
     "Change",
     "Collapse",
     "CollapseIndex",
     "CorruptFileError",
     "FingerprintScheme",
     "InputSignature",
+    "KeyChecks",
     "ParamStats",
     "SessionReport",
     "Sighting",
@@ -39,6 +49,7 @@ __all__ = [
     "SnapshotEntry",
     "TestWorkloads",
     "UndescribableInputError",
+    "UserKey",
     "Workload",
     "WorkloadDataError",
     "WorkloadError",
@@ -46,7 +57,9 @@ __all__ = [
     "compare_documents",
     "describe_args",
     "describe_kwargs",
+    "distance_factor",
     "documents_match",
+    "nearest",
     "param_stats",
     "read_report",
     "short_hash",

@@ -1,38 +1,39 @@
-"""Collapse detection: distinct workloads that ended up under one key.
+"""Collapse and instability: the two ways a workload key goes wrong.
 
-The same index serves every key: the built-in workload hash (identity = structure hash plus
-input signature) and, later, keys users compute themselves. Sightings accumulate over the whole
-session, so a collapse between two tests is caught as well as one inside a test.
+A *collapse* is distinct workloads under one key (a weight-based key that forgets the input
+shape); an *unstable* key is one workload under several keys (a key that changes when the
+weights are re-initialised). The same index finds both: a collapse is several identities under
+one key, instability is several keys under one identity. Sightings accumulate over the whole
+session, so problems between two tests are caught as well as those inside one.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from .canonical import canonical_json
-from .data import Workload
+from .data import TestWorkloads, UserKey, Workload
+
+FindingKind = Literal["hash collapse", "user key collapse", "unstable user key"]
 
 
 @dataclass(frozen=True)
 class Sighting:
-    """A workload as seen in one test."""
+    """A workload as seen in one test (with the user key it got there, if any)."""
 
     nodeid: str
     workload: Workload
+    user_key: UserKey | None = None
 
 
 @dataclass(frozen=True)
 class Collapse:
-    """Two distinct workloads that share ``key``."""
+    """Two sightings that should have been one key (or two keys that should have been one)."""
 
-    key: str
+    kind: FindingKind
     first: Sighting
     second: Sighting
-
-
-def builtin_identity(workload: Workload) -> str:
-    """What the workload hash is meant to be a function of."""
-    return canonical_json([workload.structure_hash, workload.input_signature.to_dict()])
 
 
 class CollapseIndex:
@@ -41,21 +42,49 @@ class CollapseIndex:
     def __init__(self) -> None:
         self._seen: dict[str, dict[str, Sighting]] = {}
 
-    def add(self, key: str, identity: str, sighting: Sighting) -> list[Collapse]:
-        """Record a sighting; return a collapse for each earlier distinct identity it hits.
+    def add(self, key: str, identity: str, sighting: Sighting) -> list[Sighting]:
+        """Record a sighting; return the earlier sightings of other identities under ``key``.
 
-        A pair is reported once: only the first sighting of a new identity can collapse.
+        A pair is reported once: only the first sighting of a new identity can collide.
         """
         identities = self._seen.setdefault(key, {})
         if identity in identities:
             return []
-        collapses = [Collapse(key, earlier, sighting) for earlier in identities.values()]
+        earlier = list(identities.values())
         identities[identity] = sighting
-        return collapses
+        return earlier
 
-    def add_workloads(self, nodeid: str, workloads: tuple[Workload, ...]) -> list[Collapse]:
-        """Check a test's workloads by their built-in hash."""
+
+def builtin_identity(workload: Workload) -> str:
+    """What the workload hash is meant to be a function of."""
+    return f"{workload.structure_hash}:{workload.input_signature.canonical}"
+
+
+class KeyChecks:
+    """Session-wide collapse checks for the built-in hash and for user keys."""
+
+    def __init__(self) -> None:
+        self._by_hash = CollapseIndex()
+        self._by_user_key = CollapseIndex()
+        self._keys_of_workload = CollapseIndex()
+
+    def check(self, test: TestWorkloads) -> list[Collapse]:
         found: list[Collapse] = []
-        for w in workloads:
-            found += self.add(w.hash, builtin_identity(w), Sighting(nodeid, w))
+        for w in test:
+            seen = Sighting(test.nodeid, w)
+            found += [
+                Collapse("hash collapse", e, seen)
+                for e in self._by_hash.add(w.hash, builtin_identity(w), seen)
+            ]
+            for user_key in w.user_keys:
+                keyed = Sighting(test.nodeid, w, user_key)
+                key = canonical_json(user_key.key)
+                found += [
+                    Collapse("user key collapse", e, keyed)
+                    for e in self._by_user_key.add(key, w.hash, keyed)
+                ]
+                found += [
+                    Collapse("unstable user key", e, keyed)
+                    for e in self._keys_of_workload.add(w.hash, key, keyed)
+                ]
         return found

@@ -39,6 +39,46 @@ def read_object(data: object, what: str) -> Mapping[str, Any]:
 
 
 @dataclass(frozen=True)
+class UserKey:
+    """A key a ``pytest_workload_key`` hook returned, and which calls returned it."""
+
+    key: Json
+    first_call: int
+    calls: int
+
+    def to_dict(self) -> dict[str, Json]:
+        return {"key": self.key, "first_call": self.first_call, "calls": self.calls}
+
+    @classmethod
+    def from_dict(cls, data: object) -> UserKey:
+        d = read_object(data, "user key")
+        if "key" not in d:
+            raise WorkloadDataError("missing field 'key'")
+        return cls(d["key"], read_field(d, "first_call", int), read_field(d, "calls", int))
+
+
+@dataclass(frozen=True)
+class AlternateHash:
+    """The same workload fingerprinted under another scheme (kept to verify migrations)."""
+
+    scheme: int
+    structure_hash: str
+    hash: str
+
+    def to_dict(self) -> dict[str, Json]:
+        return {"scheme": self.scheme, "structure_hash": self.structure_hash, "hash": self.hash}
+
+    @classmethod
+    def from_dict(cls, data: object) -> AlternateHash:
+        d = read_object(data, "alternate hash")
+        return cls(
+            read_field(d, "scheme", int),
+            read_field(d, "structure_hash", str),
+            read_field(d, "hash", str),
+        )
+
+
+@dataclass(frozen=True)
 class Workload:
     """One workload as seen in one test, under one calling workload (``parent``)."""
 
@@ -55,10 +95,17 @@ class Workload:
     location: str | None = None
     total_time_s: float | None = None
     submodules: tuple[tuple[str, str], ...] = field(default=())
+    user_keys: tuple[UserKey, ...] = ()
+    alternates: tuple[AlternateHash, ...] = ()
 
     @property
     def key(self) -> list[Json]:
         return workload_key(self.structure_hash, self.input_signature)
+
+    @property
+    def user_key(self) -> Json:
+        """The first user key of this workload, or None when no hook keyed it."""
+        return self.user_keys[0].key if self.user_keys else None
 
     def to_dict(self) -> dict[str, Json]:
         return {
@@ -77,6 +124,8 @@ class Workload:
             "location": self.location,
             "total_time_s": self.total_time_s,
             "submodules": dict(self.submodules),
+            "user_keys": [k.to_dict() for k in self.user_keys],
+            "alternate_hashes": [a.to_dict() for a in self.alternates],
         }
 
     @classmethod
@@ -97,6 +146,13 @@ class Workload:
             location=read_field(d, "location", str, optional=True),
             total_time_s=read_field(d, "total_time_s", float, int, optional=True),
             submodules=tuple((str(k), str(v)) for k, v in submodules.items()),
+            user_keys=tuple(
+                UserKey.from_dict(k) for k in read_field(d, "user_keys", list, optional=True) or ()
+            ),
+            alternates=tuple(
+                AlternateHash.from_dict(a)
+                for a in read_field(d, "alternate_hashes", list, optional=True) or ()
+            ),
         )
 
 

@@ -6,11 +6,15 @@ snapshot gate and the ``compare`` command both ask it.
 
 from __future__ import annotations
 
+import json
+import math
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from .canonical import canonical_json
+from .distance import distance_factor, nearest
 from .signature import (
     InputSignature,
     Json,
@@ -22,6 +26,11 @@ from .signature import (
 from .storage import SnapshotDocument, SnapshotEntry
 
 ChangeKind = Literal["changed", "appeared", "vanished"]
+
+
+def format_key(key: Json) -> str:
+    """A user key as compact JSON, the way messages show it."""
+    return json.dumps(key, ensure_ascii=False, separators=(",", ":"))
 
 
 def documents_match(old: SnapshotDocument, new: SnapshotDocument) -> bool:
@@ -48,45 +57,87 @@ class Change:
 
 
 def _pair_score(old: SnapshotEntry, new: SnapshotEntry) -> int:
-    if old.structure_hash == new.structure_hash:
-        return 3
-    if old.input_signature == new.input_signature:
-        return 2
-    return 1 if old.class_name == new.class_name else 0
+    """How likely ``new`` is ``old`` changed; 0 means unrelated."""
+    if old.depth != new.depth:
+        return 0
+    same = (
+        old.name == new.name,
+        old.structure_hash == new.structure_hash,
+        old.input_signature == new.input_signature,
+        old.class_name == new.class_name,
+    )
+    name, structure, signature, cls = same
+    related = name or structure or (cls and signature)
+    return sum(w for w, s in zip((8, 4, 2, 1), same, strict=True) if s) if related else 0
+
+
+def _unmatched(
+    entries: tuple[SnapshotEntry, ...], others: tuple[SnapshotEntry, ...]
+) -> list[SnapshotEntry]:
+    """Entries with no counterpart of the same identity in ``others`` (as a multiset)."""
+    remaining = Counter(e.identity for e in others)
+    unmatched = []
+    for entry in entries:
+        if remaining[entry.identity] > 0:
+            remaining[entry.identity] -= 1
+        else:
+            unmatched.append(entry)
+    return unmatched
 
 
 def compare_documents(old: SnapshotDocument, new: SnapshotDocument) -> list[Change]:
     """Pair up what differs and say how; an unchanged workload under a changed caller is
     not a change of its own (its caller's change explains it)."""
-    remaining = Counter(e.identity for e in new.entries)
-    unmatched_old = []
-    for entry in old.entries:
-        if remaining[entry.identity] > 0:
-            remaining[entry.identity] -= 1
-        else:
-            unmatched_old.append(entry)
-    remaining = Counter(e.identity for e in old.entries)
-    unmatched_new = []
-    for entry in new.entries:
-        if remaining[entry.identity] > 0:
-            remaining[entry.identity] -= 1
-        else:
-            unmatched_new.append(entry)
-
+    unmatched_old = _unmatched(old.entries, new.entries)
     changes: list[Change] = []
-    for entry in unmatched_new:
-        candidates = [o for o in unmatched_old if o.name == entry.name and o.depth == entry.depth]
-        if not candidates:
-            changes.append(Change("appeared", None, entry))
+    for entry in _unmatched(new.entries, old.entries):
+        best = max(unmatched_old, key=lambda o: _pair_score(o, entry), default=None)
+        if best is None or _pair_score(best, entry) == 0:
+            changes.append(Change("appeared", None, entry, tuple(_nearest_stored(entry, old))))
             continue
-        best = max(candidates, key=lambda o: _pair_score(o, entry))
         unmatched_old.remove(best)
-        if best.hash != entry.hash:
-            changes.append(
-                Change("changed", best, entry, tuple(explain_entry(best, entry, old, new)))
-            )
+        if best.identity[1:] != entry.identity[1:]:  # more than the caller changed
+            details = tuple(explain_entry(best, entry, old, new))
+            changes.append(Change("changed", best, entry, details))
     changes.extend(Change("vanished", entry, None) for entry in unmatched_old)
     return changes
+
+
+def scaling(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
+    """The shape relation of two workloads of one structure, when one divides the other."""
+    up, down = distance_factor(new.key, old.key), distance_factor(old.key, new.key)
+    if math.isfinite(up) and up > 1:
+        return (
+            f"same structure at a scaled shape: {up:g}x the stored workload "
+            f"(distance factor {up:g})"
+        )
+    if math.isfinite(down) and down > 1:
+        return (
+            f"same structure at a scaled shape: 1/{down:g} of the stored workload "
+            f"(distance factor {down:g} the other way)"
+        )
+    return None
+
+
+def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
+    """Name the stored workload an appeared one is a scaled version of, if there is one."""
+    stored = {canonical_json(e.key): e for e in old.entries}
+    found = nearest(entry.key, [e.key for e in old.entries])
+    if found is not None:
+        e = stored[canonical_json(found[0])]
+        return [
+            f"nearest stored workload: {e.name} {e.input_signature.format()} at distance "
+            f"factor {found[1]:g}"
+        ]
+    reverse = [(distance_factor(e.key, entry.key), k) for k, e in stored.items()]
+    smaller = min((r for r in reverse if math.isfinite(r[0])), default=None)
+    if smaller is None:
+        return []
+    e = stored[smaller[1]]
+    return [
+        f"nearest stored workload: {e.name} {e.input_signature.format()}, {smaller[0]:g}x "
+        "this one (distance factor)"
+    ]
 
 
 def _children(doc: SnapshotDocument, parent: SnapshotEntry) -> dict[str, SnapshotEntry]:
@@ -122,6 +173,11 @@ def explain_entry(
 ) -> list[str]:
     """Say in words why two entries paired up by name have different hashes."""
     lines: list[str] = []
+    if canonical_json(old.user_key) != canonical_json(new.user_key):
+        lines.append(f"user key changed: {format_key(old.user_key)} -> {format_key(new.user_key)}")
+    relation = scaling(old, new)
+    if relation is not None:
+        lines.append(relation)
     if old.class_name != new.class_name:
         lines.append(f"class {old.class_name} -> {new.class_name}")
     if old.structure_hash != new.structure_hash:
@@ -164,7 +220,7 @@ def diff_signatures(
 
 
 def _diff_node(path: str, a: Json, b: Json) -> list[str]:
-    if a == b:
+    if canonical_json(a) == canonical_json(b):
         return []
     if is_tensor_node(a) and is_tensor_node(b):
         assert isinstance(a, dict) and isinstance(b, dict)

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from .recorder import WorkloadRecorder
+from .fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
+from .recorder import Keyer, WorkloadRecorder
 from .session import WORKER_OUTPUT_KEY, WorkloadSession, WorkloadSettings
+from .signature import Describer
 
 MARKER = "workloads"
 
@@ -27,6 +29,16 @@ SESSION_KEY = pytest.StashKey[WorkloadSession]()
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
 SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_workload_schemes(config: pytest.Config) -> list[FingerprintScheme]:
+    return list(BUILTIN_SCHEMES.values())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -51,6 +63,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="time recorded calls; 'off' keeps recording and hashes (default: on; "
         "ini: workload_timing)",
     )
+    group.addoption(
+        "--workload-migrate",
+        action="store_true",
+        default=False,
+        help="rewrite workload snapshots of an older fingerprint scheme under the current one, "
+        "after checking that every stored hash still matches under the old scheme "
+        "(default: off; needs --workload-snapshot)",
+    )
     parser.addini(
         "workload_snapshot", "default for --workload-snapshot", type="bool", default=False
     )
@@ -64,12 +84,27 @@ def _settings(config: pytest.Config) -> WorkloadSettings:
     timing = config.getoption("workload_timing") or config.getini("workload_timing")
     if timing not in ("on", "off"):
         raise pytest.UsageError(f"workload_timing must be 'on' or 'off', got {timing!r}")
-    return WorkloadSettings(
+    settings = WorkloadSettings(
         snapshot=bool(config.getini("workload_snapshot") if snapshot is None else snapshot),
         timing=timing == "on",
         json_path=Path(config.invocation_params.dir, json_path) if json_path else None,
+        migrate=config.getoption("workload_migrate"),
         rootdir=config.rootpath,
     )
+    if settings.migrate and not settings.snapshot:
+        raise pytest.UsageError("--workload-migrate needs --workload-snapshot")
+    return settings
+
+
+def _schemes(config: pytest.Config) -> list[FingerprintScheme]:
+    by_version: dict[int, FingerprintScheme] = {}
+    for group in config.hook.pytest_workload_schemes(config=config):
+        for scheme in group:
+            if by_version.setdefault(scheme.version, scheme) != scheme:
+                raise pytest.UsageError(
+                    f"two different fingerprint schemes claim version {scheme.version}"
+                )
+    return sorted(by_version.values(), key=lambda s: s.version)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,7 +116,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = _settings(config)
     if settings.snapshot and not config.pluginmanager.hasplugin("syrupy"):
         raise pytest.UsageError("--workload-snapshot needs the syrupy plugin, which is disabled")
-    config.stash[SESSION_KEY] = WorkloadSession(settings)
+    config.stash[SESSION_KEY] = WorkloadSession(settings, CURRENT_SCHEME, _schemes(config))
 
 
 def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
@@ -110,6 +145,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.stash[MARK_KEY] = mark
 
 
+def _describer(item: pytest.Item) -> Describer | None:
+    hook = item.ihook.pytest_workload_describe
+    return (lambda value: hook(value=value)) if hook.get_hookimpls() else None
+
+
+def _keyer(item: pytest.Item) -> Keyer | None:
+    hook = item.ihook.pytest_workload_key
+    if not hook.get_hookimpls():
+        return None
+    return lambda module, args, kwargs: hook(module=module, args=args, kwargs=kwargs)
+
+
 @pytest.fixture(autouse=True)
 def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadRecorder | None]:
     item = request.node
@@ -118,7 +165,12 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
         yield None
         return
     session = request.config.stash[SESSION_KEY]
-    recorder = session.new_recorder(item.nodeid, max_depth=mark.max_depth if mark else 0)
+    recorder = session.new_recorder(
+        item.nodeid,
+        max_depth=mark.max_depth if mark else 0,
+        describe=_describer(item),
+        keyer=_keyer(item),
+    )
     item.stash[RECORDER_KEY] = recorder
     if session.settings.snapshot:
         item.stash[SNAPSHOT_KEY] = request.getfixturevalue("snapshot")
@@ -159,11 +211,16 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     config = terminalreporter.config
     if config.get_verbosity() < 0 or hasattr(config, "workerinput"):
         return
-    lines = config.stash[SESSION_KEY].terminal_lines()
+    session = config.stash[SESSION_KEY]
+    lines = session.terminal_lines()
     if lines:
         terminalreporter.write_sep("=", "Workloads discovered")
         for line in lines:
             terminalreporter.write_line(line)
+    if session.notes:
+        terminalreporter.write_sep("-", "workload snapshot migrations")
+        for note in session.notes:
+            terminalreporter.write_line(note)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -173,7 +230,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if workeroutput is not None:
         workeroutput[WORKER_OUTPUT_KEY] = workload_session.worker_payload()
     else:
-        workload_session.write_json()
+        workload_session.write_json(
+            lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
+        )
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -25,14 +25,14 @@ import time
 import traceback
 import warnings
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .canonical import canonical_json
-from .data import TestWorkloads, Workload
+from .data import AlternateHash, TestWorkloads, UserKey, Workload
 from .errors import UndescribableInputError
 from .fingerprint import CURRENT_SCHEME, FingerprintScheme
 from .signature import Describer, InputSignature, Json, describe_args, describe_kwargs
@@ -53,6 +53,9 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound="nn.Module")
 
+#: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
+Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
 
@@ -68,6 +71,7 @@ class _Static:
     params: ParamStats
     arg_names: tuple[str, ...]
     submodules: tuple[tuple[str, str], ...]
+    alternates: tuple[AlternateHash, ...]
 
 
 @dataclass
@@ -80,6 +84,7 @@ class _Done:
     elapsed_ns: int
     order: int
     children: list[_Done]
+    user_key: Json = None
 
 
 @dataclass(slots=True)
@@ -111,6 +116,21 @@ class _Entry:
     parent: str | None
     calls: int = 0
     total_ns: int = 0
+    # canonical user key -> [key, first call number, calls]
+    user_keys: dict[str, list[Any]] = field(default_factory=dict)
+
+
+_EntryKey = tuple[str | None, str, str, int, str]
+
+
+def _entry_key(
+    parent: str | None, static: _Static, signature: InputSignature, depth: int, name: str
+) -> _EntryKey:
+    """Rows are keyed by what a workload *is* (structure and inputs), not by its hash, so a
+    scheme whose hashes collapse cannot merge rows and hide the collapse. Roots are named by
+    their first call site; submodules keep their path, so three identical layers stay three
+    rows."""
+    return (parent, static.structure_hash, signature.canonical, depth, name if depth else "")
 
 
 def _arg_names(module: nn.Module) -> tuple[str, ...]:
@@ -143,6 +163,8 @@ class WorkloadRecorder:
         timing: bool = True,
         scheme: FingerprintScheme = CURRENT_SCHEME,
         describe: Describer | None = None,
+        keyer: Keyer | None = None,
+        alternate_schemes: Sequence[FingerprintScheme] = (),
         rootdir: Path | None = None,
     ) -> None:
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
@@ -152,6 +174,7 @@ class WorkloadRecorder:
         self.timing = timing
         self.scheme = scheme
         self._describe = describe
+        self._keyer = keyer
         self._rootdir = str(rootdir) if rootdir is not None else None
         self._thread: int | None = None
         self._watch_all = False
@@ -161,12 +184,13 @@ class WorkloadRecorder:
         self._root: _RootCall | None = None
         self._order = itertools.count()
         self._memo: StructureMemo = {}
+        self._alternates: dict[int, tuple[FingerprintScheme, StructureMemo]] = {
+            s.version: (s, {}) for s in alternate_schemes if s.version != scheme.version
+        }
         self._known: dict[tuple[int, bool, str], _Static] = {}
         self._subtrees: dict[tuple[int, int], tuple[nn.Module, list[tuple[nn.Module, str, int]]]]
         self._subtrees = {}
-        # Roots are keyed by hash alone (the first call site names them); submodules also by
-        # path, so three identical layers stay three rows.
-        self._entries: dict[tuple[str | None, str, int, str], _Entry] = {}
+        self._entries: dict[_EntryKey, _Entry] = {}
         self._errors: list[str] = []
         self._stopped = False
 
@@ -316,7 +340,7 @@ class WorkloadRecorder:
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
         if self._stack and self._stack[-1].module is module and self._on_thread():
-            self._guarded(self._complete, self._stack[-1], kwargs)
+            self._guarded(self._complete, self._stack[-1], args, kwargs)
 
     def _exit(self, module: nn.Module, *_: Any) -> None:
         if self._stack and self._stack[-1].module is module and self._on_thread():
@@ -400,7 +424,7 @@ class WorkloadRecorder:
         self._stack.append(frame)
         frame.start_ns = self._now()
 
-    def _complete(self, frame: _Frame, kwargs: dict[str, Any]) -> None:
+    def _complete(self, frame: _Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         elapsed = self._now() - frame.start_ns
         if frame.kwargs is None and frame.record:
             self._describe_into(frame, None, kwargs)
@@ -409,12 +433,24 @@ class WorkloadRecorder:
         signature = InputSignature(frame.args, frame.kwargs)
         static = self._static(frame.target, signature)
         name, location = frame.name, None
-        if frame.depth == 0 and (None, static.hash, 0, "") not in self._entries:
+        if frame.depth == 0 and _entry_key(None, static, signature, 0, "") not in self._entries:
             name, location = self._call_site(frame)
         frame.caller = None
         frame.done = _Done(
             static, signature, name, location, frame.depth, elapsed, frame.order, frame.children
         )
+        if self._keyer is not None:
+            frame.done.user_key = self._user_key(frame, args, kwargs)
+
+    def _user_key(self, frame: _Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Json:
+        assert self._keyer is not None and frame.done is not None
+        try:
+            key = self._keyer(frame.module, args, kwargs)
+            canonical_json(key)
+        except Exception as exc:
+            self._error(f"pytest_workload_key failed for {frame.done.name}: {exc!r}")
+            return None
+        return key
 
     def _pop(self) -> None:
         frame = self._stack.pop()
@@ -435,17 +471,22 @@ class WorkloadRecorder:
             self._root = None
 
     def _add(self, parent: str | None, done: _Done) -> None:
-        key = (parent, done.static.hash, done.depth, done.name if done.depth else "")
+        key = _entry_key(parent, done.static, done.signature, done.depth, done.name)
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = _Entry(done, parent)
         entry.calls += 1
         entry.total_ns += done.elapsed_ns
+        if done.user_key is not None:
+            seen = entry.user_keys.setdefault(
+                canonical_json(done.user_key), [done.user_key, entry.calls, 0]
+            )
+            seen[2] += 1
         for child in done.children:
             self._add(done.static.hash, child)
 
     def _static(self, target: nn.Module, signature: InputSignature) -> _Static:
-        key = (id(target), target.training, canonical_json(signature.to_dict()))
+        key = (id(target), target.training, signature.canonical)
         static = self._known.get(key)
         if static is not None and static.target is target:
             return static
@@ -458,9 +499,20 @@ class WorkloadRecorder:
             params=param_stats(target),
             arg_names=_arg_names(target),
             submodules=child_structure_hashes(target, self._memo, self.scheme.node),
+            alternates=tuple(
+                self._alternate(scheme, memo, target, signature)
+                for _, (scheme, memo) in sorted(self._alternates.items())
+            ),
         )
         self._known[key] = static
         return static
+
+    @staticmethod
+    def _alternate(
+        scheme: FingerprintScheme, memo: StructureMemo, target: nn.Module, sig: InputSignature
+    ) -> AlternateHash:
+        structure = scheme.structure_hash(target, memo)
+        return AlternateHash(scheme.version, structure, scheme.workload_hash(structure, sig))
 
     # -- call sites -------------------------------------------------------------------------
 
@@ -506,4 +558,6 @@ class WorkloadRecorder:
             location=done.location,
             total_time_s=entry.total_ns / 1e9 if self.timing else None,
             submodules=static.submodules,
+            user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
+            alternates=static.alternates,
         )

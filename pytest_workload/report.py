@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 from .collapse import Collapse
 from .data import TestWorkloads, Workload
-from .diff import Change
+from .diff import Change, format_key
 from .fingerprint import SHORT_HASH_LENGTH
 
 _INDENT = "    "
@@ -84,23 +84,40 @@ def render_session(tests: Sequence[TestWorkloads]) -> list[str]:
     return lines
 
 
-def _describe(w: Workload, hash_len: int) -> str:
-    return (
-        f"{w.name} ({w.class_name}): structure {w.structure_hash[:hash_len]}, "
-        f"input {w.input_signature.format()}"
-    )
+def _describe(w: Workload) -> str:
+    return f"{w.name} ({w.class_name}), input {w.input_signature.format()}"
 
 
-def render_collapse(collapse: Collapse, what: str = "workload hash") -> str:
+def render_collapse(collapse: Collapse) -> str:
+    """The failure text of a hash collapse, a user key collapse or an unstable user key."""
     a, b = collapse.first, collapse.second
-    n = prefix_length([a.workload.structure_hash, b.workload.structure_hash])
-    return "\n".join(
-        [
-            f"{what} collapse: two distinct workloads share {what} {collapse.key}",
-            f"  - {a.nodeid}: {_describe(a.workload, n)}",
-            f"  - {b.nodeid}: {_describe(b.workload, n)}",
+    if collapse.kind == "unstable user key":
+        assert a.user_key is not None and b.user_key is not None
+        return "\n".join(
+            [
+                "unstable user key: one workload got different keys from pytest_workload_key:",
+                f"  workload: {_describe(a.workload)}, hash {a.workload.hash[:SHORT_HASH_LENGTH]}",
+                f"  - {a.nodeid}, call {a.user_key.first_call}: {format_key(a.user_key.key)}",
+                f"  - {b.nodeid}, call {b.user_key.first_call}: {format_key(b.user_key.key)}",
+            ]
+        )
+    if collapse.kind == "user key collapse":
+        assert a.user_key is not None
+        head = (
+            f"user key collapse: two distinct workloads share the key {format_key(a.user_key.key)}"
+        )
+        n = prefix_length([a.workload.hash, b.workload.hash])
+        rows = [
+            f"  - {s.nodeid}: {_describe(s.workload)}, hash {s.workload.hash[:n]}" for s in (a, b)
         ]
-    )
+    else:
+        head = f"workload hash collapse: two distinct workloads share the hash {a.workload.hash}"
+        n = prefix_length([a.workload.structure_hash, b.workload.structure_hash])
+        rows = [
+            f"  - {s.nodeid}: {_describe(s.workload)}, structure {s.workload.structure_hash[:n]}"
+            for s in (a, b)
+        ]
+    return "\n".join([head, *rows])
 
 
 def _entry_title(change: Change) -> str:

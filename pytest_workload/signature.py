@@ -14,8 +14,10 @@ import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Final, TypeAlias
 
+from .canonical import canonical_json
 from .errors import UndescribableInputError, WorkloadDataError
 
 Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
@@ -143,12 +145,26 @@ def describe_kwargs(
     return tuple((k, describer.describe(kwargs[k], f"kwargs[{k!r}]")) for k in sorted(kwargs))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class InputSignature:
-    """Positional and keyword argument descriptions of one call."""
+    """Positional and keyword argument descriptions of one call.
+
+    Equality and hashing go through the canonical JSON form, where ``True``, ``1`` and ``1.0``
+    are three different values (as they are three different workloads).
+    """
 
     args: tuple[Json, ...]
     kwargs: tuple[tuple[str, Json], ...] = ()
+
+    @cached_property
+    def canonical(self) -> str:
+        return canonical_json(self.to_dict())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, InputSignature) and self.canonical == other.canonical
+
+    def __hash__(self) -> int:
+        return hash(self.canonical)
 
     def to_dict(self) -> dict[str, Json]:
         return {"args": list(self.args), "kwargs": dict(self.kwargs)}

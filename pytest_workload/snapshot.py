@@ -9,6 +9,8 @@ mismatch means, through :mod:`pytest_workload.diff`.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,28 +60,84 @@ def _display(location: str, rootdir: Path | None) -> str:
     return location
 
 
-def check_snapshot(
-    snapshot: SnapshotAssertion, document: SnapshotDocument, rootdir: Path | None = None
-) -> str | None:
-    """Compare (or, under ``--snapshot-update``, write) a test's table; a message if it fails.
+@dataclass(frozen=True)
+class SnapshotResult:
+    """The outcome of one test's snapshot check: a failure message, or a note, or neither."""
 
-    A test that recorded nothing and has no stored table has nothing to check.
+    failure: str | None = None
+    note: str | None = None
+
+
+MIGRATE_COMMAND = "pytest --workload-snapshot --workload-migrate"
+
+
+def check_snapshot(
+    snapshot: SnapshotAssertion,
+    document: SnapshotDocument,
+    rootdir: Path | None = None,
+    legacy: Mapping[int, SnapshotDocument] | None = None,
+) -> SnapshotResult:
+    """Compare (or, under ``--snapshot-update``, write) a test's table.
+
+    With ``legacy`` (the recorded table under each older scheme this session can compute), a
+    snapshot of an older scheme is first migrated: rewritten under the current scheme if, and
+    only if, its stored hashes still match under the scheme that wrote it. A test that
+    recorded nothing and has no stored table has nothing to check.
     """
     assertion = snapshot.use_extension(WorkloadSnapshotExtension)
     location = assertion.extension.get_location(
         test_location=assertion.test_location, index=assertion.index
     )
-    if not document.entries and not os.path.exists(location):
-        return None
-    if assertion == document:
-        return None
-    result = assertion.executions[assertion.num_executions - 1]
     shown = _display(location, rootdir)
+    if not document.entries and not os.path.exists(location):
+        return SnapshotResult()
+    note = None
+    if legacy is not None and os.path.exists(location):
+        refusal, note = _migrate(Path(location), shown, document, legacy)
+        if refusal is not None:
+            return SnapshotResult(failure=refusal)
+    if assertion == document:
+        return SnapshotResult(note=note)
+    result = assertion.executions[assertion.num_executions - 1]
     if result.exception is not None:
-        return f"workload snapshot {shown} could not be checked: {result.exception}"
-    if result.recalled_data is None:
-        return f"no workload snapshot {shown} for the recorded workloads; {UPDATE_HINT}"
-    return explain_mismatch(shown, str(result.recalled_data), document)
+        failure = f"workload snapshot {shown} could not be checked: {result.exception}"
+    elif result.recalled_data is None:
+        failure = f"no workload snapshot {shown} for the recorded workloads; {UPDATE_HINT}"
+    else:
+        failure = explain_mismatch(shown, str(result.recalled_data), document)
+    return SnapshotResult(failure=failure)
+
+
+def _migrate(
+    path: Path, shown: str, document: SnapshotDocument, legacy: Mapping[int, SnapshotDocument]
+) -> tuple[str | None, str | None]:
+    """Rewrite an older-scheme snapshot under the current one; (refusal, note)."""
+    try:
+        stored = SnapshotDocument.from_text(path.read_text(encoding="utf-8"))
+    except (OSError, WorkloadDataError):
+        return None, None  # the normal check reports it
+    if stored.scheme == document.scheme:
+        return None, None
+    recorded = legacy.get(stored.scheme)
+    if recorded is None:
+        return (
+            f"cannot migrate workload snapshot {shown}: it was written by fingerprint scheme "
+            f"{stored.scheme}, which this session cannot compute (known: "
+            f"{', '.join(str(v) for v in sorted(legacy)) or 'none'}). Regenerate it with "
+            "`pytest --workload-snapshot --snapshot-update` after reviewing the change",
+            None,
+        )
+    if not documents_match(stored, recorded):
+        lines = [
+            f"refusing to migrate workload snapshot {shown} from scheme {stored.scheme} to "
+            f"{document.scheme}: under scheme {stored.scheme} the recorded workloads no longer "
+            "match the stored ones, so something changed besides the scheme:"
+        ]
+        lines += [f"  {line}" for line in render_changes(compare_documents(stored, recorded))]
+        lines.append("fix the regression first, or accept it with --snapshot-update")
+        return "\n".join(lines), None
+    write_text_atomic(path, document.to_text())
+    return None, f"migrated {shown} from fingerprint scheme {stored.scheme} to {document.scheme}"
 
 
 def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument) -> str:
@@ -91,11 +149,17 @@ def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument
             f"corrupt workload snapshot {location}: {exc}. It is left as it is; fix it or "
             "regenerate it with `pytest --workload-snapshot --snapshot-update`"
         )
+    if stored.scheme > document.scheme:
+        return (
+            f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}, "
+            f"newer than this pytest-workload's scheme {document.scheme}: upgrade pytest-workload"
+        )
     if stored.scheme != document.scheme:
         return (
             f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}; "
-            f"this run uses scheme {document.scheme}. Regenerate it with "
-            "`pytest --workload-snapshot --snapshot-update`"
+            f"this run uses scheme {document.scheme}. Migrate it with `{MIGRATE_COMMAND}`, which "
+            f"first checks every stored hash under scheme {stored.scheme}, or regenerate it "
+            "with `pytest --workload-snapshot --snapshot-update`"
         )
     lines = [f"workload snapshot mismatch ({location}):"]
     lines += [f"  {line}" for line in render_changes(compare_documents(stored, document))]

@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from .canonical import canonical_json
 from .data import SessionReport, Workload, read_field, read_object
 from .errors import CorruptFileError, WorkloadDataError
+from .fingerprint import workload_key
 from .signature import InputSignature, Json
 
 #: Layout version of a snapshot file (independent of the fingerprint scheme it records).
@@ -39,11 +42,17 @@ class SnapshotEntry:
     hash: str
     submodules: tuple[tuple[str, str], ...] = ()
     arg_names: tuple[str, ...] = ()
+    user_key: Json = None
 
     @property
-    def identity(self) -> tuple[str | None, str, int]:
-        """What must match for the snapshot to pass: the workload under its caller."""
-        return (self.parent, self.hash, self.depth)
+    def key(self) -> list[Json]:
+        return workload_key(self.structure_hash, self.input_signature)
+
+    @property
+    def identity(self) -> tuple[str | None, str, int, str]:
+        """What must match for the snapshot to pass: the workload under its caller, and the
+        user's own key for it."""
+        return (self.parent, self.hash, self.depth, canonical_json(self.user_key))
 
     @classmethod
     def from_workload(cls, w: Workload) -> SnapshotEntry:
@@ -57,10 +66,11 @@ class SnapshotEntry:
             hash=w.hash,
             submodules=w.submodules,
             arg_names=w.arg_names,
+            user_key=w.user_key,
         )
 
     def to_dict(self) -> dict[str, Json]:
-        return {
+        out: dict[str, Json] = {
             "name": self.name,
             "class": self.class_name,
             "depth": self.depth,
@@ -72,6 +82,9 @@ class SnapshotEntry:
             "hash": self.hash,
             "submodules": dict(self.submodules),
         }
+        if self.user_key is not None:
+            out["user_key"] = self.user_key
+        return out
 
     @classmethod
     def from_dict(cls, data: object) -> SnapshotEntry:
@@ -89,6 +102,7 @@ class SnapshotEntry:
             hash=read_field(d, "hash", str),
             submodules=tuple(submodules.items()),
             arg_names=tuple(read_field(d, "arg_names", list, optional=True) or ()),
+            user_key=d.get("user_key"),
         )
 
 
@@ -173,8 +187,14 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise
 
 
-def write_report(path: Path, report: SessionReport) -> None:
-    write_text_atomic(path, json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n")
+def write_report(
+    path: Path, report: SessionReport, extend: Callable[[dict[str, Json]], None] | None = None
+) -> None:
+    """Write a report as JSON; ``extend`` may add fields to the dict first."""
+    data = report.to_dict()
+    if extend is not None:
+        extend(data)
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def read_report(path: Path) -> SessionReport:

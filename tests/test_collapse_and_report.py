@@ -1,0 +1,105 @@
+import dataclasses
+
+import torch
+
+from pytest_workload import KeyChecks, TestWorkloads, WorkloadRecorder
+from pytest_workload.report import prefix_length, render_collapse, render_session
+from tests.models import TinyNet
+
+
+def recorded(calls, nodeid="t.py::test", max_depth=0, timing=True, keyer=None):
+    recorder = WorkloadRecorder(nodeid, max_depth=max_depth, timing=timing, keyer=keyer)
+    with recorder.recording(all_roots=True):
+        calls()
+    return recorder.workloads()
+
+
+def test_distinct_workloads_under_one_hash_collapse_across_tests():
+    model = TinyNet().eval()
+    a = recorded(lambda: model(torch.rand(1, 3, 8, 8)), "a.py::test_a")
+    b = recorded(lambda: model(torch.rand(1, 3, 16, 16)), "b.py::test_b")
+    forged = TestWorkloads(
+        b.nodeid, (dataclasses.replace(b.workloads[0], hash=a.workloads[0].hash),)
+    )
+    checks = KeyChecks()
+    assert checks.check(a) == []
+    assert checks.check(a) == []  # the same workload again
+    (collapse,) = checks.check(forged)
+    assert collapse.kind == "hash collapse"
+    message = render_collapse(collapse)
+    assert message.startswith("workload hash collapse: two distinct workloads share the hash")
+    assert "a.py::test_a: model (tests.models.TinyNet), input (float32[1, 3, 8, 8])" in message
+    assert "b.py::test_b: model (tests.models.TinyNet), input (float32[1, 3, 16, 16])" in message
+    assert checks.check(forged) == []  # reported once
+
+
+def weight_key(module, args, kwargs):
+    """The classic bug: a key made from the weights."""
+    return float(sum(p.detach().sum() for p in module.parameters()))
+
+
+def test_weight_key_collapses_shapes_and_is_unstable_over_reinit():
+    torch.manual_seed(0)
+    model = TinyNet().eval()
+    two_shapes = recorded(
+        lambda: [model(torch.rand(1, 3, 8, 8)), model(torch.rand(1, 3, 16, 16))], keyer=weight_key
+    )
+    checks = KeyChecks()
+    (collapse,) = checks.check(two_shapes)
+    assert collapse.kind == "user key collapse"
+    assert render_collapse(collapse).startswith("user key collapse: two distinct workloads share")
+
+    torch.manual_seed(1)
+    reinit = TinyNet().eval()
+    again = recorded(lambda: reinit(torch.rand(1, 3, 8, 8)), nodeid="t.py::other", keyer=weight_key)
+    (unstable,) = checks.check(again)
+    assert unstable.kind == "unstable user key"
+    message = render_collapse(unstable)
+    assert message.splitlines()[0] == (
+        "unstable user key: one workload got different keys from pytest_workload_key:"
+    )
+    assert "t.py::test, call 1: " in message and "t.py::other, call 1: " in message
+
+
+def test_unstable_within_one_test_names_the_calls():
+    model = TinyNet().eval()
+    calls = iter(range(10))
+    table = recorded(
+        lambda: [model(torch.rand(1, 3, 8, 8)) for _ in range(3)],
+        keyer=lambda m, a, k: next(calls) // 2,
+    )
+    (workload,) = table.workloads
+    assert [(k.key, k.first_call, k.calls) for k in workload.user_keys] == [(0, 1, 2), (1, 3, 1)]
+    (unstable,) = KeyChecks().check(table)
+    assert "t.py::test, call 1: 0" in render_collapse(unstable)
+    assert "t.py::test, call 3: 1" in render_collapse(unstable)
+
+
+def test_prefix_lengthens_only_where_hashes_share_one():
+    assert prefix_length(["abcdef0123", "0123456789"]) == 8
+    assert prefix_length(["abcdef0123", "abcdef0199"]) == 9
+    assert prefix_length(["abcdef0123", "abcdef0123"]) == 8
+
+
+def test_report_tree_shows_the_fields_of_each_workload():
+    model = TinyNet().eval()
+    table = recorded(lambda: [model(torch.rand(1, 3, 8, 8)) for _ in range(2)], max_depth=1)
+    lines = render_session([table])
+    assert lines[0] == "t.py::test"
+    assert lines[1].startswith("    model (executed 2× – ")
+    text = "\n".join(lines)
+    for field in (
+        "Class:      TinyNet (tests.models.TinyNet)",
+        "Parameters: ",
+        "Location:   ",
+        "Input:      (float32[1, 3, 8, 8])",
+        f"Hash:       {table.workloads[0].hash[:8]}",
+    ):
+        assert field in text
+    assert "            stem (executed 2× – " in text
+
+
+def test_report_without_timing_shows_counts_only():
+    model = TinyNet().eval()
+    lines = render_session([recorded(lambda: model(torch.rand(1, 3, 8, 8)), timing=False)])
+    assert lines[1] == "    model (executed 1×)"

@@ -1,0 +1,433 @@
+"""End-to-end runs of the plugin through pytester."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+
+def lit(*patterns: str) -> list[str]:
+    """fnmatch patterns where only * and ? are wildcards: brackets are shapes, not classes."""
+    return [p.replace("[", "[[]") for p in patterns]
+
+
+MODELS = """
+import pytest
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, kernel=3):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 4, kernel, padding=kernel // 2)
+        self.blocks = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1), nn.ReLU())
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x, scale=1.0):
+        return self.head(self.blocks(self.stem(x)).mean(dim=(2, 3))) * scale
+"""
+
+
+@pytest.fixture(autouse=True)
+def _not_an_xdist_worker(monkeypatch):
+    """Inner runs must not inherit the outer run's xdist worker identity: syrupy reads it
+    from the environment and would skip its unused-snapshot report."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester):
+    """Write a test module whose model calls and kernel size a test can change."""
+
+    def write(body: str, kernel: int = 3, name: str = "test_models") -> None:
+        pytester.makepyfile(**{name: MODELS + f"\nKERNEL = {kernel}\n" + body})
+
+    return write
+
+
+TWO_SHAPES = """
+@pytest.mark.workloads(max_depth=1)
+def test_two_shapes():
+    model = Net(KERNEL).eval()
+    model(torch.rand(1, 3, 8, 8))
+    model(torch.rand(1, 3, SIZE, SIZE))
+    model(torch.rand(1, 3, 8, 8))
+"""
+
+
+def two_shapes(size: int = 16) -> str:
+    return TWO_SHAPES.replace("SIZE", str(size))
+
+
+def test_marker_records_and_reports_a_tree(pytester, suite):
+    suite(two_shapes())
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*= Workloads discovered =*",
+            "test_models.py::test_two_shapes",
+            "    model (executed 2× – *)",
+            "        Class:      Net (test_models.Net)",
+            "        Location:   test_models.py:*",
+            "        Parameters: 270 (<0.1 MB)",
+            "        Input:      (float32[1, 3, 8, 8])",
+            "        Hash:       ????????",
+            "",
+            "            stem (executed 2× – *)",
+            "*",
+            "    model (executed 1× – *)",
+            "*Input:      (float32[1, 3, 16, 16])",
+        )
+    )
+
+
+def test_report_is_quiet_under_q(pytester, suite):
+    suite(two_shapes())
+    result = pytester.runpytest("-q")
+    result.assert_outcomes(passed=1)
+    assert "Workloads discovered" not in result.stdout.str()
+
+
+def test_json_report_has_the_pinned_fields(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest("--workload-json=out/report.json").assert_outcomes(passed=1)
+    data = json.loads((pytester.path / "out" / "report.json").read_text())
+    assert data["schema_version"] == 1
+    (test,) = data["tests"]
+    assert test["nodeid"] == "test_models.py::test_two_shapes"
+    roots = [w for w in test["workloads"] if w["parent"] is None]
+    assert [r["calls"] for r in roots] == [2, 1]
+    for w in test["workloads"]:
+        assert {
+            "name",
+            "class",
+            "depth",
+            "parent",
+            "structure_hash",
+            "input_signature",
+            "key",
+            "hash",
+            "calls",
+            "params",
+        } <= set(w)
+        assert len(w["hash"]) == 64
+        assert w["key"][0] == w["structure_hash"]
+    children = [w for w in test["workloads"] if w["parent"] is not None]
+    assert {c["parent"] for c in children} == {r["hash"] for r in roots}
+
+
+def test_timing_off_keeps_hashes_and_drops_times(pytester, suite):
+    suite(two_shapes())
+    result = pytester.runpytest("--workload-timing=off", "--workload-json=r.json")
+    result.stdout.fnmatch_lines(lit("    model (executed 2×)"))
+    data = json.loads((pytester.path / "r.json").read_text())
+    assert {w["total_time_s"] for w in data["tests"][0]["workloads"]} == {None}
+
+
+def test_ini_options_are_read(pytester, suite):
+    suite(two_shapes())
+    pytester.makeini("[pytest]\nworkload_timing = off\nworkload_json = from-ini.json\n")
+    pytester.runpytest().stdout.fnmatch_lines(lit("    model (executed 2×)"))
+    assert (pytester.path / "from-ini.json").exists()
+
+
+def test_fixture_tracks_a_model_in_an_unmarked_test(pytester, suite):
+    suite(
+        """
+def test_tracked(workloads):
+    model = workloads.track(Net().eval(), max_depth=1)
+    other = nn.Linear(2, 2)
+    model(torch.rand(1, 3, 8, 8))
+    other(torch.rand(1, 2))
+    recorded = workloads.workloads()
+    assert [w.name for w in recorded.roots()] == ["model"]
+    assert {w.name for w in recorded.children(recorded.roots()[0])} == {"stem", "blocks", "head"}
+
+
+def test_unmarked_records_nothing():
+    Net()(torch.rand(1, 3, 8, 8))
+"""
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=2)
+    assert "test_unmarked_records_nothing" not in result.stdout.str()
+
+
+def test_snapshot_lifecycle_create_pass_fail(pytester, suite):
+    suite(two_shapes())
+    missing = pytester.runpytest("--workload-snapshot")
+    missing.assert_outcomes(failed=1)
+    missing.stdout.fnmatch_lines(
+        lit("*no workload snapshot __snapshots__*test_two_shapes.workloads*")
+    )
+
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    text = stored.read_text()
+    assert '"class": "test_models.Net"' in text and '"input": "(float32[1, 3, 16, 16])"' in text
+    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
+
+    suite(two_shapes(size=12))
+    changed = pytester.runpytest("--workload-snapshot")
+    changed.assert_outcomes(failed=1)
+    changed.stdout.fnmatch_lines(
+        lit(
+            "workload snapshot mismatch (__snapshots__*test_two_shapes.workloads):",
+            "  changed:  model (test_models.Net) * -> *",
+            "      input args[0] (x): shape [1, 3, 16, 16] -> [1, 3, 12, 12]",
+            "*run `pytest --workload-snapshot --snapshot-update` to accept*",
+        )
+    )
+    assert stored.read_text() == text
+    # without the gate, a change is recorded and reported but fails nothing
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_structure_change_names_the_submodule(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    suite(two_shapes(), kernel=5)
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "  changed:  model (test_models.Net) * -> *",
+            "      structure changed (structure hash * -> *)",
+            "      submodules whose structure changed: stem",
+            "  changed:  stem (torch.nn.modules.conv.Conv2d) * -> *",
+        )
+    )
+
+
+def test_vanished_workload_fails(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    suite(two_shapes().replace("    model(torch.rand(1, 3, 16, 16))\n", ""))
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit("  vanished: model (test_models.Net) *, input (float32[1, 3, 16, 16])")
+    )
+
+
+SHAPE_BLIND = """
+import pytest
+from pytest_workload import FingerprintScheme, CURRENT_SCHEME
+from pytest_workload.canonical import sha256_hex
+from pytest_workload.plugin import SESSION_KEY
+
+
+class ShapeBlind(FingerprintScheme):
+    # the classic bug: a workload hash that forgets the inputs
+    def workload_hash(self, structure, signature):
+        return sha256_hex(structure)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    config.stash[SESSION_KEY].scheme = ShapeBlind(1, CURRENT_SCHEME.node, "shape-blind")
+"""
+
+
+def test_collapse_in_one_test_fails_and_lists_both(pytester, suite):
+    pytester.makeconftest(SHAPE_BLIND)
+    suite(two_shapes())
+    result = pytester.runpytest("--workload-snapshot", "--snapshot-update")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "workload hash collapse: two distinct workloads share the hash *",
+            "  - test_models.py::test_two_shapes: model (test_models.Net), "
+            "input (float32[1, 3, 8, 8]), structure *",
+            "  - test_models.py::test_two_shapes: model (test_models.Net), "
+            "input (float32[1, 3, 16, 16]), structure *",
+        )
+    )
+
+
+def test_collapse_across_tests_fails_the_later_test(pytester, suite):
+    pytester.makeconftest(SHAPE_BLIND)
+    suite(
+        """
+@pytest.mark.workloads
+def test_small():
+    Net()(torch.rand(1, 3, 8, 8))
+
+
+@pytest.mark.workloads
+def test_big():
+    Net()(torch.rand(1, 3, 16, 16))
+"""
+    )
+    result = pytester.runpytest("--workload-snapshot", "--snapshot-update")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        lit("*test_small: Net (test_models.Net)*8, 8*", "*test_big: Net (test_models.Net)*16, 16*")
+    )
+
+
+def test_snapshot_from_another_scheme_names_both_versions(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    stored.write_text(
+        stored.read_text().replace('"fingerprint_scheme": 1', '"fingerprint_scheme": 0')
+    )
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*was written by fingerprint scheme 0; this run uses scheme 1. Migrate it with "
+            "`pytest --workload-snapshot --workload-migrate`, which first checks every stored "
+            "hash under scheme 0, or regenerate it with*"
+        )
+    )
+
+
+def test_corrupt_snapshot_is_a_clear_error_and_only_rewritten_on_update(pytester, suite):
+    suite(two_shapes())
+    stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    stored.parent.mkdir(parents=True)
+    stored.write_text('{"pytest_workload_snapshot": 1, "workloads": [')
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit("corrupt workload snapshot __snapshots__*test_two_shapes.workloads: not valid JSON*")
+    )
+    assert stored.read_text().endswith("[")
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
+
+
+def test_unused_snapshot_follows_syrupy(pytester, suite):
+    suite(two_shapes() + two_shapes().replace("test_two_shapes", "test_other"))
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=2)
+    suite(two_shapes())
+    result = pytester.runpytest("--workload-snapshot")
+    result.stdout.fnmatch_lines(lit("*1 snapshot unused*"))
+    assert result.ret == 1
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").stdout.fnmatch_lines(
+        lit("*1 unused snapshot deleted*")
+    )
+    assert not (pytester.path / "__snapshots__" / "test_models" / "test_other.workloads").exists()
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("workloads(depth=2)", " got unknown argument depth (it takes max_depth)"),
+        ("workloads(max_depth=-1)", "(max_depth=...) must be an int >= 0, got -1"),
+        ("workloads(max_depth='2')", "(max_depth=...) must be an int >= 0, got '2'"),
+        ("workloads(2)", " takes keyword arguments only, got (2,)"),
+    ],
+)
+def test_bad_marker_is_a_usage_error(pytester, suite, marker, message):
+    suite(f"\n@pytest.mark.{marker}\ndef test_bad():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        lit(f"ERROR: test_models.py::test_bad: @pytest.mark.workloads{message}")
+    )
+
+
+def test_hooks_are_removed_after_a_raising_model(pytester, suite):
+    suite(
+        """
+class Boom(nn.Module):
+    def forward(self, x):
+        raise ValueError("the model's own error")
+
+
+@pytest.mark.workloads(max_depth=2)
+def test_raises():
+    Boom()(torch.rand(1))
+
+
+def test_after():
+    from torch.nn.modules import module
+    assert not module._global_forward_pre_hooks
+    assert not module._global_forward_hooks
+"""
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(lit("E *ValueError: the model's own error"))
+
+
+def test_undescribable_input_fails_with_the_argument_path(pytester, suite):
+    suite(
+        """
+class Takes(nn.Module):
+    def forward(self, x, config):
+        return x
+
+
+@pytest.mark.workloads
+def test_opaque():
+    Takes()(torch.rand(1), object())
+"""
+    )
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "pytest-workload could not record: Takes (test_models.Takes) called at "
+            "test_models.py:*: cannot describe input args[1] of type builtins.object*"
+        )
+    )
+
+
+def test_plugin_can_be_disabled(pytester, suite):
+    suite(two_shapes())
+    result = pytester.runpytest("-p", "no:workload", "--workload-snapshot")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_a_session_without_workloads_never_imports_torch(pytester):
+    pytester.makeconftest(
+        """
+import sys
+
+def pytest_sessionfinish(session):
+    print("torch imported:", "torch" in sys.modules)
+"""
+    )
+    pytester.makepyfile("def test_plain():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-s")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(lit("*torch imported: False"))
+
+
+def _comparable(report: dict) -> dict:
+    for test in report["tests"]:
+        for w in test["workloads"]:
+            w.pop("total_time_s")
+    return report
+
+
+def test_xdist_gives_the_serial_report_and_snapshots(pytester, suite):
+    suite(two_shapes() + two_shapes(size=12).replace("test_two_shapes", "test_other"))
+    serial = pytester.runpytest(
+        "--workload-json=serial.json", "--workload-snapshot", "--snapshot-update"
+    )
+    serial.assert_outcomes(passed=2)
+    snapshots = sorted((pytester.path / "__snapshots__").rglob("*.workloads"))
+    texts = [p.read_text() for p in snapshots]
+    for p in snapshots:
+        p.unlink()
+    parallel = pytester.runpytest(
+        "-n", "2", "--workload-json=parallel.json", "--workload-snapshot", "--snapshot-update"
+    )
+    parallel.assert_outcomes(passed=2)
+    assert [p.read_text() for p in snapshots] == texts
+    load = lambda name: _comparable(json.loads((pytester.path / name).read_text()))  # noqa: E731
+    assert load("serial.json") == load("parallel.json")
+    parallel.stdout.fnmatch_lines(lit("*= Workloads discovered =*", "test_models.py::test_other"))
+    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=2)
+    pytester.runpytest("-n", "2", "--workload-snapshot").assert_outcomes(passed=2)
