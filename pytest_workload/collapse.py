@@ -42,17 +42,17 @@ class CollapseIndex:
     def __init__(self) -> None:
         self._seen: dict[str, dict[str, Sighting]] = {}
 
-    def add(self, key: str, identity: str, sighting: Sighting) -> list[Sighting]:
-        """Record a sighting; return the earlier sightings of other identities under ``key``.
+    def add(self, key: str, identity: str, sighting: Sighting) -> Sighting | None:
+        """Record a sighting; return the first sighting under ``key`` if its identity differs.
 
-        A pair is reported once: only the first sighting of a new identity can collide.
+        Each new identity is reported once, against the first one seen under the key.
         """
         identities = self._seen.setdefault(key, {})
         if identity in identities:
-            return []
-        earlier = list(identities.values())
+            return None
+        first = next(iter(identities.values()), None)
         identities[identity] = sighting
-        return earlier
+        return first
 
 
 def builtin_identity(workload: Workload) -> str:
@@ -70,21 +70,17 @@ class KeyChecks:
 
     def check(self, test: TestWorkloads) -> list[Collapse]:
         found: list[Collapse] = []
+
+        def note(kind: FindingKind, first: Sighting | None, second: Sighting) -> None:
+            if first is not None:
+                found.append(Collapse(kind, first, second))
+
         for w in test:
             seen = Sighting(test.nodeid, w)
-            found += [
-                Collapse("hash collapse", e, seen)
-                for e in self._by_hash.add(w.hash, builtin_identity(w), seen)
-            ]
+            note("hash collapse", self._by_hash.add(w.hash, builtin_identity(w), seen), seen)
             for user_key in w.user_keys:
                 keyed = Sighting(test.nodeid, w, user_key)
                 key = canonical_json(user_key.key)
-                found += [
-                    Collapse("user key collapse", e, keyed)
-                    for e in self._by_user_key.add(key, w.hash, keyed)
-                ]
-                found += [
-                    Collapse("unstable user key", e, keyed)
-                    for e in self._keys_of_workload.add(w.hash, key, keyed)
-                ]
+                note("user key collapse", self._by_user_key.add(key, w.hash, keyed), keyed)
+                note("unstable user key", self._keys_of_workload.add(w.hash, key, keyed), keyed)
         return found

@@ -157,6 +157,15 @@ def _keyer(item: pytest.Item) -> Keyer | None:
     return lambda module, args, kwargs: hook(module=module, args=args, kwargs=kwargs)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    session.config.stash[SESSION_KEY].set_collection_order([i.nodeid for i in session.items])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    node.config.stash[SESSION_KEY].set_collection_order(ids)
+
+
 @pytest.fixture(autouse=True)
 def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadRecorder | None]:
     item = request.node
@@ -221,6 +230,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "workload snapshot migrations")
         for note in session.notes:
             terminalreporter.write_line(note)
+    if session.problems:
+        terminalreporter.write_sep("=", "workload problems across xdist workers", red=True)
+        for problem in session.problems:
+            terminalreporter.write_line(problem)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -230,6 +243,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if workeroutput is not None:
         workeroutput[WORKER_OUTPUT_KEY] = workload_session.worker_payload()
     else:
+        if workload_session.check_across_workers():
+            session.exitstatus |= pytest.ExitCode.TESTS_FAILED
         workload_session.write_json(
             lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
         )
@@ -237,6 +252,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
+    # A crashed worker has no workeroutput at all.
     payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
-    if payload is not None:
-        node.config.stash[SESSION_KEY].merge_worker_payload(payload)
+    worker = getattr(node, "gateway", None)
+    node.config.stash[SESSION_KEY].merge_worker_payload(getattr(worker, "id", "?"), payload)

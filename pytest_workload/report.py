@@ -125,25 +125,38 @@ def _entry_title(change: Change) -> str:
     return f"{e.name} ({e.class_name})"
 
 
+#: Submodule changes listed per message before the rest are summarised in a count.
+MAX_SUBMODULE_CHANGES = 8
+
+
+def _change_lines(change: Change, hash_len: int) -> list[str]:
+    if change.kind == "changed":
+        assert change.old is not None and change.new is not None
+        head = (
+            f"changed:  {_entry_title(change)} {change.old.hash[:hash_len]} -> "
+            f"{change.new.hash[:hash_len]}"
+        )
+        return [head, *(f"{_INDENT}{d}" for d in change.details)]
+    e = change.entry
+    return [
+        f"{change.kind + ':':<9} {_entry_title(change)} {e.hash[:hash_len]}, input "
+        f"{e.input_signature.format()}",
+        *(f"{_INDENT}{d}" for d in change.details),
+    ]
+
+
 def render_changes(changes: Sequence[Change]) -> list[str]:
-    hash_len = prefix_length(
-        h for c in changes for e in (c.old, c.new) if e is not None for h in (e.hash,)
-    )
-    lines: list[str] = []
-    for change in changes:
-        if change.kind == "changed":
-            assert change.old is not None and change.new is not None
-            lines.append(
-                f"changed:  {_entry_title(change)} {change.old.hash[:hash_len]} -> "
-                f"{change.new.hash[:hash_len]}"
-            )
-            lines += [f"{_INDENT}{d}" for d in change.details]
-        else:
-            e = change.entry
-            lines.append(
-                f"{change.kind + ':':<9} {_entry_title(change)} {e.hash[:hash_len]}, input "
-                f"{e.input_signature.format()}"
-            )
+    """Root changes in full; submodule changes after them, the first few in full."""
+    hash_len = prefix_length(h for c in changes for e in (c.old, c.new) if e for h in (e.hash,))
+    roots = [c for c in changes if c.entry.depth == 0]
+    subs = [c for c in changes if c.entry.depth > 0]
+    lines = [line for c in roots for line in _change_lines(c, hash_len)]
+    lines += [line for c in subs[:MAX_SUBMODULE_CHANGES] for line in _change_lines(c, hash_len)]
+    if len(subs) > MAX_SUBMODULE_CHANGES:
+        lines.append(
+            f"... and {len(subs) - MAX_SUBMODULE_CHANGES} more submodule workloads changed "
+            "(--workload-json has them all)"
+        )
     return lines
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -47,7 +47,10 @@ class WorkloadSession:
         self.scheme = scheme
         self.legacy_schemes = tuple(s for s in legacy_schemes if s.version != scheme.version)
         self.notes: list[str] = []
+        self.problems: list[str] = []
         self._tests: dict[str, TestWorkloads] = {}
+        self._worker_of: dict[str, str] = {}
+        self._order: dict[str, int] = {}
         self._checks = KeyChecks()
 
     def new_recorder(
@@ -116,9 +119,16 @@ class WorkloadSession:
             documents[scheme.version] = SnapshotDocument(scheme.version, entries)
         return documents
 
+    def set_collection_order(self, nodeids: Sequence[str]) -> None:
+        """Report tests in collection order, whichever process or order they ran in."""
+        if not self._order:
+            self._order = {nodeid: i for i, nodeid in enumerate(nodeids)}
+
     @property
     def tests(self) -> tuple[TestWorkloads, ...]:
-        return tuple(self._tests[k] for k in sorted(self._tests))
+        last = len(self._order)
+        ordered = sorted(self._tests, key=lambda k: (self._order.get(k, last), k))
+        return tuple(self._tests[k] for k in ordered)
 
     def report(self) -> SessionReport:
         return SessionReport(scheme=self.scheme.version, tests=self.tests)
@@ -137,10 +147,29 @@ class WorkloadSession:
         """What an xdist worker sends to the controller: plain data."""
         return {"tests": [t.to_dict() for t in self._tests.values()], "notes": self.notes}
 
-    def merge_worker_payload(self, payload: dict[str, Any]) -> None:
-        self.add_tests(TestWorkloads.from_dict(t) for t in payload.get("tests", ()))
+    def merge_worker_payload(self, worker: str, payload: dict[str, Any] | None) -> None:
+        """Take in what one xdist worker recorded; a crashed worker sent nothing."""
+        if payload is None:
+            self.problems.append(
+                f"xdist worker {worker} sent no workload data (it crashed or was killed): the "
+                "workloads of its tests are missing from this report"
+            )
+            return
+        for data in payload.get("tests", ()):
+            test = TestWorkloads.from_dict(data)
+            self._tests[test.nodeid] = test
+            self._worker_of[test.nodeid] = worker
         self.notes.extend(payload.get("notes", ()))
 
-    def add_tests(self, tests: Iterable[TestWorkloads]) -> None:
-        for test in tests:
-            self._tests[test.nodeid] = test
+    def check_across_workers(self) -> list[str]:
+        """Collapses between tests that ran on different xdist workers: no worker saw both,
+        so the controller decides them, once, over everything merged."""
+        if not self.settings.snapshot or not self._worker_of:
+            return []
+        checks, found = KeyChecks(), []
+        for test in self.tests:
+            for c in checks.check(test):
+                if self._worker_of.get(c.first.nodeid) != self._worker_of.get(c.second.nodeid):
+                    found.append(render_collapse(c))
+        self.problems.extend(found)
+        return found

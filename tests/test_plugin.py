@@ -6,62 +6,7 @@ import json
 
 import pytest
 
-pytest_plugins = ["pytester"]
-
-
-def lit(*patterns: str) -> list[str]:
-    """fnmatch patterns where only * and ? are wildcards: brackets are shapes, not classes."""
-    return [p.replace("[", "[[]") for p in patterns]
-
-
-MODELS = """
-import pytest
-import torch
-from torch import nn
-
-
-class Net(nn.Module):
-    def __init__(self, kernel=3):
-        super().__init__()
-        self.stem = nn.Conv2d(3, 4, kernel, padding=kernel // 2)
-        self.blocks = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1), nn.ReLU())
-        self.head = nn.Linear(4, 2)
-
-    def forward(self, x, scale=1.0):
-        return self.head(self.blocks(self.stem(x)).mean(dim=(2, 3))) * scale
-"""
-
-
-@pytest.fixture(autouse=True)
-def _not_an_xdist_worker(monkeypatch):
-    """Inner runs must not inherit the outer run's xdist worker identity: syrupy reads it
-    from the environment and would skip its unused-snapshot report."""
-    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def suite(pytester: pytest.Pytester):
-    """Write a test module whose model calls and kernel size a test can change."""
-
-    def write(body: str, kernel: int = 3, name: str = "test_models") -> None:
-        pytester.makepyfile(**{name: MODELS + f"\nKERNEL = {kernel}\n" + body})
-
-    return write
-
-
-TWO_SHAPES = """
-@pytest.mark.workloads(max_depth=1)
-def test_two_shapes():
-    model = Net(KERNEL).eval()
-    model(torch.rand(1, 3, 8, 8))
-    model(torch.rand(1, 3, SIZE, SIZE))
-    model(torch.rand(1, 3, 8, 8))
-"""
-
-
-def two_shapes(size: int = 16) -> str:
-    return TWO_SHAPES.replace("SIZE", str(size))
+from tests.pytester_suite import XDIST_MODES, lit, two_shapes
 
 
 def test_marker_records_and_reports_a_tree(pytester, suite):
@@ -94,9 +39,9 @@ def test_report_is_quiet_under_q(pytester, suite):
     assert "Workloads discovered" not in result.stdout.str()
 
 
-def test_json_report_has_the_pinned_fields(pytester, suite):
+def test_json_report_has_the_pinned_fields(pytester, suite, mode):
     suite(two_shapes())
-    pytester.runpytest("--workload-json=out/report.json").assert_outcomes(passed=1)
+    pytester.runpytest(*mode, "--workload-json=out/report.json").assert_outcomes(passed=1)
     data = json.loads((pytester.path / "out" / "report.json").read_text())
     assert data["schema_version"] == 1
     (test,) = data["tests"]
@@ -159,22 +104,22 @@ def test_unmarked_records_nothing():
     assert "test_unmarked_records_nothing" not in result.stdout.str()
 
 
-def test_snapshot_lifecycle_create_pass_fail(pytester, suite):
+def test_snapshot_lifecycle_create_pass_fail(pytester, suite, mode):
     suite(two_shapes())
-    missing = pytester.runpytest("--workload-snapshot")
+    missing = pytester.runpytest(*mode, "--workload-snapshot")
     missing.assert_outcomes(failed=1)
     missing.stdout.fnmatch_lines(
         lit("*no workload snapshot __snapshots__*test_two_shapes.workloads*")
     )
 
-    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
     stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
     text = stored.read_text()
     assert '"class": "test_models.Net"' in text and '"input": "(float32[1, 3, 16, 16])"' in text
-    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
+    pytester.runpytest(*mode, "--workload-snapshot").assert_outcomes(passed=1)
 
     suite(two_shapes(size=12))
-    changed = pytester.runpytest("--workload-snapshot")
+    changed = pytester.runpytest(*mode, "--workload-snapshot")
     changed.assert_outcomes(failed=1)
     changed.stdout.fnmatch_lines(
         lit(
@@ -186,7 +131,7 @@ def test_snapshot_lifecycle_create_pass_fail(pytester, suite):
     )
     assert stored.read_text() == text
     # without the gate, a change is recorded and reported but fails nothing
-    pytester.runpytest().assert_outcomes(passed=1)
+    pytester.runpytest(*mode).assert_outcomes(passed=1)
 
 
 def test_structure_change_names_the_submodule(pytester, suite):
@@ -251,7 +196,7 @@ def test_collapse_in_one_test_fails_and_lists_both(pytester, suite):
     )
 
 
-def test_collapse_across_tests_fails_the_later_test(pytester, suite):
+def test_collapse_across_tests_fails_the_later_test(pytester, suite, mode):
     pytester.makeconftest(SHAPE_BLIND)
     suite(
         """
@@ -265,10 +210,16 @@ def test_big():
     Net()(torch.rand(1, 3, 16, 16))
 """
     )
-    result = pytester.runpytest("--workload-snapshot", "--snapshot-update")
-    result.assert_outcomes(passed=1, failed=1)
+    result = pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    if mode != XDIST_MODES["n2"]:  # on two workers, neither test saw the other: the session fails
+        result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
-        lit("*test_small: Net (test_models.Net)*8, 8*", "*test_big: Net (test_models.Net)*16, 16*")
+        lit(
+            "workload hash collapse: two distinct workloads share the hash *",
+            "*test_small: Net (test_models.Net)*8, 8*",
+            "*test_big: Net (test_models.Net)*16, 16*",
+        )
     )
 
 
@@ -290,29 +241,29 @@ def test_snapshot_from_another_scheme_names_both_versions(pytester, suite):
     )
 
 
-def test_corrupt_snapshot_is_a_clear_error_and_only_rewritten_on_update(pytester, suite):
+def test_corrupt_snapshot_is_a_clear_error_and_only_rewritten_on_update(pytester, suite, mode):
     suite(two_shapes())
     stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
     stored.parent.mkdir(parents=True)
     stored.write_text('{"pytest_workload_snapshot": 1, "workloads": [')
-    result = pytester.runpytest("--workload-snapshot")
+    result = pytester.runpytest(*mode, "--workload-snapshot")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit("corrupt workload snapshot __snapshots__*test_two_shapes.workloads: not valid JSON*")
     )
     assert stored.read_text().endswith("[")
-    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
-    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
+    pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    pytester.runpytest(*mode, "--workload-snapshot").assert_outcomes(passed=1)
 
 
-def test_unused_snapshot_follows_syrupy(pytester, suite):
+def test_unused_snapshot_follows_syrupy(pytester, suite, mode):
     suite(two_shapes() + two_shapes().replace("test_two_shapes", "test_other"))
-    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=2)
+    pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update").assert_outcomes(passed=2)
     suite(two_shapes())
-    result = pytester.runpytest("--workload-snapshot")
+    result = pytester.runpytest(*mode, "--workload-snapshot")
     result.stdout.fnmatch_lines(lit("*1 snapshot unused*"))
     assert result.ret == 1
-    pytester.runpytest("--workload-snapshot", "--snapshot-update").stdout.fnmatch_lines(
+    pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update").stdout.fnmatch_lines(
         lit("*1 unused snapshot deleted*")
     )
     assert not (pytester.path / "__snapshots__" / "test_models" / "test_other.workloads").exists()
@@ -431,3 +382,26 @@ def test_xdist_gives_the_serial_report_and_snapshots(pytester, suite):
     parallel.stdout.fnmatch_lines(lit("*= Workloads discovered =*", "test_models.py::test_other"))
     pytester.runpytest("--workload-snapshot").assert_outcomes(passed=2)
     pytester.runpytest("-n", "2", "--workload-snapshot").assert_outcomes(passed=2)
+
+
+def test_a_crashed_xdist_worker_is_reported(pytester, suite):
+    suite(
+        two_shapes()
+        + """
+
+@pytest.mark.workloads
+def test_crash():
+    import os
+    Net()(torch.rand(1, 3, 8, 8))
+    os._exit(1)
+"""
+    )
+    result = pytester.runpytest("-n", "2", "--workload-json=r.json")
+    result.stdout.fnmatch_lines(
+        lit(
+            "*= workload problems across xdist workers =*",
+            "xdist worker gw* sent no workload data (it crashed or was killed)*",
+        )
+    )
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["schema_version"] == 1

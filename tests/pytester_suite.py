@@ -1,0 +1,41 @@
+"""What the end-to-end (pytester) tests share: a small model suite and output matching."""
+
+from __future__ import annotations
+
+MODELS = """
+import pytest
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self, kernel=3):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 4, kernel, padding=kernel // 2)
+        self.blocks = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1), nn.ReLU())
+        self.head = nn.Linear(4, 2)
+
+    def forward(self, x, scale=1.0):
+        return self.head(self.blocks(self.stem(x)).mean(dim=(2, 3))) * scale
+"""
+
+TWO_SHAPES = """
+@pytest.mark.workloads(max_depth=1)
+def test_two_shapes():
+    model = Net(KERNEL).eval()
+    model(torch.rand(1, 3, 8, 8))
+    model(torch.rand(1, 3, SIZE, SIZE))
+    model(torch.rand(1, 3, 8, 8))
+"""
+
+#: How the inner runs distribute tests: the plugin must behave the same in each.
+XDIST_MODES = {"no-xdist": ("-p", "no:xdist"), "n0": ("-n", "0"), "n2": ("-n", "2")}
+
+
+def two_shapes(size: int = 16) -> str:
+    return TWO_SHAPES.replace("SIZE", str(size))
+
+
+def lit(*patterns: str) -> list[str]:
+    """fnmatch patterns where only * and ? are wildcards: brackets are shapes, not classes."""
+    return [p.replace("[", "[[]") for p in patterns]

@@ -1,0 +1,284 @@
+"""End-to-end runs of user keys, the describe/report hooks and scheme migration."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.pytester_suite import XDIST_MODES, lit, two_shapes
+
+WEIGHT_KEY = """
+import hashlib
+
+
+def pytest_workload_key(module, args, kwargs):
+    # the classic bug: a cache key made from the weights
+    digest = hashlib.sha256()
+    for p in module.parameters():
+        digest.update(p.detach().numpy().tobytes())
+    return digest.hexdigest()[:16]
+"""
+
+SHAPE_KEY = """
+def pytest_workload_key(module, args, kwargs):
+    return [type(module).__name__, *[list(a.shape) for a in args]]
+"""
+
+
+def test_weight_key_collapses_two_shapes(pytester, suite, mode):
+    pytester.makeconftest(WEIGHT_KEY)
+    suite(two_shapes())
+    result = pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "user key collapse: two distinct workloads share the key *",
+            "  - test_models.py::test_two_shapes: model (test_models.Net), "
+            "input (float32[1, 3, 8, 8]), hash *",
+            "  - test_models.py::test_two_shapes: model (test_models.Net), "
+            "input (float32[1, 3, 16, 16]), hash *",
+        )
+    )
+
+
+REINIT = """
+@pytest.mark.workloads
+def test_first():
+    torch.manual_seed(0)
+    Net(KERNEL).eval()(torch.rand(1, 3, 8, 8))
+
+
+@pytest.mark.workloads
+def test_reinitialised():
+    torch.manual_seed(1)
+    Net(KERNEL).eval()(torch.rand(1, 3, 8, 8))
+"""
+
+
+def test_weight_key_is_unstable_across_reinitialisation(pytester, suite, mode):
+    pytester.makeconftest(WEIGHT_KEY)
+    suite(REINIT)
+    result = pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    if mode != XDIST_MODES["n2"]:
+        result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "unstable user key: one workload got different keys from pytest_workload_key:",
+            "  workload: Net (test_models.Net), input (float32[1, 3, 8, 8]), hash *",
+            '  - test_models.py::test_first, call 1: "*"',
+            '  - test_models.py::test_reinitialised, call 1: "*"',
+        )
+    )
+
+
+def test_stable_shape_key_passes_and_is_stored(pytester, suite):
+    pytester.makeconftest(SHAPE_KEY)
+    suite(two_shapes() + REINIT)
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=3)
+    text = (pytester.path / "__snapshots__/test_models/test_two_shapes.workloads").read_text()
+    assert '"user_key": ["Net", [1, 3, 16, 16]]' in text
+    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=3)
+
+
+def test_changed_user_key_fails_like_a_hash_change(pytester, suite):
+    pytester.makeconftest(SHAPE_KEY)
+    suite(two_shapes())
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    pytester.makeconftest(SHAPE_KEY.replace("type(module).__name__", '"v2"'))
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "  changed:  model (test_models.Net) * -> *",
+            '      user key changed: ["Net",[1,3,8,8]] -> ["v2",[1,3,8,8]]',
+        )
+    )
+
+
+def test_user_key_problems_together_with_a_hash_change(pytester, suite):
+    pytester.makeconftest(SHAPE_KEY)
+    suite(two_shapes())
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    pytester.makeconftest(WEIGHT_KEY)
+    suite(two_shapes(size=12))
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "user key collapse: two distinct workloads share the key" in out
+    result.stdout.fnmatch_lines(
+        lit(
+            "workload snapshot mismatch (__snapshots__*test_two_shapes.workloads):",
+            "  changed:  model (test_models.Net) * -> *",
+            "      user key changed: * -> *",
+            "*input args[0] (x): shape [1, 3, 16, 16] -> [1, 3, 12, 12]",
+        )
+    )
+
+
+def test_instability_together_with_a_hash_change(pytester, suite):
+    pytester.makeconftest(SHAPE_KEY)
+    suite(REINIT)
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=2)
+    pytester.makeconftest(WEIGHT_KEY)
+    suite(REINIT, kernel=5)
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        lit("unstable user key: one workload got different keys from pytest_workload_key:")
+    )
+    result.stdout.fnmatch_lines(lit("      structure changed (structure hash * -> *)"))
+
+
+def test_key_hook_errors_are_reported(pytester, suite):
+    pytester.makeconftest("def pytest_workload_key(module, args, kwargs):\n    return object()\n")
+    suite(two_shapes())
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit("pytest-workload could not record: pytest_workload_key failed for model: TypeError*")
+    )
+
+
+def test_describe_hook_makes_a_custom_input_part_of_the_signature(pytester, suite):
+    pytester.makeconftest(
+        """
+from test_models import Tokenizer
+
+
+def pytest_workload_describe(value):
+    if isinstance(value, Tokenizer):
+        return {"vocab": value.vocab}
+"""
+    )
+    suite(
+        """
+class Tokenizer:
+    def __init__(self, vocab):
+        self.vocab = vocab
+
+
+class Embed(nn.Module):
+    def forward(self, x, tokenizer):
+        return x
+
+
+@pytest.mark.workloads
+def test_custom():
+    model = Embed()
+    model(torch.rand(1), Tokenizer(100))
+    model(torch.rand(1), Tokenizer(200))
+"""
+    )
+    pytester.runpytest("--workload-json=r.json").assert_outcomes(passed=1)
+    workloads = json.loads((pytester.path / "r.json").read_text())["tests"][0]["workloads"]
+    assert [w["input"] for w in workloads] == [
+        "(float32[1], Tokenizer<{'vocab': 100}>)",
+        "(float32[1], Tokenizer<{'vocab': 200}>)",
+    ]
+
+
+def test_update_json_hook_adds_fields(pytester, suite):
+    pytester.makeconftest(
+        """
+def pytest_workload_update_json(config, report):
+    report["ci"] = {"commit": "abc123"}
+"""
+    )
+    suite(two_shapes())
+    pytester.runpytest("--workload-json=r.json").assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["ci"] == {"commit": "abc123"}
+    assert report["schema_version"] == 1
+
+
+OLD_RELEASE = """
+import pytest
+from pytest_workload.plugin import SESSION_KEY
+from tests.legacy_scheme import LEGACY_SCHEME
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    # what an older pytest-workload, whose current scheme was 0, would have written
+    config.stash[SESSION_KEY].scheme = LEGACY_SCHEME
+"""
+
+KNOWS_LEGACY = """
+from tests.legacy_scheme import LEGACY_SCHEME
+
+
+def pytest_workload_schemes(config):
+    return [LEGACY_SCHEME]
+"""
+
+
+def _old_snapshot(pytester, suite, body):
+    pytester.makeconftest(OLD_RELEASE)
+    suite(body)
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    assert '"fingerprint_scheme": 0' in stored.read_text()
+    pytester.makeconftest(KNOWS_LEGACY)
+    return stored
+
+
+def test_migration_rewrites_after_verifying_old_hashes(pytester, suite, mode):
+    stored = _old_snapshot(pytester, suite, two_shapes())
+    old_text = stored.read_text()
+    result = pytester.runpytest(*mode, "--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(lit("*written by fingerprint scheme 0; this run uses scheme 1*"))
+    assert stored.read_text() == old_text
+
+    migrated = pytester.runpytest(*mode, "--workload-snapshot", "--workload-migrate")
+    migrated.assert_outcomes(passed=1)
+    migrated.stdout.fnmatch_lines(
+        lit(
+            "*- workload snapshot migrations -*",
+            "migrated __snapshots__*test_two_shapes.workloads from fingerprint scheme 0 to 1",
+        )
+    )
+    assert '"fingerprint_scheme": 1' in stored.read_text()
+    pytester.runpytest(*mode, "--workload-snapshot").assert_outcomes(passed=1)
+
+
+def test_migration_refuses_when_something_else_changed(pytester, suite):
+    stored = _old_snapshot(pytester, suite, two_shapes())
+    old_text = stored.read_text()
+    suite(two_shapes(size=12))
+    result = pytester.runpytest("--workload-snapshot", "--workload-migrate")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "refusing to migrate workload snapshot __snapshots__*test_two_shapes.workloads from "
+            "scheme 0 to 1: under scheme 0 the recorded workloads no longer match the stored "
+            "ones, so something changed besides the scheme:",
+            "  changed:  model (test_models.Net) * -> *",
+            "*input args[0] (x): shape [1, 3, 16, 16] -> [1, 3, 12, 12]",
+            "fix the regression first, or accept it with --snapshot-update",
+        )
+    )
+    assert stored.read_text() == old_text
+
+
+def test_migration_needs_the_old_scheme(pytester, suite):
+    stored = _old_snapshot(pytester, suite, two_shapes())
+    pytester.makeconftest("")
+    result = pytester.runpytest("--workload-snapshot", "--workload-migrate")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "cannot migrate workload snapshot *: it was written by fingerprint scheme 0, which "
+            "this session cannot compute (known: none)*"
+        )
+    )
+    assert '"fingerprint_scheme": 0' in stored.read_text()
+
+
+def test_migrate_needs_the_snapshot_gate(pytester, suite):
+    suite(two_shapes())
+    result = pytester.runpytest("--workload-migrate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --workload-migrate needs --workload-snapshot"])
