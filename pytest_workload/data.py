@@ -5,37 +5,19 @@ These are what crosses process boundaries (xdist workers) and what the JSON repo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from .errors import WorkloadDataError
 from .fingerprint import workload_key
+from .jsonfields import read_field, read_object
 from .signature import InputSignature, Json
 from .structure import ParamStats
+from .timing import Timing
 
 #: Version of the JSON report layout (``--workload-json``); bumped on incompatible changes.
 REPORT_SCHEMA_VERSION: Final = 1
-
-
-def read_field(data: Mapping[str, Any], name: str, *types: type, optional: bool = False) -> Any:
-    if name not in data:
-        if optional:
-            return None
-        raise WorkloadDataError(f"missing field {name!r}")
-    value = data[name]
-    if value is None and optional:
-        return None
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-        expected = " or ".join(t.__name__ for t in types)
-        raise WorkloadDataError(f"field {name!r} must be {expected}, got {type(value).__name__}")
-    return value
-
-
-def read_object(data: object, what: str) -> Mapping[str, Any]:
-    if not isinstance(data, dict):
-        raise WorkloadDataError(f"{what} must be a JSON object, got {type(data).__name__}")
-    return data
 
 
 @dataclass(frozen=True)
@@ -97,6 +79,10 @@ class Workload:
     submodules: tuple[tuple[str, str], ...] = field(default=())
     user_keys: tuple[UserKey, ...] = ()
     alternates: tuple[AlternateHash, ...] = ()
+    timing: Timing | None = None
+    flops: int | None = None
+    peak_memory_bytes: int | None = None
+    output_signature: Json = None
 
     @property
     def key(self) -> list[Json]:
@@ -126,6 +112,10 @@ class Workload:
             "submodules": dict(self.submodules),
             "user_keys": [k.to_dict() for k in self.user_keys],
             "alternate_hashes": [a.to_dict() for a in self.alternates],
+            "timing": None if self.timing is None else self.timing.to_dict(),
+            "flops": self.flops,
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "output_signature": self.output_signature,
         }
 
     @classmethod
@@ -153,6 +143,10 @@ class Workload:
                 AlternateHash.from_dict(a)
                 for a in read_field(d, "alternate_hashes", list, optional=True) or ()
             ),
+            timing=None if d.get("timing") is None else Timing.from_dict(d["timing"]),
+            flops=read_field(d, "flops", int, optional=True),
+            peak_memory_bytes=read_field(d, "peak_memory_bytes", int, optional=True),
+            output_signature=d.get("output_signature"),
         )
 
 
@@ -198,11 +192,13 @@ class SessionReport:
     scheme: int
     tests: tuple[TestWorkloads, ...]
     schema_version: int = REPORT_SCHEMA_VERSION
+    environment: Json = None
 
     def to_dict(self) -> dict[str, Json]:
         return {
             "schema_version": self.schema_version,
             "fingerprint_scheme": self.scheme,
+            "environment": self.environment,
             "tests": [t.to_dict() for t in self.tests],
         }
 
@@ -219,4 +215,5 @@ class SessionReport:
             scheme=read_field(d, "fingerprint_scheme", int),
             tests=tuple(TestWorkloads.from_dict(t) for t in read_field(d, "tests", list)),
             schema_version=version,
+            environment=d.get("environment"),
         )

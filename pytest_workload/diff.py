@@ -193,9 +193,17 @@ def explain_entry(
             old.input_signature, new.input_signature, lambda p: label_arg(p, new.arg_names)
         )
     )
+    if old.flops != new.flops:
+        lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
+    if old.param_bytes != new.param_bytes:
+        lines.append(f"parameter bytes {_count(old.param_bytes)} -> {_count(new.param_bytes)}")
     if not lines:
         lines.append("same structure and inputs under another fingerprint")
     return lines
+
+
+def _count(value: int | None) -> str:
+    return "unknown" if value is None else f"{value:,}"
 
 
 def diff_signatures(

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+import argparse
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from .baseline import BASELINE_DIRNAME
+from .device import DeviceUnavailableError, check_device_spec
+from .drift import DEFAULT_TOLERANCE
 from .fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from .recorder import Keyer, WorkloadRecorder
 from .session import WORKER_OUTPUT_KEY, WorkloadSession, WorkloadSettings
 from .signature import Describer
 
+if TYPE_CHECKING:
+    import torch
+
 MARKER = "workloads"
+_MARK_ARGUMENTS = ("max_depth", "perf_tolerance")
 
 
 @dataclass(frozen=True)
@@ -23,6 +31,7 @@ class WorkloadsMark:
     """A validated ``@pytest.mark.workloads(...)``."""
 
     max_depth: int = 0
+    perf_tolerance: float | None = None
 
 
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
@@ -41,54 +50,174 @@ def pytest_workload_schemes(config: pytest.Config) -> list[FingerprintScheme]:
     return list(BUILTIN_SCHEMES.values())
 
 
+def _on_off(value: str) -> bool:
+    if value not in ("on", "off"):
+        raise argparse.ArgumentTypeError(f"expected 'on' or 'off', got {value!r}")
+    return value == "on"
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not number > 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, got {value!r}")
+    return number
+
+
+def _tolerance(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a fraction such as 0.2, got {value!r}"
+        ) from None
+    if not number >= 0:
+        raise argparse.ArgumentTypeError(f"expected a fraction >= 0, got {value!r}")
+    return number
+
+
+def _device(value: str) -> str:
+    try:
+        return check_device_spec(value)
+    except DeviceUnavailableError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _dest(flag: str) -> str:
+    """``--workload-perf`` is ``workload_perf``: the option's dest and its ini key."""
+    return flag.removeprefix("--").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class _Option:
+    """A command-line option with its ini key, parsed the same way from either."""
+
+    flag: str
+    default: str
+    parse: Callable[[str], object]
+    metavar: str
+    help: str
+
+    @property
+    def ini(self) -> str:
+        return _dest(self.flag)
+
+
+_FLAGS = (
+    (
+        "--workload-snapshot",
+        "compare each test's workloads with its syrupy snapshot; fail on collapses, hash, key or "
+        "FLOP changes, new or vanished workloads, and timing regressions",
+    ),
+    (
+        "--workload-migrate",
+        "rewrite snapshots of an older fingerprint scheme under the current one, after checking "
+        "every stored hash under the old scheme (needs --workload-snapshot)",
+    ),
+)
+
+_OPTIONS = (
+    _Option("--workload-json", "", str, "PATH", "write every test's workloads to PATH as JSON"),
+    _Option(
+        "--workload-timing",
+        "on",
+        _on_off,
+        "on|off",
+        "time each top-level workload on its device; 'off' turns every timing off (hashes and "
+        "FLOPs stay)",
+    ),
+    _Option(
+        "--workload-time-budget",
+        "0.25",
+        _positive_float,
+        "SECONDS",
+        "time spent timing one workload, after at least 2 warm-up calls and 5 samples",
+    ),
+    _Option(
+        "--workload-device",
+        "auto",
+        _device,
+        "DEVICE",
+        "device the workload_device fixture returns: auto (CUDA, else MPS, else CPU), cpu, "
+        "cuda, cuda:N or mps",
+    ),
+    _Option(
+        "--workload-perf",
+        "on",
+        _on_off,
+        "on|off",
+        "with --workload-snapshot, fail on timing regressions against the baselines; 'off' "
+        "keeps every hash check",
+    ),
+    _Option(
+        "--workload-perf-tolerance",
+        str(DEFAULT_TOLERANCE),
+        _tolerance,
+        "FRACTION",
+        "slowdown the drift gate allows (0.2 = 20%), beyond the measured noise; a marker's "
+        "perf_tolerance overrides it",
+    ),
+    _Option(
+        "--workload-baselines",
+        BASELINE_DIRNAME,
+        str,
+        "DIR",
+        "directory of the timing baselines, relative to the rootdir",
+    ),
+)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("workload", "workload fingerprints (pytest-workload)")
-    group.addoption(
-        "--workload-snapshot",
-        action="store_true",
-        default=None,
-        help="compare each test's workloads with its syrupy snapshot and fail on collapses, "
-        "hash changes and new or vanished workloads (default: off; ini: workload_snapshot)",
-    )
-    group.addoption(
-        "--workload-json",
-        metavar="PATH",
-        default=None,
-        help="write every test's workloads to PATH as JSON (default: none; ini: workload_json)",
-    )
-    group.addoption(
-        "--workload-timing",
-        choices=("on", "off"),
-        default=None,
-        help="time recorded calls; 'off' keeps recording and hashes (default: on; "
-        "ini: workload_timing)",
-    )
-    group.addoption(
-        "--workload-migrate",
-        action="store_true",
-        default=False,
-        help="rewrite workload snapshots of an older fingerprint scheme under the current one, "
-        "after checking that every stored hash still matches under the old scheme "
-        "(default: off; needs --workload-snapshot)",
-    )
-    parser.addini(
-        "workload_snapshot", "default for --workload-snapshot", type="bool", default=False
-    )
-    parser.addini("workload_json", "default for --workload-json", default="")
-    parser.addini("workload_timing", "default for --workload-timing (on/off)", default="on")
+    for flag, text in _FLAGS:
+        ini = _dest(flag)
+        group.addoption(
+            flag, action="store_true", default=None, help=f"{text} (default: off; ini: {ini})"
+        )
+        parser.addini(ini, f"default for {flag}", type="bool", default=False)
+    for option in _OPTIONS:
+        shown = option.default or "none"
+        group.addoption(
+            option.flag,
+            metavar=option.metavar,
+            type=option.parse,
+            default=None,
+            help=f"{option.help} (default: {shown}; ini: {option.ini})",
+        )
+        parser.addini(option.ini, f"default for {option.flag}", default=option.default)
+
+
+def _value(config: pytest.Config, flag: str) -> Any:
+    """An option's value: the command line if given, else the ini key, else the default."""
+    dest = _dest(flag)
+    given = config.getoption(dest)
+    if given is not None:
+        return given
+    option = next((o for o in _OPTIONS if o.flag == flag), None)
+    if option is None:
+        return bool(config.getini(dest))
+    raw = config.getini(dest)
+    try:
+        return option.parse(raw)
+    except argparse.ArgumentTypeError as exc:
+        raise pytest.UsageError(f"ini option {dest} = {raw!r}: {exc}") from None
 
 
 def _settings(config: pytest.Config) -> WorkloadSettings:
-    snapshot = config.getoption("workload_snapshot")
-    json_path = config.getoption("workload_json") or config.getini("workload_json")
-    timing = config.getoption("workload_timing") or config.getini("workload_timing")
-    if timing not in ("on", "off"):
-        raise pytest.UsageError(f"workload_timing must be 'on' or 'off', got {timing!r}")
+    json_path = _value(config, "--workload-json")
     settings = WorkloadSettings(
-        snapshot=bool(config.getini("workload_snapshot") if snapshot is None else snapshot),
-        timing=timing == "on",
+        snapshot=_value(config, "--workload-snapshot"),
+        update=bool(config.getoption("update_snapshots", False)),
+        timing=_value(config, "--workload-timing"),
+        time_budget_s=_value(config, "--workload-time-budget"),
+        perf=_value(config, "--workload-perf"),
+        tolerance=_value(config, "--workload-perf-tolerance"),
+        baselines=config.rootpath / _value(config, "--workload-baselines"),
+        device=_value(config, "--workload-device"),
         json_path=Path(config.invocation_params.dir, json_path) if json_path else None,
-        migrate=config.getoption("workload_migrate"),
+        migrate=_value(config, "--workload-migrate"),
         rootdir=config.rootpath,
     )
     if settings.migrate and not settings.snapshot:
@@ -110,13 +239,20 @@ def _schemes(config: pytest.Config) -> list[FingerprintScheme]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(max_depth=0): record every module this test calls at top level, and its "
-        "submodules down to max_depth, as workloads",
+        f"{MARKER}(max_depth=0, perf_tolerance=None): record every module this test calls at "
+        "top level, and its submodules down to max_depth, as workloads; perf_tolerance "
+        "overrides --workload-perf-tolerance",
     )
     settings = _settings(config)
     if settings.snapshot and not config.pluginmanager.hasplugin("syrupy"):
         raise pytest.UsageError("--workload-snapshot needs the syrupy plugin, which is disabled")
-    config.stash[SESSION_KEY] = WorkloadSession(settings, CURRENT_SCHEME, _schemes(config))
+    session = WorkloadSession(settings, CURRENT_SCHEME, _schemes(config))
+    if settings.device != "auto":  # an explicit device must exist; auto never imports torch here
+        try:
+            session.device()
+        except DeviceUnavailableError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config.stash[SESSION_KEY] = session
 
 
 def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
@@ -127,15 +263,23 @@ def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
     where = f"{item.nodeid}: @pytest.mark.{MARKER}"
     if mark.args:
         raise pytest.UsageError(f"{where} takes keyword arguments only, got {mark.args!r}")
-    unknown = sorted(set(mark.kwargs) - {"max_depth"})
+    unknown = sorted(set(mark.kwargs) - set(_MARK_ARGUMENTS))
     if unknown:
         raise pytest.UsageError(
-            f"{where} got unknown argument {', '.join(unknown)} (it takes max_depth)"
+            f"{where} got unknown argument {', '.join(unknown)} (it takes "
+            f"{', '.join(_MARK_ARGUMENTS)})"
         )
     max_depth = mark.kwargs.get("max_depth", 0)
     if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
         raise pytest.UsageError(f"{where}(max_depth=...) must be an int >= 0, got {max_depth!r}")
-    return WorkloadsMark(max_depth=max_depth)
+    tolerance = mark.kwargs.get("perf_tolerance")
+    if tolerance is not None and (
+        isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0
+    ):
+        raise pytest.UsageError(
+            f"{where}(perf_tolerance=...) must be a number >= 0, got {tolerance!r}"
+        )
+    return WorkloadsMark(max_depth, None if tolerance is None else float(tolerance))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -198,6 +342,15 @@ def workloads(_workload_recording: WorkloadRecorder | None) -> WorkloadRecorder:
     return _workload_recording
 
 
+@pytest.fixture(scope="session")
+def workload_device(request: pytest.FixtureRequest) -> torch.device:
+    """The ``torch.device`` chosen by ``--workload-device`` (auto: CUDA, else MPS, else CPU).
+
+    Place models and inputs on it; workloads are timed on the device they run on.
+    """
+    return request.config.stash[SESSION_KEY].device()
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     recorder = item.stash.get(RECORDER_KEY, None)
@@ -210,7 +363,13 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     except BaseException:
         session.finish_test(recorder, None, passed=False)
         raise
-    failures = session.finish_test(recorder, item.stash.get(SNAPSHOT_KEY, None), passed=True)
+    mark = item.stash.get(MARK_KEY, None)
+    failures = session.finish_test(
+        recorder,
+        item.stash.get(SNAPSHOT_KEY, None),
+        passed=True,
+        tolerance=None if mark is None else mark.perf_tolerance,
+    )
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
     return result
@@ -226,6 +385,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("=", "Workloads discovered")
         for line in lines:
             terminalreporter.write_line(line)
+    if session.perf_notes:
+        terminalreporter.write_sep("-", "workload performance")
+        for note in session.perf_notes:
+            terminalreporter.write_line(note)
     if session.notes:
         terminalreporter.write_sep("-", "workload snapshot migrations")
         for note in session.notes:

@@ -35,6 +35,7 @@ from .canonical import canonical_json
 from .data import AlternateHash, TestWorkloads, UserKey, Workload
 from .errors import UndescribableInputError
 from .fingerprint import CURRENT_SCHEME, FingerprintScheme
+from .replay import Measurement, device_of, replay
 from .signature import Describer, InputSignature, Json, describe_args, describe_kwargs
 from .structure import (
     ParamStats,
@@ -46,6 +47,7 @@ from .structure import (
     param_stats,
     unwrap,
 )
+from .timing import Timing, TimingPolicy, summarize
 
 if TYPE_CHECKING:
     from torch import nn
@@ -72,6 +74,8 @@ class _Static:
     arg_names: tuple[str, ...]
     submodules: tuple[tuple[str, str], ...]
     alternates: tuple[AlternateHash, ...]
+    output: Json
+    device: str
 
 
 @dataclass
@@ -85,6 +89,8 @@ class _Done:
     order: int
     children: list[_Done]
     user_key: Json = None
+    # the call as made, kept for a replay when this is a new top-level workload
+    call: tuple[nn.Module, tuple[Any, ...], dict[str, Any]] | None = None
 
 
 @dataclass(slots=True)
@@ -118,6 +124,8 @@ class _Entry:
     total_ns: int = 0
     # canonical user key -> [key, first call number, calls]
     user_keys: dict[str, list[Any]] = field(default_factory=dict)
+    samples_ns: list[int] = field(default_factory=list)
+    measurement: Measurement | None = None
 
 
 _EntryKey = tuple[str | None, str, str, int, str]
@@ -340,7 +348,7 @@ class WorkloadRecorder:
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
         if self._stack and self._stack[-1].module is module and self._on_thread():
-            self._guarded(self._complete, self._stack[-1], args, kwargs)
+            self._guarded(self._complete, self._stack[-1], args, kwargs, result)
 
     def _exit(self, module: nn.Module, *_: Any) -> None:
         if self._stack and self._stack[-1].module is module and self._on_thread():
@@ -424,21 +432,25 @@ class WorkloadRecorder:
         self._stack.append(frame)
         frame.start_ns = self._now()
 
-    def _complete(self, frame: _Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _complete(
+        self, frame: _Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
         elapsed = self._now() - frame.start_ns
         if frame.kwargs is None and frame.record:
             self._describe_into(frame, None, kwargs)
         if not frame.record or frame.args is None or frame.kwargs is None:
             return
         signature = InputSignature(frame.args, frame.kwargs)
-        static = self._static(frame.target, signature)
-        name, location = frame.name, None
+        static = self._static(frame.target, signature, result)
+        name, location, call = frame.name, None, None
         if frame.depth == 0 and _entry_key(None, static, signature, 0, "") not in self._entries:
             name, location = self._call_site(frame)
+            call = (frame.module, args, kwargs)
         frame.caller = None
         frame.done = _Done(
             static, signature, name, location, frame.depth, elapsed, frame.order, frame.children
         )
+        frame.done.call = call
         if self._keyer is not None:
             frame.done.user_key = self._user_key(frame, args, kwargs)
 
@@ -477,6 +489,8 @@ class WorkloadRecorder:
             entry = self._entries[key] = _Entry(done, parent)
         entry.calls += 1
         entry.total_ns += done.elapsed_ns
+        if self.timing:
+            entry.samples_ns.append(done.elapsed_ns)
         if done.user_key is not None:
             seen = entry.user_keys.setdefault(
                 canonical_json(done.user_key), [done.user_key, entry.calls, 0]
@@ -485,7 +499,7 @@ class WorkloadRecorder:
         for child in done.children:
             self._add(done.static.hash, child)
 
-    def _static(self, target: nn.Module, signature: InputSignature) -> _Static:
+    def _static(self, target: nn.Module, signature: InputSignature, result: Any) -> _Static:
         key = (id(target), target.training, signature.canonical)
         static = self._known.get(key)
         if static is not None and static.target is target:
@@ -503,9 +517,18 @@ class WorkloadRecorder:
                 self._alternate(scheme, memo, target, signature)
                 for _, (scheme, memo) in sorted(self._alternates.items())
             ),
+            output=self._describe_output(result),
+            device=str(device_of(target, (), {})),
         )
         self._known[key] = static
         return static
+
+    def _describe_output(self, result: Any) -> Json:
+        try:
+            described = describe_args((result,), self._describe)
+        except UndescribableInputError:
+            return None  # outputs are informative only; an opaque one is not an error
+        return described[0]
 
     @staticmethod
     def _alternate(
@@ -542,8 +565,36 @@ class WorkloadRecorder:
             filename = os.path.relpath(filename, self._rootdir)
         return name, f"{filename}:{caller.f_lineno}"
 
+    def measure(self, policy: TimingPolicy | None) -> list[str]:
+        """Replay each new top-level workload once recording has ended (FLOPs, and timing
+        unless ``policy`` is None); returns what could not be measured."""
+        if not self._stopped:
+            raise RuntimeError("measure() replays calls, so recording must have ended")
+        problems = []
+        for entry in self._entries.values():
+            call, entry.done.call = entry.done.call, None
+            if call is None or entry.parent is not None:
+                continue
+            module, args, kwargs = call
+            entry.measurement = replay(module, entry.done.static.target, args, kwargs, policy)
+            if entry.measurement.problem is not None:
+                problems.append(
+                    f"{entry.done.name} ({entry.done.static.class_name}): "
+                    f"{entry.measurement.problem}"
+                )
+        return problems
+
+    def _timing(self, entry: _Entry) -> Timing | None:
+        if entry.measurement is not None:
+            return entry.measurement.timing
+        if entry.parent is None or not entry.samples_ns:
+            return None
+        samples = [ns / 1e9 for ns in entry.samples_ns]
+        return summarize(samples, entry.done.static.device, "recorded calls")
+
     def _workload(self, entry: _Entry) -> Workload:
         done, static = entry.done, entry.done.static
+        measured = entry.measurement or Measurement()
         return Workload(
             name=done.name,
             class_name=static.class_name,
@@ -560,4 +611,8 @@ class WorkloadRecorder:
             submodules=static.submodules,
             user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
             alternates=static.alternates,
+            timing=self._timing(entry),
+            flops=measured.flops,
+            peak_memory_bytes=measured.peak_memory_bytes,
+            output_signature=static.output,
         )

@@ -5,10 +5,13 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 
+from .baseline import Baseline
 from .collapse import Collapse
 from .data import TestWorkloads, Workload
 from .diff import Change, format_key
+from .drift import Drift
 from .fingerprint import SHORT_HASH_LENGTH
+from .timing import Timing
 
 _INDENT = "    "
 
@@ -43,6 +46,22 @@ def _short_class(qualified: str) -> str:
     return qualified.rsplit(".", 1)[-1]
 
 
+def format_flops(flops: int) -> str:
+    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if flops >= scale:
+            return f"{flops / scale:.2f} {unit}"
+    return f"{flops} FLOP"
+
+
+def format_timing(t: Timing) -> str:
+    where = "recorded calls" if t.source == "recorded calls" else "replayed"
+    return (
+        f"median {format_duration(t.median_s)}, IQR {format_duration(t.iqr_s)}, 95% CI "
+        f"{format_duration(t.ci_low_s)}–{format_duration(t.ci_high_s)} (n={t.n}, {where}, "
+        f"{t.device})"
+    )
+
+
 def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
     executed = f"executed {w.calls}×"
     if w.total_time_s is not None:
@@ -53,9 +72,15 @@ def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
         ("Parameters", format_params(w.params.count, w.params.bytes)),
         ("Input", w.input_signature.format()),
         ("Hash", w.hash[:hash_len]),
+        ("Timing", None if w.timing is None else format_timing(w.timing)),
+        ("FLOPs", None if w.flops is None else format_flops(w.flops)),
+        (
+            "Peak memory",
+            None if w.peak_memory_bytes is None else f"{w.peak_memory_bytes / 1e6:.1f} MB",
+        ),
     ]
     lines = [f"{indent}{w.name} ({executed})"]
-    lines += [f"{indent}{_INDENT}{k + ':':<12}{v}" for k, v in fields if v is not None]
+    lines += [f"{indent}{_INDENT}{k + ':':<13}{v}" for k, v in fields if v is not None]
     return lines
 
 
@@ -161,3 +186,52 @@ def render_changes(changes: Sequence[Change]) -> list[str]:
 
 
 UPDATE_HINT = "run `pytest --workload-snapshot --snapshot-update` to accept the recorded workloads"
+
+
+def _workload_title(w: Workload) -> str:
+    return f"{w.name} ({w.class_name}), input {w.input_signature.format()}, hash {w.hash[:8]}"
+
+
+def render_regression(w: Workload, baseline: Timing, drift: Drift, device: str) -> str:
+    current = w.timing
+    assert current is not None
+    return "\n".join(
+        [
+            f"performance regression: {_workload_title(w)}",
+            f"  median {format_duration(current.median_s)} vs baseline "
+            f"{format_duration(baseline.median_s)}: {drift.ratio:.2f}x slower (95% interval "
+            f"of the ratio {drift.ratio_low:.2f}–{drift.ratio_high:.2f}x; tolerance "
+            f"{drift.tolerance:.0%})",
+            f"  current 95% CI {format_duration(current.ci_low_s)}–"
+            f"{format_duration(current.ci_high_s)} (n={current.n}), baseline 95% CI "
+            f"{format_duration(baseline.ci_low_s)}–{format_duration(baseline.ci_high_s)} "
+            f"(n={baseline.n})",
+            f"  on {device}; accept the new timing with --snapshot-update",
+        ]
+    )
+
+
+def render_faster(w: Workload, baseline: Timing, drift: Drift) -> str:
+    assert w.timing is not None
+    return (
+        f"{_workload_title(w)} is {1 / drift.ratio:.2f}x faster than its baseline "
+        f"({format_duration(w.timing.median_s)} vs {format_duration(baseline.median_s)}); "
+        "refresh the baseline with --snapshot-update"
+    )
+
+
+def render_missing_baseline(
+    w: Workload, device: str, nearest: tuple[Baseline, float] | None
+) -> str:
+    line = f"no timing baseline for {_workload_title(w)} on {device}"
+    if nearest is None:
+        return line + "; record one with --snapshot-update"
+    other, factor = nearest
+    assert w.timing is not None
+    expected = other.timing.median_s * factor
+    return (
+        f"{line}; nearest compatible baseline: {other.name} {other.input} "
+        f"({format_duration(other.timing.median_s)}) at distance factor {factor:g}, so about "
+        f"{format_duration(expected)} expected if time scales with size (measured "
+        f"{format_duration(w.timing.median_s)})"
+    )

@@ -3,20 +3,35 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .baseline import BASELINE_DIRNAME, Baseline, BaselineStore
+from .canonical import canonical_json
 from .collapse import KeyChecks
-from .data import SessionReport, TestWorkloads
+from .data import SessionReport, TestWorkloads, Workload
+from .device import device_identity, environment, resolve_device
+from .distance import nearest
+from .drift import DEFAULT_TOLERANCE, judge
+from .errors import CorruptFileError
 from .fingerprint import CURRENT_SCHEME, FingerprintScheme
 from .recorder import Keyer, WorkloadRecorder
-from .report import render_collapse, render_session
+from .report import (
+    render_collapse,
+    render_faster,
+    render_missing_baseline,
+    render_regression,
+    render_session,
+)
 from .signature import Describer, Json
 from .storage import SnapshotDocument, SnapshotEntry, write_report
+from .timing import TimingPolicy
 
 if TYPE_CHECKING:
+    import torch
     from syrupy.assertion import SnapshotAssertion
 
 #: Key of this plugin's payload in an xdist worker's ``workeroutput``.
@@ -28,7 +43,13 @@ class WorkloadSettings:
     """Everything the command line and ini decide, validated once."""
 
     snapshot: bool = False
+    update: bool = False
     timing: bool = True
+    time_budget_s: float = TimingPolicy.budget_s
+    perf: bool = True
+    tolerance: float = DEFAULT_TOLERANCE
+    baselines: Path = Path(BASELINE_DIRNAME)
+    device: str = "auto"
     json_path: Path | None = None
     migrate: bool = False
     rootdir: Path | None = None
@@ -47,7 +68,10 @@ class WorkloadSession:
         self.scheme = scheme
         self.legacy_schemes = tuple(s for s in legacy_schemes if s.version != scheme.version)
         self.notes: list[str] = []
+        self.perf_notes: list[str] = []
         self.problems: list[str] = []
+        self._stores: dict[str, BaselineStore] = {}
+        self._device: torch.device | None = None
         self._tests: dict[str, TestWorkloads] = {}
         self._worker_of: dict[str, str] = {}
         self._order: dict[str, int] = {}
@@ -72,11 +96,29 @@ class WorkloadSession:
             rootdir=self.settings.rootdir,
         )
 
+    def device(self) -> torch.device:
+        """The device tests are asked to run on (``--workload-device``), resolved once."""
+        if self._device is None:
+            self._device = resolve_device(self.settings.device)
+        return self._device
+
+    @property
+    def timing_policy(self) -> TimingPolicy | None:
+        return TimingPolicy(budget_s=self.settings.time_budget_s) if self.settings.timing else None
+
     def finish_test(
-        self, recorder: WorkloadRecorder, snapshot: SnapshotAssertion | None, *, passed: bool
+        self,
+        recorder: WorkloadRecorder,
+        snapshot: SnapshotAssertion | None,
+        *,
+        passed: bool,
+        tolerance: float | None = None,
     ) -> list[str]:
-        """Keep the test's workloads; return the reasons it fails (empty if it passes)."""
+        """Measure and keep the test's workloads; return the reasons it fails (if any)."""
         recorder.stop()
+        if passed:
+            for problem in recorder.measure(self.timing_policy):
+                self.perf_notes.append(f"{recorder.nodeid}: could not measure {problem}")
         test = recorder.workloads()
         self._tests[test.nodeid] = test
         if not passed:
@@ -86,7 +128,63 @@ class WorkloadSession:
             failures += [render_collapse(c) for c in self._checks.check(test)]
             if snapshot is not None:
                 failures += self._check_snapshot(snapshot, test)
+            if self.settings.perf:
+                failures += self._check_perf(
+                    test, self.settings.tolerance if tolerance is None else tolerance
+                )
         return failures
+
+    def _store(self, device: str) -> BaselineStore:
+        import torch
+
+        if device not in self._stores:
+            identity = device_identity(torch.device(device))
+            self._stores[device] = BaselineStore(self.settings.baselines, identity)
+        return self._stores[device]
+
+    def _check_perf(self, test: TestWorkloads, tolerance: float) -> list[str]:
+        """The drift gate for the test's timed top-level workloads."""
+        failures = []
+        for w in test.roots():
+            if w.timing is None:
+                continue
+            store = self._store(w.timing.device)
+            try:
+                baseline = store.get(w.hash)
+            except CorruptFileError as exc:
+                if not self.settings.update:
+                    failures.append(f"corrupt timing baseline {exc}; fix or delete it")
+                    continue
+                baseline = None
+            if baseline is None:
+                self._no_baseline(w, store)
+                continue
+            drift = judge(w.timing, baseline.timing, tolerance)
+            if drift.kind == "unchanged":
+                continue
+            if self.settings.update:
+                store.put(Baseline.from_workload(w, store.device))
+                self.perf_notes.append(
+                    f"timing baseline refreshed for {w.name} ({w.class_name}) "
+                    f"{w.input_signature.format()}: {drift.ratio:.2f}x the old one"
+                )
+            elif drift.kind == "regression":
+                failures.append(
+                    render_regression(w, baseline.timing, drift, store.device.describe())
+                )
+            else:
+                self.perf_notes.append(render_faster(w, baseline.timing, drift))
+        return failures
+
+    def _no_baseline(self, w: Workload, store: BaselineStore) -> None:
+        if self.settings.update:
+            path = store.put(Baseline.from_workload(w, store.device))
+            self.perf_notes.append(f"timing baseline recorded: {path}")
+            return
+        others = {canonical_json(b.key): b for b in store.all() if b.hash != w.hash}
+        found = nearest(w.key, [b.key for b in others.values()])
+        near = None if found is None else (others[canonical_json(found[0])], found[1])
+        self.perf_notes.append(render_missing_baseline(w, store.device.describe(), near))
 
     def _check_snapshot(self, snapshot: SnapshotAssertion, test: TestWorkloads) -> list[str]:
         from .snapshot import check_snapshot
@@ -131,7 +229,8 @@ class WorkloadSession:
         return tuple(self._tests[k] for k in ordered)
 
     def report(self) -> SessionReport:
-        return SessionReport(scheme=self.scheme.version, tests=self.tests)
+        env = environment(self.device()) if "torch" in sys.modules else None
+        return SessionReport(scheme=self.scheme.version, tests=self.tests, environment=env)
 
     def terminal_lines(self) -> list[str]:
         return render_session(self.tests)
@@ -145,7 +244,11 @@ class WorkloadSession:
 
     def worker_payload(self) -> dict[str, Any]:
         """What an xdist worker sends to the controller: plain data."""
-        return {"tests": [t.to_dict() for t in self._tests.values()], "notes": self.notes}
+        return {
+            "tests": [t.to_dict() for t in self._tests.values()],
+            "notes": self.notes,
+            "perf_notes": self.perf_notes,
+        }
 
     def merge_worker_payload(self, worker: str, payload: dict[str, Any] | None) -> None:
         """Take in what one xdist worker recorded; a crashed worker sent nothing."""
@@ -160,6 +263,7 @@ class WorkloadSession:
             self._tests[test.nodeid] = test
             self._worker_of[test.nodeid] = worker
         self.notes.extend(payload.get("notes", ()))
+        self.perf_notes.extend(payload.get("perf_notes", ()))
 
     def check_across_workers(self) -> list[str]:
         """Collapses between tests that ran on different xdist workers: no worker saw both,

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from .canonical import canonical_json
-from .data import SessionReport, Workload, read_field, read_object
+from .data import SessionReport, Workload
 from .errors import CorruptFileError, WorkloadDataError
 from .fingerprint import workload_key
+from .jsonfields import read_field, read_object
 from .signature import InputSignature, Json
 
 #: Layout version of a snapshot file (independent of the fingerprint scheme it records).
@@ -43,6 +44,8 @@ class SnapshotEntry:
     submodules: tuple[tuple[str, str], ...] = ()
     arg_names: tuple[str, ...] = ()
     user_key: Json = None
+    flops: int | None = None
+    param_bytes: int | None = None
 
     @property
     def key(self) -> list[Json]:
@@ -50,9 +53,10 @@ class SnapshotEntry:
 
     @property
     def identity(self) -> tuple[str | None, str, int, str]:
-        """What must match for the snapshot to pass: the workload under its caller, and the
-        user's own key for it."""
-        return (self.parent, self.hash, self.depth, canonical_json(self.user_key))
+        """What must match for the snapshot to pass: the workload under its caller, the
+        user's own key for it, and its machine-independent costs."""
+        costs = canonical_json([self.user_key, self.flops, self.param_bytes])
+        return (self.parent, self.hash, self.depth, costs)
 
     @classmethod
     def from_workload(cls, w: Workload) -> SnapshotEntry:
@@ -67,6 +71,8 @@ class SnapshotEntry:
             submodules=w.submodules,
             arg_names=w.arg_names,
             user_key=w.user_key,
+            flops=w.flops,
+            param_bytes=w.params.bytes,
         )
 
     def to_dict(self) -> dict[str, Json]:
@@ -80,6 +86,8 @@ class SnapshotEntry:
             "input_signature": self.input_signature.to_dict(),
             "structure_hash": self.structure_hash,
             "hash": self.hash,
+            "param_bytes": self.param_bytes,
+            "flops": self.flops,
             "submodules": dict(self.submodules),
         }
         if self.user_key is not None:
@@ -103,6 +111,8 @@ class SnapshotEntry:
             submodules=tuple(submodules.items()),
             arg_names=tuple(read_field(d, "arg_names", list, optional=True) or ()),
             user_key=d.get("user_key"),
+            flops=read_field(d, "flops", int, optional=True),
+            param_bytes=read_field(d, "param_bytes", int, optional=True),
         )
 
 

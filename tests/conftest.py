@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pytest_workload.replay import count_flops
 from tests.models import TinyNet
-from tests.pytester_suite import MODELS, XDIST_MODES
+from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES
+
+# pytester's in-process runs drop the modules an inner run imported; torch registers operator
+# libraries when some of them are first imported and refuses to do it twice. Import them here,
+# once, so no inner run is the first to: counting FLOPs once pulls them all in.
+count_flops(torch.nn.Linear(1, 1), (torch.rand(1, 1),), {})
 
 
 @pytest.fixture
@@ -26,6 +32,8 @@ def _not_an_xdist_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def suite(pytester: pytest.Pytester):
     """Write a test module whose model calls and kernel size a test can change."""
+
+    pytester.makeini(SUITE_INI)
 
     def write(body: str, kernel: int = 3, name: str = "test_models") -> None:
         pytester.makepyfile(**{name: MODELS + f"\nKERNEL = {kernel}\n" + body})

@@ -89,11 +89,11 @@ def test_report_tree_shows_the_fields_of_each_workload():
     assert lines[1].startswith("    model (executed 2× – ")
     text = "\n".join(lines)
     for field in (
-        "Class:      TinyNet (tests.models.TinyNet)",
-        "Parameters: ",
-        "Location:   ",
-        "Input:      (float32[1, 3, 8, 8])",
-        f"Hash:       {table.workloads[0].hash[:8]}",
+        "Class:       TinyNet (tests.models.TinyNet)",
+        "Parameters:  ",
+        "Location:    ",
+        "Input:       (float32[1, 3, 8, 8])",
+        f"Hash:        {table.workloads[0].hash[:8]}",
     ):
         assert field in text
     assert "            stem (executed 2× – " in text

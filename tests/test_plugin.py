@@ -18,16 +18,16 @@ def test_marker_records_and_reports_a_tree(pytester, suite):
             "*= Workloads discovered =*",
             "test_models.py::test_two_shapes",
             "    model (executed 2× – *)",
-            "        Class:      Net (test_models.Net)",
-            "        Location:   test_models.py:*",
-            "        Parameters: 270 (<0.1 MB)",
-            "        Input:      (float32[1, 3, 8, 8])",
-            "        Hash:       ????????",
+            "        Class:       Net (test_models.Net)",
+            "        Location:    test_models.py:*",
+            "        Parameters:  270 (<0.1 MB)",
+            "        Input:       (float32[1, 3, 8, 8])",
+            "        Hash:        ????????",
             "",
             "            stem (executed 2× – *)",
             "*",
             "    model (executed 1× – *)",
-            "*Input:      (float32[1, 3, 16, 16])",
+            "*Input:       (float32[1, 3, 16, 16])",
         )
     )
 
@@ -272,7 +272,7 @@ def test_unused_snapshot_follows_syrupy(pytester, suite, mode):
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
-        ("workloads(depth=2)", " got unknown argument depth (it takes max_depth)"),
+        ("workloads(depth=2)", " got unknown argument depth (it takes max_depth, perf_tolerance)"),
         ("workloads(max_depth=-1)", "(max_depth=...) must be an int >= 0, got -1"),
         ("workloads(max_depth='2')", "(max_depth=...) must be an int >= 0, got '2'"),
         ("workloads(2)", " takes keyword arguments only, got (2,)"),
@@ -359,6 +359,7 @@ def _comparable(report: dict) -> dict:
     for test in report["tests"]:
         for w in test["workloads"]:
             w.pop("total_time_s")
+            w.pop("timing")
     return report
 
 

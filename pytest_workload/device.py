@@ -1,0 +1,131 @@
+"""The device workloads run on, and the identity a timing baseline belongs to."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Final
+
+from .errors import WorkloadError
+from .jsonfields import read_field, read_object
+from .signature import Json
+
+if TYPE_CHECKING:
+    import torch
+
+DEVICE_CHOICES: Final = "auto, cpu, cuda, cuda:N or mps"
+_SPEC: Final = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+class DeviceUnavailableError(WorkloadError):
+    """A device was asked for that this machine does not have."""
+
+
+def check_device_spec(spec: str) -> str:
+    """Validate the form of a device option value (without importing torch)."""
+    if not _SPEC.match(spec):
+        raise DeviceUnavailableError(f"unknown workload device {spec!r}: use {DEVICE_CHOICES}")
+    return spec
+
+
+def resolve_device(spec: str) -> torch.device:
+    """``auto`` is CUDA if available, else MPS, else CPU; others must exist here."""
+    import torch
+
+    check_device_spec(spec)
+    if spec == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    device = torch.device(spec)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise DeviceUnavailableError(
+                f"workload device {spec!r} asked for, but CUDA is not available"
+            )
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise DeviceUnavailableError(
+                f"workload device {spec!r} asked for, but this machine has {count} CUDA device(s)"
+            )
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise DeviceUnavailableError(
+            f"workload device {spec!r} asked for, but MPS is not available"
+        )
+    return device
+
+
+@cache
+def cpu_model() -> str:
+    """The CPU's model name, as the OS reports it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+@dataclass(frozen=True)
+class DeviceIdentity:
+    """What a timing depends on besides the workload: device model, torch, threads."""
+
+    kind: str
+    name: str
+    torch: str
+    threads: int
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe form, used as the baseline directory of this identity."""
+        raw = f"{self.kind}-{self.name}-torch{self.torch}-threads{self.threads}"
+        return re.sub(r"[^A-Za-z0-9._+-]+", "_", raw).strip("_")
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.name}, torch {self.torch}, {self.threads} threads"
+
+    def to_dict(self) -> dict[str, Json]:
+        return {"kind": self.kind, "name": self.name, "torch": self.torch, "threads": self.threads}
+
+    @classmethod
+    def from_dict(cls, data: object) -> DeviceIdentity:
+        d = read_object(data, "device")
+        return cls(
+            kind=read_field(d, "kind", str),
+            name=read_field(d, "name", str),
+            torch=read_field(d, "torch", str),
+            threads=read_field(d, "threads", int),
+        )
+
+
+def device_identity(device: torch.device) -> DeviceIdentity:
+    import torch
+
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+    elif device.type == "mps":
+        name = f"Apple GPU ({platform.machine()})"
+    else:
+        name = cpu_model()
+    return DeviceIdentity(device.type, name, torch.__version__, torch.get_num_threads())
+
+
+def environment(device: torch.device) -> dict[str, Json]:
+    """The JSON report's ``environment``: where the numbers in it were measured."""
+    identity = device_identity(device)
+    return {
+        "device": {"kind": identity.kind, "name": identity.name, "index": device.index},
+        "torch": identity.torch,
+        "threads": identity.threads,
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }

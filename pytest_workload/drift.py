@@ -1,0 +1,42 @@
+"""The performance verdict: is a workload slower than its baseline, beyond doubt?
+
+A regression needs both: the median ratio beyond the tolerance, *and* the whole 95% interval
+of the ratio beyond it (the current interval's low end against the baseline's high end). Noise
+on a shared CI machine widens the intervals and so never makes a verdict; a real slowdown well
+past the tolerance does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from .timing import Timing
+
+#: Relative slowdown allowed before the gate fails (0.2 = 20% slower).
+DEFAULT_TOLERANCE: Final = 0.2
+
+DriftKind = Literal["regression", "faster", "unchanged"]
+
+
+@dataclass(frozen=True)
+class Drift:
+    kind: DriftKind
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    tolerance: float
+
+
+def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANCE) -> Drift:
+    """Compare per-call medians; ``ratio`` > 1 means slower than the baseline."""
+    ratio = current.median_s / baseline.median_s
+    low = current.ci_low_s / baseline.ci_high_s
+    high = current.ci_high_s / baseline.ci_low_s if baseline.ci_low_s > 0 else float("inf")
+    if ratio > 1 + tolerance and low > 1 + tolerance:
+        kind: DriftKind = "regression"
+    elif ratio < 1 / (1 + tolerance) and high < 1 / (1 + tolerance):
+        kind = "faster"
+    else:
+        kind = "unchanged"
+    return Drift(kind, ratio, low, high, tolerance)

@@ -1,0 +1,28 @@
+"""Reading fields of stored JSON with errors that say which field is wrong and why."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import WorkloadDataError
+
+
+def read_field(data: Mapping[str, Any], name: str, *types: type, optional: bool = False) -> Any:
+    if name not in data:
+        if optional:
+            return None
+        raise WorkloadDataError(f"missing field {name!r}")
+    value = data[name]
+    if value is None and optional:
+        return None
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        expected = " or ".join(t.__name__ for t in types)
+        raise WorkloadDataError(f"field {name!r} must be {expected}, got {type(value).__name__}")
+    return value
+
+
+def read_object(data: object, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, dict):
+        raise WorkloadDataError(f"{what} must be a JSON object, got {type(data).__name__}")
+    return data

@@ -1,0 +1,224 @@
+"""Timing: adaptive repetition on the device a workload runs on, and robust statistics.
+
+In the spirit of ``torch.utils.benchmark``'s ``adaptive_autorange``: warm up, size blocks of
+calls so each measurement is well above clock resolution, then repeat until the median is
+known to a target precision or the time budget is spent. Statistics are order-based (median,
+IQR and a distribution-free confidence interval for the median), so a few outliers from a noisy
+CI machine move nothing.
+
+Clocks are injected, so the loop and the statistics are tested with a fake clock.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Protocol
+
+from .errors import WorkloadDataError
+from .jsonfields import read_field, read_object
+from .signature import Json
+
+if TYPE_CHECKING:
+    import torch
+
+#: z for a two-sided 95% interval.
+_Z95: Final = 1.959963984540054
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-call time of a workload: median, spread and a 95% confidence interval."""
+
+    median_s: float
+    iqr_s: float
+    n: int
+    ci_low_s: float
+    ci_high_s: float
+    device: str
+    source: str = "replay"
+
+    def to_dict(self) -> dict[str, Json]:
+        return {
+            "median_s": self.median_s,
+            "iqr_s": self.iqr_s,
+            "n": self.n,
+            "ci95_s": [self.ci_low_s, self.ci_high_s],
+            "device": self.device,
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> Timing:
+        d = read_object(data, "timing")
+        ci = read_field(d, "ci95_s", list)
+        if len(ci) != 2 or not all(isinstance(v, (int, float)) for v in ci):
+            raise WorkloadDataError("ci95_s must be [low, high]")
+        return cls(
+            median_s=float(read_field(d, "median_s", float, int)),
+            iqr_s=float(read_field(d, "iqr_s", float, int)),
+            n=read_field(d, "n", int),
+            ci_low_s=float(ci[0]),
+            ci_high_s=float(ci[1]),
+            device=read_field(d, "device", str),
+            source=read_field(d, "source", str),
+        )
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile of sorted data."""
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def median_interval(ordered: Sequence[float]) -> tuple[float, float]:
+    """95% confidence interval of the median from order statistics (no distribution assumed).
+
+    The ranks ``n/2 -/+ z*sqrt(n)/2`` come from the normal approximation of the binomial; with
+    fewer than 6 samples the interval is the whole range.
+    """
+    n = len(ordered)
+    if n < 6:
+        return ordered[0], ordered[-1]
+    half_width = _Z95 * math.sqrt(n) / 2
+    low = max(0, math.floor(n / 2 - half_width) - 1)
+    high = min(n - 1, math.ceil(n / 2 + half_width))
+    return ordered[low], ordered[high]
+
+
+def summarize(samples_s: Sequence[float], device: str, source: str = "replay") -> Timing:
+    """Median, IQR and the median's 95% interval of per-call times (seconds)."""
+    if not samples_s:
+        raise ValueError("no samples to summarize")
+    ordered = sorted(samples_s)
+    low, high = median_interval(ordered)
+    return Timing(
+        median_s=_quantile(ordered, 0.5),
+        iqr_s=_quantile(ordered, 0.75) - _quantile(ordered, 0.25),
+        n=len(ordered),
+        ci_low_s=low,
+        ci_high_s=high,
+        device=device,
+        source=source,
+    )
+
+
+@dataclass(frozen=True)
+class TimingPolicy:
+    """When to stop repeating. The default keeps a suite of dozens of workloads quick."""
+
+    budget_s: float = 0.25
+    precision: float = 0.02
+    min_samples: int = 5
+    max_samples: int = 1000
+    min_block_s: float = 1e-4
+
+
+class Stopwatch(Protocol):
+    """Times ``number`` back-to-back calls of ``fn`` on one device, in seconds."""
+
+    def __call__(self, fn: Callable[[], object], number: int) -> float: ...
+
+
+class CpuStopwatch:
+    """``perf_counter_ns`` around the calls; right for the CPU, where calls are synchronous."""
+
+    def __init__(self, clock: Callable[[], int] = time.perf_counter_ns) -> None:
+        self._clock = clock
+
+    def __call__(self, fn: Callable[[], object], number: int) -> float:
+        start = self._clock()
+        for _ in range(number):
+            fn()
+        return (self._clock() - start) / 1e9
+
+
+class SyncStopwatch:
+    """Wall time between two device synchronisations (MPS, or any device with a sync call)."""
+
+    def __init__(self, synchronize: Callable[[], None]) -> None:
+        self._synchronize = synchronize
+
+    def __call__(self, fn: Callable[[], object], number: int) -> float:
+        self._synchronize()
+        start = time.perf_counter_ns()
+        for _ in range(number):
+            fn()
+        self._synchronize()
+        return (time.perf_counter_ns() - start) / 1e9
+
+
+class CudaStopwatch:
+    """CUDA events recorded on the current stream around the calls, then synchronised."""
+
+    def __init__(self, device: torch.device) -> None:
+        self._device = device
+
+    def __call__(self, fn: Callable[[], object], number: int) -> float:
+        import torch
+
+        with torch.cuda.device(self._device):
+            torch.cuda.synchronize()
+            start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            start.record()
+            for _ in range(number):
+                fn()
+            end.record()
+            end.synchronize()
+            return float(start.elapsed_time(end)) / 1e3
+
+
+def stopwatch_for(device: torch.device) -> Stopwatch:
+    """The right way to time calls on ``device``: never CUDA without events or a sync."""
+    import torch
+
+    if device.type == "cuda":
+        return CudaStopwatch(device)
+    if device.type == "mps":
+        return SyncStopwatch(torch.mps.synchronize)
+    return CpuStopwatch()
+
+
+def measure(
+    fn: Callable[[], object],
+    stopwatch: Stopwatch,
+    policy: TimingPolicy,
+    clock: Callable[[], int] = time.perf_counter_ns,
+) -> list[float]:
+    """Per-call times (seconds) of ``fn``: warm-up, block sizing, then adaptive repetition.
+
+    ``clock`` only meters the budget; the samples come from ``stopwatch``.
+    """
+    started = clock()
+
+    def spent() -> float:
+        return (clock() - started) / 1e9
+
+    # Warm-up: at least two calls, then up to a tenth of the budget (at most 100 calls).
+    per_call = min(stopwatch(fn, 1), stopwatch(fn, 1))
+    for _ in range(98):
+        if spent() >= policy.budget_s / 10:
+            break
+        per_call = min(per_call, stopwatch(fn, 1))
+    number = max(1, math.ceil(policy.min_block_s / max(per_call, 1e-9)))
+
+    samples: list[float] = []
+    while len(samples) < policy.max_samples:
+        samples.append(stopwatch(fn, number) / number)
+        if len(samples) < policy.min_samples:
+            continue
+        if spent() >= policy.budget_s or _precise(samples, policy.precision):
+            break
+    return samples
+
+
+def _precise(samples: Sequence[float], precision: float) -> bool:
+    ordered = sorted(samples)
+    low, high = median_interval(ordered)
+    median = _quantile(ordered, 0.5)
+    return median > 0 and (high - low) / 2 / median <= precision

@@ -1,0 +1,245 @@
+"""End-to-end runs of timing, FLOPs and the drift gate, with injected slowdowns."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.pytester_suite import lit
+
+SLEEPY = """
+import time
+import pytest
+import torch
+from torch import nn
+
+SLEEP = {sleep}
+REPEAT = {repeat}
+
+
+class Sleepy(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        time.sleep(SLEEP)  # an injected slowdown, large enough to be unambiguous
+        for _ in range(REPEAT):
+            x = self.lin(x)
+        return x
+
+
+@pytest.mark.workloads{marker}
+def test_sleepy():
+    model = Sleepy()
+    model(torch.rand({batch}, 4))
+"""
+
+GATE = ("--workload-snapshot", "--workload-perf=on")
+
+
+@pytest.fixture
+def sleepy(pytester):
+    pytester.makeini("[pytest]\nworkload_time_budget = 0.01\n")
+
+    def write(sleep=0.01, repeat=1, marker="", batch=1):
+        source = SLEEPY.format(sleep=sleep, repeat=repeat, marker=marker, batch=batch)
+        pytester.makepyfile(test_sleepy=source)
+
+    return write
+
+
+def baseline(pytester, *args):
+    pytester.runpytest(*GATE, "--snapshot-update", *args).assert_outcomes(passed=1)
+
+
+def test_an_injected_3x_slowdown_fails_with_the_numbers(pytester, sleepy):
+    sleepy(sleep=0.01)
+    baseline(pytester)
+    sleepy(sleep=0.03)
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "performance regression: model (test_sleepy.Sleepy), input (float32[1, 4]), hash *",
+            "  median *ms vs baseline *ms: *x slower (95% interval of the ratio *x; tolerance 20%)",
+            "  current 95% CI *ms (n=*), baseline 95% CI *ms (n=*)",
+            "  on cpu *, torch *, * threads; accept the new timing with --snapshot-update",
+        )
+    )
+
+
+def test_unchanged_reruns_pass(pytester, sleepy):
+    sleepy(sleep=0.01)
+    baseline(pytester)
+    for _ in range(3):
+        pytester.runpytest(*GATE).assert_outcomes(passed=1)
+
+
+def test_missing_baseline_is_a_note_not_a_failure(pytester, sleepy):
+    sleepy()
+    pytester.runpytest("--workload-snapshot", "--snapshot-update", "--workload-perf=off")
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*- workload performance -*",
+            "no timing baseline for model (test_sleepy.Sleepy), input (float32[1, 4]), hash * "
+            "on cpu *; record one with --snapshot-update",
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param(("--workload-perf-tolerance=5",), id="option"),
+        pytest.param(("-o", "workload_perf_tolerance=5"), id="ini"),
+        pytest.param((), id="marker"),
+    ],
+)
+def test_tolerance_from_option_ini_and_marker(pytester, sleepy, how):
+    marker = "(perf_tolerance=5)" if not how else ""
+    sleepy(sleep=0.01, marker=marker)
+    baseline(pytester)
+    sleepy(sleep=0.03, marker=marker)
+    pytester.runpytest(*GATE, *how).assert_outcomes(passed=1)
+
+
+def test_marker_tolerance_beats_the_option(pytester, sleepy):
+    sleepy(sleep=0.01, marker="(perf_tolerance=0.2)")
+    baseline(pytester)
+    sleepy(sleep=0.03, marker="(perf_tolerance=0.2)")
+    pytester.runpytest(*GATE, "--workload-perf-tolerance=5").assert_outcomes(failed=1)
+
+
+def test_much_faster_is_reported_not_failed(pytester, sleepy):
+    sleepy(sleep=0.03)
+    baseline(pytester)
+    sleepy(sleep=0.01)
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        lit("model (test_sleepy.Sleepy), input * is *x faster than its baseline*")
+    )
+
+
+def test_perf_checks_turn_off_alone(pytester, sleepy):
+    sleepy(sleep=0.01)
+    baseline(pytester)
+    sleepy(sleep=0.03)
+    pytester.runpytest("--workload-snapshot", "--workload-perf=off").assert_outcomes(passed=1)
+    sleepy(sleep=0.03, batch=2)  # a hash change still fails
+    pytester.runpytest("--workload-snapshot", "--workload-perf=off").assert_outcomes(failed=1)
+
+
+def test_update_refreshes_a_drifted_baseline(pytester, sleepy):
+    sleepy(sleep=0.01)
+    baseline(pytester)
+    sleepy(sleep=0.03)
+    updated = pytester.runpytest(*GATE, "--snapshot-update")
+    updated.assert_outcomes(passed=1)
+    updated.stdout.fnmatch_lines(lit("timing baseline refreshed for model (test_sleepy.Sleepy) *"))
+    pytester.runpytest(*GATE).assert_outcomes(passed=1)
+
+
+def test_nearest_compatible_baseline_is_a_note(pytester, sleepy):
+    sleepy(batch=1)
+    baseline(pytester)
+    sleepy(batch=4)
+    pytester.runpytest("--workload-snapshot", "--snapshot-update", "--workload-perf=off")
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "no timing baseline for model (test_sleepy.Sleepy), input (float32[4, 4])*; nearest "
+            "compatible baseline: model (float32[1, 4]) (*) at distance factor 4, so about * "
+            "expected if time scales with size (measured *)"
+        )
+    )
+
+
+def test_flop_change_without_a_hash_change_fails(pytester, sleepy):
+    sleepy(sleep=0, repeat=1)
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    sleepy(sleep=0, repeat=2)  # forward now runs the layer twice: same structure, same inputs
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit("  changed:  model (test_sleepy.Sleepy) * -> *", "      FLOPs 32 -> 64")
+    )
+
+
+def test_json_has_timing_flops_and_environment(pytester, sleepy):
+    sleepy(sleep=0.001)
+    pytester.runpytest("--workload-json=r.json").assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "r.json").read_text())
+    env = report["environment"]
+    assert env["device"]["kind"] == "cpu" and env["device"]["name"]
+    assert env["torch"] and env["threads"] >= 1
+    (workload,) = report["tests"][0]["workloads"]
+    timing = workload["timing"]
+    assert {"median_s", "iqr_s", "n", "device", "ci95_s"} <= set(timing)
+    assert timing["ci95_s"][0] <= timing["median_s"] <= timing["ci95_s"][1]
+    assert timing["n"] >= 5 and timing["device"] == "cpu"
+    assert workload["flops"] == 32
+    assert workload["output_signature"] == {"tensor": [1, 4], "dtype": "float32"}
+
+
+def test_timing_off_keeps_flops(pytester, sleepy):
+    sleepy(sleep=0)
+    pytester.runpytest("--workload-timing=off", "--workload-json=r.json").assert_outcomes(passed=1)
+    (workload,) = json.loads((pytester.path / "r.json").read_text())["tests"][0]["workloads"]
+    assert workload["timing"] is None and workload["flops"] == 32
+
+
+def test_terminal_report_shows_median_and_spread(pytester, sleepy):
+    sleepy(sleep=0.001)
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(
+        lit(
+            "        Timing:      median *, IQR *, 95% CI *–* (n=*, replayed, cpu)",
+            "        FLOPs:       32 FLOP",
+        )
+    )
+
+
+def test_missing_device_is_a_usage_error(pytester, sleepy):
+    sleepy()
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result = pytester.runpytest("--workload-device=cuda")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: workload device 'cuda' asked for, but CUDA is not available"]
+    )
+    bad = pytester.runpytest("--workload-device=tpu")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*unknown workload device 'tpu'*"])
+
+
+def test_workload_device_fixture(pytester):
+    pytester.makepyfile(
+        """
+import torch
+
+def test_device(workload_device):
+    assert isinstance(workload_device, torch.device)
+    assert workload_device.type == "cpu"
+"""
+    )
+    pytester.runpytest("--workload-device=cpu").assert_outcomes(passed=1)
+
+
+def test_corrupt_baseline_is_an_error_naming_it(pytester, sleepy):
+    sleepy()
+    baseline(pytester)
+    (path,) = (pytester.path / "__workload_baselines__").rglob("*.json")
+    path.write_text("{broken")
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(lit("corrupt timing baseline *.json: is not valid JSON*"))
+    assert path.read_text() == "{broken"

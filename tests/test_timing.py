@@ -1,0 +1,204 @@
+import json
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from pytest_workload.baseline import Baseline, BaselineStore
+from pytest_workload.device import (
+    DeviceIdentity,
+    DeviceUnavailableError,
+    check_device_spec,
+    resolve_device,
+)
+from pytest_workload.drift import judge
+from pytest_workload.errors import CorruptFileError
+from pytest_workload.replay import count_flops, replay
+from pytest_workload.timing import (
+    CpuStopwatch,
+    Timing,
+    TimingPolicy,
+    measure,
+    median_interval,
+    stopwatch_for,
+    summarize,
+)
+
+
+class FakeClock:
+    """A clock that only moves when a fake call runs."""
+
+    def __init__(self):
+        self.now_ns = 0
+
+    def __call__(self):
+        return self.now_ns
+
+
+class FakeStopwatch:
+    """Each call 'takes' the next duration from a list (cycled); advances the clock."""
+
+    def __init__(self, clock, durations_s):
+        self.clock, self.durations, self.calls = clock, list(durations_s), 0
+
+    def __call__(self, fn, number):
+        total = 0.0
+        for _ in range(number):
+            total += self.durations[self.calls % len(self.durations)]
+            self.calls += 1
+        self.clock.now_ns += int(total * 1e9)
+        return total
+
+
+def test_summary_statistics():
+    t = summarize([1.0, 2.0, 3.0, 4.0, 100.0], "cpu")
+    assert t.median_s == 3.0
+    assert t.iqr_s == 2.0
+    assert (t.ci_low_s, t.ci_high_s) == (1.0, 100.0)  # too few samples: the whole range
+    assert t.n == 5
+
+
+def test_median_interval_uses_order_statistics():
+    ordered = list(range(100))
+    assert median_interval(ordered) == (39, 60)
+    low, high = median_interval(list(range(1000)))
+    assert 460 <= low < 500 < high <= 540
+
+
+def test_constant_calls_stop_at_the_minimum_samples():
+    clock = FakeClock()
+    stopwatch = FakeStopwatch(clock, [0.01])
+    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=10.0), clock)
+    assert samples == [0.01] * 5
+
+
+def test_noisy_calls_repeat_until_the_budget():
+    clock = FakeClock()
+    stopwatch = FakeStopwatch(clock, [0.01, 0.03, 0.02, 0.05])
+    policy = TimingPolicy(budget_s=1.0, precision=0.0001)
+    samples = measure(lambda: None, stopwatch, policy, clock)
+    assert 20 <= len(samples) <= 40  # ~1 s of 27.5 ms calls, after the warm-up
+    assert clock.now_ns / 1e9 == pytest.approx(1.0, abs=0.1)
+
+
+def test_fast_calls_are_timed_in_blocks():
+    clock = FakeClock()
+    stopwatch = FakeStopwatch(clock, [1e-6])
+    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=1.0), clock)
+    assert samples[0] == pytest.approx(1e-6)
+    assert stopwatch.calls > 100 * len(samples)  # each sample is a block of >= 100 calls
+
+
+def test_max_samples_bounds_the_loop():
+    clock = FakeClock()
+    stopwatch = FakeStopwatch(clock, [0.001, 0.002])
+    policy = TimingPolicy(budget_s=1e9, precision=0.0, max_samples=50)
+    assert len(measure(lambda: None, stopwatch, policy, clock)) == 50
+
+
+def test_cpu_stopwatch_uses_its_clock():
+    ticks = iter([0, 2_000_000_000])
+    assert CpuStopwatch(lambda: next(ticks))(lambda: None, 4) == 2.0
+    assert isinstance(stopwatch_for(torch.device("cpu")), CpuStopwatch)
+
+
+def timing(median, low, high, n=50):
+    return Timing(median, 0.0, n, low, high, "cpu")
+
+
+def test_judge_needs_the_slowdown_beyond_tolerance_and_noise():
+    base = timing(1.0, 0.98, 1.02)
+    assert judge(timing(3.0, 2.9, 3.1), base, 0.2).kind == "regression"
+    assert judge(timing(1.1, 1.08, 1.12), base, 0.2).kind == "unchanged"
+    # 1.5x on the median, but the intervals overlap the tolerance: noise, no verdict
+    assert judge(timing(1.5, 1.1, 2.5), base, 0.2).kind == "unchanged"
+    assert judge(timing(0.3, 0.29, 0.31), base, 0.2).kind == "faster"
+    drift = judge(timing(3.0, 2.9, 3.1), base, 0.2)
+    assert drift.ratio == 3.0
+    assert drift.ratio_low == pytest.approx(2.9 / 1.02)
+    assert drift.ratio_high == pytest.approx(3.1 / 0.98)
+
+
+def test_timing_round_trips():
+    t = summarize([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7], "cuda:0")
+    assert Timing.from_dict(json.loads(json.dumps(t.to_dict()))) == t
+
+
+def test_replay_counts_flops_and_restores_state():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 4), nn.BatchNorm1d(4), nn.Dropout(0.5)).train()
+    x = torch.rand(16, 8)
+    before = [b.clone() for b in model.buffers()]
+    rng = torch.get_rng_state()
+    measured = replay(model, model, (x,), {}, TimingPolicy(budget_s=0.01))
+    assert measured.problem is None
+    assert measured.flops == 2 * 16 * 8 * 4
+    assert measured.timing is not None and measured.timing.device == "cpu"
+    assert all(torch.equal(a, b) for a, b in zip(before, model.buffers(), strict=True))
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert model.training
+
+
+def test_replay_without_policy_counts_flops_only():
+    measured = replay(nn.Linear(3, 3), nn.Linear(3, 3), (torch.rand(2, 3),), {}, None)
+    assert measured.timing is None and measured.flops == 2 * 2 * 3 * 3
+
+
+def test_replay_reports_a_failing_call():
+    class Once(nn.Module):
+        calls = 0
+
+        def forward(self, x):
+            Once.calls += 1
+            if Once.calls > 1:
+                raise RuntimeError("stateful model")
+            return x
+
+    model = Once()
+    model(torch.rand(1))
+    measured = replay(model, model, (torch.rand(1),), {}, TimingPolicy(budget_s=0.01))
+    assert "replaying the call failed: RuntimeError('stateful model')" in measured.problem
+
+
+def test_flops_are_shape_based():
+    lin = nn.Linear(10, 10)
+    assert count_flops(lin, (torch.rand(4, 10),), {}) == 2 * count_flops(
+        lin, (torch.rand(2, 10),), {}
+    )
+
+
+def test_device_specs():
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type in ("cpu", "cuda", "mps")
+    with pytest.raises(DeviceUnavailableError, match="unknown workload device 'tpu'"):
+        check_device_spec("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(DeviceUnavailableError, match="'cuda:1' asked for, but CUDA is not"):
+            resolve_device("cuda:1")
+
+
+def test_baseline_store_round_trip_and_corrupt_file(tmp_path):
+    identity = DeviceIdentity("cpu", "Test CPU @ 3GHz", "2.14.1", 2)
+    store = BaselineStore(tmp_path, identity)
+    t = summarize([0.01] * 7, "cpu")
+    baseline = Baseline("ab" * 32, ["s", [], {}], "model", "m.Net", "()", identity, t)
+    path = store.put(baseline)
+    assert path == tmp_path / "cpu-Test_CPU_3GHz-torch2.14.1-threads2" / f"{'ab' * 32}.json"
+    assert store.get("ab" * 32) == baseline
+    assert store.all() == [baseline]
+    assert store.get("cd" * 32) is None
+    path.write_text("{not json")
+    with pytest.raises(CorruptFileError, match=r"\.json: is not valid JSON"):
+        store.get("ab" * 32)
+    assert path.read_text() == "{not json"
+
+
+def test_timing_of_a_real_call_is_positive_and_consistent():
+    lin = nn.Linear(64, 64)
+    x = torch.rand(32, 64)
+    with torch.no_grad():
+        samples = measure(lambda: lin(x), CpuStopwatch(), TimingPolicy(budget_s=0.05))
+    t = summarize(samples, "cpu")
+    assert 0 < t.ci_low_s <= t.median_s <= t.ci_high_s
+    assert not math.isnan(t.iqr_s)
