@@ -16,6 +16,7 @@ from .device import DeviceUnavailableError, check_device_spec
 from .drift import DEFAULT_TOLERANCE
 from .fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from .recorder import Keyer, WorkloadRecorder
+from .report import junit_properties
 from .session import WORKER_OUTPUT_KEY, WorkloadSession, WorkloadSettings
 from .signature import Describer
 
@@ -54,6 +55,12 @@ def _on_off(value: str) -> bool:
     if value not in ("on", "off"):
         raise argparse.ArgumentTypeError(f"expected 'on' or 'off', got {value!r}")
     return value == "on"
+
+
+def _perf_mode(value: str) -> str:
+    if value not in ("on", "off", "strict"):
+        raise argparse.ArgumentTypeError(f"expected 'on', 'off' or 'strict', got {value!r}")
+    return value
 
 
 def _positive_float(value: str) -> float:
@@ -114,7 +121,7 @@ _FLAGS = (
     (
         "--workload-migrate",
         "rewrite snapshots of an older fingerprint scheme under the current one, after checking "
-        "every stored hash under the old scheme (needs --workload-snapshot)",
+        "every stored hash under the old scheme; needs --workload-snapshot",
     ),
 )
 
@@ -146,17 +153,18 @@ _OPTIONS = (
     _Option(
         "--workload-perf",
         "on",
-        _on_off,
-        "on|off",
-        "with --workload-snapshot, fail on timing regressions against the baselines; 'off' "
-        "keeps every hash check",
+        _perf_mode,
+        "on|off|strict",
+        "with --workload-snapshot, fail on timing regressions against the baselines; under "
+        "xdist with several workers 'on' only reports them, 'strict' fails anyway; 'off' keeps "
+        "every hash check",
     ),
     _Option(
         "--workload-perf-tolerance",
         str(DEFAULT_TOLERANCE),
         _tolerance,
         "FRACTION",
-        "slowdown the drift gate allows (0.2 = 20%), beyond the measured noise; a marker's "
+        "slowdown the drift gate allows (0.2 = 20%%), beyond the measured noise; a marker's "
         "perf_tolerance overrides it",
     ),
     _Option(
@@ -213,6 +221,7 @@ def _settings(config: pytest.Config) -> WorkloadSettings:
         timing=_value(config, "--workload-timing"),
         time_budget_s=_value(config, "--workload-time-budget"),
         perf=_value(config, "--workload-perf"),
+        workers=int(getattr(config, "workerinput", {}).get("workercount", 1)),
         tolerance=_value(config, "--workload-perf-tolerance"),
         baselines=config.rootpath / _value(config, "--workload-baselines"),
         device=_value(config, "--workload-device"),
@@ -333,10 +342,11 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
 
 @pytest.fixture
 def workloads(_workload_recording: WorkloadRecorder | None) -> WorkloadRecorder:
-    """The test's workload recorder.
+    """The test's workload recorder: ``workloads.track(model, max_depth=N)`` records a model
+    in an unmarked test, ``workloads.workloads()`` returns what was recorded so far.
 
-    ``workloads.track(model, max_depth=N)`` records a model in an unmarked test;
-    ``workloads.workloads()`` returns what was recorded so far, for the test's own asserts.
+    Timings and FLOPs are measured after the test body, so they are not in what the test
+    itself reads.
     """
     assert _workload_recording is not None
     return _workload_recording
@@ -351,6 +361,12 @@ def workload_device(request: pytest.FixtureRequest) -> torch.device:
     return request.config.stash[SESSION_KEY].device()
 
 
+def _record_properties(item: pytest.Item, session: WorkloadSession) -> None:
+    test = session.test(item.nodeid)
+    if test is not None:
+        item.user_properties.extend(junit_properties(test))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     recorder = item.stash.get(RECORDER_KEY, None)
@@ -362,6 +378,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
             result = yield
     except BaseException:
         session.finish_test(recorder, None, passed=False)
+        _record_properties(item, session)
         raise
     mark = item.stash.get(MARK_KEY, None)
     failures = session.finish_test(
@@ -370,6 +387,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         passed=True,
         tolerance=None if mark is None else mark.perf_tolerance,
     )
+    _record_properties(item, session)
     if failures:
         pytest.fail("\n\n".join(failures), pytrace=False)
     return result

@@ -1,0 +1,69 @@
+"""``python -m pytest_workload compare BASE.json HEAD.json``: the CI verdict between reports.
+
+Exit status: 0 when the head did not regress, 1 when it did (changed, new or removed
+workloads, collapses or unstable keys, timings beyond the tolerance), 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from .compare import compare_reports
+from .drift import DEFAULT_TOLERANCE
+from .errors import WorkloadError
+from .report import render_comparison, render_comparison_markdown
+from .storage import read_report
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m pytest_workload")
+    commands = parser.add_subparsers(dest="command", required=True)
+    compare = commands.add_parser(
+        "compare", help="compare two --workload-json reports (exit 1 when the head regressed)"
+    )
+    compare.add_argument("base", type=Path, help="the report of the base (e.g. main)")
+    compare.add_argument("head", type=Path, help="the report of the change")
+    compare.add_argument(
+        "--format",
+        choices=("text", "markdown"),
+        default="text",
+        help="markdown suits $GITHUB_STEP_SUMMARY and PR comments (default: text)",
+    )
+    compare.add_argument(
+        "--tolerance",
+        type=float,
+        default=DEFAULT_TOLERANCE,
+        help=f"slowdown allowed beyond the noise (default: {DEFAULT_TOLERANCE})",
+    )
+    compare.add_argument(
+        "--chart", type=Path, metavar="PATH", help="also write a chart (.svg, .png or .html)"
+    )
+    compare.add_argument("--output", type=Path, metavar="PATH", help="write there, not stdout")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        comparison = compare_reports(read_report(args.base), read_report(args.head), args.tolerance)
+        if args.chart is not None:
+            from .chart import write_chart
+
+            write_chart(comparison, args.chart)
+    except WorkloadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    render = render_comparison_markdown if args.format == "markdown" else render_comparison
+    text = "\n".join(render(comparison)) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+    return 1 if comparison.regressed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

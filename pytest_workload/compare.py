@@ -1,0 +1,157 @@
+"""Comparing two ``--workload-json`` reports: what CI shows on a pull request.
+
+Hash changes are decided by :func:`pytest_workload.diff.compare_documents` and timings by
+:func:`pytest_workload.drift.judge`, the same verdicts the snapshot gate uses. Timings are only
+compared when both reports were measured on the same device identity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from .collapse import Collapse, KeyChecks
+from .data import SessionReport, TestWorkloads, Workload
+from .diff import Change, compare_documents
+from .drift import DEFAULT_TOLERANCE, Drift, judge
+from .storage import SnapshotDocument, SnapshotEntry
+from .timing import Timing
+
+Verdict = Literal["ok", "changed", "new", "removed", "slower", "faster"]
+
+#: Verdicts that make ``compare`` exit non-zero.
+REGRESSIONS: frozenset[Verdict] = frozenset({"changed", "new", "removed", "slower"})
+
+
+@dataclass(frozen=True)
+class Row:
+    """One workload of one test, in the base report, the head report, or both."""
+
+    nodeid: str
+    name: str
+    class_name: str
+    depth: int
+    input: str
+    base_hash: str | None
+    head_hash: str | None
+    verdict: Verdict
+    details: tuple[str, ...] = ()
+    base_time: Timing | None = None
+    head_time: Timing | None = None
+    drift: Drift | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    rows: tuple[Row, ...]
+    collapses: tuple[Collapse, ...] = ()
+    incomparable: str | None = None
+    timings_compared: bool = False
+
+    @property
+    def regressed(self) -> bool:
+        return (
+            self.incomparable is not None
+            or bool(self.collapses)
+            or any(r.verdict in REGRESSIONS for r in self.rows)
+        )
+
+
+def _document(test: TestWorkloads | None, scheme: int) -> SnapshotDocument:
+    workloads = () if test is None else test.workloads
+    return SnapshotDocument(scheme, tuple(SnapshotEntry.from_workload(w) for w in workloads))
+
+
+def _root_timings(test: TestWorkloads | None) -> dict[str, Timing]:
+    if test is None:
+        return {}
+    return {w.hash: w.timing for w in test.roots() if w.timing is not None}
+
+
+_CHANGE_VERDICTS: dict[str, Verdict] = {
+    "changed": "changed",
+    "appeared": "new",
+    "vanished": "removed",
+}
+
+
+def _change_row(nodeid: str, change: Change) -> Row:
+    e = change.entry
+    verdict = _CHANGE_VERDICTS[change.kind]
+    return Row(
+        nodeid,
+        e.name,
+        e.class_name,
+        e.depth,
+        e.input_signature.format(),
+        None if change.old is None else change.old.hash,
+        None if change.new is None else change.new.hash,
+        verdict,
+        change.details,
+    )
+
+
+def _timed_row(nodeid: str, w: Workload, base: Timing | None, tolerance: float) -> Row:
+    drift = None if base is None or w.timing is None else judge(w.timing, base, tolerance)
+    verdict: Verdict = "ok"
+    if drift is not None and drift.kind == "regression":
+        verdict = "slower"
+    elif drift is not None and drift.kind == "faster":
+        verdict = "faster"
+    return Row(
+        nodeid,
+        w.name,
+        w.class_name,
+        w.depth,
+        w.input_signature.format(),
+        w.hash,
+        w.hash,
+        verdict,
+        base_time=base,
+        head_time=w.timing,
+        drift=drift,
+    )
+
+
+def _same_device(base: SessionReport, head: SessionReport) -> bool:
+    keys = ("device", "torch", "threads")
+    if not isinstance(base.environment, dict) or not isinstance(head.environment, dict):
+        return False
+    return all(base.environment.get(k) == head.environment.get(k) for k in keys)
+
+
+def compare_reports(
+    base: SessionReport, head: SessionReport, tolerance: float = DEFAULT_TOLERANCE
+) -> Comparison:
+    """Rows for every top-level workload and every changed one, plus head's collapses."""
+    if base.scheme != head.scheme:
+        return Comparison(
+            (),
+            incomparable=f"the reports use fingerprint schemes {base.scheme} and {head.scheme}: "
+            "hashes are not comparable; regenerate the base report with the same pytest-workload",
+        )
+    timed = _same_device(base, head)
+    base_tests = {t.nodeid: t for t in base.tests}
+    head_tests = {t.nodeid: t for t in head.tests}
+    rows: list[Row] = []
+    for nodeid in _ordered(base_tests, head_tests):
+        b, h = base_tests.get(nodeid), head_tests.get(nodeid)
+        changes = compare_documents(_document(b, base.scheme), _document(h, head.scheme))
+        rows += [_change_row(nodeid, c) for c in changes]
+        changed = {c.new.hash for c in changes if c.new is not None}
+        base_times = _root_timings(b) if timed else {}
+        rows += [
+            _timed_row(nodeid, w, base_times.get(w.hash), tolerance)
+            for w in (h.roots() if h is not None else ())
+            if w.hash not in changed
+        ]
+    checks = KeyChecks()
+    collapses = tuple(c for test in head.tests for c in checks.check(test))
+    return Comparison(tuple(rows), collapses, timings_compared=timed)
+
+
+def _ordered(base: dict[str, TestWorkloads], head: dict[str, TestWorkloads]) -> Iterable[str]:
+    """Head's tests in its order, then those only the base had."""
+    yield from head
+    yield from (k for k in base if k not in head)

@@ -1,0 +1,263 @@
+"""compare: reports in, a table and an exit status out; and the CI-facing outputs."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+import torch
+
+from pytest_workload import SessionReport, TestWorkloads, WorkloadRecorder
+from pytest_workload.__main__ import main
+from pytest_workload.chart import write_chart
+from pytest_workload.compare import compare_reports
+from pytest_workload.report import render_comparison, render_comparison_markdown
+from pytest_workload.storage import write_report
+from pytest_workload.timing import summarize
+from tests.models import TinyNet
+from tests.pytester_suite import lit, two_shapes
+
+ENV = {"device": {"kind": "cpu", "name": "Test CPU", "index": None}, "torch": "2", "threads": 2}
+
+
+def recorded(sizes, nodeid="t.py::test"):
+    recorder = WorkloadRecorder(nodeid, max_depth=1, timing=False)
+    torch.manual_seed(0)
+    model = TinyNet().eval()
+    with recorder.recording(all_roots=True):
+        for size in sizes:
+            model(torch.rand(1, 3, size, size))
+    return recorder.workloads()
+
+
+def timed(test, seconds):
+    """The test's roots timed at ``seconds`` per call (a fake, exact timing)."""
+    t = summarize([seconds] * 20, "cpu")
+    return TestWorkloads(
+        test.nodeid,
+        tuple(dataclasses.replace(w, timing=t) if w.parent is None else w for w in test),
+    )
+
+
+def report(*tests):
+    return SessionReport(scheme=1, tests=tests, environment=ENV)
+
+
+def test_equal_reports_do_not_regress():
+    a = timed(recorded([8, 16]), 0.01)
+    comparison = compare_reports(report(a), report(a))
+    assert not comparison.regressed
+    assert [r.verdict for r in comparison.rows] == ["ok", "ok"]
+    assert render_comparison(comparison)[-1] == "2 workloads: no regressions"
+
+
+def test_hash_change_and_slowdown_regress():
+    base = timed(recorded([8, 16]), 0.01)
+    head = timed(recorded([8, 12]), 0.03)
+    comparison = compare_reports(report(base), report(head))
+    verdicts = sorted(r.verdict for r in comparison.rows if r.depth == 0)
+    assert verdicts == ["changed", "slower"]
+    assert comparison.regressed
+    text = "\n".join(render_comparison(comparison))
+    assert "input args[0] (x): shape [1, 3, 16, 16] -> [1, 3, 12, 12]" in text
+    assert "10.00 ms -> 30.00 ms  3.00x [3.00–3.00]" in text
+
+
+def test_faster_is_not_a_regression():
+    comparison = compare_reports(
+        report(timed(recorded([8]), 0.03)), report(timed(recorded([8]), 0.01))
+    )
+    assert [r.verdict for r in comparison.rows] == ["faster"]
+    assert not comparison.regressed
+
+
+def test_timings_of_other_devices_are_not_compared():
+    other = {**ENV, "device": {"kind": "cuda", "name": "GPU", "index": 0}}
+    base = SessionReport(1, (timed(recorded([8]), 0.01),), environment=other)
+    comparison = compare_reports(base, report(timed(recorded([8]), 0.05)))
+    assert [r.verdict for r in comparison.rows] == ["ok"]
+    assert "timings not compared" in render_comparison(comparison)[-1]
+
+
+def test_new_and_removed_tests_regress():
+    comparison = compare_reports(report(recorded([8], "t.py::a")), report(recorded([8], "t.py::b")))
+    assert {r.verdict for r in comparison.rows if r.depth == 0} == {"new", "removed"}
+    assert comparison.regressed
+
+
+def test_other_schemes_are_incomparable():
+    comparison = compare_reports(report(recorded([8])), SessionReport(2, (), environment=ENV))
+    assert comparison.regressed
+    assert "fingerprint schemes 1 and 2" in render_comparison(comparison)[-2]
+
+
+def test_markdown_is_a_table_with_details():
+    comparison = compare_reports(report(recorded([8, 16])), report(recorded([8, 12])))
+    lines = render_comparison_markdown(comparison)
+    assert lines[0] == "### pytest-workload: regressed"
+    assert lines[4].startswith("| verdict | test | workload |")
+    assert any(line.startswith("| **changed** | `t.py::test` | model |") for line in lines)
+    assert "<details><summary>What changed</summary>" in lines
+
+
+def test_cli_exit_status_and_formats(tmp_path, capsys):
+    base, head = tmp_path / "base.json", tmp_path / "head.json"
+    write_report(base, report(timed(recorded([8, 16]), 0.01)))
+    write_report(head, report(timed(recorded([8, 16]), 0.01)))
+    assert main(["compare", str(base), str(head)]) == 0
+    assert "no regressions" in capsys.readouterr().out
+    write_report(head, report(timed(recorded([8, 12]), 0.01)))
+    assert main(["compare", str(base), str(head), "--format", "markdown"]) == 1
+    assert capsys.readouterr().out.startswith("### pytest-workload: regressed")
+    out = tmp_path / "summary.md"
+    assert main(["compare", str(base), str(head), "--format=markdown", f"--output={out}"]) == 1
+    assert out.read_text().startswith("### pytest-workload")
+
+
+def test_cli_bad_input_is_exit_2(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[")
+    assert main(["compare", str(bad), str(bad)]) == 2
+    assert "bad.json: is not valid JSON" in capsys.readouterr().err
+
+
+def test_cli_runs_as_a_module(tmp_path):
+    path = tmp_path / "r.json"
+    write_report(path, report(recorded([8])))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest_workload", "compare", str(path), str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "no regressions" in result.stdout
+
+
+@pytest.mark.parametrize("suffix", [".svg", ".html", ".png"])
+def test_chart_of_base_and_head_timings(tmp_path, suffix):
+    comparison = compare_reports(
+        report(timed(recorded([8, 16]), 0.01)), report(timed(recorded([8, 16]), 0.02))
+    )
+    path = write_chart(comparison, tmp_path / f"chart{suffix}")
+    data = path.read_bytes()
+    assert len(data) > 1000
+    if suffix != ".png":
+        assert b"<svg" in data and b"median time per call" in data
+
+
+def test_junit_xml_carries_hashes_and_timings(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest("--junitxml=junit.xml", "--workload-json=r.json").assert_outcomes(passed=1)
+    props = {
+        p.get("name"): p.get("value")
+        for p in ET.parse(pytester.path / "junit.xml").iter("property")
+    }
+    hashes = [
+        w["hash"]
+        for w in json.loads((pytester.path / "r.json").read_text())["tests"][0]["workloads"]
+    ]
+    assert props["workload[0] model hash"] == hashes[0]
+    assert props["workload[0] model input"] == "(float32[1, 3, 8, 8])"
+    assert float(props["workload[0] model median_s"]) > 0
+    assert int(props["workload[0] model flops"]) > 0
+    assert props["workload[1] stem hash"] == hashes[1]
+
+
+def test_compare_end_to_end_on_two_runs(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest("--workload-json=base.json").assert_outcomes(passed=1)
+    suite(two_shapes(size=12))
+    pytester.runpytest("--workload-json=head.json").assert_outcomes(passed=1)
+    base, head = pytester.path / "base.json", pytester.path / "head.json"
+    assert main(["compare", str(base), str(base)]) == 0
+    assert main(["compare", str(base), str(head)]) == 1
+
+
+def test_options_are_one_help_group_with_ini_keys_and_defaults(pytester):
+    result = pytester.runpytest("--help")
+    out = result.stdout.str()
+    group = out[out.index("workload fingerprints (pytest-workload):") :]
+    group = " ".join(group[: group.index("\n\n")].split())
+    for flag in (
+        "--workload-snapshot",
+        "--workload-json",
+        "--workload-timing",
+        "--workload-time-budget",
+        "--workload-device",
+        "--workload-perf ",
+        "--workload-perf-tolerance",
+        "--workload-baselines",
+        "--workload-migrate",
+    ):
+        assert flag.strip() in group, flag
+    assert group.count("(default: ") == 9
+    assert group.count("ini: workload_") == 9
+    for ini in (
+        "workload_snapshot",
+        "workload_json",
+        "workload_timing",
+        "workload_time_budget",
+        "workload_device",
+        "workload_perf",
+        "workload_perf_tolerance",
+        "workload_baselines",
+        "workload_migrate",
+    ):
+        assert f"  {ini} (" in out, ini
+
+
+def test_bad_ini_value_is_a_usage_error(pytester):
+    pytester.makeini("[pytest]\nworkload_perf_tolerance = lots\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: ini option workload_perf_tolerance = 'lots': expected a fraction such as 0.2*"]
+    )
+
+
+def test_marker_and_fixtures_are_registered_and_documented(pytester):
+    pytester.makepyfile(
+        "import pytest\n\n@pytest.mark.workloads(max_depth=1)\ndef test_ok():\n    pass\n"
+    )
+    pytester.runpytest("--strict-markers").assert_outcomes(passed=1)
+    markers = pytester.runpytest("--markers").stdout.str()
+    assert "@pytest.mark.workloads(max_depth=0, perf_tolerance=None)" in markers
+    fixtures = pytester.runpytest("--fixtures").stdout.str()
+    assert "workloads -- " in fixtures and "workload_device [session scope] -- " in fixtures
+    assert "workloads.track(model, max_depth=N)" in fixtures
+
+
+def test_xdist_relaxes_the_drift_gate_unless_strict(pytester):
+    pytester.makeini("[pytest]\nworkload_time_budget = 0.01\n")
+    body = """
+import time, pytest, torch
+from torch import nn
+
+SLEEP = {sleep}
+
+class Sleepy(nn.Module):
+    def forward(self, x):
+        time.sleep(SLEEP)
+        return x
+
+@pytest.mark.workloads
+def test_sleepy():
+    model = Sleepy()
+    model(torch.rand(1))
+"""
+    pytester.makepyfile(test_sleepy=body.format(sleep=0.01))
+    gate = ("--workload-snapshot", "--workload-perf=on")
+    pytester.runpytest(*gate, "--snapshot-update").assert_outcomes(passed=1)
+    pytester.makepyfile(test_sleepy=body.format(sleep=0.03))
+    relaxed = pytester.runpytest("-n", "2", *gate)
+    relaxed.assert_outcomes(passed=1)
+    relaxed.stdout.fnmatch_lines(
+        lit("performance regression: *", "  (timed while 2 xdist workers shared this machine*")
+    )
+    strict = pytester.runpytest("-n", "2", "--workload-snapshot", "--workload-perf=strict")
+    strict.assert_outcomes(failed=1)
