@@ -99,7 +99,9 @@ def check_snapshot(
     if assertion == document:
         return SnapshotResult(note=note)
     result = assertion.executions[assertion.num_executions - 1]
-    if result.exception is not None:
+    if isinstance(result.exception, OSError):
+        failure = f"workload snapshot {shown} could not be written: {result.exception}"
+    elif result.exception is not None:
         failure = f"workload snapshot {shown} could not be checked: {result.exception}"
     elif result.recalled_data is None:
         failure = f"no workload snapshot {shown} for the recorded workloads; {UPDATE_HINT}"

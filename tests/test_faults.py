@@ -1,0 +1,124 @@
+"""Faults and bad input: interrupted updates, unwritable or corrupt files, odd modules."""
+
+from __future__ import annotations
+
+import pathlib
+
+import torch
+from torch import nn
+
+import pytest_workload
+from pytest_workload import WorkloadRecorder
+from tests.pytester_suite import lit, two_shapes
+
+KILLED = """
+
+@pytest.mark.workloads
+def test_then_killed():
+    import os, signal
+    Net()(torch.rand(1, 3, 4, 4))
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_killed_update_leaves_every_snapshot_old_or_new(pytester, suite):
+    suite(two_shapes() + two_shapes(size=12).replace("test_two_shapes", "test_other"))
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=2)
+    folder = pytester.path / "__snapshots__" / "test_models"
+    old = {p.name: p.read_text() for p in folder.iterdir()}
+    suite(
+        two_shapes(size=20) + two_shapes(size=24).replace("test_two_shapes", "test_other") + KILLED
+    )
+    pytester.runpytest_subprocess("--workload-snapshot", "--snapshot-update", "-p", "no:xdist")
+    new = {p.name: p.read_text() for p in folder.iterdir()}
+    assert set(new) == set(old)  # no temporary files left behind
+    assert new["test_two_shapes.workloads"] != old["test_two_shapes.workloads"]  # written: new
+    assert "[1, 3, 20, 20]" in new["test_two_shapes.workloads"]
+    assert "[1, 3, 24, 24]" in new["test_other.workloads"]
+    pytester.runpytest("--workload-snapshot", "-k", "not killed").assert_outcomes(passed=2)
+
+
+def test_an_unwritable_snapshot_location_is_a_clear_error(pytester, suite):
+    suite(two_shapes())
+    # root may write anywhere, so block the file with a directory of the same name
+    blocker = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    (blocker / "keep").mkdir(parents=True)
+    result = pytester.runpytest("--workload-snapshot", "--snapshot-update")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "workload snapshot __snapshots__*test_two_shapes.workloads could not be "
+            "*Is a directory*"
+        )
+    )
+    assert (blocker / "keep").is_dir()
+
+
+def test_a_snapshot_from_a_future_format_is_an_error_and_untouched(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    text = stored.read_text().replace(
+        '"pytest_workload_snapshot": 1', '"pytest_workload_snapshot": 2'
+    )
+    stored.write_text(text)
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit("corrupt workload snapshot *: snapshot format 2 is not supported*")
+    )
+    assert stored.read_text() == text
+
+
+def test_nothing_is_ever_unpickled():
+    package = pathlib.Path(pytest_workload.__file__).parent
+    for source in package.glob("*.py"):
+        text = source.read_text()
+        for forbidden in ("import pickle", "torch.load", "marshal", "shelve", "dill"):
+            assert forbidden not in text, f"{source.name} uses {forbidden}"
+
+
+def record(fn, max_depth=0):
+    recorder = WorkloadRecorder("t", max_depth=max_depth, timing=False)
+    with recorder.recording(all_roots=True):
+        fn()
+    return recorder
+
+
+def test_a_module_that_builds_itself_in_forward_is_hashed_as_built():
+    lazy = nn.LazyLinear(3)
+    recorder = record(lambda: [lazy(torch.rand(2, 5)), lazy(torch.rand(2, 5))])
+    (workload,) = recorder.workloads()
+    assert workload.params.count == 5 * 3 + 3
+    assert workload.calls == 2
+    assert workload.structure_hash == pytest_workload.structure_hash(lazy)
+
+
+def test_a_module_that_mutates_itself_keeps_its_first_structure_in_a_test():
+    class Growing(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList()
+
+        def forward(self, x):
+            self.layers.append(nn.Identity())
+            return x
+
+    model = Growing()
+    recorder = record(lambda: [model(torch.rand(1)), model(torch.rand(1))])
+    (workload,) = recorder.workloads()
+    assert workload.calls == 2  # documented: structure is read once per test and mode
+    assert len(model.layers) == 2
+
+
+def test_a_generator_input_is_an_error_and_is_not_consumed():
+    class Takes(nn.Module):
+        def forward(self, items):
+            return sum(items)
+
+    items = (i for i in range(3))
+    recorder = WorkloadRecorder("t")
+    with recorder.recording(all_roots=True):
+        assert Takes()(items) == 3
+    (error,) = recorder.errors
+    assert "args[0] of type builtins.generator" in error
