@@ -13,10 +13,10 @@ from pathlib import Path
 
 from .data import Workload
 from .device import DeviceIdentity
-from .errors import CorruptFileError, WorkloadDataError
+from .errors import WorkloadDataError
 from .jsonfields import read_field, read_object
 from .signature import Json
-from .storage import write_text_atomic
+from .storage import read_json_file, write_text_atomic
 from .timing import Timing
 
 BASELINE_FORMAT = 1
@@ -104,11 +104,4 @@ class BaselineStore:
 
 
 def _read(path: Path) -> Baseline:
-    try:
-        return Baseline.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CorruptFileError(str(path), f"cannot be read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise CorruptFileError(str(path), f"is not valid JSON ({exc})") from None
-    except WorkloadDataError as exc:
-        raise CorruptFileError(str(path), f"is not a workload baseline: {exc}") from None
+    return read_json_file(path, Baseline.from_dict, "workload baseline")

@@ -63,26 +63,23 @@ def _perf_mode(value: str) -> str:
     return value
 
 
-def _positive_float(value: str) -> float:
+def _number(value: str, *, positive: bool) -> float:
     try:
         number = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not number > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {value!r}")
+    if not (number > 0 if positive else number >= 0):
+        bound = "> 0" if positive else ">= 0"
+        raise argparse.ArgumentTypeError(f"expected a number {bound}, got {value!r}")
     return number
+
+
+def _positive_float(value: str) -> float:
+    return _number(value, positive=True)
 
 
 def _tolerance(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a fraction such as 0.2, got {value!r}"
-        ) from None
-    if not number >= 0:
-        raise argparse.ArgumentTypeError(f"expected a fraction >= 0, got {value!r}")
-    return number
+    return _number(value, positive=False)
 
 
 def _device(value: str) -> str:

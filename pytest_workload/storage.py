@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from .canonical import canonical_json
 from .data import SessionReport, Workload
@@ -21,6 +21,8 @@ from .errors import CorruptFileError, WorkloadDataError
 from .fingerprint import workload_key
 from .jsonfields import read_field, read_object
 from .signature import InputSignature, Json
+
+T = TypeVar("T")
 
 #: Layout version of a snapshot file (independent of the fingerprint scheme it records).
 SNAPSHOT_FORMAT: Final = 1
@@ -207,14 +209,18 @@ def write_report(
     write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def read_report(path: Path) -> SessionReport:
-    """Load a ``--workload-json`` report; a bad file is a CorruptFileError naming it."""
+def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:
+    """Load and parse a JSON file; any problem is a CorruptFileError naming the file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return SessionReport.from_dict(data)
+        return parse(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError) as exc:
         raise CorruptFileError(str(path), f"cannot be read ({exc})") from None
     except json.JSONDecodeError as exc:
         raise CorruptFileError(str(path), f"is not valid JSON ({exc})") from None
     except WorkloadDataError as exc:
-        raise CorruptFileError(str(path), f"is not a workload report: {exc}") from None
+        raise CorruptFileError(str(path), f"is not a {what}: {exc}") from None
+
+
+def read_report(path: Path) -> SessionReport:
+    """Load a ``--workload-json`` report; a bad file is a CorruptFileError naming it."""
+    return read_json_file(path, SessionReport.from_dict, "workload report")

@@ -216,7 +216,7 @@ def test_bad_ini_value_is_a_usage_error(pytester):
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["ERROR: ini option workload_perf_tolerance = 'lots': expected a fraction such as 0.2*"]
+        ["ERROR: ini option workload_perf_tolerance = 'lots': expected a number, got 'lots'"]
     )
 
 
