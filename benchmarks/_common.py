@@ -1,0 +1,117 @@
+"""Shared helpers of the benchmark scripts: robust statistics, tables and run metadata.
+
+Not a benchmark itself. Every script puts ``benchmarks/`` first on ``sys.path`` when run as
+``python benchmarks/<script>.py``, so this module imports as ``_common``.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import random
+import shlex
+import sys
+from collections.abc import Sequence
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolation quantile (the same rule as ``pytest_workload.timing``)."""
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("no values")
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def median(values: Sequence[float]) -> float:
+    return quantile(values, 0.5)
+
+
+def bootstrap_median_ci(
+    values: Sequence[float], *, resamples: int = 2000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the median (seeded, so a rerun prints the same)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    rng = random.Random(seed)
+    n = len(values)
+    medians = sorted(median([values[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
+    tail = (1 - level) / 2
+    return quantile(medians, tail), quantile(medians, 1 - tail)
+
+
+def ratio_summary(ratios: Sequence[float]) -> str:
+    """``median [q1, q3] (95% CI lo-hi)`` of per-round ratios."""
+    lo, hi = bootstrap_median_ci(ratios)
+    return (
+        f"{median(ratios):.3f}x [IQR {quantile(ratios, 0.25):.3f}-{quantile(ratios, 0.75):.3f}]"
+        f" (95% CI {lo:.3f}-{hi:.3f})"
+    )
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval of a binomial rate (sane at 0/n and n/n)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate(successes: int, n: int) -> str:
+    """``x/n (p%, 95% CI lo-hi%)``."""
+    lo, hi = wilson_interval(successes, n)
+    pct = 100 * successes / n if n else 0.0
+    return f"{successes}/{n} ({pct:.0f}%, CI {100 * lo:.0f}-{100 * hi:.0f}%)"
+
+
+def fmt_time(seconds: float) -> str:
+    """A duration with a unit that keeps 3-4 significant digits."""
+    if seconds >= 1:
+        return f"{seconds:.3f} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3f} ms"
+    if seconds >= 1e-6:
+        return f"{seconds * 1e6:.2f} µs"
+    return f"{seconds * 1e9:.0f} ns"
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def command_line() -> str:
+    """The command that ran this script, as it could be pasted into a shell."""
+    return shlex.join(["python", *sys.argv])
+
+
+def machine() -> str:
+    """CPU model, logical cores and library versions, for the record."""
+    import os
+
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    parts = [f"{model}, {os.cpu_count()} logical cores", f"Python {platform.python_version()}"]
+    if "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        parts.append(f"torch {torch.__version__} ({torch.get_num_threads()} threads)")
+    return "; ".join(parts)
+
+
+def print_header(title: str) -> None:
+    print(f"## {title}\n")
+    print(f"Command: `{command_line()}`\n")
+    print(f"Machine: {machine()}\n")

@@ -1,0 +1,213 @@
+"""How often does the drift gate catch a real slowdown, and how often does it cry wolf?
+
+The workload is deterministic CPU work: a module whose forward runs a fixed ``k`` matrix
+products. A slowdown of s% is injected by running ``round(k * (1 + s))`` products instead (no
+sleep, so the extra time is real work that noise scales like the rest). Each trial times a
+*baseline* and a *current* module with the plugin's timing (``pytest_workload.timing.measure`` +
+``summarize``, ``CpuStopwatch``, the plugin's default ``TimingPolicy``) under ``torch.no_grad``
+and calls ``pytest_workload.drift.judge``. The conditions (unchanged, +10%, +20%, +50%) are
+interleaved within each round, and which side is timed first alternates, so machine noise hits
+every condition alike. The same pairs of timings are judged at ``DEFAULT_TOLERANCE`` and at
+the other tolerances given.
+
+``--hogs N`` adds a condition that tests the claim that noise never makes a verdict: an
+unchanged rerun whose *current* side is timed while N busy-looping processes compete for the
+cores (they are started once, and paused with SIGSTOP except during those measurements). That
+is a step change in machine load between baseline and current, the noise a shared CI runner
+sees when a neighbour job starts.
+
+Run: ``python benchmarks/drift_detection.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+from _common import markdown_table, median, print_header, quantile, rate
+from torch import nn
+
+from pytest_workload.drift import DEFAULT_TOLERANCE, judge
+from pytest_workload.timing import CpuStopwatch, Timing, TimingPolicy, measure, summarize
+
+
+class RepeatedMatmul(nn.Module):
+    """``k`` products of one fixed pair of matrices into a preallocated output."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, k: int) -> None:
+        super().__init__()
+        self.k = k
+        self.register_buffer("a", a)
+        self.register_buffer("b", b)
+        self.register_buffer("out", torch.empty(a.shape[0], b.shape[1]))
+
+    def forward(self) -> torch.Tensor:
+        for _ in range(self.k):
+            torch.mm(self.a, self.b, out=self.out)
+        return self.out
+
+
+@dataclass
+class Condition:
+    slowdown: float
+    module: RepeatedMatmul
+    noisy: bool = False
+    pairs: list[tuple[Timing, Timing]] = field(default_factory=list)  # (current, baseline)
+
+    @property
+    def label(self) -> str:
+        if self.noisy:
+            return "unchanged, current beside CPU hogs"
+        if self.slowdown == 0:
+            return "unchanged rerun"
+        return f"+{100 * self.slowdown:.0f}% (k {self.module.k})"
+
+
+class Hogs:
+    """Busy-looping child processes, paused (SIGSTOP) except inside ``running()``."""
+
+    def __init__(self, count: int) -> None:
+        self.procs = [
+            subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)
+        ]
+        self._signal(signal.SIGSTOP)
+
+    def _signal(self, sig: int) -> None:
+        for p in self.procs:
+            os.kill(p.pid, sig)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        self._signal(signal.SIGCONT)
+        time.sleep(0.02)
+        try:
+            yield
+        finally:
+            self._signal(signal.SIGSTOP)
+
+    def close(self) -> None:
+        self._signal(signal.SIGCONT)
+        for p in self.procs:
+            p.terminate()
+            p.wait()
+
+
+def timed(module: nn.Module, policy: TimingPolicy, hogs: Hogs | None = None) -> Timing:
+    with hogs.running() if hogs is not None else contextlib.nullcontext():
+        return summarize(measure(module, CpuStopwatch(), policy), "cpu")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run: 4 trials per condition")
+    parser.add_argument("--trials", type=int, default=None, help="trials per condition (40)")
+    parser.add_argument("--k", type=int, default=20, help="matrix products in the baseline")
+    parser.add_argument("--size", type=int, default=128, help="square matrix size")
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument(
+        "--tolerances",
+        type=float,
+        nargs="+",
+        default=[0.05, 0.1],
+        help=f"tolerances judged besides DEFAULT_TOLERANCE={DEFAULT_TOLERANCE}",
+    )
+    parser.add_argument(
+        "--slowdowns",
+        type=float,
+        nargs="+",
+        default=[0.1, 0.2, 0.3, 0.5],
+        help="injected slowdowns",
+    )
+    parser.add_argument(
+        "--hogs",
+        type=int,
+        default=0,
+        help="busy processes beside the current side of an extra unchanged condition (0: off)",
+    )
+    args = parser.parse_args(argv)
+    trials = args.trials or (4 if args.quick else 40)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    a, b = torch.rand(args.size, args.size), torch.rand(args.size, args.size)
+    baseline = RepeatedMatmul(a, b, args.k)
+    conditions = [Condition(0.0, baseline)] + [
+        Condition(s, RepeatedMatmul(a, b, round(args.k * (1 + s)))) for s in args.slowdowns
+    ]
+    if args.hogs:
+        conditions.append(Condition(0.0, baseline, noisy=True))
+    policy = TimingPolicy()  # the plugin's default policy
+    others = sorted(t for t in set(args.tolerances) if t != DEFAULT_TOLERANCE)
+    tolerances = [DEFAULT_TOLERANCE, *others]
+
+    hogs = Hogs(args.hogs) if args.hogs else None
+    with torch.no_grad(), contextlib.ExitStack() as stack:
+        if hogs is not None:
+            stack.callback(hogs.close)
+        for c in conditions:
+            c.module()
+        for trial in range(trials):
+            rotated = conditions[trial % len(conditions) :] + conditions[: trial % len(conditions)]
+            for i, c in enumerate(rotated):
+                noise = hogs if c.noisy else None
+                if (trial + i) % 2 == 0:
+                    base = timed(baseline, policy)
+                    current = timed(c.module, policy, noise)
+                else:
+                    current = timed(c.module, policy, noise)
+                    base = timed(baseline, policy)
+                c.pairs.append((current, base))
+            if (trial + 1) % 10 == 0 or trial + 1 == trials:
+                print(f"trial {trial + 1}/{trials} done", flush=True)
+
+    print()
+    print_header("Drift gate: detection and false-alarm rates")
+    print(
+        f"Workload: {args.k} products of two {args.size}x{args.size} float32 matrices per call "
+        f"(baseline median {median([p[1].median_s for p in conditions[0].pairs]) * 1e3:.2f} ms); "
+        f"{trials} trials per condition; plugin default policy {policy}.\n"
+    )
+    headers = ["condition", "measured ratio (median [IQR])", "median CI half-width"]
+    headers += [
+        f"flagged at tol {t:g}" + (" (default)" if t == DEFAULT_TOLERANCE else "")
+        for t in tolerances
+    ]
+    rows = []
+    for c in conditions:
+        ratios = [cur.median_s / base.median_s for cur, base in c.pairs]
+        half = [(t.ci_high_s - t.ci_low_s) / 2 / t.median_s for pair in c.pairs for t in pair]
+        row = [
+            c.label,
+            f"{median(ratios):.3f} [{quantile(ratios, 0.25):.3f}-{quantile(ratios, 0.75):.3f}]",
+            f"{100 * median(half):.1f}%",
+        ]
+        for t in tolerances:
+            flagged = sum(judge(cur, base, t).kind == "regression" for cur, base in c.pairs)
+            row.append(rate(flagged, len(c.pairs)))
+        rows.append(row)
+    print(markdown_table(headers, rows))
+    print(
+        "\nThe unchanged rows' 'flagged' columns are false-alarm rates (a regression verdict on "
+        "an unchanged rerun)."
+    )
+    if hogs is not None:
+        print(f"CPU hogs: {args.hogs} busy-looping processes during the current measurement.")
+    verdicts = Counter(
+        (t, judge(cur, base, t).kind) for t in tolerances for cur, base in conditions[0].pairs
+    )
+    print(
+        "Unchanged reruns judged 'faster' (a spurious improvement): "
+        + ", ".join(f"tol {t:g}: {verdicts[(t, 'faster')]}/{trials}" for t in tolerances)
+    )
+
+
+if __name__ == "__main__":
+    main()
