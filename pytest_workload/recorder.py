@@ -1,10 +1,10 @@
 """Recording: which modules run during a test, with which inputs.
 
 A *root* is a module called while no recorded module is running. While no root runs, one
-global forward pre-hook watches for roots (or, for explicitly tracked modules, a pre-hook on
-each of them). As soon as a root starts, that global hook is removed and hooks go only onto the
-root and the submodules down to ``max_depth``; every other module keeps torch's hook-free fast
-path, which is what keeps recording at depth 0 nearly free.
+global forward pre-hook watches for new roots. A module seen as a root gets hooks of its own,
+and so do its submodules down to ``max_depth``; they stay until recording ends, so a repeated
+call costs three hook calls and no registration. While a root runs, the global hook is removed:
+every other module keeps torch's hook-free fast path.
 
 Depth counts module nesting, with ``ModuleList``/``ModuleDict`` containers (which are never
 called) not counting as a level, so ``model.layers[3]`` is depth 1 like ``model.blocks``.
@@ -17,6 +17,7 @@ collected and reported when the test ends, never raised into the model's forward
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import itertools
 import os
@@ -28,7 +29,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .canonical import canonical_json
@@ -67,6 +67,10 @@ class _Static:
     """What a (module, train/eval mode, signature) always yields: computed once per test."""
 
     target: nn.Module
+    signature: InputSignature
+    # repr of the described inputs: a process-local key that, unlike JSON, costs little per call
+    # and still tells True, 1 and 1.0 apart
+    fast_key: str
     structure_hash: str
     hash: str
     class_name: str
@@ -81,7 +85,6 @@ class _Static:
 @dataclass
 class _Done:
     static: _Static
-    signature: InputSignature
     name: str
     location: str | None
     depth: int
@@ -104,16 +107,19 @@ class _Frame:
     args: tuple[Json, ...] | None = None
     kwargs: tuple[tuple[str, Json], ...] | None = None
     start_ns: int = 0
-    caller: FrameType | None = None
     done: _Done | None = None
     children: list[_Done] = field(default_factory=list)
 
 
 @dataclass(slots=True)
-class _RootCall:
+class _Plan:
+    """How calls of one root module are recorded; built once per recording."""
+
+    target: nn.Module
+    scripted: bool
     max_depth: int
-    depths: dict[int, tuple[str, int]]
-    handles: list[RemovableHandle]
+    # id -> (module, path, depth, unwrapped module) for the root (path "") and its submodules
+    members: dict[int, tuple[nn.Module, str, int, nn.Module]]
 
 
 @dataclass
@@ -131,14 +137,20 @@ class _Entry:
 _EntryKey = tuple[str | None, str, str, int, str]
 
 
-def _entry_key(
-    parent: str | None, static: _Static, signature: InputSignature, depth: int, name: str
-) -> _EntryKey:
+def _entry_key(parent: str | None, static: _Static, depth: int, name: str) -> _EntryKey:
     """Rows are keyed by what a workload *is* (structure and inputs), not by its hash, so a
     scheme whose hashes collapse cannot merge rows and hide the collapse. Roots are named by
     their first call site; submodules keep their path, so three identical layers stay three
     rows."""
-    return (parent, static.structure_hash, signature.canonical, depth, name if depth else "")
+    return (parent, static.structure_hash, static.fast_key, depth, name if depth else "")
+
+
+@functools.cache
+def _is_internal(filename: str) -> bool:
+    import torch
+
+    path = os.path.abspath(filename)
+    return path.startswith((os.path.dirname(os.path.abspath(torch.__file__)), _PACKAGE_DIR))
 
 
 def _arg_names(module: nn.Module) -> tuple[str, ...]:
@@ -187,17 +199,19 @@ class WorkloadRecorder:
         self._thread: int | None = None
         self._watch_all = False
         self._global_watch: RemovableHandle | None = None
-        self._tracked: dict[int, tuple[nn.Module, int, RemovableHandle]] = {}
+        self._tracked: dict[int, tuple[nn.Module, int]] = {}
+        self._scripted_watch: RemovableHandle | None = None
+        self._hooked: dict[int, tuple[nn.Module, list[RemovableHandle]]] = {}
         self._stack: list[_Frame] = []
-        self._root: _RootCall | None = None
+        self._plan: _Plan | None = None
+        self._plans: dict[tuple[int, int], tuple[nn.Module, _Plan]] = {}
+        self._script_hooks: list[RemovableHandle] = []
         self._order = itertools.count()
         self._memo: StructureMemo = {}
         self._alternates: dict[int, tuple[FingerprintScheme, StructureMemo]] = {
             s.version: (s, {}) for s in alternate_schemes if s.version != scheme.version
         }
         self._known: dict[tuple[int, bool, str], _Static] = {}
-        self._subtrees: dict[tuple[int, int], tuple[nn.Module, list[tuple[nn.Module, str, int]]]]
-        self._subtrees = {}
         self._entries: dict[_EntryKey, _Entry] = {}
         self._errors: list[str] = []
         self._stopped = False
@@ -223,13 +237,11 @@ class WorkloadRecorder:
             raise ValueError(f"max_depth must be an int >= 0, got {max_depth!r}")
         if self._thread is None:
             self._thread = threading.get_ident()
-        if id(module) in self._tracked:
-            self._tracked[id(module)][2].remove()
-        if is_scripted(module):
-            handle = self._register_global_pre(self._watch_tracked_scripted)
-        else:
-            handle = module.register_forward_pre_hook(self._watch_tracked, with_kwargs=True)
-        self._tracked[id(module)] = (module, depth, handle)
+        self._tracked[id(module)] = (module, depth)
+        if not is_scripted(module):
+            self._ensure_hooked(module)  # its own pre-hook opens its calls as roots
+        elif self._scripted_watch is None:
+            self._scripted_watch = self._register_global_pre(self._watch_tracked_scripted)
         return module
 
     @contextlib.contextmanager
@@ -250,10 +262,15 @@ class WorkloadRecorder:
         """Remove every hook. Idempotent; a root still running is dropped."""
         self._stopped = True
         self._remove_global_watch()
-        for _, _, handle in self._tracked.values():
-            handle.remove()
-        self._tracked.clear()
+        if self._scripted_watch is not None:
+            self._scripted_watch.remove()
+            self._scripted_watch = None
         self._close_root()
+        for _, handles in self._hooked.values():
+            for handle in handles:
+                handle.remove()
+        self._hooked.clear()
+        self._tracked.clear()
         self._stack.clear()
 
     @property
@@ -293,16 +310,33 @@ class WorkloadRecorder:
             self._global_watch.remove()
             self._global_watch = None
 
-    def _hook_module(self, module: nn.Module, handles: list[RemovableHandle]) -> None:
-        handles.append(module.register_forward_pre_hook(self._enter, with_kwargs=True))
-        handles.append(module.register_forward_hook(self._done, with_kwargs=True))
-        handles.append(module.register_forward_hook(self._exit, with_kwargs=True, always_call=True))
+    def _ensure_hooked(self, module: nn.Module) -> None:
+        if id(module) in self._hooked:
+            return
+        self._hooked[id(module)] = (
+            module,
+            [
+                module.register_forward_pre_hook(self._enter, with_kwargs=True),
+                module.register_forward_hook(self._done, with_kwargs=True),
+                module.register_forward_hook(self._exit, with_kwargs=True, always_call=True),
+            ],
+        )
 
-    def _subtree(self, target: nn.Module, max_depth: int) -> list[tuple[nn.Module, str, int]]:
-        """Submodules of ``target`` with their path and depth, down to ``max_depth``."""
-        cached = self._subtrees.get((id(target), max_depth))
-        if cached is not None and cached[0] is target:
+    def _plan_for(self, module: nn.Module, max_depth: int) -> _Plan:
+        cached = self._plans.get((id(module), max_depth))
+        if cached is not None and cached[0] is module:
             return cached[1]
+        target = unwrap(module)
+        plan = _Plan(target, is_scripted(module), max_depth, {id(module): (module, "", 0, target)})
+        if not plan.scripted and not is_compiled(module):
+            for sub, path, depth in self._subtree(target, max_depth):
+                plan.members[id(sub)] = (sub, path, depth, unwrap(sub))
+        self._plans[(id(module), max_depth)] = (module, plan)
+        return plan
+
+    @staticmethod
+    def _subtree(target: nn.Module, max_depth: int) -> list[tuple[nn.Module, str, int]]:
+        """Submodules of ``target`` with their path and depth, down to ``max_depth``."""
         found: list[tuple[nn.Module, str, int]] = []
         seen = {id(target)}
         queue: deque[tuple[nn.Module, str, int]] = deque([(target, "", 0)])
@@ -318,7 +352,6 @@ class WorkloadRecorder:
                     found.append((child, path, child_depth))
                 if unwrap(child) is child:  # wrappers are recorded, their insides are opaque
                     queue.append((child, path, child_depth))
-        self._subtrees[(id(target), max_depth)] = (target, found)
         return found
 
     # -- hooks: these run inside the model's forward and must never raise ------------------
@@ -327,22 +360,25 @@ class WorkloadRecorder:
         return threading.get_ident() == self._thread
 
     def _watch_global(self, module: nn.Module, args: tuple[Any, ...]) -> None:
-        if not self._stack and self._on_thread():
+        # A hooked module's own pre-hook opens its call, with its keyword arguments.
+        if not self._stack and id(module) not in self._hooked and self._on_thread():
             self._guarded(self._open_root, module, args, None, self.max_depth)
 
-    def _watch_tracked(
-        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
-        if not self._stack and self._on_thread() and id(module) in self._tracked:
-            self._guarded(self._open_root, module, args, kwargs, self._tracked[id(module)][1])
-
     def _watch_tracked_scripted(self, module: nn.Module, args: tuple[Any, ...]) -> None:
-        if not self._stack and self._on_thread() and id(module) in self._tracked:
+        if not self._stack and id(module) in self._tracked and self._on_thread():
             self._guarded(self._open_root, module, args, None, self._tracked[id(module)][1])
 
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if self._stack and self._root is not None and self._on_thread():
-            self._guarded(self._push_sub, module, args, kwargs)
+        if not self._on_thread():
+            return
+        if self._stack:
+            if self._plan is not None and id(module) in self._plan.members:
+                self._guarded(self._push_sub, module, args, kwargs)
+            return
+        tracked = self._tracked.get(id(module))
+        if tracked is not None or self._watch_all:
+            depth = self.max_depth if tracked is None else tracked[1]
+            self._guarded(self._open_root, module, args, kwargs, depth)
 
     def _done(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
@@ -390,41 +426,35 @@ class WorkloadRecorder:
         kwargs: dict[str, Any] | None,
         max_depth: int,
     ) -> None:
-        target = unwrap(module)
-        frame = _Frame(module, target, "", 0, True, next(self._order))
-        frame.caller = self._call_site_frame()
+        plan = self._plan_for(module, max_depth)
+        frame = _Frame(module, plan.target, "", 0, True, next(self._order))
         self._describe_into(frame, args, kwargs)
         self._remove_global_watch()
-        handles: list[RemovableHandle] = []
-        depths: dict[int, tuple[str, int]] = {}
-        if is_scripted(module):
+        if plan.scripted:
             from torch.nn.modules.module import register_module_forward_hook
 
-            handles.append(register_module_forward_hook(self._done, with_kwargs=True))
-            handles.append(register_module_forward_hook(self._exit, always_call=True))
+            self._script_hooks = [
+                register_module_forward_hook(self._done, with_kwargs=True),
+                register_module_forward_hook(self._exit, always_call=True),
+            ]
         else:
-            # The root's own pre-hook only sees re-entrant calls (recursion).
-            self._hook_module(module, handles)
-            depths[id(module)] = ("", 0)
-            if not is_compiled(module):
-                for sub, path, depth in self._subtree(target, max_depth):
-                    self._hook_module(sub, handles)
-                    depths[id(sub)] = (path, depth)
-        self._root = _RootCall(max_depth, depths, handles)
+            for member, _, _, _ in plan.members.values():
+                self._ensure_hooked(member)
+        self._plan = plan
         self._stack.append(frame)
         frame.start_ns = self._now()
 
     def _push_sub(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        assert self._root is not None
-        path, static_depth = self._root.depths[id(module)]
+        assert self._plan is not None
+        _, path, static_depth, target = self._plan.members[id(module)]
         parent = self._stack[-1]
         depth = max(static_depth, parent.depth + 1)
         frame = _Frame(
             module,
-            unwrap(module),
+            target,
             path or type(module).__name__,
             depth,
-            parent.record and depth <= self._root.max_depth,
+            parent.record and depth <= self._plan.max_depth,
             next(self._order),
         )
         if frame.record:
@@ -440,15 +470,13 @@ class WorkloadRecorder:
             self._describe_into(frame, None, kwargs)
         if not frame.record or frame.args is None or frame.kwargs is None:
             return
-        signature = InputSignature(frame.args, frame.kwargs)
-        static = self._static(frame.target, signature, result)
+        static = self._static(frame, result)
         name, location, call = frame.name, None, None
-        if frame.depth == 0 and _entry_key(None, static, signature, 0, "") not in self._entries:
+        if frame.depth == 0 and _entry_key(None, static, 0, "") not in self._entries:
             name, location = self._call_site(frame)
             call = (frame.module, args, kwargs)
-        frame.caller = None
         frame.done = _Done(
-            static, signature, name, location, frame.depth, elapsed, frame.order, frame.children
+            static, name, location, frame.depth, elapsed, frame.order, frame.children
         )
         frame.done.call = call
         if self._keyer is not None:
@@ -466,7 +494,6 @@ class WorkloadRecorder:
 
     def _pop(self) -> None:
         frame = self._stack.pop()
-        frame.caller = None
         if frame.done is not None:
             if self._stack:
                 self._stack[-1].children.append(frame.done)
@@ -477,13 +504,13 @@ class WorkloadRecorder:
             self._install_global_watch()
 
     def _close_root(self) -> None:
-        if self._root is not None:
-            for handle in self._root.handles:
-                handle.remove()
-            self._root = None
+        for handle in self._script_hooks:
+            handle.remove()
+        self._script_hooks = []
+        self._plan = None
 
     def _add(self, parent: str | None, done: _Done) -> None:
-        key = _entry_key(parent, done.static, done.signature, done.depth, done.name)
+        key = _entry_key(parent, done.static, done.depth, done.name)
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = _Entry(done, parent)
@@ -499,14 +526,19 @@ class WorkloadRecorder:
         for child in done.children:
             self._add(done.static.hash, child)
 
-    def _static(self, target: nn.Module, signature: InputSignature, result: Any) -> _Static:
-        key = (id(target), target.training, signature.canonical)
+    def _static(self, frame: _Frame, result: Any) -> _Static:
+        target, fast_key = frame.target, repr((frame.args, frame.kwargs))
+        key = (id(target), target.training, fast_key)
         static = self._known.get(key)
         if static is not None and static.target is target:
             return static
+        assert frame.args is not None and frame.kwargs is not None
+        signature = InputSignature(frame.args, frame.kwargs)
         structure = self.scheme.structure_hash(target, self._memo)
         static = _Static(
             target=target,
+            signature=signature,
+            fast_key=fast_key,
             structure_hash=structure,
             hash=self.scheme.workload_hash(structure, signature),
             class_name=class_name(target),
@@ -539,21 +571,14 @@ class WorkloadRecorder:
 
     # -- call sites -------------------------------------------------------------------------
 
-    def _call_site_frame(self) -> FrameType | None:
-        import torch
-
-        torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
-        frame = inspect.currentframe()
-        while frame is not None:
-            filename = os.path.abspath(frame.f_code.co_filename)
-            if not filename.startswith((torch_dir, _PACKAGE_DIR)):
-                return frame
-            frame = frame.f_back
-        return None
-
     def _call_site(self, frame: _Frame) -> tuple[str, str | None]:
+        """Name and location of the code that called a root: the first frame, walking out
+        from this hook, that is neither torch's nor this package's. Only looked up for new
+        workloads and errors, never on the repeated-call path."""
         fallback = type(frame.target).__name__
-        caller = frame.caller
+        caller = inspect.currentframe()
+        while caller is not None and _is_internal(caller.f_code.co_filename):
+            caller = caller.f_back
         if caller is None:
             return fallback, None
         name = next(
@@ -601,7 +626,7 @@ class WorkloadRecorder:
             depth=done.depth,
             parent=entry.parent,
             structure_hash=static.structure_hash,
-            input_signature=done.signature,
+            input_signature=done.static.signature,
             hash=static.hash,
             calls=entry.calls,
             params=static.params,
