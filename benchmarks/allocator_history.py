@@ -12,8 +12,10 @@ Each round starts fresh subprocesses. In each, the plugin's timing (``measure`` 
 model twice: once in the fresh process, then again after either one forward of a larger model
 (treatment) or nothing (control). ``judge`` compares the second timing against the first, as if
 the first had been the baseline, and the other way round (a baseline taken in a full session,
-compared with a run of the test alone). With ``--fixed-malloc`` the same runs again with
-``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` set, which turns the adaptation off.
+compared with a run of the test alone). The same runs again with the thresholds pinned in
+process by ``pytest_workload.timing.pin_allocator()``, as the plugin's replay does before its
+first CPU timing, and (``--fixed-malloc``) with ``MALLOC_MMAP_THRESHOLD_`` and
+``MALLOC_TRIM_THRESHOLD_`` set in the environment, which turns the adaptation off too.
 Treatment and control alternate within every round.
 
 Run: ``python benchmarks/allocator_history.py [--quick]``.
@@ -31,8 +33,10 @@ from _common import markdown_table, median, print_header, quantile, rate
 
 CHILD = r"""
 import json, sys, torch, timm
-from pytest_workload.timing import CpuStopwatch, TimingPolicy, measure, summarize
+from pytest_workload.timing import CpuStopwatch, TimingPolicy, measure, pin_allocator, summarize
 torch.set_num_threads(1)
+if "PIN_LIKE_THE_PLUGIN" in __import__("os").environ:
+    pin_allocator()  # what the plugin's replay does before its first CPU timing
 target, other, treat = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 model = timm.create_model(target, pretrained=False).eval()
 x = torch.rand(1, 3, 224, 224)
@@ -79,7 +83,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rounds = args.rounds or (1 if args.quick else 6)
     fixed = (not args.quick) if args.fixed_malloc is None else args.fixed_malloc
-    envs = {"default malloc": {}} | ({"fixed malloc thresholds": FIXED_MALLOC} if fixed else {})
+    envs = {"default malloc": {}, "pinned by pin_allocator()": {"PIN_LIKE_THE_PLUGIN": "1"}}
+    envs |= {"fixed malloc thresholds (env)": FIXED_MALLOC} if fixed else {}
 
     results: dict[tuple[str, bool], list[tuple[Timing, Timing]]] = {}
     for r in range(rounds):

@@ -18,7 +18,7 @@ from .drift import DEFAULT_TOLERANCE, Drift, judge
 from .storage import SnapshotDocument, SnapshotEntry
 from .timing import Timing
 
-Verdict = Literal["ok", "changed", "new", "removed", "slower", "faster"]
+Verdict = Literal["ok", "changed", "new", "removed", "slower", "faster", "contended"]
 
 #: Verdicts that make ``compare`` exit non-zero.
 REGRESSIONS: frozenset[Verdict] = frozenset({"changed", "new", "removed", "slower"})
@@ -69,6 +69,7 @@ def _root_timings(test: TestWorkloads | None) -> dict[str, Timing]:
     return {w.hash: w.timing for w in test.roots() if w.timing is not None}
 
 
+_DRIFT_VERDICTS: dict[str, Verdict] = {"regression": "slower", "faster": "faster"}
 _CHANGE_VERDICTS: dict[str, Verdict] = {
     "changed": "changed",
     "appeared": "new",
@@ -95,10 +96,8 @@ def _change_row(nodeid: str, change: Change) -> Row:
 def _timed_row(nodeid: str, w: Workload, base: Timing | None, tolerance: float) -> Row:
     drift = None if base is None or w.timing is None else judge(w.timing, base, tolerance)
     verdict: Verdict = "ok"
-    if drift is not None and drift.kind == "regression":
-        verdict = "slower"
-    elif drift is not None and drift.kind == "faster":
-        verdict = "faster"
+    if drift is not None and drift.kind != "unchanged":
+        verdict = "contended" if drift.contended else _DRIFT_VERDICTS[drift.kind]
     return Row(
         nodeid,
         w.name,

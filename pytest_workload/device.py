@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Final
 from .errors import WorkloadError
 from .jsonfields import read_field, read_object
 from .signature import Json
+from .timing import allocator_state
 
 if TYPE_CHECKING:
     import torch
@@ -128,4 +129,5 @@ def environment(device: torch.device) -> dict[str, Json]:
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "allocator": allocator_state(),
     }

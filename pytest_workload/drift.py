@@ -8,6 +8,7 @@ past the tolerance does.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -15,6 +16,9 @@ from .timing import Timing
 
 #: Relative slowdown allowed before the gate fails (0.2 = 20% slower).
 DEFAULT_TOLERANCE: Final = 0.2
+
+#: Beyond this share of the machine's CPU taken by other processes, a timing is not judged.
+CONTENDED_LOAD: Final = 0.25
 
 DriftKind = Literal["regression", "faster", "unchanged"]
 
@@ -26,10 +30,19 @@ class Drift:
     ratio_low: float
     ratio_high: float
     tolerance: float
+    #: Other processes took more than ``CONTENDED_LOAD`` of the machine during either timing.
+    contended: bool = False
 
 
 def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANCE) -> Drift:
-    """Compare per-call medians; ``ratio`` > 1 means slower than the baseline."""
+    """Compare per-call medians; ``ratio`` > 1 means slower than the baseline.
+
+    A difference measured while other processes took more than ``CONTENDED_LOAD`` of the
+    machine (during either timing) is marked ``contended``: the gate reports it, and fails on
+    it only when asked to be strict.
+    """
+    if baseline.median_s <= 0 or baseline.ci_high_s <= 0:
+        return Drift("unchanged", math.nan, math.nan, math.nan, tolerance)
     ratio = current.median_s / baseline.median_s
     low = current.ci_low_s / baseline.ci_high_s
     high = current.ci_high_s / baseline.ci_low_s if baseline.ci_low_s > 0 else float("inf")
@@ -39,4 +52,9 @@ def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANC
         kind = "faster"
     else:
         kind = "unchanged"
-    return Drift(kind, ratio, low, high, tolerance)
+    contended = max(_load(current), _load(baseline)) > CONTENDED_LOAD
+    return Drift(kind, ratio, low, high, tolerance, contended)
+
+
+def _load(t: Timing) -> float:
+    return t.others_load or 0.0

@@ -152,9 +152,9 @@ _OPTIONS = (
         "on",
         _perf_mode,
         "on|off|strict",
-        "with --workload-snapshot, fail on timing regressions against the baselines; under "
-        "xdist with several workers 'on' only reports them, 'strict' fails anyway; 'off' keeps "
-        "every hash check",
+        "with --workload-snapshot, fail on timing regressions against the baselines; with "
+        "several xdist workers or other processes loading the machine 'on' only reports them, "
+        "'strict' fails anyway; 'off' keeps every hash check",
     ),
     _Option(
         "--workload-perf-tolerance",

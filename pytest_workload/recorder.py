@@ -207,11 +207,8 @@ class WorkloadRecorder:
         self._plans: dict[tuple[int, int], tuple[nn.Module, _Plan]] = {}
         self._script_hooks: list[RemovableHandle] = []
         self._order = itertools.count()
-        self._memo: StructureMemo = {}
-        self._alternates: dict[int, tuple[FingerprintScheme, StructureMemo]] = {
-            s.version: (s, {}) for s in alternate_schemes if s.version != scheme.version
-        }
-        self._known: dict[tuple[int, bool, str], _Static] = {}
+        self._alternates = tuple(s for s in alternate_schemes if s.version != scheme.version)
+        self._known: dict[tuple[int, bool, object, str], _Static] = {}
         self._entries: dict[_EntryKey, _Entry] = {}
         self._errors: list[str] = []
         self._stopped = False
@@ -527,14 +524,18 @@ class WorkloadRecorder:
             self._add(done.static.hash, child)
 
     def _static(self, frame: _Frame, result: Any) -> _Static:
+        """What a call's workload is, computed when (module, mode, parameter dtype, inputs)
+        is new; the structure is read afresh then, so ``model.half()`` between calls counts."""
         target, fast_key = frame.target, repr((frame.args, frame.kwargs))
-        key = (id(target), target.training, fast_key)
+        first = next(target.parameters(), None)
+        key = (id(target), target.training, None if first is None else first.dtype, fast_key)
         static = self._known.get(key)
         if static is not None and static.target is target:
             return static
         assert frame.args is not None and frame.kwargs is not None
         signature = InputSignature(frame.args, frame.kwargs)
-        structure = self.scheme.structure_hash(target, self._memo)
+        memo: StructureMemo = {}
+        structure = self.scheme.structure_hash(target, memo)
         static = _Static(
             target=target,
             signature=signature,
@@ -544,11 +545,8 @@ class WorkloadRecorder:
             class_name=class_name(target),
             params=param_stats(target),
             arg_names=_arg_names(target),
-            submodules=child_structure_hashes(target, self._memo, self.scheme.node),
-            alternates=tuple(
-                self._alternate(scheme, memo, target, signature)
-                for _, (scheme, memo) in sorted(self._alternates.items())
-            ),
+            submodules=child_structure_hashes(target, memo, self.scheme.node),
+            alternates=tuple(self._alternate(s, target, signature) for s in self._alternates),
             output=self._describe_output(result),
             device=str(device_of(target, (), {})),
         )
@@ -564,9 +562,9 @@ class WorkloadRecorder:
 
     @staticmethod
     def _alternate(
-        scheme: FingerprintScheme, memo: StructureMemo, target: nn.Module, sig: InputSignature
+        scheme: FingerprintScheme, target: nn.Module, sig: InputSignature
     ) -> AlternateHash:
-        structure = scheme.structure_hash(target, memo)
+        structure = scheme.structure_hash(target)
         return AlternateHash(scheme.version, structure, scheme.workload_hash(structure, sig))
 
     # -- call sites -------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .timing import Timing, TimingPolicy, measure, stopwatch_for, summarize
+from .timing import Timing, TimingPolicy, pin_allocator, stopwatch_for, time_call
 
 if TYPE_CHECKING:
     import torch
@@ -98,8 +98,9 @@ def replay(
             if device.type == "cuda":
                 peak = _peak_memory(call, device)
             if policy is not None:
-                samples = measure(call, stopwatch_for(device), policy)
-                timing = summarize(samples, str(device))
+                if device.type == "cpu":
+                    pin_allocator()
+                timing = time_call(call, stopwatch_for(device), policy, str(device))
     except Exception as exc:
         return Measurement(timing, flops, peak, f"replaying the call failed: {exc!r}")
     return Measurement(timing, flops, peak)

@@ -222,6 +222,19 @@ def render_faster(w: Workload, baseline: Timing, drift: Drift) -> str:
     )
 
 
+def _share(load: float | None) -> str:
+    return "unknown" if load is None else f"{load:.0%}"
+
+
+def render_contended(w: Workload, baseline: Timing, drift: Drift) -> str:
+    assert w.timing is not None
+    return (
+        f"{_workload_title(w)}: {drift.ratio:.2f}x its baseline, not judged: other processes "
+        f"used {_share(w.timing.others_load)} of the machine's CPU while it was timed "
+        f"(baseline: {_share(baseline.others_load)}); rerun on a quieter machine"
+    )
+
+
 def render_missing_baseline(
     w: Workload, device: str, nearest: tuple[Baseline, float] | None
 ) -> str:

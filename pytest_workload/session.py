@@ -21,6 +21,7 @@ from .fingerprint import CURRENT_SCHEME, FingerprintScheme
 from .recorder import Keyer, WorkloadRecorder
 from .report import (
     render_collapse,
+    render_contended,
     render_faster,
     render_missing_baseline,
     render_regression,
@@ -184,6 +185,9 @@ class WorkloadSession:
                 continue
             drift = judge(w.timing, baseline.timing, tolerance)
             if drift.kind == "unchanged":
+                continue
+            if drift.contended and self.settings.perf != "strict":
+                self.perf_notes.append(render_contended(w, baseline.timing, drift))
                 continue
             if self.settings.update:
                 self._write_baseline(

@@ -11,7 +11,11 @@ Clocks are injected, so the loop and the statistics are tested with a fake clock
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import math
+import os
+import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -39,6 +43,8 @@ class Timing:
     ci_high_s: float
     device: str
     source: str = "replay"
+    #: Share of the machine's CPU other processes used while this was measured (None: unknown).
+    others_load: float | None = None
 
     def to_dict(self) -> dict[str, Json]:
         return {
@@ -48,6 +54,7 @@ class Timing:
             "ci95_s": [self.ci_low_s, self.ci_high_s],
             "device": self.device,
             "source": self.source,
+            "others_load": self.others_load,
         }
 
     @classmethod
@@ -56,14 +63,19 @@ class Timing:
         ci = read_field(d, "ci95_s", list)
         if len(ci) != 2 or not all(isinstance(v, (int, float)) for v in ci):
             raise WorkloadDataError("ci95_s must be [low, high]")
+        median = float(read_field(d, "median_s", float, int))
+        if not 0 < ci[0] <= median <= ci[1]:
+            raise WorkloadDataError("timing needs 0 < ci95_s[0] <= median_s <= ci95_s[1]")
+        load = read_field(d, "others_load", float, int, optional=True)
         return cls(
-            median_s=float(read_field(d, "median_s", float, int)),
+            median_s=median,
             iqr_s=float(read_field(d, "iqr_s", float, int)),
             n=read_field(d, "n", int),
             ci_low_s=float(ci[0]),
             ci_high_s=float(ci[1]),
             device=read_field(d, "device", str),
             source=read_field(d, "source", str),
+            others_load=None if load is None else float(load),
         )
 
 
@@ -90,7 +102,12 @@ def median_interval(ordered: Sequence[float]) -> tuple[float, float]:
     return ordered[low], ordered[high]
 
 
-def summarize(samples_s: Sequence[float], device: str, source: str = "replay") -> Timing:
+def summarize(
+    samples_s: Sequence[float],
+    device: str,
+    source: str = "replay",
+    others_load: float | None = None,
+) -> Timing:
     """Median, IQR and the median's 95% interval of per-call times (seconds)."""
     if not samples_s:
         raise ValueError("no samples to summarize")
@@ -104,7 +121,65 @@ def summarize(samples_s: Sequence[float], device: str, source: str = "replay") -
         ci_high_s=high,
         device=device,
         source=source,
+        others_load=others_load,
     )
+
+
+def machine_busy_seconds() -> float | None:
+    """CPU seconds the whole machine has been busy since boot (Linux ``/proc/stat``)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 8:
+        return None
+    ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    busy = sum(ticks) - ticks[3] - ticks[4]
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+class LoadProbe:
+    """How much of the machine other processes used during a block: ``others`` in 0..1.
+
+    A timing taken while other processes compete for the cores measures them as much as the
+    workload, however robust its statistics; the drift gate uses this to say so instead of
+    failing. ``others`` stays None where it cannot be known (no ``/proc/stat``, or a block
+    too short for its 10 ms ticks).
+    """
+
+    def __init__(
+        self,
+        busy: Callable[[], float | None] = machine_busy_seconds,
+        own_cpu: Callable[[], float] = time.process_time,
+        wall: Callable[[], float] = time.perf_counter,
+        cpus: int | None = None,
+    ) -> None:
+        self._busy, self._own, self._wall = busy, own_cpu, wall
+        self._cpus = cpus or os.cpu_count() or 1
+        self.others: float | None = None
+
+    def __enter__(self) -> LoadProbe:
+        self._start = (self._busy(), self._own(), self._wall())
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        busy, own, wall = self._busy(), self._own(), self._wall()
+        start_busy, start_own, start_wall = self._start
+        elapsed = wall - start_wall
+        if busy is None or start_busy is None or elapsed < 0.1:
+            return
+        others = (busy - start_busy) - (own - start_own)
+        self.others = min(1.0, max(0.0, others / (elapsed * self._cpus)))
+
+
+def time_call(
+    fn: Callable[[], object], stopwatch: Stopwatch, policy: TimingPolicy, device: str
+) -> Timing:
+    """Measure ``fn`` and summarise it, with the load other processes put on the machine."""
+    with LoadProbe() as probe:
+        samples = measure(fn, stopwatch, policy)
+    return summarize(samples, device, others_load=probe.others)
 
 
 @dataclass(frozen=True)
@@ -173,6 +248,41 @@ class CudaStopwatch:
             return float(start.elapsed_time(end)) / 1e3
 
 
+#: glibc mallopt parameters, and the values pinned so timings do not depend on test order.
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_PINNED_MMAP_BYTES, _PINNED_TRIM_BYTES = 32 * 2**20, 64 * 2**20
+
+
+@functools.cache
+def pin_allocator() -> str | None:
+    """Fix glibc malloc's mmap and trim thresholds for this process, once; say what was done.
+
+    glibc raises both thresholds as a process frees larger blocks, so until a big model has
+    run, a small model's buffers go back to the kernel and are faulted in again on every call:
+    the same workload times up to ~1.5x slower in a fresh process than after another test.
+    Pinning them (at glibc's own dynamic maximum) makes timings independent of what ran
+    before. Respects ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` if set; does
+    nothing on other C libraries.
+    """
+    if platform.libc_ver()[0] != "glibc":
+        return None
+    if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:
+        return "glibc malloc thresholds from the environment"
+    try:
+        libc = ctypes.CDLL(None)
+        pinned = libc.mallopt(_M_MMAP_THRESHOLD, _PINNED_MMAP_BYTES) and libc.mallopt(
+            _M_TRIM_THRESHOLD, _PINNED_TRIM_BYTES
+        )
+    except (OSError, AttributeError):
+        return None
+    return "glibc malloc thresholds pinned (mmap 32 MiB, trim 64 MiB)" if pinned else None
+
+
+def allocator_state() -> str | None:
+    """What :func:`pin_allocator` did in this process; None if no CPU timing called it."""
+    return pin_allocator() if pin_allocator.cache_info().currsize else None
+
+
 def stopwatch_for(device: torch.device) -> Stopwatch:
     """The right way to time calls on ``device``: never CUDA without events or a sync."""
     import torch
@@ -212,7 +322,11 @@ def measure(
         samples.append(stopwatch(fn, number) / number)
         if len(samples) < policy.min_samples:
             continue
-        if spent() >= policy.budget_s or _precise(samples, policy.precision):
+        if spent() >= policy.budget_s:
+            break
+        # A precise-looking median from a few milliseconds says more about that moment than
+        # about the workload: spend a fifth of the budget at least.
+        if spent() >= policy.budget_s / 5 and _precise(samples, policy.precision):
             break
     return samples
 

@@ -36,7 +36,9 @@ def test_sleepy():
     model(torch.rand({batch}, 4))
 """
 
-GATE = ("--workload-snapshot", "--workload-perf=on")
+# strict: the suite itself may run beside another xdist worker, which would make every timing
+# "contended" (reported, not judged); test_contended_timings_are_reported_not_judged covers that
+GATE = ("--workload-snapshot", "--workload-perf=strict")
 
 
 @pytest.fixture
@@ -243,3 +245,25 @@ def test_corrupt_baseline_is_an_error_naming_it(pytester, sleepy):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(lit("corrupt timing baseline *.json: is not valid JSON*"))
     assert path.read_text() == "{broken"
+
+
+def test_contended_timings_are_reported_not_judged(pytester, sleepy):
+    import subprocess
+    import sys
+
+    sleepy(sleep=0.01)
+    baseline(pytester)
+    sleepy(sleep=0.03)
+    spin = "import time\nend = time.time() + 20\nwhile time.time() < end: pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(3)]
+    try:
+        relaxed = pytester.runpytest("--workload-snapshot", "--workload-perf=on")
+        strict = pytester.runpytest(*GATE)
+    finally:
+        for hog in hogs:
+            hog.kill()
+    relaxed.assert_outcomes(passed=1)
+    relaxed.stdout.fnmatch_lines(
+        lit("model (test_sleepy.Sleepy), * its baseline, not judged: other processes used *")
+    )
+    strict.assert_outcomes(failed=1)

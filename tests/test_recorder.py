@@ -298,3 +298,32 @@ def test_ended_recorder_refuses_new_tracking(tiny):
 def test_bad_max_depth_is_rejected(bad):
     with pytest.raises(ValueError, match="max_depth must be an int >= 0"):
         WorkloadRecorder("t", max_depth=bad)
+
+
+def test_a_dtype_change_between_calls_is_a_new_structure():
+    torch.manual_seed(0)
+    alone = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval().to(torch.bfloat16)
+    expected = record(lambda: alone(torch.rand(1, 4, dtype=torch.bfloat16))).roots()[0]
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
+
+    def calls():
+        model(torch.rand(1, 4))
+        model.to(torch.bfloat16)
+        model(torch.rand(1, 4, dtype=torch.bfloat16))
+
+    fp32, bf16 = record(calls).roots()
+    assert bf16.hash == expected.hash
+    assert bf16.structure_hash != fp32.structure_hash
+
+
+def test_a_dtype_change_with_the_same_inputs_is_seen():
+    embed = nn.Embedding(10, 4)
+    ids = torch.tensor([[1, 2, 3]])
+
+    def calls():
+        embed(ids)
+        embed.half()
+        embed(ids)
+
+    assert len({w.structure_hash for w in record(calls).roots()}) == 2

@@ -13,10 +13,11 @@ from pytest_workload.device import (
     resolve_device,
 )
 from pytest_workload.drift import judge
-from pytest_workload.errors import CorruptFileError
+from pytest_workload.errors import CorruptFileError, WorkloadDataError
 from pytest_workload.replay import count_flops, replay
 from pytest_workload.timing import (
     CpuStopwatch,
+    LoadProbe,
     Timing,
     TimingPolicy,
     measure,
@@ -66,11 +67,19 @@ def test_median_interval_uses_order_statistics():
     assert 460 <= low < 500 < high <= 540
 
 
-def test_constant_calls_stop_at_the_minimum_samples():
+def test_a_short_budget_stops_at_the_minimum_samples():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [0.01])
-    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=10.0), clock)
+    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=0.01), clock)
     assert samples == [0.01] * 5
+
+
+def test_precise_calls_stop_after_a_fifth_of_the_budget():
+    clock = FakeClock()
+    stopwatch = FakeStopwatch(clock, [0.01])
+    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=1.0), clock)
+    assert set(samples) == {0.01}
+    assert clock.now_ns / 1e9 == pytest.approx(0.2, abs=0.011)  # not the whole budget
 
 
 def test_noisy_calls_repeat_until_the_budget():
@@ -118,6 +127,48 @@ def test_judge_needs_the_slowdown_beyond_tolerance_and_noise():
     assert drift.ratio == 3.0
     assert drift.ratio_low == pytest.approx(2.9 / 1.02)
     assert drift.ratio_high == pytest.approx(3.1 / 0.98)
+
+
+def test_judge_marks_a_timing_taken_under_load():
+    base = timing(1.0, 0.98, 1.02)
+    busy = Timing(3.0, 0.0, 50, 2.9, 3.1, "cpu", others_load=0.6)
+    drift = judge(busy, base, 0.2)
+    assert drift.kind == "regression" and drift.contended
+    busy_base = Timing(1.0, 0.0, 50, 0.98, 1.02, "cpu", "replay", 0.5)
+    assert judge(timing(3.0, 2.9, 3.1), busy_base).contended
+    calm = Timing(3.0, 0.0, 50, 2.9, 3.1, "cpu", others_load=0.05)
+    assert not judge(calm, base, 0.2).contended
+
+
+def test_judge_survives_a_zero_baseline():
+    assert judge(timing(1.0, 0.9, 1.1), Timing(0.0, 0.0, 5, 0.0, 0.0, "cpu")).kind == "unchanged"
+
+
+def test_a_stored_timing_must_be_ordered_and_positive():
+    data = summarize([0.1] * 7, "cpu").to_dict()
+    data["median_s"] = 0.0
+    data["ci95_s"] = [0.0, 0.0]
+    with pytest.raises(WorkloadDataError, match="0 < ci95_s"):
+        Timing.from_dict(data)
+
+
+def test_load_probe_measures_what_other_processes_used():
+    busy = iter([100.0, 101.5])  # machine busy seconds: 1.5 s more
+    own = iter([10.0, 10.5])  # of which this process used 0.5 s
+    wall = iter([0.0, 1.0])  # over 1 s on 2 cpus
+    with LoadProbe(lambda: next(busy), lambda: next(own), lambda: next(wall), cpus=2) as probe:
+        pass
+    assert probe.others == pytest.approx(0.5)
+
+
+def test_load_probe_is_unknown_without_proc_stat_or_time():
+    with LoadProbe(lambda: None, lambda: 0.0, iter([0.0, 1.0]).__next__, cpus=2) as probe:
+        pass
+    assert probe.others is None
+    ticks = iter([0.0, 0.01])
+    with LoadProbe(lambda: 5.0, lambda: 0.0, lambda: next(ticks), cpus=2) as short:
+        pass
+    assert short.others is None  # too short for 10 ms ticks
 
 
 def test_timing_round_trips():
