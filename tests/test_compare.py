@@ -19,7 +19,7 @@ from pytest_workload.report import render_comparison, render_comparison_markdown
 from pytest_workload.storage import write_report
 from pytest_workload.timing import summarize
 from tests.models import TinyNet
-from tests.pytester_suite import lit, two_shapes
+from tests.pytester_suite import two_shapes
 
 ENV = {"device": {"kind": "cpu", "name": "Test CPU", "index": None}, "torch": "2", "threads": 2}
 
