@@ -392,10 +392,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     config = terminalreporter.config
-    if config.get_verbosity() < 0 or hasattr(config, "workerinput"):
+    if hasattr(config, "workerinput"):
         return
     session = config.stash[SESSION_KEY]
-    lines = session.terminal_lines()
+    lines = session.terminal_lines() if config.get_verbosity() >= 0 else []  # quiet under -q
     if lines:
         terminalreporter.write_sep("=", "Workloads discovered")
         for line in lines:

@@ -82,7 +82,7 @@ def test_unchanged_reruns_pass(pytester, sleepy):
 def test_missing_baseline_is_a_note_not_a_failure(pytester, sleepy):
     sleepy()
     pytester.runpytest("--workload-snapshot", "--snapshot-update", "--workload-perf=off")
-    result = pytester.runpytest(*GATE)
+    result = pytester.runpytest(*GATE, "-q")  # -q quiets the report, not the notes
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         lit(
