@@ -115,7 +115,8 @@ def device_identity(device: torch.device) -> DeviceIdentity:
         name = f"Apple GPU ({platform.machine()})"
     else:
         name = cpu_model()
-    return DeviceIdentity(device.type, name, torch.__version__, torch.get_num_threads())
+    # a plain str: torch's TorchVersion cannot cross to the xdist controller
+    return DeviceIdentity(device.type, name, str(torch.__version__), torch.get_num_threads())
 
 
 def environment(device: torch.device) -> dict[str, Json]:

@@ -331,7 +331,8 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
         keyer=_keyer(item),
     )
     item.stash[RECORDER_KEY] = recorder
-    if session.settings.snapshot:
+    if request.config.pluginmanager.hasplugin("syrupy"):
+        # also without the gate: a stored table is then kept as used, not deleted as unused
         item.stash[SNAPSHOT_KEY] = request.getfixturevalue("snapshot")
     yield recorder
     recorder.stop()
@@ -374,7 +375,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         with recorder.recording(all_roots=MARK_KEY in item.stash):
             result = yield
     except BaseException:
-        session.finish_test(recorder, None, passed=False)
+        session.finish_test(recorder, item.stash.get(SNAPSHOT_KEY, None), passed=False)
         _record_properties(item, session)
         raise
     mark = item.stash.get(MARK_KEY, None)
@@ -395,12 +396,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if hasattr(config, "workerinput"):
         return
     session = config.stash[SESSION_KEY]
-    lines = session.terminal_lines() if config.get_verbosity() >= 0 else []  # quiet under -q
+    quiet = config.get_verbosity() < 0  # -q: no report, notes counted; problems still shown
+    lines = [] if quiet else session.terminal_lines()
     if lines:
         terminalreporter.write_sep("=", "Workloads discovered")
         for line in lines:
             terminalreporter.write_line(line)
-    if session.perf_notes:
+    if session.perf_notes and quiet:
+        count = len(session.perf_notes)
+        terminalreporter.write_line(
+            f"{count} workload performance note{'s' if count > 1 else ''} (shown without -q)"
+        )
+    elif session.perf_notes:
         terminalreporter.write_sep("-", "workload performance")
         for note in session.perf_notes:
             terminalreporter.write_line(note)
@@ -414,15 +421,24 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             terminalreporter.write_line(problem)
 
 
-def pytest_sessionfinish(session: pytest.Session) -> None:
+@pytest.hookimpl(wrapper=True)  # around syrupy's, which deletes unused snapshots
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
     config = session.config
     workload_session = config.stash[SESSION_KEY]
+    stopped_early = session.shouldstop or session.shouldfail
+    if (stopped_early or exitstatus == pytest.ExitCode.INTERRUPTED) and hasattr(
+        config.option, "no_cleanup"
+    ):
+        # Tests that never ran did not use their snapshots: an update cut short must not
+        # delete them (syrupy's own --snapshot-no-cleanup).
+        config.option.no_cleanup = True
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput[WORKER_OUTPUT_KEY] = workload_session.worker_payload()
-    else:
-        if workload_session.check_across_workers():
-            session.exitstatus |= pytest.ExitCode.TESTS_FAILED
+    yield
+    if workeroutput is None:
+        if workload_session.check_across_workers() and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
         workload_session.write_json(
             lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
         )

@@ -15,7 +15,7 @@ from .collapse import KeyChecks
 from .data import SessionReport, TestWorkloads, Workload
 from .device import device_identity, environment, resolve_device
 from .distance import nearest
-from .drift import DEFAULT_TOLERANCE, judge
+from .drift import CONTENDED_LOAD, DEFAULT_TOLERANCE, judge
 from .errors import CorruptFileError
 from .fingerprint import CURRENT_SCHEME, FingerprintScheme
 from .recorder import Keyer, WorkloadRecorder
@@ -82,6 +82,7 @@ class WorkloadSession:
         self._worker_of: dict[str, str] = {}
         self._order: dict[str, int] = {}
         self._checks = KeyChecks()
+        self._worker_environment: Json = None
 
     def new_recorder(
         self,
@@ -127,6 +128,10 @@ class WorkloadSession:
                 self.perf_notes.append(f"{recorder.nodeid}: could not measure {problem}")
         test = recorder.workloads()
         self._tests[test.nodeid] = test
+        if snapshot is not None and not (passed and self.settings.snapshot):
+            from .snapshot import keep_snapshot
+
+            keep_snapshot(snapshot)  # a failed test's table says nothing about the stored one
         if not passed:
             return []
         failures = [f"pytest-workload could not record: {e}" for e in recorder.errors]
@@ -160,8 +165,16 @@ class WorkloadSession:
         return None
 
     def _write_baseline(self, w: Workload, store: BaselineStore, note: str) -> None:
+        assert w.timing is not None
+        load = w.timing.others_load or 0.0
         if self._relaxed is not None:
-            self.perf_notes.append(f"{note} skipped: {self._relaxed}")
+            self.perf_notes.append(f"{note}: not written, {self._relaxed}")
+        elif load > CONTENDED_LOAD and self.settings.perf != "strict":
+            # a baseline timed under load would excuse, or hide, every later slowdown
+            self.perf_notes.append(
+                f"{note}: not written, other processes used {load:.0%} of the machine's CPU "
+                "while it was timed; rerun the update on a quieter machine"
+            )
         else:
             store.put(Baseline.from_workload(w, store.device))
             self.perf_notes.append(note)
@@ -186,16 +199,15 @@ class WorkloadSession:
             drift = judge(w.timing, baseline.timing, tolerance)
             if drift.kind == "unchanged":
                 continue
-            if drift.contended and self.settings.perf != "strict":
-                self.perf_notes.append(render_contended(w, baseline.timing, drift))
-                continue
             if self.settings.update:
                 self._write_baseline(
                     w,
                     store,
-                    f"timing baseline refreshed for {w.name} ({w.class_name}) "
-                    f"{w.input_signature.format()}: {drift.ratio:.2f}x the old one",
+                    f"timing baseline for {w.name} ({w.class_name}) "
+                    f"{w.input_signature.format()} refreshed at {drift.ratio:.2f}x the old one",
                 )
+            elif drift.contended and self.settings.perf != "strict":
+                self.perf_notes.append(render_contended(w, baseline.timing, drift))
             elif drift.kind == "regression":
                 message = render_regression(w, baseline.timing, drift, store.device.describe())
                 if self._relaxed is None:
@@ -208,7 +220,7 @@ class WorkloadSession:
 
     def _no_baseline(self, w: Workload, store: BaselineStore) -> None:
         if self.settings.update:
-            self._write_baseline(w, store, f"timing baseline recorded: {store.path(w.hash)}")
+            self._write_baseline(w, store, f"timing baseline {store.path(w.hash)} recorded")
             return
         others = {canonical_json(b.key): b for b in store.all() if b.hash != w.hash}
         found = nearest(w.key, [b.key for b in others.values()])
@@ -260,8 +272,13 @@ class WorkloadSession:
         ordered = sorted(self._tests, key=lambda k: (self._order.get(k, last), k))
         return tuple(self._tests[k] for k in ordered)
 
+    def _environment(self) -> Json:
+        """Where this process measured: None in a process that never imported torch, such
+        as an xdist controller, which reports its workers' environment instead."""
+        return environment(self.device()) if "torch" in sys.modules else None
+
     def report(self) -> SessionReport:
-        env = environment(self.device()) if "torch" in sys.modules else None
+        env = self._worker_environment or self._environment()
         return SessionReport(scheme=self.scheme.version, tests=self.tests, environment=env)
 
     def terminal_lines(self) -> list[str]:
@@ -280,6 +297,7 @@ class WorkloadSession:
             "tests": [t.to_dict() for t in self._tests.values()],
             "notes": self.notes,
             "perf_notes": self.perf_notes,
+            "environment": self._environment(),
         }
 
     def merge_worker_payload(self, worker: str, payload: dict[str, Any] | None) -> None:
@@ -294,6 +312,7 @@ class WorkloadSession:
             test = TestWorkloads.from_dict(data)
             self._tests[test.nodeid] = test
             self._worker_of[test.nodeid] = worker
+        self._worker_environment = self._worker_environment or payload.get("environment")
         self.notes.extend(payload.get("notes", ()))
         self.perf_notes.extend(payload.get("perf_notes", ()))
 

@@ -8,6 +8,7 @@ mismatch means, through :mod:`pytest_workload.diff`.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,11 +20,19 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from .diff import compare_documents, documents_match
 from .errors import WorkloadDataError
 from .report import UPDATE_HINT, render_changes
-from .storage import SnapshotDocument, write_text_atomic
+from .storage import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY, SnapshotDocument, write_text_atomic
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion
     from syrupy.data import SnapshotCollection
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """A stored file's own text: asserted against itself, it counts as used and is never
+    rewritten (syrupy deletes, under ``--snapshot-update``, what no test used)."""
+
+    text: str
 
 
 class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
@@ -33,11 +42,15 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     file_extension = "workloads"
 
     def serialize(self, data: Any, **_: Any) -> str:
+        if isinstance(data, _Kept):
+            return data.text
         if not isinstance(data, SnapshotDocument):
             raise TypeError(f"expected a SnapshotDocument, got {type(data).__qualname__}")
         return data.to_text()
 
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
+        if serialized_data == snapshot_data:
+            return True
         # An unreadable stored file does not match, so --snapshot-update rewrites it; the
         # gate reports it as corrupt rather than as a difference.
         try:
@@ -71,6 +84,41 @@ class SnapshotResult:
 MIGRATE_COMMAND = "pytest --workload-snapshot --workload-migrate"
 
 
+def _location(assertion: SnapshotAssertion) -> str:
+    return str(
+        assertion.extension.get_location(
+            test_location=assertion.test_location, index=assertion.index
+        )
+    )
+
+
+def keep_snapshot(snapshot: SnapshotAssertion) -> None:
+    """Mark a test's stored table as used without comparing or rewriting it: for a test that
+    failed, or a session without the gate, whose table says nothing about the stored one."""
+    assertion = snapshot.use_extension(WorkloadSnapshotExtension)
+    try:
+        text = Path(_location(assertion)).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return  # no stored table (or one syrupy cannot read either): nothing to keep
+    assertion == _Kept(text)  # noqa: B015 (a match that syrupy records as a use)
+
+
+def _too_new(path: Path, scheme: int) -> str | None:
+    """What makes a stored table too new for this release to read or rewrite, if anything."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    layout, stored_scheme = data.get(SNAPSHOT_FORMAT_KEY), data.get("fingerprint_scheme")
+    if isinstance(layout, int) and layout > SNAPSHOT_FORMAT:
+        return f"snapshot format {layout} (this release reads format {SNAPSHOT_FORMAT})"
+    if isinstance(stored_scheme, int) and stored_scheme > scheme:
+        return f"fingerprint scheme {stored_scheme} (this release computes scheme {scheme})"
+    return None
+
+
 def check_snapshot(
     snapshot: SnapshotAssertion,
     document: SnapshotDocument,
@@ -85,16 +133,22 @@ def check_snapshot(
     recorded nothing and has no stored table has nothing to check.
     """
     assertion = snapshot.use_extension(WorkloadSnapshotExtension)
-    location = assertion.extension.get_location(
-        test_location=assertion.test_location, index=assertion.index
-    )
+    location = _location(assertion)
     shown = _display(location, rootdir)
     if not document.entries and not os.path.exists(location):
         return SnapshotResult()
+    too_new = _too_new(Path(location), document.scheme)
+    if too_new is not None:
+        keep_snapshot(snapshot)
+        return SnapshotResult(
+            failure=f"workload snapshot {shown} was written by {too_new}: upgrade "
+            "pytest-workload to check it. It is left as it is, also under --snapshot-update"
+        )
     note = None
     if legacy is not None and os.path.exists(location):
         refusal, note = _migrate(Path(location), shown, document, legacy)
         if refusal is not None:
+            keep_snapshot(snapshot)
             return SnapshotResult(failure=refusal)
     if assertion == document:
         return SnapshotResult(note=note)
@@ -150,11 +204,6 @@ def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument
         return (
             f"corrupt workload snapshot {location}: {exc}. It is left as it is; fix it or "
             "regenerate it with `pytest --workload-snapshot --snapshot-update`"
-        )
-    if stored.scheme > document.scheme:
-        return (
-            f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}, "
-            f"newer than this pytest-workload's scheme {document.scheme}: upgrade pytest-workload"
         )
     if stored.scheme != document.scheme:
         return (

@@ -26,7 +26,8 @@ T = TypeVar("T")
 
 #: Layout version of a snapshot file (independent of the fingerprint scheme it records).
 SNAPSHOT_FORMAT: Final = 1
-_FORMAT_KEY: Final = "pytest_workload_snapshot"
+#: The field of a snapshot file that holds its layout version.
+SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class SnapshotDocument:
 
     def to_dict(self) -> dict[str, Json]:
         return {
-            _FORMAT_KEY: SNAPSHOT_FORMAT,
+            SNAPSHOT_FORMAT_KEY: SNAPSHOT_FORMAT,
             "fingerprint_scheme": self.scheme,
             "workloads": [e.to_dict() for e in self.entries],
         }
@@ -135,7 +136,7 @@ class SnapshotDocument:
     @classmethod
     def from_dict(cls, data: object) -> SnapshotDocument:
         d = read_object(data, "snapshot")
-        version = read_field(d, _FORMAT_KEY, int)
+        version = read_field(d, SNAPSHOT_FORMAT_KEY, int)
         if version != SNAPSHOT_FORMAT:
             raise WorkloadDataError(
                 f"snapshot format {version} is not supported (this release reads "
@@ -148,7 +149,7 @@ class SnapshotDocument:
 
     def to_text(self) -> str:
         """Review-friendly JSON: one field per line, signatures kept on one line."""
-        lines = ["{", f'  "{_FORMAT_KEY}": {SNAPSHOT_FORMAT},']
+        lines = ["{", f'  "{SNAPSHOT_FORMAT_KEY}": {SNAPSHOT_FORMAT},']
         lines.append(f'  "fingerprint_scheme": {self.scheme},')
         if not self.entries:
             lines.append('  "workloads": []')

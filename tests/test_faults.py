@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 
+import pytest
 import torch
 from torch import nn
 
@@ -54,20 +55,89 @@ def test_an_unwritable_snapshot_location_is_a_clear_error(pytester, suite):
     assert (blocker / "keep").is_dir()
 
 
-def test_a_snapshot_from_a_future_format_is_an_error_and_untouched(pytester, suite):
+@pytest.mark.parametrize(
+    ("field", "says"),
+    [
+        ("pytest_workload_snapshot", "snapshot format 2 (this release reads format 1)"),
+        ("fingerprint_scheme", "fingerprint scheme 2 (this release computes scheme 1)"),
+    ],
+)
+@pytest.mark.parametrize("update", [(), ("--snapshot-update",)], ids=["check", "update"])
+def test_a_snapshot_from_a_future_release_is_an_error_and_untouched(
+    pytester, suite, field, says, update
+):
     suite(two_shapes())
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
     stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
-    text = stored.read_text().replace(
-        '"pytest_workload_snapshot": 1', '"pytest_workload_snapshot": 2'
-    )
+    text = stored.read_text().replace(f'"{field}": 1', f'"{field}": 2')
     stored.write_text(text)
-    result = pytester.runpytest("--workload-snapshot")
+    result = pytester.runpytest("--workload-snapshot", *update)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        lit("corrupt workload snapshot *: snapshot format 2 is not supported*")
+        lit(f"workload snapshot __snapshots__*test_two_shapes.workloads was written by {says}*")
     )
     assert stored.read_text() == text
+
+
+FAILS_AFTER_RECORDING = """
+
+@pytest.mark.workloads
+def test_fails():
+    Net()(torch.rand(1, 3, 4, 4))
+    raise AssertionError("the test's own failure")
+"""
+
+
+def _stored(pytester) -> dict[str, str]:
+    folder = pytester.path / "__snapshots__" / "test_models"
+    return {p.name: p.read_text() for p in folder.iterdir()}
+
+
+def test_an_update_keeps_the_snapshot_of_a_test_that_failed(pytester, suite):
+    suite(two_shapes() + FAILS_AFTER_RECORDING.replace("raise", "pass  #"))
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=2)
+    old = _stored(pytester)
+    suite(two_shapes(size=20) + FAILS_AFTER_RECORDING)
+    result = pytester.runpytest("--workload-snapshot", "--snapshot-update")
+    result.assert_outcomes(passed=1, failed=1)
+    new = _stored(pytester)
+    assert new["test_fails.workloads"] == old["test_fails.workloads"]
+    assert new["test_two_shapes.workloads"] != old["test_two_shapes.workloads"]
+
+
+@pytest.mark.parametrize(
+    ("stop", "how"),
+    [
+        ("-x", 'raise AssertionError("stop here")'),
+        ("-p no:randomly", "raise KeyboardInterrupt"),
+    ],
+    ids=["exitfirst", "interrupted"],
+)
+def test_an_update_cut_short_deletes_no_snapshot(pytester, suite, stop, how):
+    later = two_shapes(size=12).replace("test_two_shapes", "test_z_later")
+    suite(FAILS_AFTER_RECORDING.replace("raise", "pass  #") + two_shapes() + later)
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=3)
+    old = _stored(pytester)
+    first = FAILS_AFTER_RECORDING.replace('raise AssertionError("the test\'s own failure")', how)
+    suite(first + two_shapes(size=20) + later.replace("12", "24"))
+    pytester.runpytest_subprocess(
+        "--workload-snapshot", "--snapshot-update", "-p", "no:xdist", *stop.split()
+    )
+    assert _stored(pytester) == old
+
+
+@pytest.mark.parametrize("update", [(), ("--snapshot-update",)], ids=["check", "update"])
+def test_without_the_gate_stored_snapshots_are_used_not_unused(pytester, suite, update):
+    suite(two_shapes())
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    old = _stored(pytester)
+    suite(two_shapes(size=20))  # changed, but nothing checks it without the gate
+    result = pytester.runpytest(*update)
+    result.assert_outcomes(passed=1)
+    assert result.ret == 0
+    result.stdout.no_fnmatch_line("* unused.*")
+    result.stdout.no_fnmatch_line("*Deleted*")
+    assert _stored(pytester) == old
 
 
 def test_nothing_is_ever_unpickled():

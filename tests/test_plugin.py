@@ -340,6 +340,20 @@ def test_plugin_can_be_disabled(pytester, suite):
     assert result.ret == pytest.ExitCode.USAGE_ERROR
 
 
+def test_an_optional_hook_lets_a_conftest_load_without_the_plugin(pytester):
+    pytester.makeconftest(
+        """
+import pytest
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_workload_key(module, args, kwargs):
+    return None
+"""
+    )
+    pytester.makepyfile("def test_plain():\n    pass\n")
+    pytester.runpytest("-p", "no:workload").assert_outcomes(passed=1)
+
+
 def test_a_session_without_workloads_never_imports_torch(pytester):
     pytester.makeconftest(
         """
@@ -373,7 +387,8 @@ def test_xdist_gives_the_serial_report_and_snapshots(pytester, suite):
     texts = [p.read_text() for p in snapshots]
     for p in snapshots:
         p.unlink()
-    parallel = pytester.runpytest(
+    # a subprocess: its controller, unlike this process, never imports torch
+    parallel = pytester.runpytest_subprocess(
         "-n", "2", "--workload-json=parallel.json", "--workload-snapshot", "--snapshot-update"
     )
     parallel.assert_outcomes(passed=2)

@@ -4,6 +4,7 @@ import torch
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload.session import WorkloadSession, WorkloadSettings
+from pytest_workload.timing import Timing
 from tests.models import TinyNet
 
 
@@ -66,3 +67,38 @@ def test_tests_are_reported_in_collection_order():
     session.merge_worker_payload("gw0", payload(table("t.py::a", 8)))
     session.set_collection_order(["t.py::z", "t.py::a"])
     assert [t.nodeid for t in session.tests] == ["t.py::z", "t.py::a"]
+
+
+def timed(test, others_load):
+    timing = Timing(0.01, 0.0, 20, 0.0099, 0.0101, "cpu", others_load=others_load)
+    return TestWorkloads(test.nodeid, (dataclasses.replace(test.workloads[0], timing=timing),))
+
+
+def test_a_baseline_timed_under_load_is_not_written(tmp_path):
+    settings = WorkloadSettings(snapshot=True, update=True, baselines=tmp_path)
+    session = WorkloadSession(settings)
+    assert session._check_perf(timed(table("t.py::a", 8), 0.6), 0.2) == []
+    assert list(tmp_path.rglob("*.json")) == []
+    (note,) = session.perf_notes
+    assert note.endswith(
+        "not written, other processes used 60% of the machine's CPU while it was timed; "
+        "rerun the update on a quieter machine"
+    )
+    session._check_perf(timed(table("t.py::a", 8), 0.1), 0.2)
+    assert len(list(tmp_path.rglob("*.json"))) == 1
+
+
+def test_strict_writes_a_baseline_timed_under_load(tmp_path):
+    settings = WorkloadSettings(snapshot=True, update=True, baselines=tmp_path, perf="strict")
+    WorkloadSession(settings)._check_perf(timed(table("t.py::a", 8), 0.6), 0.2)
+    assert len(list(tmp_path.rglob("*.json"))) == 1
+
+
+def test_the_controller_reports_the_environment_its_workers_measured_in():
+    worker = WorkloadSession(WorkloadSettings())
+    worker.merge_worker_payload("gw0", payload())  # a worker that has imported torch
+    sent = worker.worker_payload()
+    assert sent["environment"]["device"]["kind"] == "cpu"
+    controller = WorkloadSession(WorkloadSettings())
+    controller.merge_worker_payload("gw0", sent)
+    assert controller.report().environment == sent["environment"]

@@ -2,8 +2,11 @@ import json
 import math
 
 import pytest
+import timm
 import torch
+import torch.nn.functional as F
 from torch import nn
+from torch.utils.flop_counter import sdpa_flop_count
 
 from pytest_workload.baseline import Baseline, BaselineStore
 from pytest_workload.device import (
@@ -135,9 +138,22 @@ def test_judge_marks_a_timing_taken_under_load():
     drift = judge(busy, base, 0.2)
     assert drift.kind == "regression" and drift.contended
     busy_base = Timing(1.0, 0.0, 50, 0.98, 1.02, "cpu", "replay", 0.5)
-    assert judge(timing(3.0, 2.9, 3.1), busy_base).contended
+    assert judge(timing(0.5, 0.49, 0.51), busy_base).contended  # faster: the baseline was slow
+    # a baseline timed under load cannot excuse a slower current timing
+    assert not judge(timing(3.0, 2.9, 3.1), busy_base).contended
+    assert not judge(timing(1.0, 0.99, 1.01), busy_base).contended  # unchanged: nothing to excuse
     calm = Timing(3.0, 0.0, 50, 2.9, 3.1, "cpu", others_load=0.05)
     assert not judge(calm, base, 0.2).contended
+
+
+def test_load_excuses_only_the_slowdown_it_could_cause():
+    base = timing(1.0, 0.98, 1.02)
+    # half the machine taken: at most 2x slower, 2.4x with the tolerance
+    explained = Timing(2.0, 0.0, 50, 1.95, 2.05, "cpu", others_load=0.5)
+    assert judge(explained, base, 0.2).contended
+    too_slow = Timing(3.0, 0.0, 50, 2.9, 3.1, "cpu", others_load=0.5)
+    drift = judge(too_slow, base, 0.2)
+    assert drift.kind == "regression" and not drift.contended
 
 
 def test_judge_survives_a_zero_baseline():
@@ -217,6 +233,30 @@ def test_flops_are_shape_based():
     assert count_flops(lin, (torch.rand(4, 10),), {}) == 2 * count_flops(
         lin, (torch.rand(2, 10),), {}
     )
+
+
+class Attention(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+
+def test_cpu_attention_counts_what_the_cuda_kernels_count():
+    q, k, v = torch.rand(2, 4, 5, 8), torch.rand(2, 4, 7, 8), torch.rand(2, 4, 7, 8)
+    expected = sdpa_flop_count(q.shape, k.shape, v.shape)
+    # a replay runs under no_grad, where CPU takes its fused kernel
+    assert replay(Attention(), Attention(), (q, k, v), {}, None).flops == expected
+    # with autograd, CPU runs the matmuls of the math path: counted once, the same
+    assert count_flops(Attention(), (q.requires_grad_(), k, v), {}) == expected
+
+
+def test_a_vision_transformer_counts_its_attention():
+    fused = timm.create_model("vit_tiny_patch16_224", pretrained=False).eval()
+    explicit = timm.create_model("vit_tiny_patch16_224", pretrained=False).eval()
+    for block in explicit.blocks:
+        block.attn.fused_attn = False  # q @ k.T, softmax, @ v: plain matmuls
+    x = torch.rand(1, 3, 224, 224)
+    flops = replay(fused, fused, (x,), {}, None).flops
+    assert flops == replay(explicit, explicit, (x,), {}, None).flops
 
 
 def test_device_specs():
