@@ -1,19 +1,26 @@
-"""Hooks pytest-workload calls. Implement them in a ``conftest.py`` or a plugin."""
+"""Hooks pytest-workload calls. Implement them in a ``conftest.py`` or a plugin.
+
+A ``conftest.py`` that must also load with the plugin disabled (``-p no:workload``) marks its
+implementations ``@pytest.hookimpl(optionalhook=True)``.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pytest
+import pluggy
+
+hookspec = pluggy.HookspecMarker("pytest")
 
 if TYPE_CHECKING:
+    import pytest
     from torch import nn
 
     from .fingerprint import FingerprintScheme
     from .signature import Json
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_workload_key(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Json:
     """Return your own key for one recorded call, or None for no key.
 
@@ -26,7 +33,7 @@ def pytest_workload_key(module: nn.Module, args: tuple[Any, ...], kwargs: dict[s
     """
 
 
-@pytest.hookspec(firstresult=True)
+@hookspec(firstresult=True)
 def pytest_workload_describe(value: object) -> Json:
     """Describe an input value pytest-workload cannot, as JSON; None declines.
 
