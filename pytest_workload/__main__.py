@@ -1,7 +1,8 @@
 """``python -m pytest_workload compare BASE.json HEAD.json``: the CI verdict between reports.
 
-Exit status: 0 when the head did not regress, 1 when it did (changed, new or removed
-workloads, collapses or unstable keys, timings beyond the tolerance), 2 on bad input.
+Exit status: 0 when the head did not regress, 1 when it did (changed or removed workloads,
+collapses or unstable keys, timings beyond the tolerance; new workloads are reported, not
+failed), 2 on bad input or an output that cannot be written.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .compare import compare_reports
+from .compare import Comparison, compare_reports
 from .drift import DEFAULT_TOLERANCE
 from .errors import WorkloadError
+from .options import tolerance
 from .report import render_comparison, render_comparison_markdown
 from .storage import read_report
 
@@ -34,9 +36,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--tolerance",
-        type=float,
+        type=tolerance,
         default=DEFAULT_TOLERANCE,
-        help=f"slowdown allowed beyond the noise (default: {DEFAULT_TOLERANCE})",
+        help=f"slowdown allowed beyond the noise, >= 0 (default: {DEFAULT_TOLERANCE})",
+    )
+    compare.add_argument(
+        "--strict",
+        action="store_true",
+        help="judge slowdowns timed under load (contended) too, like --workload-perf=strict",
     )
     compare.add_argument(
         "--chart", type=Path, metavar="PATH", help="also write a chart (.svg, .png or .html)"
@@ -45,23 +52,36 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _write_text(path: Path, text: str) -> None:
     try:
-        comparison = compare_reports(read_report(args.base), read_report(args.head), args.tolerance)
-        if args.chart is not None:
-            from .chart import write_chart
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise WorkloadError(f"cannot write {path}: {exc.strerror or exc}") from None
 
-            write_chart(comparison, args.chart)
-    except WorkloadError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+
+def _write(comparison: Comparison, args: argparse.Namespace) -> None:
+    """The summary before the chart, so that a chart that fails still leaves the summary."""
     render = render_comparison_markdown if args.format == "markdown" else render_comparison
     text = "\n".join(render(comparison)) + "\n"
     if args.output is None:
         sys.stdout.write(text)
     else:
-        args.output.write_text(text, encoding="utf-8")
+        _write_text(args.output, text)
+    if args.chart is not None:
+        from .chart import write_chart
+
+        write_chart(comparison, args.chart)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        base, head = read_report(args.base), read_report(args.head)
+        comparison = compare_reports(base, head, args.tolerance, strict=args.strict)
+        _write(comparison, args)
+    except WorkloadError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 1 if comparison.regressed else 0
 
 

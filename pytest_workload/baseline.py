@@ -8,14 +8,17 @@ exactly which timings moved. Files are text, written atomically, never unpickled
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .data import Workload
 from .device import DeviceIdentity
 from .errors import WorkloadDataError
+from .fingerprint import workload_key
 from .jsonfields import read_field, read_object
-from .signature import Json
+from .signature import InputSignature, Json
 from .storage import read_json_file, write_text_atomic
 from .timing import Timing
 
@@ -29,7 +32,7 @@ class Baseline:
     """The timing a workload had on one device identity."""
 
     hash: str
-    key: Json
+    key: list[Json]
     name: str
     class_name: str
     input: str
@@ -63,13 +66,25 @@ class Baseline:
             raise WorkloadDataError(f"baseline format {version} is not supported")
         return cls(
             hash=read_field(d, "hash", str),
-            key=d.get("key"),
+            key=_read_key(d),
             name=read_field(d, "name", str),
             class_name=read_field(d, "class", str),
             input=read_field(d, "input", str),
             device=DeviceIdentity.from_dict(d.get("device")),
             timing=Timing.from_dict(d.get("timing")),
         )
+
+
+def _read_key(d: Mapping[str, Any]) -> list[Json]:
+    """The stored key, checked to be ``[structure_hash, args, kwargs]`` as workload_key built it."""
+    key = read_field(d, "key", list)
+    if len(key) != 3 or not isinstance(key[0], str):
+        raise WorkloadDataError("field 'key' must be [structure hash, args, kwargs]")
+    try:
+        signature = InputSignature.from_dict({"args": key[1], "kwargs": key[2]})
+    except WorkloadDataError as exc:
+        raise WorkloadDataError(f"field 'key': {exc}") from None
+    return workload_key(key[0], signature)
 
 
 class BaselineStore:

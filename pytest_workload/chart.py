@@ -73,6 +73,14 @@ def write_chart(comparison: Comparison, path: Path) -> Path:
     if not _timed(comparison.rows):
         raise WorkloadError("no timings to chart: were the reports written with timing on?")
     fig = _figure(comparison)
+    try:
+        _save(fig, path)
+    except OSError as exc:
+        raise WorkloadError(f"cannot write chart {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def _save(fig: Figure, path: Path) -> None:
     if path.suffix == ".html":
         buffer = io.StringIO()
         fig.savefig(buffer, format="svg")
@@ -84,4 +92,3 @@ def write_chart(comparison: Comparison, path: Path) -> Path:
         )
     else:
         fig.savefig(path)
-    return path

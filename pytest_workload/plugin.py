@@ -15,6 +15,7 @@ from .baseline import BASELINE_DIRNAME
 from .device import DeviceUnavailableError, check_device_spec
 from .drift import DEFAULT_TOLERANCE
 from .fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
+from .options import number, tolerance
 from .recorder import Keyer, WorkloadRecorder
 from .report import junit_properties
 from .session import WORKER_OUTPUT_KEY, WorkloadSession, WorkloadSettings
@@ -63,23 +64,8 @@ def _perf_mode(value: str) -> str:
     return value
 
 
-def _number(value: str, *, positive: bool) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not (number > 0 if positive else number >= 0):
-        bound = "> 0" if positive else ">= 0"
-        raise argparse.ArgumentTypeError(f"expected a number {bound}, got {value!r}")
-    return number
-
-
 def _positive_float(value: str) -> float:
-    return _number(value, positive=True)
-
-
-def _tolerance(value: str) -> float:
-    return _number(value, positive=False)
+    return number(value, positive=True)
 
 
 def _device(value: str) -> str:
@@ -159,7 +145,7 @@ _OPTIONS = (
     _Option(
         "--workload-perf-tolerance",
         str(DEFAULT_TOLERANCE),
-        _tolerance,
+        tolerance,
         "FRACTION",
         "slowdown the drift gate allows (0.2 = 20%%), beyond the measured noise; a marker's "
         "perf_tolerance overrides it",

@@ -280,6 +280,8 @@ def _summary(c: Comparison) -> str:
     parts = [f"{len(c.rows)} workloads"] + [
         f"{counts[v]} {v}" for v in ("changed", "new", "removed", "slower", "faster") if counts[v]
     ]
+    if counts["contended"]:
+        parts.append(f"{counts['contended']} contended (not judged)")
     if c.collapses:
         parts.append(f"{len(c.collapses)} collapses or unstable keys")
     if not c.timings_compared:

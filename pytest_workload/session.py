@@ -194,7 +194,7 @@ class WorkloadSession:
                     continue
                 baseline = None
             if baseline is None:
-                self._no_baseline(w, store)
+                failures += self._no_baseline(w, store)
                 continue
             drift = judge(w.timing, baseline.timing, tolerance)
             if drift.kind == "unchanged":
@@ -218,14 +218,20 @@ class WorkloadSession:
                 self.perf_notes.append(render_faster(w, baseline.timing, drift))
         return failures
 
-    def _no_baseline(self, w: Workload, store: BaselineStore) -> None:
+    def _no_baseline(self, w: Workload, store: BaselineStore) -> list[str]:
+        """Record a baseline under update; else a note, with the nearest compatible one."""
         if self.settings.update:
             self._write_baseline(w, store, f"timing baseline {store.path(w.hash)} recorded")
-            return
-        others = {canonical_json(b.key): b for b in store.all() if b.hash != w.hash}
+            return []
+        try:
+            stored = store.all()
+        except CorruptFileError as exc:
+            return [f"corrupt timing baseline {exc}; fix or delete it"]
+        others = {canonical_json(b.key): b for b in stored if b.hash != w.hash}
         found = nearest(w.key, [b.key for b in others.values()])
         near = None if found is None else (others[canonical_json(found[0])], found[1])
         self.perf_notes.append(render_missing_baseline(w, store.device.describe(), near))
+        return []
 
     def _check_snapshot(self, snapshot: SnapshotAssertion, test: TestWorkloads) -> list[str]:
         from .snapshot import check_snapshot

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -34,9 +35,9 @@ def recorded(sizes, nodeid="t.py::test"):
     return recorder.workloads()
 
 
-def timed(test, seconds):
+def timed(test, seconds, others_load=None):
     """The test's roots timed at ``seconds`` per call (a fake, exact timing)."""
-    t = summarize([seconds] * 20, "cpu")
+    t = summarize([seconds] * 20, "cpu", others_load=others_load)
     return TestWorkloads(
         test.nodeid,
         tuple(dataclasses.replace(w, timing=t) if w.parent is None else w for w in test),
@@ -89,6 +90,22 @@ def test_new_and_removed_tests_regress():
     assert comparison.regressed
 
 
+def test_a_head_that_only_adds_workloads_does_not_regress(tmp_path, capsys):
+    base = report(recorded([8], "t.py::a"))
+    head = report(recorded([8, 16], "t.py::a"), recorded([8], "t.py::b"))
+    comparison = compare_reports(base, head)
+    assert sorted(r.verdict for r in comparison.rows if r.depth == 0) == ["new", "new", "ok"]
+    assert not comparison.regressed
+    assert re.fullmatch(
+        r"\d+ workloads, \d+ new: no regressions", render_comparison(comparison)[-1]
+    )
+    base_path, head_path = tmp_path / "base.json", tmp_path / "head.json"
+    write_report(base_path, base)
+    write_report(head_path, head)
+    assert main(["compare", str(base_path), str(head_path)]) == 0
+    assert main(["compare", str(head_path), str(base_path)]) == 1  # the other way, removed
+
+
 def test_other_schemes_are_incomparable():
     comparison = compare_reports(report(recorded([8])), SessionReport(2, (), environment=ENV))
     assert comparison.regressed
@@ -123,6 +140,42 @@ def test_cli_bad_input_is_exit_2(tmp_path, capsys):
     bad.write_text("[")
     assert main(["compare", str(bad), str(bad)]) == 2
     assert "bad.json: is not valid JSON" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tolerance", ["-0.1", "nan", "lots"])
+def test_cli_rejects_a_bad_tolerance(tmp_path, capsys, tolerance):
+    path = tmp_path / "r.json"
+    write_report(path, report(recorded([8])))
+    with pytest.raises(SystemExit) as exited:
+        main(["compare", str(path), str(path), f"--tolerance={tolerance}"])
+    assert exited.value.code == 2
+    assert "--tolerance: expected a number" in capsys.readouterr().err
+
+
+def reports_on_disk(tmp_path, base_seconds=0.01, head_seconds=0.01):
+    base, head = tmp_path / "base.json", tmp_path / "head.json"
+    write_report(base, report(timed(recorded([8]), base_seconds)))
+    write_report(head, report(timed(recorded([8]), head_seconds)))
+    return str(base), str(head)
+
+
+@pytest.mark.parametrize("option", ["--output", "--chart"])
+def test_an_unwritable_output_is_one_line_and_exit_2(tmp_path, capsys, option):
+    target = tmp_path / "missing" / "out.svg"
+    assert main(["compare", *reports_on_disk(tmp_path), option, str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cannot write ") and str(target) in err
+    assert err.count("\n") == 1
+
+
+def test_the_summary_is_written_before_a_chart_that_fails(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    summary, chart = tmp_path / "summary.md", tmp_path / "chart.svg"
+    args = ["--format=markdown", f"--output={summary}", f"--chart={chart}"]
+    assert main(["compare", *reports_on_disk(tmp_path), *args]) == 2
+    assert summary.read_text().startswith("### pytest-workload: no regressions")
+    assert not chart.exists()
+    assert "error: charts need matplotlib" in capsys.readouterr().err
 
 
 def test_cli_runs_as_a_module(tmp_path):
@@ -268,16 +321,21 @@ def test_sleepy():
 
 def test_a_slowdown_timed_under_load_is_contended_not_slower():
     base = timed(recorded([8]), 0.01)
-    loaded = timed(recorded([8]), 0.03)
-    loaded = TestWorkloads(
-        loaded.nodeid,
-        tuple(
-            dataclasses.replace(w, timing=dataclasses.replace(w.timing, others_load=0.7))
-            if w.timing
-            else w
-            for w in loaded
-        ),
-    )
+    loaded = timed(recorded([8]), 0.03, others_load=0.7)
     comparison = compare_reports(report(base), report(loaded))
     assert [r.verdict for r in comparison.rows] == ["contended"]
     assert not comparison.regressed
+    assert render_comparison(comparison)[-1] == (
+        "1 workloads, 1 contended (not judged): no regressions"
+    )
+    strict = compare_reports(report(base), report(loaded), strict=True)
+    assert [r.verdict for r in strict.rows] == ["slower"]
+    assert strict.regressed
+
+
+def test_cli_strict_fails_on_a_contended_slowdown(tmp_path):
+    base, head = tmp_path / "base.json", tmp_path / "head.json"
+    write_report(base, report(timed(recorded([8]), 0.01)))
+    write_report(head, report(timed(recorded([8]), 0.03, others_load=0.7)))
+    assert main(["compare", str(base), str(head)]) == 0
+    assert main(["compare", str(base), str(head), "--strict"]) == 1

@@ -100,3 +100,62 @@ def test_nearest_picks_the_smallest_finite_factor_deterministically():
     tie_a, tie_b = key(t(4, 3, 64, 32)), key(t(4, 3, 32, 64))
     assert nearest(target, [tie_a, tie_b]) == nearest(target, [tie_b, tie_a])
     assert nearest(target, [key(t(3, 3, 64, 64))]) is None
+
+
+def nested(depth, leaf):
+    node = leaf
+    for _ in range(depth):
+        node = [node]
+    return node
+
+
+def cyclic():
+    node: list = []
+    node.append(node)
+    return node
+
+
+def tensor_node(shape, **fields):
+    return {"tensor": shape, "dtype": "float32", **fields}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param([tensor_node(5)], id="int-shape"),
+        pytest.param([tensor_node("abc")], id="str-shape"),
+        pytest.param([tensor_node({"a": 1})], id="dict-shape"),
+        pytest.param([tensor_node([2], ndarray=[2])], id="two-shape-tags"),
+        pytest.param([tensor_node([2], scale=math.nan)], id="nan-field"),
+        pytest.param([tensor_node([2], scale=math.inf)], id="inf-field"),
+        pytest.param([math.inf], id="inf-arg"),
+        pytest.param([10**5000], id="int-too-long-for-json"),
+        pytest.param([{1, 2}], id="not-json"),
+        pytest.param(cyclic(), id="cycle"),
+        pytest.param(nested(5000, 1), id="5000-deep"),
+    ],
+)
+def test_malformed_keys_give_inf_and_never_raise(args):
+    malformed = ["s", args, {}]
+    assert math.isinf(distance_factor(malformed, malformed))
+    assert nearest(malformed, [malformed]) is None
+    good = ["s", [tensor_node([2, 3])], {}]
+    assert nearest(good, [malformed, good]) == (good, 1.0)
+
+
+def test_a_malformed_shape_against_a_good_one_is_inf():
+    good = ["s", [tensor_node([2, 3])], {}]
+    for bad in (5, "abc", {"a": 1}):
+        assert math.isinf(distance_factor(["s", [tensor_node(bad)], {}], good))
+        assert math.isinf(distance_factor(good, ["s", [tensor_node(bad)], {}]))
+
+
+def test_huge_factors_stay_exact_until_they_overflow_a_float():
+    assert distance_factor(["s", [10**300], {}], ["s", [1], {}]) == 1e300
+    assert distance_factor(["s", [10**400], {}], ["s", [1], {}]) == math.inf
+    assert distance_factor(["s", [10**200, 10**200], {}], ["s", [1, 1], {}]) == math.inf
+    assert nearest(["s", [10**400], {}], [["s", [1], {}]]) is None
+
+
+def test_deeply_nested_keys_compare_without_recursion():
+    assert distance_factor(["s", nested(600, 8)], ["s", nested(600, 2)]) == 4.0

@@ -253,6 +253,19 @@ def test_corrupt_baseline_is_an_error_naming_it(pytester, sleepy):
     assert path.read_text() == "{broken"
 
 
+def test_a_corrupt_baseline_of_another_workload_is_an_error_naming_it(pytester, sleepy):
+    sleepy()
+    baseline(pytester)
+    (path,) = (pytester.path / "__workload_baselines__").rglob("*.json")
+    other = path.with_name("0" * 64 + ".json")
+    other.write_text("{broken")
+    sleepy(batch=2)  # no baseline of its own: the store is searched for a compatible one
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(lit(f"corrupt timing baseline *{other.name}: is not valid JSON*"))
+    assert other.read_text() == "{broken"
+
+
 def test_contended_timings_are_reported_not_judged(pytester, sleepy):
     import subprocess
     import sys

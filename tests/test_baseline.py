@@ -1,0 +1,59 @@
+"""Baseline files: what a stored baseline must hold to be read back."""
+
+import json
+
+import pytest
+
+from pytest_workload.baseline import Baseline, BaselineStore
+from pytest_workload.device import DeviceIdentity
+from pytest_workload.errors import CorruptFileError
+from pytest_workload.timing import summarize
+
+IDENTITY = DeviceIdentity("cpu", "Test CPU", "2.14.1", 2)
+KEY = ["s" * 64, [{"tensor": [1, 4], "dtype": "float32"}], {"use_cache": True}]
+HASH = "ab" * 32
+
+
+def store_with(tmp_path, edit):
+    """A store holding one baseline whose stored JSON ``edit`` changed."""
+    store = BaselineStore(tmp_path, IDENTITY)
+    timing = summarize([0.01] * 7, "cpu")
+    path = store.put(Baseline(HASH, KEY, "model", "m.Net", "(float32[1, 4])", IDENTITY, timing))
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+    return store, path
+
+
+def test_a_workload_key_is_read_back_as_written(tmp_path):
+    store, _ = store_with(tmp_path, lambda data: None)
+    assert store.get(HASH).key == KEY
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        pytest.param(None, id="null"),
+        pytest.param("s" * 64, id="string"),
+        pytest.param({"structure": "s"}, id="object"),
+        pytest.param([], id="empty"),
+        pytest.param(["s" * 64, [], {}, []], id="four-parts"),
+        pytest.param([1, [], {}], id="structure-not-a-string"),
+        pytest.param(["s" * 64, {"x": 1}, {}], id="args-not-a-list"),
+        pytest.param(["s" * 64, [], []], id="kwargs-not-an-object"),
+    ],
+)
+def test_a_malformed_key_is_a_corrupt_file_naming_it(tmp_path, key):
+    store, path = store_with(tmp_path, lambda data: data.update(key=key))
+    with pytest.raises(CorruptFileError) as raised:
+        store.get(HASH)
+    assert raised.value.path == str(path)
+    assert "is not a workload baseline: field 'key'" in str(raised.value)
+    with pytest.raises(CorruptFileError):
+        store.all()
+
+
+def test_a_missing_key_is_a_corrupt_file(tmp_path):
+    store, _ = store_with(tmp_path, lambda data: data.pop("key"))
+    with pytest.raises(CorruptFileError, match="missing field 'key'"):
+        store.get(HASH)
