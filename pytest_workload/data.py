@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Final
 
 from .errors import WorkloadDataError
@@ -62,7 +63,12 @@ class AlternateHash:
 
 @dataclass(frozen=True)
 class Workload:
-    """One workload as seen in one test, under one calling workload (``parent``)."""
+    """One workload as seen in one test, under one calling workload.
+
+    ``parent`` is the caller's hash; ``caller`` is the caller's row (its index in the test's
+    workloads), which tells apart identical callers such as two equal transformer layers.
+    Both are None for a root; ``caller`` is also None in reports written before it existed.
+    """
 
     name: str
     class_name: str
@@ -83,6 +89,7 @@ class Workload:
     flops: int | None = None
     peak_memory_bytes: int | None = None
     output_signature: Json = None
+    caller: int | None = None
 
     @property
     def key(self) -> list[Json]:
@@ -99,6 +106,7 @@ class Workload:
             "class": self.class_name,
             "depth": self.depth,
             "parent": self.parent,
+            "caller": self.caller,
             "structure_hash": self.structure_hash,
             "input_signature": self.input_signature.to_dict(),
             "input": self.input_signature.format(),
@@ -147,6 +155,7 @@ class Workload:
             flops=read_field(d, "flops", int, optional=True),
             peak_memory_bytes=read_field(d, "peak_memory_bytes", int, optional=True),
             output_signature=d.get("output_signature"),
+            caller=read_field(d, "caller", int, optional=True),
         )
 
 
@@ -168,10 +177,16 @@ class TestWorkloads:
     def roots(self) -> tuple[Workload, ...]:
         return tuple(w for w in self.workloads if w.parent is None)
 
+    @cached_property
+    def _rows(self) -> dict[int, int]:
+        return {id(w): row for row, w in enumerate(self.workloads)}
+
     def children(self, parent: Workload) -> tuple[Workload, ...]:
-        return tuple(
-            w for w in self.workloads if w.parent == parent.hash and w.depth == parent.depth + 1
-        )
+        """The rows ``parent`` (one of this table's rows, or a row equal to it) called."""
+        row = self._rows.get(id(parent))
+        if row is None:
+            row = self.workloads.index(parent)
+        return tuple(w for w in self.workloads if _called_by(w, parent, row))
 
     def to_dict(self) -> dict[str, Json]:
         return {"nodeid": self.nodeid, "workloads": [w.to_dict() for w in self.workloads]}
@@ -179,10 +194,17 @@ class TestWorkloads:
     @classmethod
     def from_dict(cls, data: object) -> TestWorkloads:
         d = read_object(data, "test")
-        return cls(
-            nodeid=read_field(d, "nodeid", str),
-            workloads=tuple(Workload.from_dict(w) for w in read_field(d, "workloads", list)),
-        )
+        workloads = tuple(Workload.from_dict(w) for w in read_field(d, "workloads", list))
+        for row, w in enumerate(workloads):
+            if w.caller is not None and not 0 <= w.caller < row:
+                raise WorkloadDataError(f"workload {row}: caller {w.caller} is not an earlier row")
+        return cls(nodeid=read_field(d, "nodeid", str), workloads=workloads)
+
+
+def _called_by(w: Workload, parent: Workload, row: int) -> bool:
+    if w.caller is None:  # a report written before rows named their caller: link by hash
+        return w.parent == parent.hash and w.depth == parent.depth + 1
+    return w.caller == row
 
 
 @dataclass(frozen=True)

@@ -125,24 +125,35 @@ class _Plan:
 @dataclass
 class _Entry:
     done: _Done
-    parent: str | None
+    # the calling row; rows are numbered in order of creation
+    caller: _Entry | None
+    row: int
     calls: int = 0
     total_ns: int = 0
+    # a call the clock around it could not time (one that ran off the CPU)
+    untimed: bool = False
     # canonical user key -> [key, first call number, calls]
     user_keys: dict[str, list[Any]] = field(default_factory=dict)
     samples_ns: list[int] = field(default_factory=list)
     measurement: Measurement | None = None
 
 
-_EntryKey = tuple[str | None, str, str, int, str]
+_EntryKey = tuple[int | None, str, str, int, str]
 
 
-def _entry_key(parent: str | None, static: _Static, depth: int, name: str) -> _EntryKey:
+def _entry_key(caller: _Entry | None, static: _Static, depth: int, name: str) -> _EntryKey:
     """Rows are keyed by what a workload *is* (structure and inputs), not by its hash, so a
     scheme whose hashes collapse cannot merge rows and hide the collapse. Roots are named by
     their first call site; submodules keep their path, so three identical layers stay three
-    rows."""
-    return (parent, static.structure_hash, static.fast_key, depth, name if depth else "")
+    rows, and their calling row, so a layer's children stay under that layer."""
+    row = None if caller is None else caller.row
+    return (row, static.structure_hash, static.fast_key, depth, name if depth else "")
+
+
+def _clock_times(device: str) -> bool:
+    """Whether a clock read around a call on ``device`` times its execution: on CUDA or MPS
+    the call returns once its kernels are launched, long before they finish."""
+    return device == "cpu"
 
 
 @functools.cache
@@ -208,7 +219,7 @@ class WorkloadRecorder:
         self._script_hooks: list[RemovableHandle] = []
         self._order = itertools.count()
         self._alternates = tuple(s for s in alternate_schemes if s.version != scheme.version)
-        self._known: dict[tuple[int, bool, object, str], _Static] = {}
+        self._known: dict[tuple[int, bool, object, object, str], _Static] = {}
         self._entries: dict[_EntryKey, _Entry] = {}
         self._errors: list[str] = []
         self._stopped = False
@@ -278,7 +289,8 @@ class WorkloadRecorder:
     def workloads(self) -> TestWorkloads:
         """The workloads recorded so far, parents before children, in order of first call."""
         entries = sorted(self._entries.values(), key=lambda e: e.done.order)
-        return TestWorkloads(self.nodeid, tuple(self._workload(e) for e in entries))
+        position = {e.row: i for i, e in enumerate(entries)}
+        return TestWorkloads(self.nodeid, tuple(self._workload(e, position) for e in entries))
 
     def __iter__(self) -> Iterator[Workload]:
         return iter(self.workloads())
@@ -467,7 +479,7 @@ class WorkloadRecorder:
             self._describe_into(frame, None, kwargs)
         if not frame.record or frame.args is None or frame.kwargs is None:
             return
-        static = self._static(frame, result)
+        static = self._static(frame, args, kwargs, result)
         name, location, call = frame.name, None, None
         if frame.depth == 0 and _entry_key(None, static, 0, "") not in self._entries:
             name, location = self._call_site(frame)
@@ -506,13 +518,14 @@ class WorkloadRecorder:
         self._script_hooks = []
         self._plan = None
 
-    def _add(self, parent: str | None, done: _Done) -> None:
-        key = _entry_key(parent, done.static, done.depth, done.name)
+    def _add(self, caller: _Entry | None, done: _Done) -> None:
+        key = _entry_key(caller, done.static, done.depth, done.name)
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = _Entry(done, parent)
+            entry = self._entries[key] = _Entry(done, caller, len(self._entries))
         entry.calls += 1
         entry.total_ns += done.elapsed_ns
+        entry.untimed |= not _clock_times(done.static.device)
         if self.timing:
             entry.samples_ns.append(done.elapsed_ns)
         if done.user_key is not None:
@@ -521,14 +534,20 @@ class WorkloadRecorder:
             )
             seen[2] += 1
         for child in done.children:
-            self._add(done.static.hash, child)
+            self._add(entry, child)
 
-    def _static(self, frame: _Frame, result: Any) -> _Static:
-        """What a call's workload is, computed when (module, mode, parameter dtype, inputs)
-        is new; the structure is read afresh then, so ``model.half()`` between calls counts."""
+    def _static(
+        self, frame: _Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> _Static:
+        """What a call's workload is, computed when (module, mode, parameter dtype, device,
+        inputs) is new; the structure is read afresh then, so ``model.half()`` between calls
+        counts."""
         target, fast_key = frame.target, repr((frame.args, frame.kwargs))
         first = next(target.parameters(), None)
-        key = (id(target), target.training, None if first is None else first.dtype, fast_key)
+        # a module without parameters runs where its inputs are
+        device = device_of(target, args, kwargs) if first is None else first.device
+        dtype = None if first is None else first.dtype
+        key = (id(target), target.training, dtype, device, fast_key)
         static = self._known.get(key)
         if static is not None and static.target is target:
             return static
@@ -548,7 +567,7 @@ class WorkloadRecorder:
             submodules=child_structure_hashes(target, memo, self.scheme.node),
             alternates=tuple(self._alternate(s, target, signature) for s in self._alternates),
             output=self._describe_output(result),
-            device=str(device_of(target, (), {})),
+            device=str(device),
         )
         self._known[key] = static
         return static
@@ -596,7 +615,7 @@ class WorkloadRecorder:
         problems = []
         for entry in self._entries.values():
             call, entry.done.call = entry.done.call, None
-            if call is None or entry.parent is not None:
+            if call is None or entry.caller is not None:
                 continue
             module, args, kwargs = call
             entry.measurement = replay(module, entry.done.static.target, args, kwargs, policy)
@@ -610,19 +629,19 @@ class WorkloadRecorder:
     def _timing(self, entry: _Entry) -> Timing | None:
         if entry.measurement is not None:
             return entry.measurement.timing
-        if entry.parent is None or not entry.samples_ns:
+        if entry.caller is None or entry.untimed or not entry.samples_ns:
             return None
         samples = [ns / 1e9 for ns in entry.samples_ns]
         return summarize(samples, entry.done.static.device, "recorded calls")
 
-    def _workload(self, entry: _Entry) -> Workload:
-        done, static = entry.done, entry.done.static
+    def _workload(self, entry: _Entry, position: dict[int, int]) -> Workload:
+        done, static, caller = entry.done, entry.done.static, entry.caller
         measured = entry.measurement or Measurement()
         return Workload(
             name=done.name,
             class_name=static.class_name,
             depth=done.depth,
-            parent=entry.parent,
+            parent=None if caller is None else caller.done.static.hash,
             structure_hash=static.structure_hash,
             input_signature=done.static.signature,
             hash=static.hash,
@@ -630,7 +649,7 @@ class WorkloadRecorder:
             params=static.params,
             arg_names=static.arg_names,
             location=done.location,
-            total_time_s=entry.total_ns / 1e9 if self.timing else None,
+            total_time_s=entry.total_ns / 1e9 if self.timing and not entry.untimed else None,
             submodules=static.submodules,
             user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
             alternates=static.alternates,
@@ -638,4 +657,5 @@ class WorkloadRecorder:
             flops=measured.flops,
             peak_memory_bytes=measured.peak_memory_bytes,
             output_signature=static.output,
+            caller=None if caller is None else position[caller.row],
         )

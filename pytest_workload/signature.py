@@ -15,10 +15,13 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard
 
 from .canonical import canonical_json
 from .errors import UndescribableInputError, WorkloadDataError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
 
@@ -55,6 +58,27 @@ def _describe_float(value: float) -> Json:
     return float(value) if math.isfinite(value) else {"float": repr(float(value))}
 
 
+def _ask(custom: Describer, value: object, path: str) -> Json:
+    """The user's description, checked to be JSON here, where the argument path is known."""
+    try:
+        described = custom(value)
+    except Exception as exc:
+        reason = f"pytest_workload_describe failed: {exc!r}"
+        raise UndescribableInputError(path, type(value), reason) from None
+    try:
+        canonical_json(described)
+    except (TypeError, ValueError) as exc:
+        returned = qualified_name(type(described))
+        reason = f"pytest_workload_describe returned {returned}, which is not JSON ({exc})"
+        raise UndescribableInputError(path, type(value), reason) from None
+    return described
+
+
+def _is_dataclass_instance(value: object) -> TypeGuard[DataclassInstance]:
+    # is_dataclass is also true of a dataclass's class, which has no field values to describe
+    return dataclasses.is_dataclass(value) and not isinstance(value, type)
+
+
 class _Describer:
     __slots__ = ("_custom", "_np", "_on_path", "_torch")
 
@@ -66,6 +90,10 @@ class _Describer:
         self._np = sys.modules.get("numpy")
 
     def describe(self, value: object, path: str) -> Json:
+        np = self._np
+        # before Python scalars, which some numpy scalars subclass (float64, str_)
+        if np is not None and isinstance(value, np.generic):
+            return {"numpy": str(value.dtype), "value": self.describe(value.item(), path)}
         if value is None or isinstance(value, (bool, str)):
             return value
         if isinstance(value, enum.Enum):
@@ -76,7 +104,7 @@ class _Describer:
             return _describe_float(value)
         if isinstance(value, complex):
             return {"complex": [_describe_float(value.real), _describe_float(value.imag)]}
-        torch, np = self._torch, self._np
+        torch = self._torch
         if torch is not None:
             if isinstance(value, torch.Tensor):
                 return _describe_tensor(value, path)
@@ -85,15 +113,12 @@ class _Describer:
             if isinstance(value, torch.device):
                 # A device argument is placement, not identity: CPU and CUDA share a hash.
                 return {"device": "any"}
-        if np is not None:
-            if isinstance(value, np.ndarray):
-                return {_NDARRAY_TAG: [int(d) for d in value.shape], "dtype": str(value.dtype)}
-            if isinstance(value, np.generic):
-                return {"numpy": str(value.dtype), "value": self.describe(value.item(), path)}
+        if np is not None and isinstance(value, np.ndarray):
+            return {_NDARRAY_TAG: [int(d) for d in value.shape], "dtype": str(value.dtype)}
         return self._describe_composite(value, path)
 
     def _describe_composite(self, value: object, path: str) -> Json:
-        if isinstance(value, (list, tuple, dict)) or dataclasses.is_dataclass(value):
+        if isinstance(value, (list, tuple, dict)) or _is_dataclass_instance(value):
             if id(value) in self._on_path:
                 raise UndescribableInputError(path, type(value), "it contains itself")
             self._on_path.add(id(value))
@@ -102,7 +127,7 @@ class _Describer:
             finally:
                 self._on_path.discard(id(value))
         if self._custom is not None:
-            custom = self._custom(value)
+            custom = _ask(self._custom, value, path)
             if custom is not None:
                 return {"custom": qualified_name(type(value)), "value": custom}
         raise UndescribableInputError(path, type(value))
@@ -112,7 +137,7 @@ class _Describer:
             names: tuple[str, ...] = type(value)._fields  # type: ignore[attr-defined]
             fields = {f: self.describe(getattr(value, f), f"{path}.{f}") for f in names}
             return {"namedtuple": qualified_name(type(value)), "fields": fields}
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if _is_dataclass_instance(value):
             fields = {
                 f.name: self.describe(getattr(value, f.name), f"{path}.{f.name}")
                 for f in dataclasses.fields(value)

@@ -1,9 +1,9 @@
 """Structure hashes: the module-tree half of a workload's identity.
 
-A module's structure is its fully qualified class, its configuration (``extra_repr()`` with
-memory addresses removed, plus plain public attributes such as ``stride`` or ``drop_rate``), its
-train/eval mode, the names, shapes and dtypes of its own parameters and buffers, and the
-structure hashes of its named children. Weight *values* never enter it: re-initialised,
+A module's structure is its fully qualified class, its configuration (``extra_repr()`` plus
+plain public attributes such as ``stride`` or ``drop_rate``, memory addresses removed from
+both), its train/eval mode, the names, shapes and dtypes of its own parameters and buffers,
+and the structure hashes of its named children. Weight *values* never enter it: re-initialised,
 re-seeded or pretrained copies of one architecture share a hash.
 
 The hash is a Merkle tree (a child's hash feeds its parent's), so shared submodules are hashed
@@ -92,7 +92,9 @@ def _attribute_value(value: object) -> object:
     """A plain attribute as JSON, or _SKIP for anything that is not configuration."""
     if isinstance(value, enum.Enum):
         return f"{qualified_name(type(value))}.{value.name}"
-    if value is None or isinstance(value, (bool, str, int)):
+    if isinstance(value, str):
+        return _ADDRESS.sub("0x?", value)
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)

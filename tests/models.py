@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import torch
 from torch import nn
 
@@ -20,3 +22,10 @@ class TinyNet(nn.Module):
     def forward(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
         x = self.blocks(self.stem(x))
         return self.head(x.mean(dim=(2, 3))) * scale
+
+
+def twins() -> nn.Module:
+    """Two identical branches, like two equal transformer layers."""
+    torch.manual_seed(0)
+    branch = [nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(2)]
+    return nn.Sequential(OrderedDict(a=branch[0], b=branch[1]))

@@ -1,10 +1,14 @@
 import dataclasses
 
+import pytest
 import torch
 
 from pytest_workload import KeyChecks, TestWorkloads, WorkloadRecorder
+from pytest_workload.diff import compare_documents, documents_match
+from pytest_workload.errors import WorkloadDataError
 from pytest_workload.report import prefix_length, render_collapse, render_session
-from tests.models import TinyNet
+from pytest_workload.storage import SnapshotDocument, SnapshotEntry
+from tests.models import TinyNet, twins
 
 
 def recorded(calls, nodeid="t.py::test", max_depth=0, timing=True, keyer=None):
@@ -103,3 +107,60 @@ def test_report_without_timing_shows_counts_only():
     model = TinyNet().eval()
     lines = render_session([recorded(lambda: model(torch.rand(1, 3, 8, 8)), timing=False)])
     assert lines[1] == "    model (executed 1×)"
+
+
+def twins_table() -> TestWorkloads:
+    model = twins()
+    return recorded(lambda: model(torch.rand(2, 4)), max_depth=2, timing=False)
+
+
+def test_report_tree_shows_each_child_once_under_its_caller():
+    lines = render_session([twins_table()])
+    tree = [line.split(" (executed")[0] for line in lines if "(executed" in line]
+    assert tree == [
+        "    model",
+        "            a",
+        "                    a.0",
+        "                    a.1",
+        "            b",
+        "                    b.0",
+        "                    b.1",
+    ]
+
+
+def test_callers_survive_json_and_older_json_links_by_hash():
+    table = twins_table()
+    data = table.to_dict()
+    assert [w["caller"] for w in data["workloads"]] == [None, 0, 1, 1, 0, 4, 4]
+    copy = TestWorkloads.from_dict(data)
+    assert copy == table
+    assert table.children(copy.workloads[1]) == table.children(table.workloads[1])
+    for w in data["workloads"]:
+        del w["caller"]
+    older = TestWorkloads.from_dict(data)
+    a = older.workloads[1]
+    assert [w.name for w in older.children(a)] == ["a.0", "a.1", "b.0", "b.1"]
+
+
+@pytest.mark.parametrize("caller", [1, 5, -1])
+def test_a_caller_must_be_an_earlier_row(caller):
+    data = twins_table().to_dict()
+    data["workloads"][1]["caller"] = caller
+    with pytest.raises(WorkloadDataError, match=f"workload 1: caller {caller} is not an earlier"):
+        TestWorkloads.from_dict(data)
+
+
+def test_snapshot_of_identical_siblings_matches_itself_only():
+    def document(table: TestWorkloads) -> SnapshotDocument:
+        return SnapshotDocument(1, tuple(SnapshotEntry.from_workload(w) for w in table))
+
+    full = document(twins_table())
+    b0 = full.entries[5]
+    assert b0.identity == full.entries[2].identity  # a.0 and b.0 look alike in a snapshot
+    assert documents_match(full, document(twins_table()))
+    assert compare_documents(full, document(twins_table())) == []
+    missing_b0 = SnapshotDocument(1, full.entries[:5] + full.entries[6:])
+    assert not documents_match(full, missing_b0)
+    assert [(c.kind, c.entry.name) for c in compare_documents(full, missing_b0)] == [
+        ("vanished", "b.0")
+    ]

@@ -7,8 +7,10 @@ import torch
 from torch import nn
 from torch.nn.modules import module as torch_module
 
-from pytest_workload import WorkloadRecorder
-from tests.models import TinyNet
+from pytest_workload import FingerprintScheme, InputSignature, WorkloadRecorder
+from pytest_workload.fingerprint import CURRENT_SCHEME
+from pytest_workload.structure import structure_node
+from tests.models import TinyNet, twins
 
 
 def no_hooks_left(*modules: nn.Module) -> bool:
@@ -20,8 +22,8 @@ def no_hooks_left(*modules: nn.Module) -> bool:
     )
 
 
-def record(fn, *, max_depth=0, timing=True):
-    recorder = WorkloadRecorder("t", max_depth=max_depth, timing=timing)
+def record(fn, *, max_depth=0, timing=True, scheme=CURRENT_SCHEME):
+    recorder = WorkloadRecorder("t", max_depth=max_depth, timing=timing, scheme=scheme)
     with recorder.recording(all_roots=True):
         fn()
     assert recorder.errors == ()
@@ -327,3 +329,68 @@ def test_a_dtype_change_with_the_same_inputs_is_seen():
         embed(ids)
 
     assert len({w.structure_hash for w in record(calls).roots()}) == 2
+
+
+def test_children_of_identical_siblings_stay_under_their_own_caller():
+    table = record(lambda: twins()(torch.rand(2, 4)), max_depth=2)
+    (root,) = table.roots()
+    a, b = table.children(root)
+    assert a.hash == b.hash
+    assert [w.name for w in table.children(a)] == ["a.0", "a.1"]
+    assert [w.name for w in table.children(b)] == ["b.0", "b.1"]
+    rows = table.workloads
+    assert [(w.name, None if w.caller is None else rows[w.caller].name) for w in rows] == [
+        ("Sequential", None),
+        ("a", "Sequential"),
+        ("a.0", "a"),
+        ("a.1", "a"),
+        ("b", "Sequential"),
+        ("b.0", "b"),
+        ("b.1", "b"),
+    ]
+    assert {w.parent for w in rows if w.depth == 2} == {a.hash}  # the pinned field is a hash
+
+
+class KwargBlindScheme(FingerprintScheme):
+    """A scheme whose hashes collapse: keyword arguments never reach them."""
+
+    def workload_hash(self, structure, signature):
+        return super().workload_hash(structure, InputSignature(signature.args))
+
+
+def test_callers_that_share_a_hash_do_not_share_children(tiny):
+    scheme = KwargBlindScheme(1, structure_node, "forgets keyword arguments")
+    x = torch.rand(1, 3, 8, 8)
+    table = record(lambda: [tiny(x, scale=1.0), tiny(x, scale=2.0)], max_depth=1, scheme=scheme)
+    first, second = table.roots()
+    assert first.hash == second.hash
+    for root in (first, second):
+        assert [(w.name, w.calls) for w in table.children(root)] == [
+            ("stem", 1),
+            ("blocks", 1),
+            ("head", 1),
+        ]
+
+
+def test_submodules_off_the_cpu_report_no_timing():
+    with torch.device("meta"):
+        model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    table = record(lambda: model(torch.rand(2, 4, device="meta")), max_depth=1)
+    assert [(w.name, w.timing, w.total_time_s) for w in table] == [
+        ("model", None, None),
+        ("0", None, None),
+        ("1", None, None),
+    ]
+
+
+def test_a_module_moved_off_the_cpu_between_calls_reports_no_timing():
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    on_cpu = record(lambda: model(torch.rand(2, 4)), max_depth=1)
+    assert [w.timing.device for w in on_cpu if w.depth == 1] == ["cpu", "cpu"]
+
+    def calls():
+        model(torch.rand(2, 4))
+        model.to("meta")(torch.rand(2, 4, device="meta"))
+
+    moved = record(calls, max_depth=1)
+    assert [(w.calls, w.timing) for w in moved if w.depth == 1] == [(2, None), (2, None)]

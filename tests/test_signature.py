@@ -74,6 +74,21 @@ def test_numpy_arrays_and_scalars():
     assert sig(np.float32(1.0)) != sig(1.0)
 
 
+@pytest.mark.parametrize(
+    ("scalar", "dtype", "value"),
+    [
+        (np.float64(1.5), "float64", 1.5),
+        (np.float32(1.5), "float32", 1.5),
+        (np.int64(3), "int64", 3),
+        (np.bool_(True), "bool", True),
+        (np.str_("a"), "<U1", "a"),
+    ],
+)
+def test_every_numpy_scalar_keeps_its_dtype(scalar, dtype, value):
+    assert describe_args([scalar]) == ({"numpy": dtype, "value": value},)
+    assert sig(scalar) != sig(value)
+
+
 def test_undescribable_object_names_its_path():
     class Opaque:
         pass
@@ -84,6 +99,11 @@ def test_undescribable_object_names_its_path():
         UndescribableInputError, match=r"kwargs\['gen'\] of type builtins.generator"
     ):
         describe_kwargs({"gen": (i for i in range(3))})
+
+
+def test_a_dataclass_class_is_undescribable_like_any_class():
+    with pytest.raises(UndescribableInputError, match=r"kwargs\['batch'\] of type builtins.type"):
+        describe_kwargs({"batch": Batch})
 
 
 def test_recursive_container_is_an_error():
@@ -115,3 +135,28 @@ def test_readable_format():
     s = sig(torch.zeros(1, 3, 28, 28), (1,), use_cache=True)
     assert s.format() == "(float32[1, 3, 28, 28], (1,), use_cache=True)"
     assert format_node(describe_args([Point(1, 2)])[0]) == "Point(x=1, y=2)"
+
+
+class Opaque:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("answer", "returned"), [({1, 2}, "builtins.set"), ({"x": Opaque()}, "builtins.dict")]
+)
+def test_a_describer_answer_that_is_not_json_is_undescribable(answer, returned):
+    message = (
+        rf"input args\[0\]\[1\] of type {__name__}.Opaque: pytest_workload_describe returned "
+        rf"{returned}, which is not JSON"
+    )
+    with pytest.raises(UndescribableInputError, match=message):
+        describe_args([[1, Opaque()]], lambda value: answer)
+
+
+def test_a_failing_describer_is_named():
+    def describe(value):
+        raise KeyError("vocab")
+
+    message = r"input args\[0\] of type .*Opaque: pytest_workload_describe failed: KeyError"
+    with pytest.raises(UndescribableInputError, match=message):
+        describe_args([Opaque()], describe)

@@ -76,6 +76,20 @@ def test_memory_addresses_are_scrubbed():
     assert structure_hash(WithAddress()) == structure_hash(WithAddress())
 
 
+def test_memory_addresses_are_scrubbed_from_string_attributes():
+    class Tagged(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.marker = object()
+            self.tag = repr(self.marker)
+            self.tags = ("x", (repr(self.marker),))
+
+    assert structure_hash(Tagged()) == structure_hash(Tagged())
+    plain, tagged = nn.Identity(), nn.Identity()
+    tagged.tag = "0xff"  # still a configuration value, only its digits are scrubbed
+    assert structure_hash(plain) != structure_hash(tagged)
+
+
 def test_wrappers_hash_as_the_wrapped_module():
     m = net()
     assert structure_hash(nn.DataParallel(m)) == structure_hash(m)
