@@ -90,6 +90,8 @@ class Workload:
     peak_memory_bytes: int | None = None
     output_signature: Json = None
     caller: int | None = None
+    #: Tells a change of parameter or buffer dtypes from one of structure (None: unknown).
+    structure_hash_without_dtypes: str | None = None
 
     @property
     def key(self) -> list[Json]:
@@ -108,6 +110,7 @@ class Workload:
             "parent": self.parent,
             "caller": self.caller,
             "structure_hash": self.structure_hash,
+            "structure_hash_without_dtypes": self.structure_hash_without_dtypes,
             "input_signature": self.input_signature.to_dict(),
             "input": self.input_signature.format(),
             "key": self.key,
@@ -156,6 +159,9 @@ class Workload:
             peak_memory_bytes=read_field(d, "peak_memory_bytes", int, optional=True),
             output_signature=d.get("output_signature"),
             caller=read_field(d, "caller", int, optional=True),
+            structure_hash_without_dtypes=read_field(
+                d, "structure_hash_without_dtypes", str, optional=True
+            ),
         )
 
 

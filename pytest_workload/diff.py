@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections import Counter
-from collections.abc import Callable
+from collections import defaultdict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,9 +35,16 @@ def format_key(key: Json) -> str:
 
 def documents_match(old: SnapshotDocument, new: SnapshotDocument) -> bool:
     """Same scheme and the same workloads under the same callers (order does not matter)."""
-    return old.scheme == new.scheme and Counter(e.identity for e in old.entries) == Counter(
-        e.identity for e in new.entries
+    return (
+        old.scheme == new.scheme
+        and len(old.entries) == len(new.entries)
+        and not _unmatched(old.entries, new.entries)
     )
+
+
+def flops_agree(a: int | None, b: int | None) -> bool:
+    """An unknown FLOP count (its replay failed) is no evidence of a change."""
+    return a is None or b is None or a == b
 
 
 @dataclass(frozen=True)
@@ -74,15 +81,23 @@ def _pair_score(old: SnapshotEntry, new: SnapshotEntry) -> int:
 def _unmatched(
     entries: tuple[SnapshotEntry, ...], others: tuple[SnapshotEntry, ...]
 ) -> list[SnapshotEntry]:
-    """Entries with no counterpart of the same identity in ``others`` (as a multiset)."""
-    remaining = Counter(e.identity for e in others)
-    unmatched = []
-    for entry in entries:
-        if remaining[entry.identity] > 0:
-            remaining[entry.identity] -= 1
-        else:
-            unmatched.append(entry)
-    return unmatched
+    """Entries with no counterpart in ``others`` (each used once): the same identity, and
+    FLOPs that agree.
+
+    Known counts pair first, each with an equal count if there is one, and an unknown count
+    takes a known one before an unknown: so an unknown is never spent where only it fits.
+    """
+    pool: defaultdict[Hashable, list[SnapshotEntry]] = defaultdict(list)
+    for other in others:
+        pool[other.identity].append(other)
+    paired: set[int] = set()
+    for i in sorted(range(len(entries)), key=lambda i: entries[i].flops is None):
+        candidates = pool[entries[i].identity]
+        fits = [o for o in candidates if flops_agree(o.flops, entries[i].flops)]
+        if fits:
+            candidates.remove(min(fits, key=lambda o: o.flops is None))
+            paired.add(i)
+    return [e for i, e in enumerate(entries) if i not in paired]
 
 
 def compare_documents(old: SnapshotDocument, new: SnapshotDocument) -> list[Change]:
@@ -96,7 +111,8 @@ def compare_documents(old: SnapshotDocument, new: SnapshotDocument) -> list[Chan
             changes.append(Change("appeared", None, entry, tuple(_nearest_stored(entry, old))))
             continue
         unmatched_old.remove(best)
-        if best.identity[1:] != entry.identity[1:]:  # more than the caller changed
+        more_than_the_caller = best.identity[1:] != entry.identity[1:]
+        if more_than_the_caller or not flops_agree(best.flops, entry.flops):
             details = tuple(explain_entry(best, entry, old, new))
             changes.append(Change("changed", best, entry, details))
     changes.extend(Change("vanished", entry, None) for entry in unmatched_old)
@@ -141,8 +157,13 @@ def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
 
 
 def _children(doc: SnapshotDocument, parent: SnapshotEntry) -> dict[str, SnapshotEntry]:
+    """Recorded children of ``parent``: linked by its hash, and below depth 1 also by path,
+    since two identical layers share a hash (``a`` must not adopt ``b.0``)."""
+    prefix = f"{parent.name}." if parent.depth else ""
     return {
-        e.name: e for e in doc.entries if e.parent == parent.hash and e.depth == parent.depth + 1
+        e.name: e
+        for e in doc.entries
+        if e.parent == parent.hash and e.depth == parent.depth + 1 and e.name.startswith(prefix)
     }
 
 
@@ -181,25 +202,43 @@ def explain_entry(
     if old.class_name != new.class_name:
         lines.append(f"class {old.class_name} -> {new.class_name}")
     if old.structure_hash != new.structure_hash:
-        lines.append(
-            f"structure changed (structure hash {old.structure_hash[:8]} -> "
-            f"{new.structure_hash[:8]})"
-        )
-        paths = changed_submodules(old, new, old_doc, new_doc)
-        if paths:
-            lines.append("submodules whose structure changed: " + ", ".join(paths))
+        lines.extend(_structure_lines(old, new, old_doc, new_doc))
     lines.extend(
         diff_signatures(
             old.input_signature, new.input_signature, lambda p: label_arg(p, new.arg_names)
         )
     )
-    if old.flops != new.flops:
+    if not flops_agree(old.flops, new.flops):
         lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
     if old.param_bytes != new.param_bytes:
         lines.append(f"parameter bytes {_count(old.param_bytes)} -> {_count(new.param_bytes)}")
     if not lines:
         lines.append("same structure and inputs under another fingerprint")
     return lines
+
+
+def _structure_lines(
+    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+) -> list[str]:
+    """A structure change, or a dtype change where the entries show it is nothing else."""
+    dtypes = _param_dtype_change(old, new)
+    without = old.structure_hash_without_dtypes
+    if without is not None and without == new.structure_hash_without_dtypes:
+        return [f"{dtypes or 'parameter or buffer dtypes changed'} (structure otherwise the same)"]
+    hashes = f"{old.structure_hash[:8]} -> {new.structure_hash[:8]}"
+    lines = [f"structure changed (structure hash {hashes})"]
+    paths = changed_submodules(old, new, old_doc, new_doc)
+    if paths:
+        lines.append("submodules whose structure changed: " + ", ".join(paths))
+    return lines + ([dtypes] if dtypes else [])
+
+
+def _param_dtype_change(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
+    before, after = old.param_dtypes, new.param_dtypes
+    if not before or not after or before == after:
+        return None
+    noun = "dtype" if len(before) == len(after) == 1 else "dtypes"
+    return f"parameter {noun} {', '.join(before)} -> {', '.join(after)}"
 
 
 def _count(value: int | None) -> str:

@@ -45,6 +45,7 @@ from .structure import (
     is_compiled,
     is_scripted,
     param_stats,
+    structure_hash_without_dtypes,
     unwrap,
 )
 from .timing import Timing, TimingPolicy, summarize
@@ -72,6 +73,7 @@ class _Static:
     # and still tells True, 1 and 1.0 apart
     fast_key: str
     structure_hash: str
+    structure_hash_without_dtypes: str
     hash: str
     class_name: str
     params: ParamStats
@@ -560,6 +562,7 @@ class WorkloadRecorder:
             signature=signature,
             fast_key=fast_key,
             structure_hash=structure,
+            structure_hash_without_dtypes=structure_hash_without_dtypes(target),
             hash=self.scheme.workload_hash(structure, signature),
             class_name=class_name(target),
             params=param_stats(target),
@@ -643,6 +646,7 @@ class WorkloadRecorder:
             depth=done.depth,
             parent=None if caller is None else caller.done.static.hash,
             structure_hash=static.structure_hash,
+            structure_hash_without_dtypes=static.structure_hash_without_dtypes,
             input_signature=done.static.signature,
             hash=static.hash,
             calls=entry.calls,

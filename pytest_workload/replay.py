@@ -61,9 +61,24 @@ def _restored(module: nn.Module, device: torch.device) -> Iterator[None]:
 def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
     from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False) as counter:
+    with FlopCounterMode(display=False, custom_mapping=_cpu_attention_formula()) as counter:
         target(*args, **kwargs)
     return int(counter.get_total_flops())
+
+
+def _cpu_attention_formula() -> dict[Any, Any]:
+    """torch counts fused attention only for its CUDA kernels, so under ``no_grad`` a CPU
+    ``scaled_dot_product_attention`` would count 0 and FLOPs (which enter the snapshot) would
+    depend on the machine. Its CPU kernel gets CUDA's formula; torch versions without that
+    kernel run attention as matmuls, which are counted already."""
+    import torch
+    from torch.utils import flop_counter
+
+    formula = getattr(flop_counter, "sdpa_flop_count", None)
+    kernel = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+    if formula is None or kernel is None:
+        return {}
+    return {kernel: lambda query, key, value, *_, **__: formula(query, key, value)}
 
 
 def _peak_memory(call: Any, device: torch.device) -> int:

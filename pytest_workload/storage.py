@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -49,6 +49,9 @@ class SnapshotEntry:
     user_key: Json = None
     flops: int | None = None
     param_bytes: int | None = None
+    #: For review only (never compared): they tell a dtype change from a structure change.
+    param_dtypes: tuple[str, ...] | None = None
+    structure_hash_without_dtypes: str | None = None
 
     @property
     def key(self) -> list[Json]:
@@ -56,9 +59,10 @@ class SnapshotEntry:
 
     @property
     def identity(self) -> tuple[str | None, str, int, str]:
-        """What must match for the snapshot to pass: the workload under its caller, the
-        user's own key for it, and its machine-independent costs."""
-        costs = canonical_json([self.user_key, self.flops, self.param_bytes])
+        """What must be equal for the snapshot to pass: the workload under its caller, the
+        user's own key for it, and its parameter bytes. FLOPs are left out: they may be
+        unknown (a replay that failed), so :mod:`pytest_workload.diff` compares them apart."""
+        costs = canonical_json([self.user_key, self.param_bytes])
         return (self.parent, self.hash, self.depth, costs)
 
     @classmethod
@@ -76,6 +80,8 @@ class SnapshotEntry:
             user_key=w.user_key,
             flops=w.flops,
             param_bytes=w.params.bytes,
+            param_dtypes=w.params.dtypes,
+            structure_hash_without_dtypes=w.structure_hash_without_dtypes,
         )
 
     def to_dict(self) -> dict[str, Json]:
@@ -88,8 +94,10 @@ class SnapshotEntry:
             "arg_names": list(self.arg_names),
             "input_signature": self.input_signature.to_dict(),
             "structure_hash": self.structure_hash,
+            "structure_hash_without_dtypes": self.structure_hash_without_dtypes,
             "hash": self.hash,
             "param_bytes": self.param_bytes,
+            "param_dtypes": None if self.param_dtypes is None else list(self.param_dtypes),
             "flops": self.flops,
             "submodules": dict(self.submodules),
         }
@@ -116,7 +124,18 @@ class SnapshotEntry:
             user_key=d.get("user_key"),
             flops=read_field(d, "flops", int, optional=True),
             param_bytes=read_field(d, "param_bytes", int, optional=True),
+            param_dtypes=_dtype_names(d),
+            structure_hash_without_dtypes=read_field(
+                d, "structure_hash_without_dtypes", str, optional=True
+            ),
         )
+
+
+def _dtype_names(d: Mapping[str, Any]) -> tuple[str, ...] | None:
+    names = read_field(d, "param_dtypes", list, optional=True)
+    if names is not None and not all(isinstance(n, str) for n in names):
+        raise WorkloadDataError("param_dtypes must be a list of dtype names")
+    return None if names is None else tuple(names)
 
 
 @dataclass(frozen=True)

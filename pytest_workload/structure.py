@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import math
 import re
 from collections.abc import Callable, Iterator, MutableMapping
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 
 from .canonical import canonical_json, sha256_hex
 from .errors import WorkloadDataError
+from .jsonfields import read_field
 from .signature import Json, qualified_name
 
 if TYPE_CHECKING:
@@ -38,13 +40,16 @@ StructureMemo = MutableMapping[tuple[int, bool], tuple["nn.Module", str]]
 
 @dataclass(frozen=True)
 class ParamStats:
-    """Parameter count and bytes (from each parameter's real dtype) of a module tree."""
+    """Parameter count, bytes (from each parameter's real dtype) and distinct dtypes of a
+    module tree; ``dtypes`` is None when read from a report written before it was kept."""
 
     count: int
     bytes: int
+    dtypes: tuple[str, ...] | None = None
 
     def to_dict(self) -> dict[str, Json]:
-        return {"count": self.count, "bytes": self.bytes}
+        dtypes: Json = None if self.dtypes is None else list(self.dtypes)
+        return {"count": self.count, "bytes": self.bytes, "dtypes": dtypes}
 
     @classmethod
     def from_dict(cls, data: object) -> ParamStats:
@@ -53,7 +58,10 @@ class ParamStats:
             for k in ("count", "bytes")
         ):
             raise WorkloadDataError("params must be an object with integer 'count' and 'bytes'")
-        return cls(count=data["count"], bytes=data["bytes"])
+        dtypes = read_field(data, "dtypes", list, optional=True)
+        if dtypes is not None and not all(isinstance(d, str) for d in dtypes):
+            raise WorkloadDataError("params 'dtypes' must be a list of dtype names")
+        return cls(data["count"], data["bytes"], None if dtypes is None else tuple(dtypes))
 
 
 def is_compiled(module: nn.Module) -> bool:
@@ -121,7 +129,7 @@ def _attributes(module: nn.Module) -> dict[str, Json]:
     return out
 
 
-def _tensor_entries(named: Iterator[tuple[str, object]]) -> list[Json]:
+def _tensor_entries(named: Iterator[tuple[str, object]], dtypes: bool) -> list[Json]:
     from torch.nn.parameter import is_lazy
 
     entries: list[Json] = []
@@ -132,7 +140,8 @@ def _tensor_entries(named: Iterator[tuple[str, object]]) -> list[Json]:
             entries.append([name, "uninitialized"])
         else:
             shape: list[Json] = [int(d) for d in tensor.shape]  # type: ignore[attr-defined]
-            entries.append([name, shape, str(tensor.dtype).removeprefix("torch.")])  # type: ignore[attr-defined]
+            dtype = str(tensor.dtype).removeprefix("torch.")  # type: ignore[attr-defined]
+            entries.append([name, shape, dtype] if dtypes else [name, shape])
     return entries
 
 
@@ -144,15 +153,17 @@ def _config(module: nn.Module) -> str:
     return _ADDRESS.sub("0x?", text)
 
 
-def structure_node(module: nn.Module, children: list[Json]) -> dict[str, Json]:
+def structure_node(
+    module: nn.Module, children: list[Json], *, dtypes: bool = True
+) -> dict[str, Json]:
     """Everything about one module (its children given as hashes) that enters its hash."""
     return {
         "class": class_name(module),
         "config": _config(module),
         "attributes": _attributes(module),
         "training": module.training,
-        "parameters": _tensor_entries(iter(module._parameters.items())),
-        "buffers": _tensor_entries(iter(module._buffers.items())),
+        "parameters": _tensor_entries(iter(module._parameters.items()), dtypes),
+        "buffers": _tensor_entries(iter(module._buffers.items()), dtypes),
         "children": children,
     }
 
@@ -183,6 +194,12 @@ def structure_hash(
     return digest
 
 
+def structure_hash_without_dtypes(module: nn.Module) -> str:
+    """The structure hash with parameter and buffer dtypes left out: two trees that agree on
+    it, and not on :func:`structure_hash`, differ in those dtypes and in nothing else."""
+    return structure_hash(module, node=functools.partial(structure_node, dtypes=False))
+
+
 def child_structure_hashes(
     module: nn.Module, memo: StructureMemo | None = None, node: NodeFunction = structure_node
 ) -> tuple[tuple[str, str], ...]:
@@ -200,9 +217,11 @@ def param_stats(module: nn.Module) -> ParamStats:
     from torch.nn.parameter import is_lazy
 
     count = size = 0
+    dtypes = set()
     for p in unwrap(module).parameters():
         if is_lazy(p):
             continue
         count += p.numel()
         size += p.numel() * p.element_size()
-    return ParamStats(count=count, bytes=size)
+        dtypes.add(str(p.dtype).removeprefix("torch."))
+    return ParamStats(count=count, bytes=size, dtypes=tuple(sorted(dtypes)))

@@ -1,19 +1,73 @@
-"""The CUDA paths, for real. Skipped on machines without a GPU (run them where one is lent)."""
+"""The CUDA paths. The stopwatch's protocol is checked everywhere with fake events; the rest
+needs a GPU and is skipped without one (run it where one is lent)."""
 
 from __future__ import annotations
 
+import itertools
+from contextlib import contextmanager
+
 import pytest
+import timm
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
 from pytest_workload.device import device_identity, resolve_device
 from pytest_workload.replay import replay
-from pytest_workload.timing import CudaStopwatch, TimingPolicy, stopwatch_for
+from pytest_workload.timing import CpuStopwatch, CudaStopwatch, TimingPolicy, stopwatch_for
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+#: No GPU clocks its SMs at 5 GHz, so ``torch.cuda._sleep(cycles)`` spins at least this long.
+MAX_CLOCK_HZ = 5e9
 
 
+def test_cuda_stopwatch_waits_for_the_event_after_the_calls(monkeypatch):
+    log = []
+    names = itertools.cycle(["start", "end"])
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            assert enable_timing
+            self.name = next(names)
+
+        def record(self):
+            log.append(f"{self.name}.record")
+
+        def synchronize(self):
+            log.append(f"{self.name}.synchronize")
+
+        def elapsed_time(self, end):
+            log.append(f"{self.name}.elapsed_time({end.name})")
+            return 1500.0  # milliseconds, as torch reports them
+
+    @contextmanager
+    def device(which):
+        log.append(f"enter {which}")
+        yield
+        log.append(f"leave {which}")
+
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "device", device)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: log.append("synchronize"))
+    stopwatch = stopwatch_for(torch.device("cuda", 1))
+    assert isinstance(stopwatch, CudaStopwatch)
+    assert stopwatch(lambda: log.append("call"), 2) == 1.5
+    assert log == [
+        "enter cuda:1",
+        "synchronize",  # earlier work is not timed
+        "start.record",
+        "call",
+        "call",
+        "end.record",
+        "end.synchronize",  # the calls were only launched: wait for them
+        "start.elapsed_time(end)",
+        "leave cuda:1",
+    ]
+
+
+@needs_cuda
 def test_auto_picks_cuda_and_names_the_gpu():
     device = resolve_device("auto")
     assert device.type == "cuda"
@@ -21,15 +75,19 @@ def test_auto_picks_cuda_and_names_the_gpu():
     assert identity.kind == "cuda" and identity.name == torch.cuda.get_device_name(device)
 
 
-def test_cuda_is_timed_with_events():
-    assert isinstance(stopwatch_for(torch.device("cuda")), CudaStopwatch)
-    a = torch.rand(2048, 2048, device="cuda")
+@needs_cuda
+def test_cuda_events_see_a_kernel_the_host_only_launched():
+    cycles = 200_000_000
     stopwatch = CudaStopwatch(torch.device("cuda"))
-    one = stopwatch(lambda: a @ a, 1)
-    ten = stopwatch(lambda: a @ a, 10)
-    assert one > 0 and ten > 5 * one  # asynchronous launches are waited for
+    stopwatch(lambda: torch.cuda._sleep(1000), 3)  # warm-up: context and kernel loaded
+    timed = stopwatch(lambda: torch.cuda._sleep(cycles), 1)
+    launched = CpuStopwatch()(lambda: torch.cuda._sleep(cycles), 1)
+    torch.cuda.synchronize()
+    assert timed >= cycles / MAX_CLOCK_HZ
+    assert launched < timed  # without a synchronisation the host sees the launch alone
 
 
+@needs_cuda
 def test_replay_on_cuda_measures_time_and_peak_memory():
     model = nn.Sequential(nn.Linear(1024, 1024), nn.ReLU()).cuda().eval()
     x = torch.rand(64, 1024, device="cuda")
@@ -40,6 +98,31 @@ def test_replay_on_cuda_measures_time_and_peak_memory():
     assert measured.flops == 2 * 64 * 1024 * 1024
 
 
+class Attention(nn.Module):
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v)
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_attention_flops_are_the_same_on_cpu_and_cuda(dtype):
+    q = torch.rand(2, 4, 128, 64)
+    on_cpu = replay(Attention(), Attention(), (q, q, q), {}, None)
+    cuda = q.to("cuda", dtype)
+    on_cuda = replay(Attention(), Attention(), (cuda, cuda, cuda), {}, None)
+    assert on_cpu.flops == on_cuda.flops > 0
+
+
+@needs_cuda
+def test_a_vision_transformer_has_the_same_flops_on_cpu_and_cuda():
+    model = timm.create_model("vit_tiny_patch16_224", pretrained=False).eval()
+    x = torch.rand(1, 3, 224, 224)
+    on_cpu = replay(model, model, (x,), {}, None).flops
+    model.cuda()
+    assert replay(model, model, (x.cuda(),), {}, None).flops == on_cpu
+
+
+@needs_cuda
 def test_cpu_and_cuda_calls_are_one_workload():
     model = nn.Linear(8, 8)
     recorder = WorkloadRecorder("t", timing=False)

@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import torch
 from torch import nn
 
@@ -22,6 +24,14 @@ def document(calls, max_depth=1, scheme=1):
 
 def sig(*args, **kwargs):
     return InputSignature(describe_args(args), describe_kwargs(kwargs))
+
+
+def with_flops(doc, *flops):
+    """The document's entries, repeated as needed, with the given FLOP counts."""
+    entries = (doc.entries * len(flops))[: len(flops)]
+    return SnapshotDocument(
+        doc.scheme, tuple(replace(e, flops=f) for e, f in zip(entries, flops, strict=True))
+    )
 
 
 def test_identical_tables_match_in_any_order():
@@ -92,3 +102,62 @@ def test_signature_diffs_say_what_changed():
         "input args[0][1]: 2 -> 3"
     ]
     assert diff_signatures(sig(1), sig(1, 2)) == ["input: 1 -> 2 positional arguments"]
+
+
+def test_flops_compare_only_when_both_are_known():
+    model = TinyNet().eval()
+    table = document(lambda: model(torch.rand(1, 3, 8, 8)), max_depth=0)
+    known, unknown = with_flops(table, 32), with_flops(table, None)
+    assert documents_match(known, unknown) and documents_match(unknown, known)
+    assert compare_documents(known, unknown) == []
+    doubled = with_flops(table, 64)
+    assert not documents_match(known, doubled)
+    (change,) = compare_documents(known, doubled)
+    assert change.kind == "changed" and change.details == ("FLOPs 32 -> 64",)
+
+
+def test_an_unknown_flop_count_stands_in_for_one_workload_only():
+    model = TinyNet().eval()
+    table = document(lambda: model(torch.rand(1, 3, 8, 8)), max_depth=0)
+    assert documents_match(with_flops(table, 32, None), with_flops(table, None, 64))
+    assert not documents_match(with_flops(table, 32, 32), with_flops(table, 64, None))
+    assert not documents_match(with_flops(table, 32, None), with_flops(table, 64, 128))
+
+
+def test_a_parameter_dtype_change_is_named_as_one():
+    model, x = TinyNet().eval(), torch.rand(1, 3, 8, 8)
+    old = document(lambda: model(x), max_depth=0)
+    model.to(torch.bfloat16)
+    new = document(lambda: model(x.to(torch.bfloat16)), max_depth=0)
+    (change,) = compare_documents(old, new)
+    assert change.details == (
+        "parameter dtype float32 -> bfloat16 (structure otherwise the same)",
+        "input args[0] (x): dtype float32 -> bfloat16",
+        "parameter bytes 1,112 -> 556",
+    )
+
+
+def test_a_dtype_change_beside_another_change_is_a_structure_change():
+    model, x = TinyNet().eval(), torch.rand(1, 3, 8, 8)
+    old = document(lambda: model(x), max_depth=0)
+    model = TinyNet(kernel=5).eval().to(torch.bfloat16)
+    (change,) = compare_documents(old, document(lambda: model(x.bfloat16()), max_depth=0))
+    assert change.details[0].startswith("structure changed (structure hash ")
+    assert change.details[1:3] == (
+        "submodules whose structure changed: blocks, head, stem",
+        "parameter dtype float32 -> bfloat16",
+    )
+
+
+def test_a_snapshot_from_before_dtypes_were_kept_says_structure_changed():
+    model, x = TinyNet().eval(), torch.rand(1, 3, 8, 8)
+    stored = document(lambda: model(x), max_depth=0)
+    data = stored.to_dict()
+    for entry in data["workloads"]:
+        del entry["param_dtypes"], entry["structure_hash_without_dtypes"]
+    older = SnapshotDocument.from_dict(data)
+    assert older.entries[0].param_dtypes is None
+    assert SnapshotDocument.from_text(stored.to_text()) == stored
+    model.to(torch.bfloat16)
+    (change,) = compare_documents(older, document(lambda: model(x.bfloat16()), max_depth=0))
+    assert change.details[0].startswith("structure changed (structure hash ")
