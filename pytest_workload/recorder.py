@@ -52,6 +52,7 @@ from .timing import Timing, TimingPolicy, summarize
 
 if TYPE_CHECKING:
     from torch import nn
+    from torch.nn import Parameter
     from torch.utils.hooks import RemovableHandle
 
 M = TypeVar("M", bound="nn.Module")
@@ -222,6 +223,7 @@ class WorkloadRecorder:
         self._order = itertools.count()
         self._alternates = tuple(s for s in alternate_schemes if s.version != scheme.version)
         self._known: dict[tuple[int, bool, object, object, str], _Static] = {}
+        self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
         self._entries: dict[_EntryKey, _Entry] = {}
         self._errors: list[str] = []
         self._stopped = False
@@ -545,7 +547,7 @@ class WorkloadRecorder:
         inputs) is new; the structure is read afresh then, so ``model.half()`` between calls
         counts."""
         target, fast_key = frame.target, repr((frame.args, frame.kwargs))
-        first = next(target.parameters(), None)
+        first = self._first_parameter(target)
         # a module without parameters runs where its inputs are
         device = device_of(target, args, kwargs) if first is None else first.device
         dtype = None if first is None else first.dtype
@@ -574,6 +576,25 @@ class WorkloadRecorder:
         )
         self._known[key] = static
         return static
+
+    def _first_parameter(self, target: nn.Module) -> Parameter | None:
+        """``next(target.parameters())`` without walking the tree on every call: where it
+        lives is found once, and it is read there afresh (``.half()`` casts it in place, an
+        assignment replaces it there)."""
+        cached = self._first_owner.get(id(target))
+        if cached is None or cached[0] is not target:
+            found = (
+                (m, name)
+                for m in target.modules()
+                for name, p in m._parameters.items()
+                if p is not None
+            )
+            owner, name = next(found, (None, ""))
+            cached = self._first_owner[id(target)] = (target, owner, name)
+        _, owner, name = cached
+        if owner is None or name not in owner._parameters:  # (deleted since)
+            return None
+        return owner._parameters[name]
 
     def _describe_output(self, result: Any) -> Json:
         try:

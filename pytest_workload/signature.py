@@ -90,6 +90,9 @@ class _Describer:
         self._np = sys.modules.get("numpy")
 
     def describe(self, value: object, path: str) -> Json:
+        torch = self._torch
+        if torch is not None and isinstance(value, torch.Tensor):  # the common case, first
+            return _describe_tensor(value, path)
         np = self._np
         # before Python scalars, which some numpy scalars subclass (float64, str_)
         if np is not None and isinstance(value, np.generic):
@@ -104,10 +107,7 @@ class _Describer:
             return _describe_float(value)
         if isinstance(value, complex):
             return {"complex": [_describe_float(value.real), _describe_float(value.imag)]}
-        torch = self._torch
         if torch is not None:
-            if isinstance(value, torch.Tensor):
-                return _describe_tensor(value, path)
             if isinstance(value, torch.dtype):
                 return {"dtype": _dtype_name(value)}
             if isinstance(value, torch.device):

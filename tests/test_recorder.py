@@ -331,6 +331,18 @@ def test_a_dtype_change_with_the_same_inputs_is_seen():
     assert len({w.structure_hash for w in record(calls).roots()}) == 2
 
 
+def test_a_parameter_replaced_with_another_dtype_is_seen():
+    embed = nn.Embedding(10, 4)
+    ids = torch.tensor([[1, 2, 3]])
+
+    def calls():
+        embed(ids)
+        embed.weight = nn.Parameter(embed.weight.detach().double())
+        embed(ids)
+
+    assert len({w.structure_hash for w in record(calls).roots()}) == 2
+
+
 def test_children_of_identical_siblings_stay_under_their_own_caller():
     table = record(lambda: twins()(torch.rand(2, 4)), max_depth=2)
     (root,) = table.roots()
