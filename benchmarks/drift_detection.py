@@ -3,18 +3,24 @@
 The workload is deterministic CPU work: a module whose forward runs a fixed ``k`` matrix
 products. A slowdown of s% is injected by running ``round(k * (1 + s))`` products instead (no
 sleep, so the extra time is real work that noise scales like the rest). Each trial times a
-*baseline* and a *current* module with the plugin's timing (``pytest_workload.timing.measure`` +
-``summarize``, ``CpuStopwatch``, the plugin's default ``TimingPolicy``) under ``torch.no_grad``
-and calls ``pytest_workload.drift.judge``. The conditions (unchanged, +10%, +20%, +50%) are
+*baseline* and a *current* module exactly as the plugin's replay does (``pin_allocator()`` once
+per process, then ``pytest_workload.timing.time_call`` with a ``CpuStopwatch`` and the plugin's
+default ``TimingPolicy``, which also records ``Timing.others_load``, the share of the machine's
+CPU other processes used meanwhile) under ``torch.no_grad``, and calls
+``pytest_workload.drift.judge``. The conditions (unchanged, +10%, +20%, +50%) are
 interleaved within each round, and which side is timed first alternates, so machine noise hits
 every condition alike. The same pairs of timings are judged at ``DEFAULT_TOLERANCE`` and at
-the other tolerances given.
+the other tolerances given. For each condition and tolerance the table gives the regressions
+judged, how many of them were marked ``contended`` (others_load above ``CONTENDED_LOAD`` on
+either side: the gate reports those instead of failing, unless ``--workload-perf=strict``), and
+so how often the gate would actually fail.
 
 ``--hogs N`` adds a condition that tests the claim that noise never makes a verdict: an
 unchanged rerun whose *current* side is timed while N busy-looping processes compete for the
 cores (they are started once, and paused with SIGSTOP except during those measurements). That
 is a step change in machine load between baseline and current, the noise a shared CI runner
-sees when a neighbour job starts.
+sees when a neighbour job starts. A false alarm there should come out ``contended``: reported,
+not failed.
 
 Run: ``python benchmarks/drift_detection.py [--quick]``.
 """
@@ -36,8 +42,8 @@ import torch
 from _common import markdown_table, median, print_header, quantile, rate
 from torch import nn
 
-from pytest_workload.drift import DEFAULT_TOLERANCE, judge
-from pytest_workload.timing import CpuStopwatch, Timing, TimingPolicy, measure, summarize
+from pytest_workload.drift import CONTENDED_LOAD, DEFAULT_TOLERANCE, judge
+from pytest_workload.timing import CpuStopwatch, Timing, TimingPolicy, pin_allocator, time_call
 
 
 class RepeatedMatmul(nn.Module):
@@ -62,6 +68,7 @@ class Condition:
     module: RepeatedMatmul
     noisy: bool = False
     pairs: list[tuple[Timing, Timing]] = field(default_factory=list)  # (current, baseline)
+    current_wall_s: list[float] = field(default_factory=list)  # how long each current timing ran
 
     @property
     def label(self) -> str:
@@ -102,8 +109,25 @@ class Hogs:
 
 
 def timed(module: nn.Module, policy: TimingPolicy, hogs: Hogs | None = None) -> Timing:
+    """One timing as the plugin's replay takes it (``time_call``: with ``others_load``)."""
     with hogs.running() if hogs is not None else contextlib.nullcontext():
-        return summarize(measure(module, CpuStopwatch(), policy), "cpu")
+        return time_call(module, CpuStopwatch(), policy, "cpu")
+
+
+def load_summary(timings: list[Timing]) -> str:
+    """Median others_load of some timings, and how many had none (too short, or no /proc)."""
+    known = [t.others_load for t in timings if t.others_load is not None]
+    text = f"{100 * median(known):.0f}%" if known else "n/a"
+    unknown = len(timings) - len(known)
+    return text + (f" ({unknown}/{len(timings)} unknown)" if unknown else "")
+
+
+def gate_cell(pairs: list[tuple[Timing, Timing]], tolerance: float) -> str:
+    """Regressions judged, how many of them contended, and what the gate fails on."""
+    drifts = [judge(cur, base, tolerance) for cur, base in pairs]
+    judged = sum(d.kind == "regression" for d in drifts)
+    contended = sum(d.kind == "regression" and d.contended for d in drifts)
+    return f"{judged} judged, {contended} contended; fails {rate(judged - contended, len(pairs))}"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -136,6 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     trials = args.trials or (4 if args.quick else 40)
     torch.set_num_threads(args.threads)
+    allocator = pin_allocator()  # as the plugin's replay does before its first CPU timing
     torch.manual_seed(0)
     a, b = torch.rand(args.size, args.size), torch.rand(args.size, args.size)
     baseline = RepeatedMatmul(a, b, args.k)
@@ -160,9 +185,10 @@ def main(argv: list[str] | None = None) -> None:
                 noise = hogs if c.noisy else None
                 if (trial + i) % 2 == 0:
                     base = timed(baseline, policy)
-                    current = timed(c.module, policy, noise)
-                else:
-                    current = timed(c.module, policy, noise)
+                started = time.perf_counter()
+                current = timed(c.module, policy, noise)
+                c.current_wall_s.append(time.perf_counter() - started)
+                if (trial + i) % 2 == 1:
                     base = timed(baseline, policy)
                 c.pairs.append((current, base))
             if (trial + 1) % 10 == 0 or trial + 1 == trials:
@@ -173,30 +199,55 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"Workload: {args.k} products of two {args.size}x{args.size} float32 matrices per call "
         f"(baseline median {median([p[1].median_s for p in conditions[0].pairs]) * 1e3:.2f} ms); "
-        f"{trials} trials per condition; plugin default policy {policy}.\n"
+        f"{trials} trials per condition; plugin default policy {policy}; "
+        f"torch {args.threads} thread(s); allocator: {allocator}; "
+        f"contended above others_load {CONTENDED_LOAD:g}.\n"
     )
-    headers = ["condition", "measured ratio (median [IQR])", "median CI half-width"]
-    headers += [
-        f"flagged at tol {t:g}" + (" (default)" if t == DEFAULT_TOLERANCE else "")
-        for t in tolerances
-    ]
-    rows = []
+    timing_rows, verdict_rows = [], []
     for c in conditions:
         ratios = [cur.median_s / base.median_s for cur, base in c.pairs]
         half = [(t.ci_high_s - t.ci_low_s) / 2 / t.median_s for pair in c.pairs for t in pair]
-        row = [
-            c.label,
-            f"{median(ratios):.3f} [{quantile(ratios, 0.25):.3f}-{quantile(ratios, 0.75):.3f}]",
-            f"{100 * median(half):.1f}%",
-        ]
-        for t in tolerances:
-            flagged = sum(judge(cur, base, t).kind == "regression" for cur, base in c.pairs)
-            row.append(rate(flagged, len(c.pairs)))
-        rows.append(row)
-    print(markdown_table(headers, rows))
+        timing_rows.append(
+            [
+                c.label,
+                f"{median(ratios):.3f} [{quantile(ratios, 0.25):.3f}-{quantile(ratios, 0.75):.3f}]",
+                f"{100 * median(half):.1f}%",
+                f"{median(c.current_wall_s) * 1e3:.0f} ms",
+                load_summary([p[0] for p in c.pairs]),
+                load_summary([p[1] for p in c.pairs]),
+                rate(sum(judge(cur, base).contended for cur, base in c.pairs), len(c.pairs)),
+            ]
+        )
+        verdict_rows.append([c.label, *(gate_cell(c.pairs, t) for t in tolerances)])
+    print("### Timings\n")
     print(
-        "\nThe unchanged rows' 'flagged' columns are false-alarm rates (a regression verdict on "
-        "an unchanged rerun)."
+        markdown_table(
+            [
+                "condition",
+                "measured ratio (median [IQR])",
+                "median CI half-width",
+                "current timing took (median)",
+                "others_load, current (median)",
+                "others_load, baseline (median)",
+                "contended pairs",
+            ],
+            timing_rows,
+        )
+    )
+    print(
+        "\nothers_load is unknown where a timing ran under LoadProbe's 0.1 s minimum (or "
+        "without /proc/stat); judge counts an unknown load as 0.\n"
+    )
+    print("### Verdicts\n")
+    headers = ["condition"] + [
+        f"regressions at tol {t:g}" + (" (default)" if t == DEFAULT_TOLERANCE else "")
+        for t in tolerances
+    ]
+    print(markdown_table(headers, verdict_rows))
+    print(
+        "\n'judged': regression verdicts; 'contended': those of them marked contended (reported, "
+        "not failed); 'fails': regression and not contended, what the gate fails on (strict "
+        "fails on all judged). In the unchanged rows, 'fails' is the false-alarm rate."
     )
     if hogs is not None:
         print(f"CPU hogs: {args.hogs} busy-looping processes during the current measurement.")

@@ -1,11 +1,13 @@
 """Does the plugin's timing agree with ``torch.utils.benchmark``?
 
-For each workload, the plugin's per-call median (``pytest_workload.timing.measure`` +
-``summarize`` with a ``CpuStopwatch`` and the plugin's default ``TimingPolicy``, under
-``torch.no_grad``, which is how a replay times a call) is set beside the median of
+For each workload, the plugin's per-call median (``pytest_workload.timing.time_call`` with a
+``CpuStopwatch`` and the plugin's default ``TimingPolicy``, under ``torch.no_grad``, after
+``pin_allocator()``, which is how a replay times a call) is set beside the median of
 ``torch.utils.benchmark.Timer(...).adaptive_autorange()`` on the same callable. The two run
 alternately in one process (which one goes first flips every round), and the table reports the
-per-round ratio plugin/torch: its median over rounds, IQR and a bootstrap 95% interval.
+per-round ratio plugin/torch: its median over rounds, IQR and a bootstrap 95% interval. The
+malloc thresholds pinned for the plugin are process-wide, so both sides run with them. The
+plugin side's ``others_load`` (other processes' share of the CPU) is printed too.
 
 Both sides run with ``--threads`` intra-op threads (default 1: ``Timer``'s own default, and on a
 shared 2-core machine two threads per process oversubscribe the cores, which can make a call 50x
@@ -26,7 +28,7 @@ from _common import fmt_time, markdown_table, median, print_header, ratio_summar
 from torch import nn
 from torch.utils.benchmark import Timer
 
-from pytest_workload.timing import CpuStopwatch, TimingPolicy, measure, summarize
+from pytest_workload.timing import CpuStopwatch, TimingPolicy, pin_allocator, time_call
 
 
 @dataclass
@@ -34,6 +36,7 @@ class Side:
     medians: list[float] = field(default_factory=list)
     samples: list[int] = field(default_factory=list)
     wall_s: list[float] = field(default_factory=list)
+    loads: list[float | None] = field(default_factory=list)
 
 
 @dataclass
@@ -65,9 +68,19 @@ def build_workloads(quick: bool) -> list[Workload]:
     return workloads
 
 
-def plugin_median(call: Callable[[], object], policy: TimingPolicy) -> tuple[float, int]:
-    samples = measure(call, CpuStopwatch(), policy)
-    return summarize(samples, "cpu").median_s, len(samples)
+def plugin_timing(
+    call: Callable[[], object], policy: TimingPolicy
+) -> tuple[float, int, float | None]:
+    timing = time_call(call, CpuStopwatch(), policy, "cpu")
+    return timing.median_s, timing.n, timing.others_load
+
+
+def load_summary(loads: list[float | None]) -> str:
+    known = [v for v in loads if v is not None]
+    text = f"{100 * median(known):.0f}%" if known else "n/a"
+    return text + (
+        f" ({len(loads) - len(known)}/{len(loads)} unknown)" if len(known) < len(loads) else ""
+    )
 
 
 def torch_median(
@@ -85,7 +98,8 @@ def run(workloads: list[Workload], rounds: int, policy: TimingPolicy, threads: i
             for side in order:
                 started = time.perf_counter()
                 if side == "plugin":
-                    value, n = plugin_median(w.call, policy)
+                    value, n, load = plugin_timing(w.call, policy)
+                    w.plugin.loads.append(load)
                     target = w.plugin
                 else:
                     value, n = torch_median(w.call, threads, max_run)
@@ -110,6 +124,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 10)
     torch.set_num_threads(args.threads)
+    allocator = pin_allocator()  # as the plugin's replay does before its first CPU timing
     threads = args.torch_threads or args.threads
     max_run = args.max_run_time or (0.3 if args.quick else 2.0)
     policy = TimingPolicy()  # the plugin's default (what --workload-time-budget=0.25 gives)
@@ -125,7 +140,8 @@ def main(argv: list[str] | None = None) -> None:
     print_header("Timing agreement: plugin median vs torch.utils.benchmark adaptive_autorange")
     print(
         f"{rounds} alternated rounds per workload; plugin policy {policy}; torch Timer "
-        f"num_threads={threads}, adaptive_autorange(max_run_time={max_run}).\n"
+        f"num_threads={threads}, adaptive_autorange(max_run_time={max_run}); "
+        f"allocator: {allocator}.\n"
     )
     rows = []
     for w in workloads:
@@ -138,6 +154,7 @@ def main(argv: list[str] | None = None) -> None:
                 ratio_summary(ratios),
                 f"{median(w.plugin.samples):.0f} / {median(w.torch.samples):.0f}",
                 f"{fmt_time(median(w.plugin.wall_s))} / {fmt_time(median(w.torch.wall_s))}",
+                load_summary(w.plugin.loads),
             ]
         )
     print(
@@ -149,6 +166,7 @@ def main(argv: list[str] | None = None) -> None:
                 "ratio plugin/torch",
                 "samples plugin / torch",
                 "wall time plugin / torch",
+                "others_load (plugin side, median)",
             ],
             rows,
         )
