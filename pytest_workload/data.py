@@ -221,12 +221,15 @@ class SessionReport:
     tests: tuple[TestWorkloads, ...]
     schema_version: int = REPORT_SCHEMA_VERSION
     environment: Json = None
+    #: What the session could not record, e.g. the tests of a crashed xdist worker.
+    problems: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Json]:
         return {
             "schema_version": self.schema_version,
             "fingerprint_scheme": self.scheme,
             "environment": self.environment,
+            "problems": list(self.problems),
             "tests": [t.to_dict() for t in self.tests],
         }
 
@@ -244,4 +247,5 @@ class SessionReport:
             tests=tuple(TestWorkloads.from_dict(t) for t in read_field(d, "tests", list)),
             schema_version=version,
             environment=d.get("environment"),
+            problems=tuple(str(p) for p in read_field(d, "problems", list, optional=True) or ()),
         )

@@ -430,6 +430,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
         )
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    node: Any = getattr(report, "node", None)  # on the xdist controller: the worker that ran it
+    gateway = getattr(node, "gateway", None)
+    if gateway is not None:
+        node.config.stash[SESSION_KEY].ran_on(gateway.id, report.nodeid)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node: Any, error: object) -> None:
     # A crashed worker has no workeroutput at all.

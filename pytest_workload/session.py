@@ -83,6 +83,7 @@ class WorkloadSession:
         self._order: dict[str, int] = {}
         self._checks = KeyChecks()
         self._worker_environment: Json = None
+        self._ran_on: dict[str, dict[str, None]] = {}
 
     def new_recorder(
         self,
@@ -285,7 +286,12 @@ class WorkloadSession:
 
     def report(self) -> SessionReport:
         env = self._worker_environment or self._environment()
-        return SessionReport(scheme=self.scheme.version, tests=self.tests, environment=env)
+        return SessionReport(
+            scheme=self.scheme.version,
+            tests=self.tests,
+            environment=env,
+            problems=tuple(self.problems),
+        )
 
     def terminal_lines(self) -> list[str]:
         return render_session(self.tests)
@@ -306,12 +312,18 @@ class WorkloadSession:
             "environment": self._environment(),
         }
 
+    def ran_on(self, worker: str, nodeid: str) -> None:
+        """Note that a test ran on an xdist worker, to name it if that worker crashes."""
+        self._ran_on.setdefault(worker, {})[nodeid] = None
+
     def merge_worker_payload(self, worker: str, payload: dict[str, Any] | None) -> None:
         """Take in what one xdist worker recorded; a crashed worker sent nothing."""
         if payload is None:
+            ran = list(self._ran_on.get(worker, {}))
             self.problems.append(
                 f"xdist worker {worker} sent no workload data (it crashed or was killed): the "
                 "workloads of its tests are missing from this report"
+                + (f": {', '.join(ran)}" if ran else "")
             )
             return
         for data in payload.get("tests", ()):

@@ -416,8 +416,11 @@ def test_crash():
     result.stdout.fnmatch_lines(
         lit(
             "*= workload problems across xdist workers =*",
-            "xdist worker gw* sent no workload data (it crashed or was killed)*",
+            "xdist worker gw* sent no workload data (it crashed or was killed)*: "
+            "*test_models.py::test_crash*",
         )
     )
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["schema_version"] == 1
+    (problem,) = report["problems"]
+    assert "test_models.py::test_crash" in problem

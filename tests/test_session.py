@@ -53,12 +53,17 @@ def test_no_checks_without_the_gate():
 
 def test_a_crashed_worker_is_reported_not_fatal():
     controller = WorkloadSession(WorkloadSettings())
+    controller.ran_on("gw0", "t.py::elsewhere")
+    controller.ran_on("gw1", "t.py::a")
+    controller.ran_on("gw1", "t.py::a")
+    controller.ran_on("gw1", "t.py::b")
     controller.merge_worker_payload("gw1", None)
     assert controller.tests == ()
     assert controller.problems == [
         "xdist worker gw1 sent no workload data (it crashed or was killed): the workloads of "
-        "its tests are missing from this report"
+        "its tests are missing from this report: t.py::a, t.py::b"
     ]
+    assert controller.report().problems == tuple(controller.problems)
 
 
 def test_tests_are_reported_in_collection_order():
