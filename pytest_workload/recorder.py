@@ -224,6 +224,7 @@ class WorkloadRecorder:
         self._alternates = tuple(s for s in alternate_schemes if s.version != scheme.version)
         self._known: dict[tuple[int, bool, object, object, str], _Static] = {}
         self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
+        self._registration_watch: list[RemovableHandle] = []
         self._entries: dict[_EntryKey, _Entry] = {}
         self._errors: list[str] = []
         self._stopped = False
@@ -235,6 +236,7 @@ class WorkloadRecorder:
         self._check_open()
         self._thread = threading.get_ident()
         self._watch_all = True
+        self._watch_registrations()
         self._install_global_watch()
 
     def track(self, module: M, *, max_depth: int | None = None) -> M:
@@ -249,6 +251,7 @@ class WorkloadRecorder:
             raise ValueError(f"max_depth must be an int >= 0, got {max_depth!r}")
         if self._thread is None:
             self._thread = threading.get_ident()
+        self._watch_registrations()
         self._tracked[id(module)] = (module, depth)
         if not is_scripted(module):
             self._ensure_hooked(module)  # its own pre-hook opens its calls as roots
@@ -274,6 +277,9 @@ class WorkloadRecorder:
         """Remove every hook. Idempotent; a root still running is dropped."""
         self._stopped = True
         self._remove_global_watch()
+        for handle in self._registration_watch:
+            handle.remove()
+        self._registration_watch.clear()
         if self._scripted_watch is not None:
             self._scripted_watch.remove()
             self._scripted_watch = None
@@ -322,6 +328,27 @@ class WorkloadRecorder:
         if self._global_watch is not None:
             self._global_watch.remove()
             self._global_watch = None
+
+    def _watch_registrations(self) -> None:
+        """Forget what was read from module trees whenever a submodule or a parameter is
+        registered anywhere (a head replaced, a block re-parameterised), so the next call
+        reads its structure and submodules afresh; a hot path that re-walked every tree on
+        every call would cost far more. Buffers are left out: models reassign them in
+        forward, and a buffer that changes shape between calls is not seen."""
+        if self._registration_watch:
+            return
+        from torch.nn.modules import module as torch_module
+
+        registrars = (
+            getattr(torch_module, f"register_module_{kind}_registration_hook", None)
+            for kind in ("module", "parameter")
+        )
+        self._registration_watch = [r(self._forget_trees) for r in registrars if r is not None]
+
+    def _forget_trees(self, *_: Any) -> None:
+        self._known.clear()
+        self._plans.clear()
+        self._first_owner.clear()
 
     def _ensure_hooked(self, module: nn.Module) -> None:
         if id(module) in self._hooked:

@@ -164,7 +164,7 @@ def test_a_module_that_builds_itself_in_forward_is_hashed_as_built():
     assert workload.structure_hash == pytest_workload.structure_hash(lazy)
 
 
-def test_a_module_that_mutates_itself_keeps_its_first_structure_in_a_test():
+def test_a_module_that_grows_in_forward_is_a_new_workload_each_time_it_grows():
     class Growing(nn.Module):
         def __init__(self):
             super().__init__()
@@ -176,8 +176,10 @@ def test_a_module_that_mutates_itself_keeps_its_first_structure_in_a_test():
 
     model = Growing()
     recorder = record(lambda: [model(torch.rand(1)), model(torch.rand(1))])
-    (workload,) = recorder.workloads()
-    assert workload.calls == 2  # documented: structure is read once per test and mode
+    first, second = recorder.workloads()
+    assert (first.calls, second.calls) == (1, 1)
+    assert first.structure_hash != second.structure_hash  # each read after its call grew it
+    assert second.structure_hash == pytest_workload.structure_hash(model)
     assert len(model.layers) == 2
 
 

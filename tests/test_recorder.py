@@ -1,5 +1,6 @@
 import threading
 import warnings
+from collections import OrderedDict
 
 import pytest
 import timm
@@ -341,6 +342,32 @@ def test_a_parameter_replaced_with_another_dtype_is_seen():
         embed(ids)
 
     assert len({w.structure_hash for w in record(calls).roots()}) == 2
+
+
+def test_a_submodule_replaced_between_calls_is_seen():
+    model = nn.Sequential(OrderedDict(body=nn.Linear(4, 4), head=nn.Linear(4, 2))).eval()
+    x = torch.rand(1, 4)
+
+    def calls():
+        model(x)
+        model.head = nn.Linear(4, 3)
+        model(x)
+
+    table = record(calls, max_depth=1)
+    first, second = table.roots()
+    assert first.structure_hash != second.structure_hash
+    heads = [w for w in table if w.name == "head"]
+    assert [w.class_name for w in heads] == ["torch.nn.modules.linear.Linear"] * 2
+    assert heads[0].structure_hash != heads[1].structure_hash
+    assert [table.workloads[h.caller] for h in heads] == [first, second]
+
+
+def test_registration_hooks_are_gone_after_recording():
+    from torch.nn.modules import module as torch_module
+
+    before = len(torch_module._global_module_registration_hooks)
+    record(lambda: nn.Linear(2, 2)(torch.rand(1, 2)))
+    assert len(torch_module._global_module_registration_hooks) == before
 
 
 def test_children_of_identical_siblings_stay_under_their_own_caller():
