@@ -165,7 +165,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for flag, text in _FLAGS:
         ini = _dest(flag)
         group.addoption(
-            flag, action="store_true", default=None, help=f"{text} (default: off; ini: {ini})"
+            flag,
+            action=argparse.BooleanOptionalAction,  # --no-... turns an ini 'true' off
+            default=None,
+            help=f"{text} (default: off; ini: {ini})",
         )
         parser.addini(ini, f"default for {flag}", type="bool", default=False)
     for option in _OPTIONS:

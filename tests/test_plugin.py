@@ -132,6 +132,10 @@ def test_snapshot_lifecycle_create_pass_fail(pytester, suite, mode):
     assert stored.read_text() == text
     # without the gate, a change is recorded and reported but fails nothing
     pytester.runpytest(*mode).assert_outcomes(passed=1)
+    # the gate on in the ini file, off for one run from the command line
+    gated = ("-o", "workload_snapshot=true")
+    pytester.runpytest(*mode, *gated).assert_outcomes(failed=1)
+    pytester.runpytest(*mode, *gated, "--no-workload-snapshot").assert_outcomes(passed=1)
 
 
 def test_structure_change_names_the_submodule(pytester, suite):
