@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -19,7 +19,7 @@ from .canonical import canonical_json
 from .data import SessionReport, Workload
 from .errors import CorruptFileError, WorkloadDataError
 from .fingerprint import workload_key
-from .jsonfields import read_field, read_object
+from .jsonfields import read_field, read_object, read_strings
 from .signature import InputSignature, Json
 
 T = TypeVar("T")
@@ -124,18 +124,11 @@ class SnapshotEntry:
             user_key=d.get("user_key"),
             flops=read_field(d, "flops", int, optional=True),
             param_bytes=read_field(d, "param_bytes", int, optional=True),
-            param_dtypes=_dtype_names(d),
+            param_dtypes=read_strings(d, "param_dtypes"),
             structure_hash_without_dtypes=read_field(
                 d, "structure_hash_without_dtypes", str, optional=True
             ),
         )
-
-
-def _dtype_names(d: Mapping[str, Any]) -> tuple[str, ...] | None:
-    names = read_field(d, "param_dtypes", list, optional=True)
-    if names is not None and not all(isinstance(n, str) for n in names):
-        raise WorkloadDataError("param_dtypes must be a list of dtype names")
-    return None if names is None else tuple(names)
 
 
 @dataclass(frozen=True)

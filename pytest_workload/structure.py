@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 
 from .canonical import canonical_json, sha256_hex
 from .errors import WorkloadDataError
-from .jsonfields import read_field
+from .jsonfields import read_strings
 from .signature import Json, qualified_name
 
 if TYPE_CHECKING:
@@ -58,10 +58,7 @@ class ParamStats:
             for k in ("count", "bytes")
         ):
             raise WorkloadDataError("params must be an object with integer 'count' and 'bytes'")
-        dtypes = read_field(data, "dtypes", list, optional=True)
-        if dtypes is not None and not all(isinstance(d, str) for d in dtypes):
-            raise WorkloadDataError("params 'dtypes' must be a list of dtype names")
-        return cls(data["count"], data["bytes"], None if dtypes is None else tuple(dtypes))
+        return cls(data["count"], data["bytes"], read_strings(data, "dtypes"))
 
 
 def is_compiled(module: nn.Module) -> bool:

@@ -48,6 +48,10 @@ def test_snapshot_document_rejects_broken_files(table):
     broken["pytest_workload_snapshot"] = 99
     with pytest.raises(WorkloadDataError, match="snapshot format 99 is not supported"):
         SnapshotDocument.from_dict(broken)
+    broken = json.loads(doc.to_text())
+    broken["workloads"][0]["param_dtypes"] = ["float32", 16]
+    with pytest.raises(WorkloadDataError, match="'param_dtypes' must be a list of strings"):
+        SnapshotDocument.from_dict(broken)
 
 
 def test_session_report_round_trips(table, tmp_path):
