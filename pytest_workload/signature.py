@@ -37,7 +37,8 @@ def qualified_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _dtype_name(dtype: object) -> str:
+def dtype_name(dtype: object) -> str:
+    """``float32`` for ``torch.float32``: how dtypes (and layouts) are written everywhere."""
     return str(dtype).removeprefix("torch.")
 
 
@@ -47,8 +48,8 @@ def _describe_tensor(value: Any, path: str) -> Json:
     except (RuntimeError, TypeError) as exc:
         reason = f"its shape is not concrete ({exc})"
         raise UndescribableInputError(path, type(value), reason) from None
-    node: dict[str, Json] = {_TENSOR_TAG: shape, "dtype": _dtype_name(value.dtype)}
-    layout = _dtype_name(value.layout)
+    node: dict[str, Json] = {_TENSOR_TAG: shape, "dtype": dtype_name(value.dtype)}
+    layout = dtype_name(value.layout)
     if layout != "strided":
         node["layout"] = layout
     return node
@@ -109,7 +110,7 @@ class _Describer:
             return {"complex": [_describe_float(value.real), _describe_float(value.imag)]}
         if torch is not None:
             if isinstance(value, torch.dtype):
-                return {"dtype": _dtype_name(value)}
+                return {"dtype": dtype_name(value)}
             if isinstance(value, torch.device):
                 # A device argument is placement, not identity: CPU and CUDA share a hash.
                 return {"device": "any"}

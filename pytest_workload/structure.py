@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final
 from .canonical import canonical_json, sha256_hex
 from .errors import WorkloadDataError
 from .jsonfields import read_strings
-from .signature import Json, qualified_name
+from .signature import Json, dtype_name, qualified_name
 
 if TYPE_CHECKING:
     from torch import nn
@@ -137,7 +137,7 @@ def _tensor_entries(named: Iterator[tuple[str, object]], dtypes: bool) -> list[J
             entries.append([name, "uninitialized"])
         else:
             shape: list[Json] = [int(d) for d in tensor.shape]  # type: ignore[attr-defined]
-            dtype = str(tensor.dtype).removeprefix("torch.")  # type: ignore[attr-defined]
+            dtype = dtype_name(tensor.dtype)  # type: ignore[attr-defined]
             entries.append([name, shape, dtype] if dtypes else [name, shape])
     return entries
 
@@ -220,5 +220,5 @@ def param_stats(module: nn.Module) -> ParamStats:
             continue
         count += p.numel()
         size += p.numel() * p.element_size()
-        dtypes.add(str(p.dtype).removeprefix("torch."))
+        dtypes.add(dtype_name(p.dtype))
     return ParamStats(count=count, bytes=size, dtypes=tuple(sorted(dtypes)))
