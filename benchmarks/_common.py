@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 
 def quantile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolation quantile (the same rule as ``pytest_workload.timing``)."""
+    """Linear-interpolation quantile (the same rule as ``pytest_workload._measure.timing``)."""
     ordered = sorted(values)
     if not ordered:
         raise ValueError("no values")

@@ -4,10 +4,10 @@ The workload is deterministic CPU work: a module whose forward runs a fixed ``k`
 products. A slowdown of s% is injected by running ``round(k * (1 + s))`` products instead (no
 sleep, so the extra time is real work that noise scales like the rest). Each trial times a
 *baseline* and a *current* module exactly as the plugin's replay does (``pin_allocator()`` once
-per process, then ``pytest_workload.timing.time_call`` with a ``CpuStopwatch`` and the plugin's
+per process, then ``pytest_workload._measure.timing.time_call`` with a ``CpuStopwatch`` and the plugin's
 default ``TimingPolicy``, which also records ``Timing.others_load``, the share of the machine's
 CPU other processes used meanwhile) under ``torch.no_grad``, and calls
-``pytest_workload.drift.judge``. The conditions (unchanged, +10%, +20%, +50%) are
+``pytest_workload._verdict.drift.judge``. The conditions (unchanged, +10%, +20%, +50%) are
 interleaved within each round, and which side is timed first alternates, so machine noise hits
 every condition alike. The same pairs of timings are judged at ``DEFAULT_TOLERANCE`` and at
 the other tolerances given. For each condition and tolerance the table gives the regressions
@@ -42,8 +42,9 @@ import torch
 from _common import markdown_table, median, print_header, quantile, rate
 from torch import nn
 
-from pytest_workload.drift import CONTENDED_LOAD, DEFAULT_TOLERANCE, judge
-from pytest_workload.timing import CpuStopwatch, Timing, TimingPolicy, pin_allocator, time_call
+from pytest_workload._measure.timing import CpuStopwatch, TimingPolicy, pin_allocator, time_call
+from pytest_workload._model.timing import Timing
+from pytest_workload._verdict.drift import CONTENDED_LOAD, DEFAULT_TOLERANCE, judge
 
 
 class RepeatedMatmul(nn.Module):

@@ -1,6 +1,6 @@
 """Does the plugin's timing agree with ``torch.utils.benchmark``?
 
-For each workload, the plugin's per-call median (``pytest_workload.timing.time_call`` with a
+For each workload, the plugin's per-call median (``pytest_workload._measure.timing.time_call`` with a
 ``CpuStopwatch`` and the plugin's default ``TimingPolicy``, under ``torch.no_grad``, after
 ``pin_allocator()``, which is how a replay times a call) is set beside the median of
 ``torch.utils.benchmark.Timer(...).adaptive_autorange()`` on the same callable. The two run
@@ -28,7 +28,7 @@ from _common import fmt_time, markdown_table, median, print_header, ratio_summar
 from torch import nn
 from torch.utils.benchmark import Timer
 
-from pytest_workload.timing import CpuStopwatch, TimingPolicy, pin_allocator, time_call
+from pytest_workload._measure.timing import CpuStopwatch, TimingPolicy, pin_allocator, time_call
 
 
 @dataclass

@@ -6,29 +6,31 @@ structure and the input shapes, dtypes and scalar values, never from weights.
 
 from __future__ import annotations
 
-from .collapse import Collapse, CollapseIndex, KeyChecks, Sighting
-from .data import (
-    REPORT_SCHEMA_VERSION,
+from ._identity.describe import describe_args, describe_kwargs
+from ._identity.fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme, short_hash
+from ._identity.structure import param_stats, structure_hash
+from ._model.errors import (
+    CorruptFileError,
+    UndescribableInputError,
+    WorkloadDataError,
+    WorkloadError,
+)
+from ._model.files import read_report
+from ._model.signature import InputSignature, workload_key
+from ._model.snapshot import SnapshotDocument, SnapshotEntry
+from ._model.versions import REPORT_SCHEMA_VERSION
+from ._model.workload import (
     AlternateHash,
+    ParamStats,
     SessionReport,
     TestWorkloads,
     UserKey,
     Workload,
 )
-from .diff import Change, compare_documents, documents_match
-from .distance import distance_factor, nearest
-from .errors import CorruptFileError, UndescribableInputError, WorkloadDataError, WorkloadError
-from .fingerprint import (
-    BUILTIN_SCHEMES,
-    CURRENT_SCHEME,
-    FingerprintScheme,
-    short_hash,
-    workload_key,
-)
-from .recorder import WorkloadRecorder
-from .signature import InputSignature, describe_args, describe_kwargs
-from .storage import SnapshotDocument, SnapshotEntry, read_report
-from .structure import ParamStats, param_stats, structure_hash
+from ._record.recorder import WorkloadRecorder
+from ._verdict.collapse import Collapse, CollapseIndex, KeyChecks, Sighting
+from ._verdict.diff import Change, compare_documents, documents_match
+from ._verdict.distance import distance_factor, nearest
 
 __all__ = [
     "BUILTIN_SCHEMES",

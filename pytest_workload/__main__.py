@@ -12,12 +12,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .compare import Comparison, compare_reports
-from .drift import DEFAULT_TOLERANCE
-from .errors import WorkloadError
-from .options import tolerance
-from .report import render_comparison, render_comparison_markdown
-from .storage import read_report
+from ._model.errors import WorkloadError
+from ._model.files import read_report
+from ._render.comparison import render_comparison, render_comparison_markdown
+from ._verdict.compare import Comparison, compare_reports
+from ._verdict.drift import DEFAULT_TOLERANCE
+from .plugin import tolerance
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,7 +68,7 @@ def _write(comparison: Comparison, args: argparse.Namespace) -> None:
     else:
         _write_text(args.output, text)
     if args.chart is not None:
-        from .chart import write_chart
+        from ._render.chart import write_chart
 
         write_chart(comparison, args.chart)
 

@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     import pytest
     from torch import nn
 
-    from .fingerprint import FingerprintScheme
-    from .signature import Json
+    from ._identity.fingerprint import FingerprintScheme
+    from ._model.canonical import Json
 
 
 @hookspec(firstresult=True)

@@ -11,20 +11,23 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from .baseline import BASELINE_DIRNAME
-from .device import DeviceUnavailableError, check_device_spec
-from .drift import DEFAULT_TOLERANCE
-from .fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
-from .options import number, tolerance
-from .recorder import Keyer, WorkloadRecorder
-from .report import junit_properties
-from .session import WORKER_OUTPUT_KEY, WorkloadSession, WorkloadSettings
-from .signature import Describer
+from ._identity.describe import Describer
+from ._identity.fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
+from ._measure.device import check_device_spec
+from ._model.baseline import BASELINE_DIRNAME
+from ._model.errors import DeviceUnavailableError
+from ._record.recorder import Keyer, WorkloadRecorder
+from ._render.report import junit_properties
+from ._session import WORKER_OUTPUT_KEY, WorkloadSession, WorkloadSettings
+from ._verdict.drift import DEFAULT_TOLERANCE
 
 if TYPE_CHECKING:
     import torch
 
+
 MARKER = "workloads"
+
+
 _MARK_ARGUMENTS = ("max_depth", "perf_tolerance")
 
 
@@ -37,8 +40,14 @@ class WorkloadsMark:
 
 
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
+
+
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
+
+
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
+
+
 SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
 
 
@@ -50,6 +59,23 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_workload_schemes(config: pytest.Config) -> list[FingerprintScheme]:
     return list(BUILTIN_SCHEMES.values())
+
+
+def number(value: str, *, positive: bool) -> float:
+    """A float ``> 0`` (``positive``) or ``>= 0``; NaN and other text are rejected."""
+    try:
+        parsed = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not (parsed > 0 if positive else parsed >= 0):
+        bound = "> 0" if positive else ">= 0"
+        raise argparse.ArgumentTypeError(f"expected a number {bound}, got {value!r}")
+    return parsed
+
+
+def tolerance(value: str) -> float:
+    """A slowdown fraction: ``0.2`` allows 20%."""
+    return number(value, positive=False)
 
 
 def _on_off(value: str) -> bool:
@@ -107,6 +133,7 @@ _FLAGS = (
         "every stored hash under the old scheme; needs --workload-snapshot",
     ),
 )
+
 
 _OPTIONS = (
     _Option("--workload-json", "", str, "PATH", "write every test's workloads to PATH as JSON"),

@@ -7,7 +7,7 @@ every workload hash: enough to change every hash while keeping the same workload
 from __future__ import annotations
 
 from pytest_workload import FingerprintScheme
-from pytest_workload.structure import structure_node
+from pytest_workload._identity.structure import structure_node
 
 
 def _node_without_attributes(module, children):

@@ -4,10 +4,11 @@ import json
 
 import pytest
 
-from pytest_workload.baseline import Baseline, BaselineStore
-from pytest_workload.device import DeviceIdentity
-from pytest_workload.errors import CorruptFileError
-from pytest_workload.timing import summarize
+from pytest_workload._gate.baselines import BaselineStore
+from pytest_workload._measure.timing import summarize
+from pytest_workload._model.baseline import Baseline
+from pytest_workload._model.device import DeviceIdentity
+from pytest_workload._model.errors import CorruptFileError
 
 IDENTITY = DeviceIdentity("cpu", "Test CPU", "2.14.1", 2)
 KEY = ["s" * 64, [{"tensor": [1, 4], "dtype": "float32"}], {"use_cache": True}]

@@ -14,11 +14,11 @@ import torch
 
 from pytest_workload import SessionReport, TestWorkloads, WorkloadRecorder
 from pytest_workload.__main__ import main
-from pytest_workload.chart import write_chart
-from pytest_workload.compare import compare_reports
-from pytest_workload.report import render_comparison, render_comparison_markdown
-from pytest_workload.storage import write_report
-from pytest_workload.timing import summarize
+from pytest_workload._measure.timing import summarize
+from pytest_workload._model.files import write_report
+from pytest_workload._render.chart import write_chart
+from pytest_workload._render.comparison import render_comparison, render_comparison_markdown
+from pytest_workload._verdict.compare import compare_reports
 from tests.models import TinyNet
 from tests.pytester_suite import two_shapes
 

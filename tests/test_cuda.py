@@ -13,9 +13,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload.device import device_identity, resolve_device
-from pytest_workload.replay import replay
-from pytest_workload.timing import CpuStopwatch, CudaStopwatch, TimingPolicy, stopwatch_for
+from pytest_workload._measure.device import device_identity, resolve_device
+from pytest_workload._measure.replay import replay
+from pytest_workload._measure.timing import CpuStopwatch, CudaStopwatch, TimingPolicy, stopwatch_for
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

@@ -10,8 +10,9 @@ from pytest_workload import (
     compare_documents,
     documents_match,
 )
-from pytest_workload.diff import diff_signatures
-from pytest_workload.signature import InputSignature, describe_args, describe_kwargs
+from pytest_workload._identity.describe import describe_args, describe_kwargs
+from pytest_workload._model.signature import InputSignature
+from pytest_workload._verdict.diff import diff_signatures
 from tests.models import TinyNet
 
 

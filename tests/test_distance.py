@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from pytest_workload import InputSignature, describe_args, describe_kwargs, workload_key
-from pytest_workload.distance import distance_factor, nearest
+from pytest_workload._verdict.distance import distance_factor, nearest
 
 
 def key(*args, structure="s" * 64, **kwargs):

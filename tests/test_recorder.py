@@ -9,8 +9,8 @@ from torch import nn
 from torch.nn.modules import module as torch_module
 
 from pytest_workload import FingerprintScheme, InputSignature, WorkloadRecorder
-from pytest_workload.fingerprint import CURRENT_SCHEME
-from pytest_workload.structure import structure_node
+from pytest_workload._identity.fingerprint import CURRENT_SCHEME
+from pytest_workload._identity.structure import structure_node
 from tests.models import TinyNet, twins
 
 

@@ -3,8 +3,8 @@ import dataclasses
 import torch
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
-from pytest_workload.session import WorkloadSession, WorkloadSettings
-from pytest_workload.timing import Timing
+from pytest_workload._model.timing import Timing
+from pytest_workload._session import WorkloadSession, WorkloadSettings
 from tests.models import TinyNet
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from pytest_workload import InputSignature, UndescribableInputError, describe_args, describe_kwargs
-from pytest_workload.signature import format_node
+from pytest_workload._model.signature import format_node
 
 
 def sig(*args, **kwargs):

@@ -14,7 +14,7 @@ from pytest_workload import (
     WorkloadRecorder,
     read_report,
 )
-from pytest_workload.storage import write_report, write_text_atomic
+from pytest_workload._model.files import write_report, write_text_atomic
 from tests.models import TinyNet
 
 

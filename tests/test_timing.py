@@ -8,26 +8,27 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import sdpa_flop_count
 
-from pytest_workload.baseline import Baseline, BaselineStore
-from pytest_workload.device import (
-    DeviceIdentity,
-    DeviceUnavailableError,
-    check_device_spec,
-    resolve_device,
-)
-from pytest_workload.drift import judge
-from pytest_workload.errors import CorruptFileError, WorkloadDataError
-from pytest_workload.replay import count_flops, replay
-from pytest_workload.timing import (
+from pytest_workload._gate.baselines import BaselineStore
+from pytest_workload._measure.device import check_device_spec, resolve_device
+from pytest_workload._measure.replay import count_flops, replay
+from pytest_workload._measure.timing import (
     CpuStopwatch,
     LoadProbe,
-    Timing,
     TimingPolicy,
     measure,
     median_interval,
     stopwatch_for,
     summarize,
 )
+from pytest_workload._model.baseline import Baseline
+from pytest_workload._model.device import DeviceIdentity
+from pytest_workload._model.errors import (
+    CorruptFileError,
+    DeviceUnavailableError,
+    WorkloadDataError,
+)
+from pytest_workload._model.timing import Timing
+from pytest_workload._verdict.drift import judge
 
 
 class FakeClock:

@@ -18,47 +18,26 @@ import functools
 import math
 import re
 from collections.abc import Callable, Iterator, MutableMapping
-from dataclasses import dataclass
 from types import BuiltinFunctionType, FunctionType
 from typing import TYPE_CHECKING, Final
 
-from .canonical import canonical_json, sha256_hex
-from .errors import WorkloadDataError
-from .jsonfields import read_strings
-from .signature import Json, dtype_name, qualified_name
+from .._model.canonical import Json, canonical_json, sha256_hex
+from .._model.signature import dtype_name, qualified_name
+from .._model.workload import ParamStats
 
 if TYPE_CHECKING:
     from torch import nn
 
+
 _ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]+")
+
+
 _SKIP: Final = object()
+
 
 #: Memo of structure hashes for one recording, keyed by ``(id(module), module.training)``.
 #: The module is kept alive in the value so its id cannot be reused while the memo lives.
 StructureMemo = MutableMapping[tuple[int, bool], tuple["nn.Module", str]]
-
-
-@dataclass(frozen=True)
-class ParamStats:
-    """Parameter count, bytes (from each parameter's real dtype) and distinct dtypes of a
-    module tree; ``dtypes`` is None when read from a report written before it was kept."""
-
-    count: int
-    bytes: int
-    dtypes: tuple[str, ...] | None = None
-
-    def to_dict(self) -> dict[str, Json]:
-        dtypes: Json = None if self.dtypes is None else list(self.dtypes)
-        return {"count": self.count, "bytes": self.bytes, "dtypes": dtypes}
-
-    @classmethod
-    def from_dict(cls, data: object) -> ParamStats:
-        if not isinstance(data, dict) or not all(
-            isinstance(data.get(k), int) and not isinstance(data.get(k), bool)
-            for k in ("count", "bytes")
-        ):
-            raise WorkloadDataError("params must be an object with integer 'count' and 'bytes'")
-        return cls(data["count"], data["bytes"], read_strings(data, "dtypes"))
 
 
 def is_compiled(module: nn.Module) -> bool:

@@ -10,11 +10,12 @@ import io
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .compare import Comparison, Row
-from .errors import WorkloadError
+from .._model.errors import WorkloadError
+from .._verdict.compare import Comparison, Row
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
 
 _FORMATS = (".svg", ".png", ".html")
 

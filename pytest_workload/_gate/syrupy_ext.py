@@ -1,9 +1,9 @@
 """The one place that talks to syrupy: a snapshot extension for workload tables.
 
 Each test gets one file, ``__snapshots__/<test module>/<test name>.workloads``, holding its
-:class:`~pytest_workload.storage.SnapshotDocument`. syrupy owns when files are written
+:class:`~pytest_workload._model.snapshot.SnapshotDocument`. syrupy owns when files are written
 (``--snapshot-update``) and which are unused; this module decides what matches and what a
-mismatch means, through :mod:`pytest_workload.diff`.
+mismatch means, through :mod:`pytest_workload._verdict.diff`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from .diff import compare_documents, documents_match
-from .errors import WorkloadDataError
-from .report import UPDATE_HINT, render_changes
-from .storage import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY, SnapshotDocument, write_text_atomic
+from .._model.errors import WorkloadDataError
+from .._model.files import write_text_atomic
+from .._model.snapshot import SnapshotDocument
+from .._model.versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .._render.failures import UPDATE_HINT, render_changes
+from .._verdict.diff import compare_documents, documents_match
 
 if TYPE_CHECKING:
     from syrupy.assertion import SnapshotAssertion

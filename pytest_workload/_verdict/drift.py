@@ -16,13 +16,15 @@ import math
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from .timing import Timing
+from .._model.timing import Timing
 
 #: Relative slowdown allowed before the gate fails (0.2 = 20% slower).
 DEFAULT_TOLERANCE: Final = 0.2
 
+
 #: Beyond this share of the machine's CPU taken by other processes, a timing is not judged.
 CONTENDED_LOAD: Final = 0.25
+
 
 DriftKind = Literal["regression", "faster", "unchanged"]
 

@@ -1,33 +1,17 @@
-"""Files: the workload snapshot document, the JSON report, atomic writes.
-
-Everything pytest-workload stores is text (JSON), written atomically (a temporary file in the
-same directory, then ``os.replace``), so an interrupted run leaves each file old or new, never
-half-written. Nothing is ever unpickled.
-"""
+"""TODO docstring."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any
 
-from .canonical import canonical_json
-from .data import SessionReport, Workload
-from .errors import CorruptFileError, WorkloadDataError
-from .fingerprint import workload_key
-from .jsonfields import read_field, read_object, read_strings
-from .signature import InputSignature, Json
-
-T = TypeVar("T")
-
-#: Layout version of a snapshot file (independent of the fingerprint scheme it records).
-SNAPSHOT_FORMAT: Final = 1
-#: The field of a snapshot file that holds its layout version.
-SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
+from .canonical import Json, canonical_json
+from .errors import WorkloadDataError
+from .fields import read_field, read_object, read_strings
+from .signature import InputSignature, workload_key
+from .versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .workload import Workload
 
 
 @dataclass(frozen=True)
@@ -61,7 +45,7 @@ class SnapshotEntry:
     def identity(self) -> tuple[str | None, str, int, str]:
         """What must be equal for the snapshot to pass: the workload under its caller, the
         user's own key for it, and its parameter bytes. FLOPs are left out: they may be
-        unknown (a replay that failed), so :mod:`pytest_workload.diff` compares them apart."""
+        unknown (a replay that failed), so :mod:`pytest_workload._verdict.diff` compares them apart."""
         costs = canonical_json([self.user_key, self.param_bytes])
         return (self.parent, self.hash, self.depth, costs)
 
@@ -195,45 +179,3 @@ def _render_entry(entry: dict[str, Json]) -> str:
         else:
             fields.append(f"      {_inline(key)}: {_inline(value)}")
     return "    {\n" + ",\n".join(fields) + "\n    }"
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that ``path`` holds either its old content or all of the new."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_report(
-    path: Path, report: SessionReport, extend: Callable[[dict[str, Json]], None] | None = None
-) -> None:
-    """Write a report as JSON; ``extend`` may add fields to the dict first."""
-    data = report.to_dict()
-    if extend is not None:
-        extend(data)
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:
-    """Load and parse a JSON file; any problem is a CorruptFileError naming the file."""
-    try:
-        return parse(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CorruptFileError(str(path), f"cannot be read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise CorruptFileError(str(path), f"is not valid JSON ({exc})") from None
-    except WorkloadDataError as exc:
-        raise CorruptFileError(str(path), f"is not a {what}: {exc}") from None
-
-
-def read_report(path: Path) -> SessionReport:
-    """Load a ``--workload-json`` report; a bad file is a CorruptFileError naming it."""
-    return read_json_file(path, SessionReport.from_dict, "workload report")

@@ -16,15 +16,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from .canonical import canonical_json, sha256_hex
-from .signature import InputSignature, Json
+from .._model.canonical import canonical_json, sha256_hex
+from .._model.signature import InputSignature
+from .._render.hashes import SHORT_HASH_LENGTH
 from .structure import NodeFunction, StructureMemo, structure_hash, structure_node
 
 if TYPE_CHECKING:
     from torch import nn
-
-#: Characters of a hash shown in reports and messages; storage always keeps the full hash.
-SHORT_HASH_LENGTH: Final = 8
 
 
 @dataclass(frozen=True)
@@ -48,16 +46,11 @@ CURRENT_SCHEME: Final = FingerprintScheme(
     summary="class, config, attributes, mode, parameter/buffer shapes and dtypes, children",
 )
 
+
 #: Schemes this release can compute, by version: the current one and those kept to migrate from.
 BUILTIN_SCHEMES: Final[Mapping[int, FingerprintScheme]] = MappingProxyType(
     {CURRENT_SCHEME.version: CURRENT_SCHEME}
 )
-
-
-def workload_key(structure: str, signature: InputSignature) -> list[Json]:
-    """``[structure_hash, args, kwargs]``: a key that keeps structure apart from shapes."""
-    sig = signature.to_dict()
-    return [structure, sig["args"], sig["kwargs"]]
 
 
 def short_hash(full: str, length: int = SHORT_HASH_LENGTH) -> str:

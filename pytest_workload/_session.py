@@ -9,35 +9,39 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .baseline import BASELINE_DIRNAME, Baseline, BaselineStore
-from .canonical import canonical_json
-from .collapse import KeyChecks
-from .data import SessionReport, TestWorkloads, Workload
-from .device import device_identity, environment, resolve_device
-from .distance import nearest
-from .drift import CONTENDED_LOAD, DEFAULT_TOLERANCE, judge
-from .errors import CorruptFileError
-from .fingerprint import CURRENT_SCHEME, FingerprintScheme
-from .recorder import Keyer, WorkloadRecorder
-from .report import (
+from ._gate.baselines import BaselineStore
+from ._identity.describe import Describer
+from ._identity.fingerprint import CURRENT_SCHEME, FingerprintScheme
+from ._measure.device import device_identity, environment, resolve_device
+from ._measure.timing import TimingPolicy
+from ._model.baseline import BASELINE_DIRNAME, Baseline
+from ._model.canonical import Json, canonical_json
+from ._model.errors import CorruptFileError
+from ._model.files import write_report
+from ._model.snapshot import SnapshotDocument, SnapshotEntry
+from ._model.workload import SessionReport, TestWorkloads, Workload
+from ._record.recorder import Keyer, WorkloadRecorder
+from ._render.failures import (
     render_collapse,
     render_contended,
     render_faster,
     render_missing_baseline,
     render_regression,
-    render_session,
 )
-from .signature import Describer, Json
-from .storage import SnapshotDocument, SnapshotEntry, write_report
-from .timing import TimingPolicy
+from ._render.report import render_session
+from ._verdict.collapse import KeyChecks
+from ._verdict.distance import nearest
+from ._verdict.drift import CONTENDED_LOAD, DEFAULT_TOLERANCE, judge
 
 if TYPE_CHECKING:
     import torch
     from syrupy.assertion import SnapshotAssertion
 
+
 #: ``on`` gates timings (relaxed to notes when xdist workers share the machine), ``strict``
 #: gates them even then, ``off`` leaves timings to the report.
 PerfMode = Literal["on", "off", "strict"]
+
 
 #: Key of this plugin's payload in an xdist worker's ``workeroutput``.
 WORKER_OUTPUT_KEY = "pytest_workload"
@@ -130,7 +134,7 @@ class WorkloadSession:
         test = recorder.workloads()
         self._tests[test.nodeid] = test
         if snapshot is not None and not (passed and self.settings.snapshot):
-            from .snapshot import keep_snapshot
+            from ._gate.syrupy_ext import keep_snapshot
 
             keep_snapshot(snapshot)  # a failed test's table says nothing about the stored one
         if not passed:
@@ -235,7 +239,7 @@ class WorkloadSession:
         return []
 
     def _check_snapshot(self, snapshot: SnapshotAssertion, test: TestWorkloads) -> list[str]:
-        from .snapshot import check_snapshot
+        from ._gate.syrupy_ext import check_snapshot
 
         document = SnapshotDocument(
             self.scheme.version, tuple(SnapshotEntry.from_workload(w) for w in test)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
+
 
 class WorkloadError(Exception):
     """Base class of every error pytest-workload raises on purpose."""
@@ -36,3 +41,7 @@ class CorruptFileError(WorkloadError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}")
+
+
+class DeviceUnavailableError(WorkloadError):
+    """A device was asked for that this machine does not have."""

@@ -6,19 +6,45 @@ These are what crosses process boundaries (xdist workers) and what the JSON repo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from .canonical import Json
 from .errors import WorkloadDataError
-from .fingerprint import workload_key
-from .jsonfields import read_field, read_object
-from .signature import InputSignature, Json
-from .structure import ParamStats
+from .fields import read_strings
+from .versions import REPORT_SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    pass
+from dataclasses import field
+from functools import cached_property
+
+from .fields import read_field, read_object
+from .signature import InputSignature, workload_key
 from .timing import Timing
 
-#: Version of the JSON report layout (``--workload-json``); bumped on incompatible changes.
-REPORT_SCHEMA_VERSION: Final = 1
+
+@dataclass(frozen=True)
+class ParamStats:
+    """Parameter count, bytes (from each parameter's real dtype) and distinct dtypes of a
+    module tree; ``dtypes`` is None when read from a report written before it was kept."""
+
+    count: int
+    bytes: int
+    dtypes: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Json]:
+        dtypes: Json = None if self.dtypes is None else list(self.dtypes)
+        return {"count": self.count, "bytes": self.bytes, "dtypes": dtypes}
+
+    @classmethod
+    def from_dict(cls, data: object) -> ParamStats:
+        if not isinstance(data, dict) or not all(
+            isinstance(data.get(k), int) and not isinstance(data.get(k), bool)
+            for k in ("count", "bytes")
+        ):
+            raise WorkloadDataError("params must be an object with integer 'count' and 'bytes'")
+        return cls(data["count"], data["bytes"], read_strings(data, "dtypes"))
 
 
 @dataclass(frozen=True)

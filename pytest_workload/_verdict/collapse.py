@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .canonical import canonical_json
-from .data import TestWorkloads, UserKey, Workload
+from .._model.canonical import canonical_json
+from .._model.workload import TestWorkloads, UserKey, Workload
 
 FindingKind = Literal["hash collapse", "user key collapse", "unstable user key"]
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    pass
 
 
 def canonical_json(value: object) -> str:
@@ -15,3 +19,6 @@ def canonical_json(value: object) -> str:
 
 def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"

@@ -18,12 +18,15 @@ import math
 from collections.abc import Iterable
 from typing import TypeVar
 
-from .canonical import canonical_json
-from .signature import Json, is_tensor_node
+from .._model.canonical import Json, canonical_json
+from .._model.signature import is_tensor_node
 
 K = TypeVar("K", bound=Json)
 
+
 _INCOMPATIBLE = None
+
+
 _SHAPE_TAGS = ("tensor", "ndarray")
 
 

@@ -13,17 +13,10 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Literal
 
-from .canonical import canonical_json
+from .._model.canonical import Json, canonical_json
+from .._model.signature import InputSignature, format_node, is_tensor_node, label_arg, tensor_shape
+from .._model.snapshot import SnapshotDocument, SnapshotEntry
 from .distance import distance_factor, nearest
-from .signature import (
-    InputSignature,
-    Json,
-    format_node,
-    is_tensor_node,
-    label_arg,
-    tensor_shape,
-)
-from .storage import SnapshotDocument, SnapshotEntry
 
 ChangeKind = Literal["changed", "appeared", "vanished"]
 

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .timing import Timing, TimingPolicy, pin_allocator, stopwatch_for, time_call
+from .._model.timing import Timing
+from .timing import TimingPolicy, pin_allocator, stopwatch_for, time_call
 
 if TYPE_CHECKING:
     import torch

@@ -1,28 +1,20 @@
-"""Performance baselines: one small JSON file per workload hash, per device identity.
-
-Layout: ``<baseline dir>/<device identity slug>/<workload hash>.json``. One file per workload
-means two branches that add or refresh different workloads never conflict, and a reviewer sees
-exactly which timings moved. Files are text, written atomically, never unpickled.
-"""
+"""TODO docstring."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from .data import Workload
+from .canonical import Json
 from .device import DeviceIdentity
 from .errors import WorkloadDataError
-from .fingerprint import workload_key
-from .jsonfields import read_field, read_object
-from .signature import InputSignature, Json
-from .storage import read_json_file, write_text_atomic
+from .fields import read_field, read_object
+from .signature import InputSignature, workload_key
 from .timing import Timing
+from .versions import BASELINE_FORMAT
+from .workload import Workload
 
-BASELINE_FORMAT = 1
 #: Default baseline directory, under the rootdir.
 BASELINE_DIRNAME = "__workload_baselines__"
 
@@ -85,38 +77,3 @@ def _read_key(d: Mapping[str, Any]) -> list[Json]:
     except WorkloadDataError as exc:
         raise WorkloadDataError(f"field 'key': {exc}") from None
     return workload_key(key[0], signature)
-
-
-class BaselineStore:
-    """The baselines of one device identity under a directory."""
-
-    def __init__(self, root: Path, device: DeviceIdentity) -> None:
-        self.device = device
-        self.directory = root / device.slug
-        self._all: list[Baseline] | None = None
-
-    def path(self, workload_hash: str) -> Path:
-        return self.directory / f"{workload_hash}.json"
-
-    def get(self, workload_hash: str) -> Baseline | None:
-        path = self.path(workload_hash)
-        if not path.exists():
-            return None
-        return _read(path)
-
-    def all(self) -> list[Baseline]:
-        """Every baseline of this device identity (read once), for nearest-shape lookups."""
-        if self._all is None:
-            files = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
-            self._all = [_read(p) for p in files]
-        return self._all
-
-    def put(self, baseline: Baseline) -> Path:
-        path = self.path(baseline.hash)
-        write_text_atomic(path, json.dumps(baseline.to_dict(), indent=2, ensure_ascii=False) + "\n")
-        self._all = None
-        return path
-
-
-def _read(path: Path) -> Baseline:
-    return read_json_file(path, Baseline.from_dict, "workload baseline")

@@ -31,14 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .canonical import canonical_json
-from .data import AlternateHash, TestWorkloads, UserKey, Workload
-from .errors import UndescribableInputError
-from .fingerprint import CURRENT_SCHEME, FingerprintScheme
-from .replay import Measurement, device_of, replay
-from .signature import Describer, InputSignature, Json, describe_args, describe_kwargs
-from .structure import (
-    ParamStats,
+from .._identity.describe import Describer, describe_args, describe_kwargs
+from .._identity.fingerprint import CURRENT_SCHEME, FingerprintScheme
+from .._identity.structure import (
     StructureMemo,
     child_structure_hashes,
     class_name,
@@ -48,19 +43,30 @@ from .structure import (
     structure_hash_without_dtypes,
     unwrap,
 )
-from .timing import Timing, TimingPolicy, summarize
+from .._measure.replay import Measurement, device_of, replay
+from .._measure.timing import TimingPolicy, summarize
+from .._model.canonical import Json, canonical_json
+from .._model.errors import UndescribableInputError
+from .._model.signature import InputSignature
+from .._model.timing import Timing
+from .._model.workload import AlternateHash, ParamStats, TestWorkloads, UserKey, Workload
 
 if TYPE_CHECKING:
     from torch import nn
     from torch.nn import Parameter
     from torch.utils.hooks import RemovableHandle
 
+
 M = TypeVar("M", bound="nn.Module")
+
 
 #: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
 
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
 _COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
 
 

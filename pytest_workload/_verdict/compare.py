@@ -1,7 +1,7 @@
 """Comparing two ``--workload-json`` reports: what CI shows on a pull request.
 
-Hash changes are decided by :func:`pytest_workload.diff.compare_documents` and timings by
-:func:`pytest_workload.drift.judge`, the same verdicts the snapshot gate uses. Timings are only
+Hash changes are decided by :func:`pytest_workload._verdict.diff.compare_documents` and timings by
+:func:`pytest_workload._verdict.drift.judge`, the same verdicts the snapshot gate uses. Timings are only
 compared when both reports were measured on the same device identity.
 """
 
@@ -11,14 +11,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from .._model.snapshot import SnapshotDocument, SnapshotEntry
+from .._model.timing import Timing
+from .._model.workload import SessionReport, TestWorkloads, Workload
 from .collapse import Collapse, KeyChecks
-from .data import SessionReport, TestWorkloads, Workload
 from .diff import Change, compare_documents
 from .drift import DEFAULT_TOLERANCE, Drift, judge
-from .storage import SnapshotDocument, SnapshotEntry
-from .timing import Timing
 
 Verdict = Literal["ok", "changed", "new", "removed", "slower", "faster", "contended"]
+
 
 #: Verdicts that make ``compare`` exit non-zero. A new workload (a test added with the change)
 #: is reported, not a regression; ``contended`` is a difference timed under load, not judged.
@@ -71,6 +72,8 @@ def _root_timings(test: TestWorkloads | None) -> dict[str, Timing]:
 
 
 _DRIFT_VERDICTS: dict[str, Verdict] = {"regression": "slower", "faster": "faster"}
+
+
 _CHANGE_VERDICTS: dict[str, Verdict] = {
     "changed": "changed",
     "appeared": "new",

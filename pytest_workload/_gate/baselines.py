@@ -1,0 +1,50 @@
+"""Performance baselines: one small JSON file per workload hash, per device identity.
+
+Layout: ``<baseline dir>/<device identity slug>/<workload hash>.json``. One file per workload
+means two branches that add or refresh different workloads never conflict, and a reviewer sees
+exactly which timings moved. Files are text, written atomically, never unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .._model.baseline import Baseline
+from .._model.device import DeviceIdentity
+from .._model.files import read_json_file, write_text_atomic
+
+
+class BaselineStore:
+    """The baselines of one device identity under a directory."""
+
+    def __init__(self, root: Path, device: DeviceIdentity) -> None:
+        self.device = device
+        self.directory = root / device.slug
+        self._all: list[Baseline] | None = None
+
+    def path(self, workload_hash: str) -> Path:
+        return self.directory / f"{workload_hash}.json"
+
+    def get(self, workload_hash: str) -> Baseline | None:
+        path = self.path(workload_hash)
+        if not path.exists():
+            return None
+        return _read(path)
+
+    def all(self) -> list[Baseline]:
+        """Every baseline of this device identity (read once), for nearest-shape lookups."""
+        if self._all is None:
+            files = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
+            self._all = [_read(p) for p in files]
+        return self._all
+
+    def put(self, baseline: Baseline) -> Path:
+        path = self.path(baseline.hash)
+        write_text_atomic(path, json.dumps(baseline.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        self._all = None
+        return path
+
+
+def _read(path: Path) -> Baseline:
+    return read_json_file(path, Baseline.from_dict, "workload baseline")

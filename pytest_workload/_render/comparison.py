@@ -1,0 +1,104 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .._verdict.compare import REGRESSIONS, Comparison, Row
+from .failures import render_collapse
+from .hashes import SHORT_HASH_LENGTH
+from .report import format_duration
+
+
+def _ratio(row: Row) -> str:
+    if row.drift is None:
+        return ""
+    d = row.drift
+    return f"{d.ratio:.2f}x [{d.ratio_low:.2f}–{d.ratio_high:.2f}]"
+
+
+def _times(row: Row) -> str:
+    if row.head_time is None:
+        return ""
+    head = format_duration(row.head_time.median_s)
+    if row.base_time is None:
+        return head
+    return f"{format_duration(row.base_time.median_s)} -> {head}"
+
+
+def _hashes(row: Row, n: int = SHORT_HASH_LENGTH) -> str:
+    base, head = row.base_hash, row.head_hash
+    if base is None or head is None:
+        return (base or head or "")[:n]
+    return base[:n] if base == head else f"{base[:n]} -> {head[:n]}"
+
+
+def _summary(c: Comparison) -> str:
+    counts = Counter(r.verdict for r in c.rows)
+    parts = [f"{len(c.rows)} workloads"] + [
+        f"{counts[v]} {v}" for v in ("changed", "new", "removed", "slower", "faster") if counts[v]
+    ]
+    if counts["contended"]:
+        parts.append(f"{counts['contended']} contended (not judged)")
+    if c.collapses:
+        parts.append(f"{len(c.collapses)} collapses or unstable keys")
+    if not c.timings_compared:
+        parts.append("timings not compared (different or unknown devices)")
+    verdict = "REGRESSED" if c.regressed else "no regressions"
+    return f"{', '.join(parts)}: {verdict}"
+
+
+def render_comparison(c: Comparison) -> list[str]:
+    """``compare``'s text output: per test, one line per workload, details indented."""
+    lines: list[str] = []
+    for nodeid in dict.fromkeys(r.nodeid for r in c.rows):
+        lines.append(nodeid)
+        for r in (r for r in c.rows if r.nodeid == nodeid):
+            cells = [f"{r.verdict:<8}", f"{r.name} {r.input}", _hashes(r), _times(r), _ratio(r)]
+            lines.append("  " + "  ".join(cell for cell in cells if cell))
+            lines += [f"             {d}" for d in r.details]
+    lines += _problems(c)
+    lines.append(_summary(c))
+    return lines
+
+
+def _problems(c: Comparison) -> list[str]:
+    return [render_collapse(x) for x in c.collapses] + ([c.incomparable] if c.incomparable else [])
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_comparison_markdown(c: Comparison) -> list[str]:
+    """``compare --format markdown``: for ``$GITHUB_STEP_SUMMARY`` or a PR comment."""
+    title = "regressed" if c.regressed else "no regressions"
+    lines = [
+        f"### pytest-workload: {title}",
+        "",
+        _summary(c),
+        "",
+        "| verdict | test | workload | input | hash | time (base -> head) | ratio [95% interval] |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in c.rows:
+        verdict = f"**{r.verdict}**" if r.verdict in REGRESSIONS else r.verdict
+        cells = [
+            verdict,
+            f"`{r.nodeid}`",
+            r.name,
+            f"`{r.input}`",
+            f"`{_hashes(r)}`",
+            _times(r),
+            _ratio(r),
+        ]
+        lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+    detailed = [r for r in c.rows if r.details]
+    problems = _problems(c)
+    if detailed or problems:
+        lines += ["", "<details><summary>What changed</summary>", ""]
+        for r in detailed:
+            lines.append(f"- `{r.nodeid}` {r.name} `{r.input}` ({r.verdict})")
+            lines += [f"  - {_cell(d)}" for d in r.details]
+        lines += ["", *(f"```\n{p}\n```" for p in problems), "</details>"]
+    return lines

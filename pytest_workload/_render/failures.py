@@ -1,0 +1,155 @@
+"""TODO docstring."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._model.baseline import Baseline
+from .._model.timing import Timing
+from .._model.workload import Workload
+from .._verdict.collapse import Collapse
+from .._verdict.diff import Change, format_key
+from .._verdict.drift import Drift
+from .hashes import SHORT_HASH_LENGTH, prefix_length
+from .report import _INDENT, format_duration
+
+
+def _describe(w: Workload) -> str:
+    return f"{w.name} ({w.class_name}), input {w.input_signature.format()}"
+
+
+def render_collapse(collapse: Collapse) -> str:
+    """The failure text of a hash collapse, a user key collapse or an unstable user key."""
+    a, b = collapse.first, collapse.second
+    if collapse.kind == "unstable user key":
+        assert a.user_key is not None and b.user_key is not None
+        return "\n".join(
+            [
+                "unstable user key: one workload got different keys from pytest_workload_key:",
+                f"  workload: {_describe(a.workload)}, hash {a.workload.hash[:SHORT_HASH_LENGTH]}",
+                f"  - {a.nodeid}, call {a.user_key.first_call}: {format_key(a.user_key.key)}",
+                f"  - {b.nodeid}, call {b.user_key.first_call}: {format_key(b.user_key.key)}",
+            ]
+        )
+    if collapse.kind == "user key collapse":
+        assert a.user_key is not None
+        head = (
+            f"user key collapse: two distinct workloads share the key {format_key(a.user_key.key)}"
+        )
+        n = prefix_length([a.workload.hash, b.workload.hash])
+        rows = [
+            f"  - {s.nodeid}: {_describe(s.workload)}, hash {s.workload.hash[:n]}" for s in (a, b)
+        ]
+    else:
+        head = f"workload hash collapse: two distinct workloads share the hash {a.workload.hash}"
+        n = prefix_length([a.workload.structure_hash, b.workload.structure_hash])
+        rows = [
+            f"  - {s.nodeid}: {_describe(s.workload)}, structure {s.workload.structure_hash[:n]}"
+            for s in (a, b)
+        ]
+    return "\n".join([head, *rows])
+
+
+def _entry_title(change: Change) -> str:
+    e = change.entry
+    return f"{e.name} ({e.class_name})"
+
+
+#: Submodule changes listed per message before the rest are summarised in a count.
+MAX_SUBMODULE_CHANGES = 8
+
+
+def _change_lines(change: Change, hash_len: int) -> list[str]:
+    if change.kind == "changed":
+        assert change.old is not None and change.new is not None
+        head = (
+            f"changed:  {_entry_title(change)} {change.old.hash[:hash_len]} -> "
+            f"{change.new.hash[:hash_len]}"
+        )
+        return [head, *(f"{_INDENT}{d}" for d in change.details)]
+    e = change.entry
+    return [
+        f"{change.kind + ':':<9} {_entry_title(change)} {e.hash[:hash_len]}, input "
+        f"{e.input_signature.format()}",
+        *(f"{_INDENT}{d}" for d in change.details),
+    ]
+
+
+def render_changes(changes: Sequence[Change]) -> list[str]:
+    """Root changes in full; submodule changes after them, the first few in full."""
+    hash_len = prefix_length(h for c in changes for e in (c.old, c.new) if e for h in (e.hash,))
+    roots = [c for c in changes if c.entry.depth == 0]
+    subs = [c for c in changes if c.entry.depth > 0]
+    lines = [line for c in roots for line in _change_lines(c, hash_len)]
+    lines += [line for c in subs[:MAX_SUBMODULE_CHANGES] for line in _change_lines(c, hash_len)]
+    if len(subs) > MAX_SUBMODULE_CHANGES:
+        lines.append(
+            f"... and {len(subs) - MAX_SUBMODULE_CHANGES} more submodule workloads changed "
+            "(--workload-json has them all)"
+        )
+    return lines
+
+
+UPDATE_HINT = "run `pytest --workload-snapshot --snapshot-update` to accept the recorded workloads"
+
+
+def _workload_title(w: Workload) -> str:
+    return f"{w.name} ({w.class_name}), input {w.input_signature.format()}, hash {w.hash[:8]}"
+
+
+def render_regression(w: Workload, baseline: Timing, drift: Drift, device: str) -> str:
+    current = w.timing
+    assert current is not None
+    return "\n".join(
+        [
+            f"performance regression: {_workload_title(w)}",
+            f"  median {format_duration(current.median_s)} vs baseline "
+            f"{format_duration(baseline.median_s)}: {drift.ratio:.2f}x slower (95% interval "
+            f"of the ratio {drift.ratio_low:.2f}–{drift.ratio_high:.2f}x; tolerance "
+            f"{drift.tolerance:.0%})",
+            f"  current 95% CI {format_duration(current.ci_low_s)}–"
+            f"{format_duration(current.ci_high_s)} (n={current.n}), baseline 95% CI "
+            f"{format_duration(baseline.ci_low_s)}–{format_duration(baseline.ci_high_s)} "
+            f"(n={baseline.n})",
+            f"  on {device}; accept the new timing with --snapshot-update",
+        ]
+    )
+
+
+def render_faster(w: Workload, baseline: Timing, drift: Drift) -> str:
+    assert w.timing is not None
+    return (
+        f"{_workload_title(w)} is {1 / drift.ratio:.2f}x faster than its baseline "
+        f"({format_duration(w.timing.median_s)} vs {format_duration(baseline.median_s)}); "
+        "refresh the baseline with --snapshot-update"
+    )
+
+
+def _share(load: float | None) -> str:
+    return "unknown" if load is None else f"{load:.0%}"
+
+
+def render_contended(w: Workload, baseline: Timing, drift: Drift) -> str:
+    assert w.timing is not None
+    return (
+        f"{_workload_title(w)}: {drift.ratio:.2f}x its baseline, not judged: other processes "
+        f"used {_share(w.timing.others_load)} of the machine's CPU while it was timed "
+        f"(baseline: {_share(baseline.others_load)}); rerun on a quieter machine"
+    )
+
+
+def render_missing_baseline(
+    w: Workload, device: str, nearest: tuple[Baseline, float] | None
+) -> str:
+    line = f"no timing baseline for {_workload_title(w)} on {device}"
+    if nearest is None:
+        return line + "; record one with --snapshot-update"
+    other, factor = nearest
+    assert w.timing is not None
+    expected = other.timing.median_s * factor
+    return (
+        f"{line}; nearest compatible baseline: {other.name} {other.input} "
+        f"({format_duration(other.timing.median_s)}) at distance factor {factor:g}, so about "
+        f"{format_duration(expected)} expected if time scales with size (measured "
+        f"{format_duration(w.timing.median_s)})"
+    )

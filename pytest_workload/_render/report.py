@@ -1,0 +1,106 @@
+"""Rendering: the terminal report and the text of every failure message. Pure functions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._model.timing import Timing
+from .._model.workload import TestWorkloads, Workload
+from .hashes import prefix_length
+
+_INDENT = "    "
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} µs"
+    if seconds < 1:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds:.2f} s"
+
+
+def format_params(count: int, size: int) -> str:
+    mb = size / 1e6
+    shown = "<0.1 MB" if 0 < mb < 0.1 else f"{mb:.1f} MB"
+    return f"{count:,} ({shown})"
+
+
+def _short_class(qualified: str) -> str:
+    return qualified.rsplit(".", 1)[-1]
+
+
+def format_flops(flops: int) -> str:
+    for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if flops >= scale:
+            return f"{flops / scale:.2f} {unit}"
+    return f"{flops} FLOP"
+
+
+def format_timing(t: Timing) -> str:
+    where = "recorded calls" if t.source == "recorded calls" else "replayed"
+    return (
+        f"median {format_duration(t.median_s)}, IQR {format_duration(t.iqr_s)}, 95% CI "
+        f"{format_duration(t.ci_low_s)}–{format_duration(t.ci_high_s)} (n={t.n}, {where}, "
+        f"{t.device})"
+    )
+
+
+def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
+    executed = f"executed {w.calls}×"
+    if w.total_time_s is not None:
+        executed += f" – {format_duration(w.total_time_s)}"
+    fields = [
+        ("Class", f"{_short_class(w.class_name)} ({w.class_name})"),
+        ("Location", w.location),
+        ("Parameters", format_params(w.params.count, w.params.bytes)),
+        ("Input", w.input_signature.format()),
+        ("Hash", w.hash[:hash_len]),
+        ("Timing", None if w.timing is None else format_timing(w.timing)),
+        ("FLOPs", None if w.flops is None else format_flops(w.flops)),
+        (
+            "Peak memory",
+            None if w.peak_memory_bytes is None else f"{w.peak_memory_bytes / 1e6:.1f} MB",
+        ),
+    ]
+    lines = [f"{indent}{w.name} ({executed})"]
+    lines += [f"{indent}{_INDENT}{k + ':':<13}{v}" for k, v in fields if v is not None]
+    return lines
+
+
+def _tree_lines(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -> list[str]:
+    lines = _workload_lines(w, indent, hash_len)
+    for child in test.children(w):
+        lines.append("")
+        lines += _tree_lines(test, child, indent + _INDENT * 2, hash_len)
+    return lines
+
+
+def render_session(tests: Sequence[TestWorkloads]) -> list[str]:
+    """The "Workloads discovered" section: per test, a tree of workloads."""
+    hash_len = prefix_length(w.hash for t in tests for w in t)
+    lines: list[str] = []
+    for test in tests:
+        if not test.workloads:
+            continue
+        if lines:
+            lines.append("")
+        lines.append(test.nodeid)
+        for root in test.roots():
+            lines += _tree_lines(test, root, _INDENT, hash_len)
+            lines.append("")
+        lines.pop()
+    return lines
+
+
+def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
+    """``record_property`` pairs for a test's workloads, for JUnit XML and CI dashboards."""
+    props: list[tuple[str, str]] = []
+    for i, w in enumerate(test.workloads):
+        prefix = f"workload[{i}] {w.name}"
+        props += [(f"{prefix} hash", w.hash), (f"{prefix} input", w.input_signature.format())]
+        if w.timing is not None:
+            props.append((f"{prefix} median_s", f"{w.timing.median_s:.6g}"))
+            props.append((f"{prefix} ci95_s", f"{w.timing.ci_low_s:.6g} {w.timing.ci_high_s:.6g}"))
+        if w.flops is not None:
+            props.append((f"{prefix} flops", str(w.flops)))
+    return props
