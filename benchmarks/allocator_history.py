@@ -13,7 +13,7 @@ model twice: once in the fresh process, then again after either one forward of a
 (treatment) or nothing (control). ``judge`` compares the second timing against the first, as if
 the first had been the baseline, and the other way round (a baseline taken in a full session,
 compared with a run of the test alone). The same runs again with the thresholds pinned in
-process by ``pytest_workload._measure.timing.pin_allocator()``, as the plugin's replay does before its
+process by ``_measure.timing.pin_allocator()``, as the plugin's replay does before its
 first CPU timing, and (``--fixed-malloc``) with ``MALLOC_MMAP_THRESHOLD_`` and
 ``MALLOC_TRIM_THRESHOLD_`` set in the environment, which turns the adaptation off too.
 Treatment and control alternate within every round.
@@ -33,7 +33,9 @@ from _common import markdown_table, median, print_header, quantile, rate
 
 CHILD = r"""
 import json, sys, torch, timm
-from pytest_workload._measure.timing import CpuStopwatch, TimingPolicy, measure, pin_allocator, summarize
+from pytest_workload._measure.timing import (
+    CpuStopwatch, TimingPolicy, measure, pin_allocator, summarize,
+)
 torch.set_num_threads(1)
 if "PIN_LIKE_THE_PLUGIN" in __import__("os").environ:
     pin_allocator()  # what the plugin's replay does before its first CPU timing

@@ -4,7 +4,7 @@ The workload is deterministic CPU work: a module whose forward runs a fixed ``k`
 products. A slowdown of s% is injected by running ``round(k * (1 + s))`` products instead (no
 sleep, so the extra time is real work that noise scales like the rest). Each trial times a
 *baseline* and a *current* module exactly as the plugin's replay does (``pin_allocator()`` once
-per process, then ``pytest_workload._measure.timing.time_call`` with a ``CpuStopwatch`` and the plugin's
+per process, then ``_measure.timing.time_call`` with a ``CpuStopwatch`` and the plugin's
 default ``TimingPolicy``, which also records ``Timing.others_load``, the share of the machine's
 CPU other processes used meanwhile) under ``torch.no_grad``, and calls
 ``pytest_workload._verdict.drift.judge``. The conditions (unchanged, +10%, +20%, +50%) are

@@ -1,6 +1,6 @@
 """Does the plugin's timing agree with ``torch.utils.benchmark``?
 
-For each workload, the plugin's per-call median (``pytest_workload._measure.timing.time_call`` with a
+For each workload, the plugin's per-call median (``_measure.timing.time_call`` with a
 ``CpuStopwatch`` and the plugin's default ``TimingPolicy``, under ``torch.no_grad``, after
 ``pin_allocator()``, which is how a replay times a call) is set beside the median of
 ``torch.utils.benchmark.Timer(...).adaptive_autorange()`` on the same callable. The two run

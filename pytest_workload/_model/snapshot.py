@@ -45,7 +45,7 @@ class SnapshotEntry:
     def identity(self) -> tuple[str | None, str, int, str]:
         """What must be equal for the snapshot to pass: the workload under its caller, the
         user's own key for it, and its parameter bytes. FLOPs are left out: they may be
-        unknown (a replay that failed), so :mod:`pytest_workload._verdict.diff` compares them apart."""
+        unknown (a replay that failed), so :mod:`.._verdict.diff` compares them apart."""
         costs = canonical_json([self.user_key, self.param_bytes])
         return (self.parent, self.hash, self.depth, costs)
 

@@ -1,7 +1,7 @@
 """Comparing two ``--workload-json`` reports: what CI shows on a pull request.
 
-Hash changes are decided by :func:`pytest_workload._verdict.diff.compare_documents` and timings by
-:func:`pytest_workload._verdict.drift.judge`, the same verdicts the snapshot gate uses. Timings are only
+Hash changes are decided by :func:`.diff.compare_documents` and timings by
+:func:`.drift.judge`, the same verdicts the snapshot gate uses. Timings are only
 compared when both reports were measured on the same device identity.
 """
 
