@@ -2,69 +2,56 @@
 
 A workload is one module structure called with one input signature. Its hash comes from the
 structure and the input shapes, dtypes and scalar values, never from weights.
+
+What is exported here is the public API; the ``_``-prefixed sub-packages are private layers
+(data, identity, measuring, recording, verdicts, rendering, gates) that may change.
 """
 
 from __future__ import annotations
 
-from ._identity.describe import describe_args, describe_kwargs
-from ._identity.fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme, short_hash
-from ._identity.structure import param_stats, structure_hash
+from importlib.metadata import PackageNotFoundError, version
+
+from ._identity.fingerprint import CURRENT_SCHEME, FingerprintScheme
+from ._identity.structure import structure_hash
 from ._model.errors import (
     CorruptFileError,
+    DeviceUnavailableError,
     UndescribableInputError,
     WorkloadDataError,
     WorkloadError,
 )
 from ._model.files import read_report
 from ._model.signature import InputSignature, workload_key
-from ._model.snapshot import SnapshotDocument, SnapshotEntry
-from ._model.versions import REPORT_SCHEMA_VERSION
-from ._model.workload import (
-    AlternateHash,
-    ParamStats,
-    SessionReport,
-    TestWorkloads,
-    UserKey,
-    Workload,
-)
+from ._model.snapshot import SnapshotDocument
+from ._model.timing import Timing
+from ._model.workload import ParamStats, SessionReport, TestWorkloads, Workload
 from ._record.recorder import WorkloadRecorder
-from ._verdict.collapse import Collapse, CollapseIndex, KeyChecks, Sighting
-from ._verdict.diff import Change, compare_documents, documents_match
 from ._verdict.distance import distance_factor, nearest
 
+try:
+    __version__ = version("pytest-workload")
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
 __all__ = [
-    "BUILTIN_SCHEMES",
     "CURRENT_SCHEME",
-    "REPORT_SCHEMA_VERSION",
-    "AlternateHash",
-    "Change",
-    "Collapse",
-    "CollapseIndex",
     "CorruptFileError",
+    "DeviceUnavailableError",
     "FingerprintScheme",
     "InputSignature",
-    "KeyChecks",
     "ParamStats",
     "SessionReport",
-    "Sighting",
     "SnapshotDocument",
-    "SnapshotEntry",
     "TestWorkloads",
+    "Timing",
     "UndescribableInputError",
-    "UserKey",
     "Workload",
     "WorkloadDataError",
     "WorkloadError",
     "WorkloadRecorder",
-    "compare_documents",
-    "describe_args",
-    "describe_kwargs",
     "distance_factor",
-    "documents_match",
     "nearest",
-    "param_stats",
     "read_report",
-    "short_hash",
     "structure_hash",
     "workload_key",
 ]

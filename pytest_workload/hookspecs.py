@@ -42,6 +42,7 @@ def pytest_workload_describe(value: object) -> Json:
     """
 
 
+@hookspec
 def pytest_workload_update_json(config: pytest.Config, report: dict[str, Json]) -> None:
     """Add fields to the ``--workload-json`` report before it is written.
 
@@ -49,6 +50,7 @@ def pytest_workload_update_json(config: pytest.Config, report: dict[str, Json]) 
     """
 
 
+@hookspec
 def pytest_workload_schemes(config: pytest.Config) -> list[FingerprintScheme]:
     """Return fingerprint schemes this session can compute beyond the built-in ones.
 

@@ -16,4 +16,4 @@ def _node_without_attributes(module, children):
     return node
 
 
-LEGACY_SCHEME = FingerprintScheme(version=0, node=_node_without_attributes, summary="no attributes")
+LEGACY_SCHEME = FingerprintScheme(version=0, node=_node_without_attributes)

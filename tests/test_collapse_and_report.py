@@ -3,12 +3,13 @@ import dataclasses
 import pytest
 import torch
 
-from pytest_workload import KeyChecks, TestWorkloads, WorkloadRecorder
+from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._model.errors import WorkloadDataError
+from pytest_workload._model.hashes import prefix_length
 from pytest_workload._model.snapshot import SnapshotDocument, SnapshotEntry
 from pytest_workload._render.failures import render_collapse
-from pytest_workload._render.hashes import prefix_length
 from pytest_workload._render.report import render_session
+from pytest_workload._verdict.collapse import KeyChecks
 from pytest_workload._verdict.diff import compare_documents, documents_match
 from tests.models import TinyNet, twins
 

@@ -3,16 +3,11 @@ from dataclasses import replace
 import torch
 from torch import nn
 
-from pytest_workload import (
-    SnapshotDocument,
-    SnapshotEntry,
-    WorkloadRecorder,
-    compare_documents,
-    documents_match,
-)
+from pytest_workload import SnapshotDocument, WorkloadRecorder
 from pytest_workload._identity.describe import describe_args, describe_kwargs
 from pytest_workload._model.signature import InputSignature
-from pytest_workload._verdict.diff import diff_signatures
+from pytest_workload._model.snapshot import SnapshotEntry
+from pytest_workload._verdict.diff import compare_documents, diff_signatures, documents_match
 from tests.models import TinyNet
 
 

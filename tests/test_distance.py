@@ -3,7 +3,8 @@ import math
 import pytest
 import torch
 
-from pytest_workload import InputSignature, describe_args, describe_kwargs, workload_key
+from pytest_workload import InputSignature, workload_key
+from pytest_workload._identity.describe import describe_args, describe_kwargs
 from pytest_workload._verdict.distance import distance_factor, nearest
 
 

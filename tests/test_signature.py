@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from pytest_workload import InputSignature, UndescribableInputError, describe_args, describe_kwargs
+from pytest_workload import InputSignature, UndescribableInputError
+from pytest_workload._identity.describe import describe_args, describe_kwargs
 from pytest_workload._model.signature import format_node
 
 

@@ -8,13 +8,13 @@ from pytest_workload import (
     CorruptFileError,
     SessionReport,
     SnapshotDocument,
-    SnapshotEntry,
     TestWorkloads,
     WorkloadDataError,
     WorkloadRecorder,
     read_report,
 )
 from pytest_workload._model.files import write_report, write_text_atomic
+from pytest_workload._model.snapshot import SnapshotEntry
 from tests.models import TinyNet
 
 

@@ -7,8 +7,8 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_workload import param_stats, structure_hash
-from pytest_workload._identity.structure import child_structure_hashes
+from pytest_workload import structure_hash
+from pytest_workload._identity.structure import child_structure_hashes, param_stats
 from tests.models import TinyNet
 
 

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from pytest_workload import InputSignature, ParamStats, TestWorkloads, Workload, WorkloadRecorder
-from pytest_workload._render.hashes import prefix_length
+from pytest_workload._model.hashes import prefix_length
 from pytest_workload._render.report import render_session
 
 pytestmark = pytest.mark.zoo

@@ -1,1 +1,1 @@
-"""TODO."""
+"""A workload's identity: input descriptions, structure hashes, fingerprint schemes."""

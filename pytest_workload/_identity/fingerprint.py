@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Final
 
 from .._model.canonical import canonical_json, sha256_hex
 from .._model.signature import InputSignature
-from .._render.hashes import SHORT_HASH_LENGTH
 from .structure import NodeFunction, StructureMemo, structure_hash, structure_node
 
 if TYPE_CHECKING:
@@ -31,7 +30,6 @@ class FingerprintScheme:
 
     version: int
     node: NodeFunction
-    summary: str
 
     def structure_hash(self, module: nn.Module, memo: StructureMemo | None = None) -> str:
         return structure_hash(module, memo, self.node)
@@ -40,18 +38,9 @@ class FingerprintScheme:
         return sha256_hex(canonical_json([self.version, structure, signature.to_dict()]))
 
 
-CURRENT_SCHEME: Final = FingerprintScheme(
-    version=1,
-    node=structure_node,
-    summary="class, config, attributes, mode, parameter/buffer shapes and dtypes, children",
-)
-
+CURRENT_SCHEME: Final = FingerprintScheme(version=1, node=structure_node)
 
 #: Schemes this release can compute, by version: the current one and those kept to migrate from.
 BUILTIN_SCHEMES: Final[Mapping[int, FingerprintScheme]] = MappingProxyType(
     {CURRENT_SCHEME.version: CURRENT_SCHEME}
 )
-
-
-def short_hash(full: str, length: int = SHORT_HASH_LENGTH) -> str:
-    return full[:length]

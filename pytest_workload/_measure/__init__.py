@@ -1,1 +1,1 @@
-"""TODO."""
+"""Measuring workloads: timing on their device, the device itself, replays."""

@@ -1,4 +1,4 @@
-"""TODO docstring."""
+"""A timing baseline: the timing one workload had on one device identity."""
 
 from __future__ import annotations
 

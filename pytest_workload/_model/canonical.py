@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, TypeAlias
-
-if TYPE_CHECKING:
-    pass
+from typing import TypeAlias
 
 
 def canonical_json(value: object) -> str:

@@ -1,16 +1,12 @@
-"""TODO docstring."""
+"""The identity a timing baseline belongs to: device model, torch version, threads."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .canonical import Json
 from .fields import read_field, read_object
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
 
 class WorkloadError(Exception):
     """Base class of every error pytest-workload raises on purpose."""

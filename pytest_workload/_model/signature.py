@@ -1,24 +1,14 @@
-"""TODO docstring."""
+"""Input signatures as data: described arguments, their readable form, workload keys."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
-from .canonical import canonical_json
+from .canonical import Json, canonical_json
 from .errors import WorkloadDataError
-
-if TYPE_CHECKING:
-    pass
-from typing import TYPE_CHECKING
-
-from .canonical import Json
-
-if TYPE_CHECKING:
-    pass
-
 
 _TENSOR_TAG: Final = "tensor"
 

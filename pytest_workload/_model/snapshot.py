@@ -1,4 +1,4 @@
-"""TODO docstring."""
+"""The snapshot document: a test's workload table as its ``.workloads`` file keeps it."""
 
 from __future__ import annotations
 

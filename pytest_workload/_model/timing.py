@@ -1,16 +1,12 @@
-"""TODO docstring."""
+"""A timing as data: median, spread and a 95% interval of per-call times."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from .canonical import Json
 from .errors import WorkloadDataError
 from .fields import read_field, read_object
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""TODO docstring."""
+"""Every format version pytest-workload writes, in one table."""
 
 from __future__ import annotations
 
@@ -7,13 +7,11 @@ from typing import Final
 #: Version of the JSON report layout (``--workload-json``); bumped on incompatible changes.
 REPORT_SCHEMA_VERSION: Final = 1
 
-
 #: Layout version of a snapshot file (independent of the fingerprint scheme it records).
 SNAPSHOT_FORMAT: Final = 1
-
 
 #: The field of a snapshot file that holds its layout version.
 SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
 
-
-BASELINE_FORMAT = 1
+#: Layout version of a timing baseline file.
+BASELINE_FORMAT: Final = 1

@@ -6,22 +6,15 @@ These are what crosses process boundaries (xdist workers) and what the JSON repo
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from functools import cached_property
 
 from .canonical import Json
 from .errors import WorkloadDataError
-from .fields import read_strings
-from .versions import REPORT_SCHEMA_VERSION
-
-if TYPE_CHECKING:
-    pass
-from dataclasses import field
-from functools import cached_property
-
-from .fields import read_field, read_object
+from .fields import read_field, read_object, read_strings
 from .signature import InputSignature, workload_key
 from .timing import Timing
+from .versions import REPORT_SCHEMA_VERSION
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,1 @@
-"""TODO."""
+"""Text for people: the terminal report, failure messages, comparisons, charts."""

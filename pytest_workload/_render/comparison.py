@@ -1,12 +1,12 @@
-"""TODO docstring."""
+"""``compare`` output: the text and Markdown renderings of a report comparison."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+from .._model.hashes import SHORT_HASH_LENGTH, short
 from .._verdict.compare import REGRESSIONS, Comparison, Row
 from .failures import render_collapse
-from .hashes import SHORT_HASH_LENGTH
 from .report import format_duration
 
 
@@ -29,7 +29,7 @@ def _times(row: Row) -> str:
 def _hashes(row: Row, n: int = SHORT_HASH_LENGTH) -> str:
     base, head = row.base_hash, row.head_hash
     if base is None or head is None:
-        return (base or head or "")[:n]
+        return short(base or head or "", n)
     return base[:n] if base == head else f"{base[:n]} -> {head[:n]}"
 
 

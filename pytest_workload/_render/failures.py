@@ -1,16 +1,16 @@
-"""TODO docstring."""
+"""Failure and note texts: collapses, snapshot changes, drift, missing baselines."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from .._model.baseline import Baseline
+from .._model.hashes import prefix_length, short
 from .._model.timing import Timing
 from .._model.workload import Workload
 from .._verdict.collapse import Collapse
 from .._verdict.diff import Change, format_key
 from .._verdict.drift import Drift
-from .hashes import SHORT_HASH_LENGTH, prefix_length
 from .report import _INDENT, format_duration
 
 
@@ -26,7 +26,7 @@ def render_collapse(collapse: Collapse) -> str:
         return "\n".join(
             [
                 "unstable user key: one workload got different keys from pytest_workload_key:",
-                f"  workload: {_describe(a.workload)}, hash {a.workload.hash[:SHORT_HASH_LENGTH]}",
+                f"  workload: {_describe(a.workload)}, hash {short(a.workload.hash)}",
                 f"  - {a.nodeid}, call {a.user_key.first_call}: {format_key(a.user_key.key)}",
                 f"  - {b.nodeid}, call {b.user_key.first_call}: {format_key(b.user_key.key)}",
             ]
@@ -38,13 +38,15 @@ def render_collapse(collapse: Collapse) -> str:
         )
         n = prefix_length([a.workload.hash, b.workload.hash])
         rows = [
-            f"  - {s.nodeid}: {_describe(s.workload)}, hash {s.workload.hash[:n]}" for s in (a, b)
+            f"  - {s.nodeid}: {_describe(s.workload)}, hash {short(s.workload.hash, n)}"
+            for s in (a, b)
         ]
     else:
         head = f"workload hash collapse: two distinct workloads share the hash {a.workload.hash}"
         n = prefix_length([a.workload.structure_hash, b.workload.structure_hash])
         rows = [
-            f"  - {s.nodeid}: {_describe(s.workload)}, structure {s.workload.structure_hash[:n]}"
+            f"  - {s.nodeid}: {_describe(s.workload)}, "
+            f"structure {short(s.workload.structure_hash, n)}"
             for s in (a, b)
         ]
     return "\n".join([head, *rows])
@@ -63,13 +65,13 @@ def _change_lines(change: Change, hash_len: int) -> list[str]:
     if change.kind == "changed":
         assert change.old is not None and change.new is not None
         head = (
-            f"changed:  {_entry_title(change)} {change.old.hash[:hash_len]} -> "
-            f"{change.new.hash[:hash_len]}"
+            f"changed:  {_entry_title(change)} {short(change.old.hash, hash_len)} -> "
+            f"{short(change.new.hash, hash_len)}"
         )
         return [head, *(f"{_INDENT}{d}" for d in change.details)]
     e = change.entry
     return [
-        f"{change.kind + ':':<9} {_entry_title(change)} {e.hash[:hash_len]}, input "
+        f"{change.kind + ':':<9} {_entry_title(change)} {short(e.hash, hash_len)}, input "
         f"{e.input_signature.format()}",
         *(f"{_INDENT}{d}" for d in change.details),
     ]
@@ -94,7 +96,7 @@ UPDATE_HINT = "run `pytest --workload-snapshot --snapshot-update` to accept the 
 
 
 def _workload_title(w: Workload) -> str:
-    return f"{w.name} ({w.class_name}), input {w.input_signature.format()}, hash {w.hash[:8]}"
+    return f"{w.name} ({w.class_name}), input {w.input_signature.format()}, hash {short(w.hash)}"
 
 
 def render_regression(w: Workload, baseline: Timing, drift: Drift, device: str) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .._model.hashes import prefix_length, short
 from .._model.timing import Timing
 from .._model.workload import TestWorkloads, Workload
-from .hashes import prefix_length
 
 _INDENT = "    "
 
@@ -54,7 +54,7 @@ def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
         ("Location", w.location),
         ("Parameters", format_params(w.params.count, w.params.bytes)),
         ("Input", w.input_signature.format()),
-        ("Hash", w.hash[:hash_len]),
+        ("Hash", short(w.hash, hash_len)),
         ("Timing", None if w.timing is None else format_timing(w.timing)),
         ("FLOPs", None if w.flops is None else format_flops(w.flops)),
         (

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .._model.canonical import Json, canonical_json
+from .._model.hashes import short
 from .._model.signature import InputSignature, format_node, is_tensor_node, label_arg, tensor_shape
 from .._model.snapshot import SnapshotDocument, SnapshotEntry
 from .distance import distance_factor, nearest
@@ -218,7 +219,7 @@ def _structure_lines(
     without = old.structure_hash_without_dtypes
     if without is not None and without == new.structure_hash_without_dtypes:
         return [f"{dtypes or 'parameter or buffer dtypes changed'} (structure otherwise the same)"]
-    hashes = f"{old.structure_hash[:8]} -> {new.structure_hash[:8]}"
+    hashes = f"{short(old.structure_hash)} -> {short(new.structure_hash)}"
     lines = [f"structure changed (structure hash {hashes})"]
     paths = changed_submodules(old, new, old_doc, new_doc)
     if paths:

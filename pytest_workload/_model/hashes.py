@@ -1,13 +1,13 @@
-"""TODO docstring."""
+"""Short hashes for people: the one place that decides how many hex digits are shown.
+
+Storage always keeps full hashes; every message and report shortens them here.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
-
-if TYPE_CHECKING:
-    pass
 import itertools
 from collections.abc import Iterable
+from typing import Final
 
 #: Characters of a hash shown in reports and messages; storage always keeps the full hash.
 SHORT_HASH_LENGTH: Final = 8
@@ -23,3 +23,8 @@ def prefix_length(hashes: Iterable[str], minimum: int = SHORT_HASH_LENGTH) -> in
         )
         length = max(length, common + 1)
     return length
+
+
+def short(full: str, length: int = SHORT_HASH_LENGTH) -> str:
+    """The first ``length`` hex digits of a hash, as messages show it."""
+    return full[:length]
