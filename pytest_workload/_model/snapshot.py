@@ -11,7 +11,7 @@ from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .signature import InputSignature, workload_key
 from .versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
-from .workload import Workload
+from .workload import Workload, read_identity
 
 
 @dataclass(frozen=True)
@@ -92,26 +92,14 @@ class SnapshotEntry:
     @classmethod
     def from_dict(cls, data: object) -> SnapshotEntry:
         d = read_object(data, "workload")
-        submodules = read_field(d, "submodules", dict)
-        if not all(isinstance(v, str) for v in submodules.values()):
-            raise WorkloadDataError("submodules must map names to structure hashes")
+        if not isinstance(d.get("submodules"), dict):
+            raise WorkloadDataError("missing or non-object field 'submodules'")
         return cls(
-            name=read_field(d, "name", str),
-            class_name=read_field(d, "class", str),
-            depth=read_field(d, "depth", int),
-            parent=read_field(d, "parent", str, optional=True),
-            structure_hash=read_field(d, "structure_hash", str),
-            input_signature=InputSignature.from_dict(d.get("input_signature")),
-            hash=read_field(d, "hash", str),
-            submodules=tuple(submodules.items()),
-            arg_names=tuple(read_field(d, "arg_names", list, optional=True) or ()),
+            **read_identity(d),
             user_key=d.get("user_key"),
             flops=read_field(d, "flops", int, optional=True),
             param_bytes=read_field(d, "param_bytes", int, optional=True),
             param_dtypes=read_strings(d, "param_dtypes"),
-            structure_hash_without_dtypes=read_field(
-                d, "structure_hash_without_dtypes", str, optional=True
-            ),
         )
 
 

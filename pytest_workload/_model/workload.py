@@ -5,9 +5,10 @@ These are what crosses process boundaries (xdist workers) and what the JSON repo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from .canonical import Json
 from .errors import WorkloadDataError
@@ -78,6 +79,28 @@ class AlternateHash:
             read_field(d, "structure_hash", str),
             read_field(d, "hash", str),
         )
+
+
+def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a report's workload and a snapshot's entry share, read by one set of rules,
+    as keyword arguments for either class."""
+    submodules = read_field(d, "submodules", dict, optional=True) or {}
+    if not all(isinstance(v, str) for v in submodules.values()):
+        raise WorkloadDataError("submodules must map names to structure hashes")
+    return {
+        "name": read_field(d, "name", str),
+        "class_name": read_field(d, "class", str),
+        "depth": read_field(d, "depth", int),
+        "parent": read_field(d, "parent", str, optional=True),
+        "structure_hash": read_field(d, "structure_hash", str),
+        "input_signature": InputSignature.from_dict(d.get("input_signature")),
+        "hash": read_field(d, "hash", str),
+        "submodules": tuple(submodules.items()),
+        "arg_names": read_strings(d, "arg_names") or (),
+        "structure_hash_without_dtypes": read_field(
+            d, "structure_hash_without_dtypes", str, optional=True
+        ),
+    }
 
 
 @dataclass(frozen=True)
@@ -151,21 +174,12 @@ class Workload:
     @classmethod
     def from_dict(cls, data: object) -> Workload:
         d = read_object(data, "workload")
-        submodules = read_field(d, "submodules", dict, optional=True) or {}
         return cls(
-            name=read_field(d, "name", str),
-            class_name=read_field(d, "class", str),
-            depth=read_field(d, "depth", int),
-            parent=read_field(d, "parent", str, optional=True),
-            structure_hash=read_field(d, "structure_hash", str),
-            input_signature=InputSignature.from_dict(d.get("input_signature")),
-            hash=read_field(d, "hash", str),
+            **read_identity(d),
             calls=read_field(d, "calls", int),
             params=ParamStats.from_dict(d.get("params")),
-            arg_names=tuple(read_field(d, "arg_names", list, optional=True) or ()),
             location=read_field(d, "location", str, optional=True),
             total_time_s=read_field(d, "total_time_s", float, int, optional=True),
-            submodules=tuple((str(k), str(v)) for k, v in submodules.items()),
             user_keys=tuple(
                 UserKey.from_dict(k) for k in read_field(d, "user_keys", list, optional=True) or ()
             ),
@@ -178,9 +192,6 @@ class Workload:
             peak_memory_bytes=read_field(d, "peak_memory_bytes", int, optional=True),
             output_signature=d.get("output_signature"),
             caller=read_field(d, "caller", int, optional=True),
-            structure_hash_without_dtypes=read_field(
-                d, "structure_hash_without_dtypes", str, optional=True
-            ),
         )
 
 
