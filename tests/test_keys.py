@@ -26,10 +26,10 @@ def pytest_workload_key(module, args, kwargs):
 """
 
 
-def test_weight_key_collapses_two_shapes(pytester, suite, mode):
+def test_weight_key_collapses_two_shapes(pytester, suite):
     pytester.makeconftest(WEIGHT_KEY)
     suite(two_shapes())
-    result = pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update")
+    result = pytester.runpytest("--workload-snapshot", "--snapshot-update")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(

@@ -245,19 +245,19 @@ def test_snapshot_from_another_scheme_names_both_versions(pytester, suite):
     )
 
 
-def test_corrupt_snapshot_is_a_clear_error_and_only_rewritten_on_update(pytester, suite, mode):
+def test_corrupt_snapshot_is_a_clear_error_and_only_rewritten_on_update(pytester, suite):
     suite(two_shapes())
     stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
     stored.parent.mkdir(parents=True)
     stored.write_text('{"pytest_workload_snapshot": 1, "workloads": [')
-    result = pytester.runpytest(*mode, "--workload-snapshot")
+    result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit("corrupt workload snapshot __snapshots__*test_two_shapes.workloads: not valid JSON*")
     )
     assert stored.read_text().endswith("[")
-    pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
-    pytester.runpytest(*mode, "--workload-snapshot").assert_outcomes(passed=1)
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
 
 
 def test_unused_snapshot_follows_syrupy(pytester, suite, mode):
