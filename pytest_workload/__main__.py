@@ -1,8 +1,11 @@
-"""``python -m pytest_workload compare BASE.json HEAD.json``: the CI verdict between reports.
+"""The command line: ``python -m pytest_workload compare BASE.json HEAD.json`` is the CI verdict
+between reports; ``python -m pytest_workload merge A.json B.json --output M.json`` joins the
+reports of CI shards into one.
 
-Exit status: 0 when the head did not regress, 1 when it did (changed or removed workloads,
-collapses or unstable keys, timings beyond the tolerance; new workloads are reported, not
-failed), 2 on bad input or an output that cannot be written.
+Exit status of ``compare``: 0 when the head did not regress, 1 when it did (changed or removed
+workloads, collapses or unstable keys, timings beyond the tolerance; new workloads are reported,
+not failed). Of ``merge``: 0, or 1 when workloads collapse across the shards (the merged report
+is written all the same). Both: 2 on bad input or an output that cannot be written.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._model.errors import WorkloadError
-from ._model.files import read_report
+from ._model.files import read_report, write_report
 from ._render.comparison import render_comparison, render_comparison_markdown
+from ._render.merge import render_merge
 from ._verdict.compare import Comparison, compare_reports
 from ._verdict.drift import DEFAULT_TOLERANCE
+from ._verdict.merge import Shard, merge_reports
 from .plugin import tolerance
 
 
@@ -49,6 +54,15 @@ def _parser() -> argparse.ArgumentParser:
         "--chart", type=Path, metavar="PATH", help="also write a chart (.svg, .png or .html)"
     )
     compare.add_argument("--output", type=Path, metavar="PATH", help="write there, not stdout")
+    merge = commands.add_parser(
+        "merge",
+        help="merge the --workload-json reports of CI shards into one and check collapses "
+        "across them (exit 1 on a collapse)",
+    )
+    merge.add_argument("reports", type=Path, nargs="+", help="the shards' reports")
+    merge.add_argument(
+        "--output", type=Path, metavar="PATH", required=True, help="where the merged report goes"
+    )
     return parser
 
 
@@ -73,8 +87,25 @@ def _write(comparison: Comparison, args: argparse.Namespace) -> None:
         write_chart(comparison, args.chart)
 
 
+def _merge(args: argparse.Namespace) -> int:
+    shards = [Shard(str(path), read_report(path)) for path in args.reports]
+    merged = merge_reports(shards)
+    try:
+        write_report(args.output, merged.report)
+    except OSError as exc:
+        raise WorkloadError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    sys.stdout.write("\n".join(render_merge(merged, len(shards), str(args.output))) + "\n")
+    return 1 if merged.collapses else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "merge":
+        try:
+            return _merge(args)
+        except WorkloadError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     try:
         base, head = read_report(args.base), read_report(args.head)
         comparison = compare_reports(base, head, args.tolerance, strict=args.strict)

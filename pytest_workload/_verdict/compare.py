@@ -120,7 +120,8 @@ def _timed_row(
     )
 
 
-def _same_device(base: SessionReport, head: SessionReport) -> bool:
+def same_device(base: SessionReport, head: SessionReport) -> bool:
+    """Whether two reports were measured on one device identity, so their timings compare."""
     keys = ("device", "torch", "threads")
     if not isinstance(base.environment, dict) or not isinstance(head.environment, dict):
         return False
@@ -144,7 +145,7 @@ def compare_reports(
             incomparable=f"the reports use fingerprint schemes {base.scheme} and {head.scheme}: "
             "hashes are not comparable; regenerate the base report with the same pytest-workload",
         )
-    timed = _same_device(base, head)
+    timed = same_device(base, head)
     base_tests = {t.nodeid: t for t in base.tests}
     head_tests = {t.nodeid: t for t in head.tests}
     rows: list[Row] = []

@@ -1,0 +1,22 @@
+"""``merge`` output: what the merged report holds and every collapse across shards."""
+
+from __future__ import annotations
+
+from .._verdict.merge import Merged
+from .failures import render_collapse
+
+
+def render_merge(merged: Merged, shards: int, output: str) -> list[str]:
+    tests = merged.report.tests
+    workloads = [w for t in tests for w in t]
+    lines = [
+        f"merged {shards} report{'s' if shards != 1 else ''} into {output}: {len(tests)} tests, "
+        f"{len(workloads)} workloads ({len({w.hash for w in workloads})} distinct)"
+    ]
+    for collapse, first, second in merged.collapses:
+        where = f"both in {first}" if first == second else f"across shards {first} and {second}"
+        lines += ["", render_collapse(collapse), f"  ({where})"]
+    lines += ["", *merged.report.problems] if merged.report.problems else []
+    if not merged.collapses:
+        lines.append("no collapse across shards")
+    return lines
