@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
 from .._model.canonical import Json, canonical_json
 from .._model.errors import UndescribableInputError
 from .._model.signature import _NDARRAY_TAG, _TENSOR_TAG, dtype_name, qualified_name
+from .ecosystem import describe_known
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -116,6 +117,9 @@ class _Describer:
             custom = _ask(self._custom, value, path)
             if custom is not None:
                 return {"custom": qualified_name(type(value)), "value": custom}
+        known = describe_known(value, self.describe, path)
+        if known is not None:
+            return known
         raise UndescribableInputError(path, type(value))
 
     def _describe_container(self, value: object, path: str) -> Json:

@@ -99,7 +99,7 @@ def _format_tagged(node: dict[str, Json]) -> str:
     if "fields" in node:
         fields = node["fields"]
         assert isinstance(fields, dict)
-        cls = node.get("namedtuple", node.get("dataclass"))
+        cls = node.get("namedtuple", node.get("dataclass", node.get("builtin")))
         inner = ", ".join(f"{k}={format_node(v)}" for k, v in fields.items())
         return f"{_short_type(str(cls))}({inner})"
     if "enum" in node:
