@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 MARKER = "workloads"
 
 
-_MARK_ARGUMENTS = ("max_depth", "perf_tolerance")
+_MARK_ARGUMENTS = ("max_depth", "perf_tolerance", "record")
 
 
 @dataclass(frozen=True)
@@ -37,17 +37,15 @@ class WorkloadsMark:
 
     max_depth: int = 0
     perf_tolerance: float | None = None
+    #: False opts a test out of ``--workload-record=all``.
+    record: bool = True
 
 
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
-
-
+#: Whether every test records (``--workload-record=all``), not only marked ones.
+RECORD_ALL_KEY = pytest.StashKey[bool]()
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
-
-
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
-
-
 SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
 
 
@@ -82,6 +80,12 @@ def _on_off(value: str) -> bool:
     if value not in ("on", "off"):
         raise argparse.ArgumentTypeError(f"expected 'on' or 'off', got {value!r}")
     return value == "on"
+
+
+def _record_mode(value: str) -> str:
+    if value not in ("marked", "all"):
+        raise argparse.ArgumentTypeError(f"expected 'marked' or 'all', got {value!r}")
+    return value
 
 
 def _perf_mode(value: str) -> str:
@@ -136,6 +140,15 @@ _FLAGS = (
 
 
 _OPTIONS = (
+    _Option(
+        "--workload-record",
+        "marked",
+        _record_mode,
+        "marked|all",
+        "which tests record workloads: those with @pytest.mark.workloads or the workloads "
+        "fixture, or every test (max_depth 0 unless a marker says otherwise; "
+        "@pytest.mark.workloads(record=False) opts one out)",
+    ),
     _Option("--workload-json", "", str, "PATH", "write every test's workloads to PATH as JSON"),
     _Option(
         "--workload-timing",
@@ -261,10 +274,12 @@ def _schemes(config: pytest.Config) -> list[FingerprintScheme]:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(max_depth=0, perf_tolerance=None): record every module this test calls at "
-        "top level, and its submodules down to max_depth, as workloads; perf_tolerance "
-        "overrides --workload-perf-tolerance",
+        f"{MARKER}(max_depth=0, perf_tolerance=None, record=True): record every module this "
+        "test calls at top level, and its submodules down to max_depth, as workloads; "
+        "perf_tolerance overrides --workload-perf-tolerance; record=False opts the test out of "
+        "--workload-record=all",
     )
+    config.stash[RECORD_ALL_KEY] = _value(config, "--workload-record") == "all"
     settings = _settings(config)
     if settings.snapshot and not config.pluginmanager.hasplugin("syrupy"):
         raise pytest.UsageError("--workload-snapshot needs the syrupy plugin, which is disabled")
@@ -301,13 +316,19 @@ def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
         raise pytest.UsageError(
             f"{where}(perf_tolerance=...) must be a number >= 0, got {tolerance!r}"
         )
-    return WorkloadsMark(max_depth, None if tolerance is None else float(tolerance))
+    record = mark.kwargs.get("record", True)
+    if not isinstance(record, bool):
+        raise pytest.UsageError(f"{where}(record=...) must be True or False, got {record!r}")
+    return WorkloadsMark(max_depth, None if tolerance is None else float(tolerance), record)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    record_all = config.stash[RECORD_ALL_KEY]
     for item in items:
         mark = parse_mark(item)
-        if mark is not None:
+        if mark is None and record_all:
+            mark = WorkloadsMark()
+        if mark is not None and mark.record:
             item.stash[MARK_KEY] = mark
 
 
