@@ -17,12 +17,12 @@ from pathlib import Path
 
 from ._model.errors import WorkloadError
 from ._model.files import read_report, write_report
+from ._options import tolerance
 from ._render.comparison import render_comparison, render_comparison_markdown
 from ._render.merge import render_merge
 from ._verdict.compare import Comparison, compare_reports
 from ._verdict.drift import DEFAULT_TOLERANCE
 from ._verdict.merge import Shard, merge_reports
-from .plugin import tolerance
 
 
 def _parser() -> argparse.ArgumentParser:

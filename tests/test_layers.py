@@ -24,12 +24,13 @@ LAYERS = (
     "_session",
     "xdist",
     "hookspecs",
+    "_options",
     "plugin",
     "__main__",
     "__init__",
 )
 #: Top-level modules that may import each other regardless of order (pytest glue and its CLI).
-GLUE = {"plugin", "__main__", "__init__"}
+GLUE = {"_options", "plugin", "__main__", "__init__"}
 
 
 def _layer(module: str) -> str:

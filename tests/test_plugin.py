@@ -180,7 +180,7 @@ class ShapeBlind(FingerprintScheme):
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    config.stash[SESSION_KEY].scheme = ShapeBlind(1, CURRENT_SCHEME.node, "shape-blind")
+    config.stash[SESSION_KEY].scheme = ShapeBlind(1, CURRENT_SCHEME.node)
 """
 
 
@@ -276,7 +276,10 @@ def test_unused_snapshot_follows_syrupy(pytester, suite, mode):
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
-        ("workloads(depth=2)", " got unknown argument depth (it takes max_depth, perf_tolerance)"),
+        (
+            "workloads(depth=2)",
+            " got unknown argument depth (it takes max_depth, perf_tolerance, record)",
+        ),
         ("workloads(max_depth=-1)", "(max_depth=...) must be an int >= 0, got -1"),
         ("workloads(max_depth='2')", "(max_depth=...) must be an int >= 0, got '2'"),
         ("workloads(2)", " takes keyword arguments only, got (2,)"),
