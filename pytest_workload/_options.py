@@ -20,6 +20,8 @@ from ._session import WorkloadSettings
 from ._verdict.drift import DEFAULT_TOLERANCE
 
 MARKER = "workloads"
+#: Recorded tests up to which ``--workload-report=auto`` shows every test's tree.
+TREE_TESTS = 20
 
 
 _MARK_ARGUMENTS = ("max_depth", "perf_tolerance", "record")
@@ -61,6 +63,12 @@ def _on_off(value: str) -> bool:
 def _record_mode(value: str) -> str:
     if value not in ("marked", "all"):
         raise argparse.ArgumentTypeError(f"expected 'marked' or 'all', got {value!r}")
+    return value
+
+
+def _report_mode(value: str) -> str:
+    if value not in ("auto", "tree", "summary"):
+        raise argparse.ArgumentTypeError(f"expected 'auto', 'tree' or 'summary', got {value!r}")
     return value
 
 
@@ -133,6 +141,14 @@ _OPTIONS = (
         "on|off",
         "time each top-level workload on its device; 'off' turns every timing off (hashes and "
         "FLOPs stay)",
+    ),
+    _Option(
+        "--workload-report",
+        "auto",
+        _report_mode,
+        "auto|tree|summary",
+        "the terminal section: each test's tree of workloads, or counts only; 'auto' shows the "
+        f"tree with -v or for at most {TREE_TESTS} recorded tests",
     ),
     _Option(
         "--workload-time-budget",

@@ -14,6 +14,7 @@ from ._identity.fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintS
 from ._model.errors import DeviceUnavailableError
 from ._options import (
     MARKER,
+    TREE_TESTS,
     WorkloadsMark,
     add_options,
     option_value,
@@ -21,8 +22,9 @@ from ._options import (
     read_settings,
 )
 from ._record.recorder import Keyer, WorkloadRecorder
-from ._render.report import junit_properties
+from ._render.report import junit_properties, render_summary
 from ._session import WORKER_OUTPUT_KEY, WorkloadSession
+from ._verdict.collapse import KeyChecks
 
 if TYPE_CHECKING:
     import torch
@@ -188,13 +190,25 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     return result
 
 
+def _report_lines(config: pytest.Config, session: WorkloadSession) -> list[str]:
+    mode = option_value(config, "--workload-report")
+    recorded = sum(1 for t in session.tests if t.workloads)
+    if mode == "tree" or (
+        mode == "auto" and (config.get_verbosity() > 0 or recorded <= TREE_TESTS)
+    ):
+        return session.terminal_lines()
+    checks = KeyChecks()
+    collapses = sum(len(checks.check(test)) for test in session.tests)
+    return render_summary(session.tests, collapses) if recorded else []
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     config = terminalreporter.config
     if hasattr(config, "workerinput"):
         return
     session = config.stash[SESSION_KEY]
     quiet = config.get_verbosity() < 0  # -q: no report, notes counted; problems still shown
-    lines = [] if quiet else session.terminal_lines()
+    lines = [] if quiet else _report_lines(config, session)
     if lines:
         terminalreporter.write_sep("=", "Workloads discovered")
         for line in lines:

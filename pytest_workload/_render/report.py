@@ -92,6 +92,22 @@ def render_session(tests: Sequence[TestWorkloads]) -> list[str]:
     return lines
 
 
+def render_summary(tests: Sequence[TestWorkloads], collapses: int) -> list[str]:
+    """The section for a large suite: counts, and where the full tree is."""
+    recorded = [t for t in tests if t.workloads]
+    workloads = [w for t in recorded for w in t]
+    roots = sum(1 for w in workloads if w.parent is None)
+    distinct = len({w.hash for w in workloads})
+    found = (
+        "no collapse" if not collapses else f"{collapses} collapse{'s' if collapses > 1 else ''}"
+    )
+    return [
+        f"{len(recorded)} tests recorded {len(workloads)} workloads ({roots} top-level, "
+        f"{distinct} distinct hashes); {found} across the session",
+        "each test's tree: -v or --workload-report=tree; every field: --workload-json=PATH",
+    ]
+
+
 def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
     """``record_property`` pairs for a test's workloads, for JUnit XML and CI dashboards."""
     props: list[tuple[str, str]] = []

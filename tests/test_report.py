@@ -1,0 +1,68 @@
+"""The terminal section at suite scale: every test's tree for a small session or on request,
+counts for a large one."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.pytester_suite import MODELS, SUITE_INI
+
+MANY = """
+@pytest.mark.workloads
+@pytest.mark.parametrize("size", range(8, 8 + COUNT))
+def test_size(size):
+    Net().eval()(torch.rand(1, 3, size, size))
+"""
+
+
+def _suite(pytester: pytest.Pytester, count: int) -> None:
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_many=MODELS + MANY.replace("COUNT", str(count)))
+
+
+def test_a_large_session_gets_counts_not_trees(pytester):
+    _suite(pytester, 21)
+    result = pytester.runpytest("--workload-timing=off")
+    result.assert_outcomes(passed=21)
+    result.stdout.fnmatch_lines(
+        [
+            "*= Workloads discovered =*",
+            "21 tests recorded 21 workloads (21 top-level, 21 distinct hashes); no collapse "
+            "across the session",
+            "each test's tree: -v or --workload-report=tree; every field: --workload-json=PATH",
+        ]
+    )
+    result.stdout.no_fnmatch_line("*Hash:*")
+
+
+@pytest.mark.parametrize("ask", [("-v",), ("--workload-report=tree",)])
+def test_the_tree_on_request(pytester, ask):
+    _suite(pytester, 21)
+    result = pytester.runpytest("--workload-timing=off", *ask)
+    result.assert_outcomes(passed=21)
+    assert result.stdout.str().count("Hash:") == 21
+
+
+def test_a_small_session_gets_trees_and_summary_on_request(pytester):
+    _suite(pytester, 2)
+    trees = pytester.runpytest("--workload-timing=off")
+    assert trees.stdout.str().count("Hash:") == 2
+    counts = pytester.runpytest("--workload-timing=off", "--workload-report=summary")
+    counts.stdout.fnmatch_lines(["2 tests recorded 2 workloads (2 top-level, 2 distinct*"])
+    counts.stdout.no_fnmatch_line("*Hash:*")
+
+
+def test_collapses_are_counted(pytester):
+    pytester.makeconftest(
+        "def pytest_workload_key(module, args, kwargs):\n    return type(module).__name__\n"
+    )
+    _suite(pytester, 2)
+    result = pytester.runpytest("--workload-timing=off", "--workload-report=summary")
+    result.stdout.fnmatch_lines(["2 tests recorded 2 workloads (*); 1 collapse across the session"])
+
+
+def test_a_bad_report_mode_is_a_usage_error(pytester):
+    _suite(pytester, 1)
+    result = pytester.runpytest("--workload-report=full")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*expected 'auto', 'tree' or 'summary', got 'full'*"])
