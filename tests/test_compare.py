@@ -246,10 +246,12 @@ def test_options_are_one_help_group_with_ini_keys_and_defaults(pytester):
         "--workload-perf-tolerance",
         "--workload-baselines",
         "--workload-migrate",
+        "--workload-record",
+        "--workload-report",
     ):
         assert flag.strip() in group, flag
-    assert group.count("(default: ") == 9
-    assert group.count("ini: workload_") == 9
+    assert group.count("(default: ") == 11
+    assert group.count("ini: workload_") == 11
     for ini in (
         "workload_snapshot",
         "workload_json",
@@ -260,6 +262,8 @@ def test_options_are_one_help_group_with_ini_keys_and_defaults(pytester):
         "workload_perf_tolerance",
         "workload_baselines",
         "workload_migrate",
+        "workload_record",
+        "workload_report",
     ):
         assert f"  {ini} (" in out, ini
 
@@ -279,7 +283,7 @@ def test_marker_and_fixtures_are_registered_and_documented(pytester):
     )
     pytester.runpytest("--strict-markers").assert_outcomes(passed=1)
     markers = pytester.runpytest("--markers").stdout.str()
-    assert "@pytest.mark.workloads(max_depth=0, perf_tolerance=None)" in markers
+    assert "@pytest.mark.workloads(max_depth=0, perf_tolerance=None, record=True)" in markers
     fixtures = pytester.runpytest("--fixtures").stdout.str()
     assert "workloads -- " in fixtures and "workload_device [session scope] -- " in fixtures
     assert "workloads.track(model, max_depth=N)" in fixtures

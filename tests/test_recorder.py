@@ -398,7 +398,7 @@ class KwargBlindScheme(FingerprintScheme):
 
 
 def test_callers_that_share_a_hash_do_not_share_children(tiny):
-    scheme = KwargBlindScheme(1, structure_node, "forgets keyword arguments")
+    scheme = KwargBlindScheme(1, structure_node)
     x = torch.rand(1, 3, 8, 8)
     table = record(lambda: [tiny(x, scale=1.0), tiny(x, scale=2.0)], max_depth=1, scheme=scheme)
     first, second = table.roots()
