@@ -23,7 +23,7 @@ from ._model.canonical import Json
 from ._model.files import write_report
 from ._model.workload import SessionReport, TestWorkloads
 from ._record.recorder import Keyer, WorkloadRecorder
-from ._render.report import render_session
+from ._render.report import render_session, render_unchecked
 from ._verdict.drift import DEFAULT_TOLERANCE
 
 if TYPE_CHECKING:
@@ -181,6 +181,15 @@ class WorkloadSession:
 
     def terminal_lines(self) -> list[str]:
         return render_session(self.tests)
+
+    def unchecked_line(self) -> str | None:
+        """Which stored tables this session used without checking them (or did not write)."""
+        return render_unchecked(
+            len(self.snapshots.kept),
+            gate=self.settings.snapshot,
+            update=self.settings.update,
+            recorded=sum(1 for t in self.tests if t.workloads),
+        )
 
     def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> Path | None:
         """Write the JSON report (``extend`` may add fields to it first)."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
+from ._gate.syrupy_ext import uncount_kept
 from ._identity.describe import Describer
 from ._identity.fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from ._model.errors import DeviceUnavailableError
@@ -226,6 +227,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "workload performance")
         for note in session.perf_notes:
             terminalreporter.write_line(note)
+    unchecked = session.unchecked_line()
+    if unchecked is not None:
+        terminalreporter.write_line(unchecked)
     if session.notes:
         terminalreporter.write_sep("-", "workload snapshot migrations")
         for note in session.notes:
@@ -252,6 +256,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
         workeroutput[WORKER_OUTPUT_KEY] = WorkerPayload.of(workload_session).to_dict()
     yield
     if workeroutput is None:
+        uncount_kept(getattr(config, "_syrupy", None), workload_session.snapshots.kept)
         if config.stash[MERGE_KEY].check_across_workers() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         workload_session.write_json(

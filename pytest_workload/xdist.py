@@ -25,11 +25,17 @@ class WorkerPayload:
     notes: tuple[str, ...] = ()
     perf_notes: tuple[str, ...] = ()
     environment: Json = None
+    #: Stored tables the worker used without checking them.
+    kept: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, session: WorkloadSession) -> WorkerPayload:
         return cls(
-            session.tests, tuple(session.notes), tuple(session.perf_notes), session.environment()
+            session.tests,
+            tuple(session.notes),
+            tuple(session.perf_notes),
+            session.environment(),
+            tuple(session.snapshots.kept),
         )
 
     def to_dict(self) -> dict[str, Json]:
@@ -38,6 +44,7 @@ class WorkerPayload:
             "notes": list(self.notes),
             "perf_notes": list(self.perf_notes),
             "environment": self.environment,
+            "kept": list(self.kept),
         }
 
     @classmethod
@@ -49,6 +56,7 @@ class WorkerPayload:
             tuple(str(n) for n in data.get("notes", ())),
             tuple(str(n) for n in data.get("perf_notes", ())),
             data.get("environment"),
+            tuple(str(k) for k in data.get("kept", ())),
         )
 
 
@@ -81,6 +89,7 @@ class WorkerMerge:
         self.session.adopt_environment(payload.environment)
         self.session.notes.extend(payload.notes)
         self.session.perf_notes.extend(payload.perf_notes)
+        self.session.snapshots.kept.extend(payload.kept)
 
     def check_across_workers(self) -> list[str]:
         """Collapses between tests that ran on different workers: no worker saw both, so the

@@ -31,6 +31,9 @@ class SnapshotGate:
         self.legacy_schemes = tuple(legacy_schemes)
         self.migrate = migrate
         self.rootdir = rootdir
+        #: Stored tables used but not checked (a failed test, no gate, a refused file): they
+        #: must not be counted as passed.
+        self.kept: list[str] = []
 
     def check(self, snapshot: Snapshot, test: TestWorkloads, scheme: int) -> GateResult:
         from .syrupy_ext import check_snapshot
@@ -38,17 +41,20 @@ class SnapshotGate:
         document = SnapshotDocument(scheme, tuple(SnapshotEntry.from_workload(w) for w in test))
         legacy = self._legacy_documents(test) if self.migrate else None
         result = check_snapshot(snapshot, document, self.rootdir, legacy)
+        if result.kept is not None:
+            self.kept.append(result.kept)
         return GateResult(
             failures=() if result.failure is None else (result.failure,),
             notes=() if result.note is None else (result.note,),
         )
 
-    @staticmethod
-    def keep(snapshot: Snapshot) -> None:
+    def keep(self, snapshot: Snapshot) -> None:
         """Leave the stored table as it is, counted as used (a failed test, or no gate)."""
         from .syrupy_ext import keep_snapshot
 
-        keep_snapshot(snapshot)
+        location = keep_snapshot(snapshot)
+        if location is not None:
+            self.kept.append(location)
 
     def _legacy_documents(self, test: TestWorkloads) -> dict[int, SnapshotDocument]:
         """The test's table as each older scheme would have written it."""

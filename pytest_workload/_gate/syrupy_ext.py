@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from syrupy.assertion import SnapshotAssertion
+from syrupy.data import SnapshotCollections
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from .._model.errors import WorkloadDataError
@@ -27,6 +28,7 @@ from .._verdict.diff import compare_documents, documents_match
 
 if TYPE_CHECKING:
     from syrupy.data import SnapshotCollection
+    from syrupy.session import SnapshotSession
 
 #: The ``snapshot`` fixture's value, as the gates above this module name it.
 Snapshot = SnapshotAssertion
@@ -84,6 +86,7 @@ class SnapshotResult:
 
     failure: str | None = None
     note: str | None = None
+    kept: str | None = None
 
 
 MIGRATE_COMMAND = "pytest --workload-snapshot --workload-migrate"
@@ -97,15 +100,34 @@ def _location(assertion: SnapshotAssertion) -> str:
     )
 
 
-def keep_snapshot(snapshot: SnapshotAssertion) -> None:
+def keep_snapshot(snapshot: SnapshotAssertion) -> str | None:
     """Mark a test's stored table as used without comparing or rewriting it: for a test that
-    failed, or a session without the gate, whose table says nothing about the stored one."""
+    failed, or a session without the gate, whose table says nothing about the stored one.
+    Returns the kept file's location (None when there is none), which syrupy counts as
+    passed until :func:`uncount_kept` takes it out."""
     assertion = snapshot.use_extension(WorkloadSnapshotExtension)
+    location = _location(assertion)
     try:
-        text = Path(_location(assertion)).read_text(encoding="utf-8")
+        text = Path(location).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        return  # no stored table (or one syrupy cannot read either): nothing to keep
+        return None  # no stored table (or one syrupy cannot read either): nothing to keep
     assertion == _Kept(text)  # noqa: B015 (a match that syrupy records as a use)
+    return location
+
+
+def uncount_kept(syrupy_session: SnapshotSession | None, kept: Collection[str]) -> None:
+    """Take kept tables out of syrupy's "snapshots passed": they were used, not checked.
+
+    Called after syrupy built its report (on the xdist controller: after it merged its
+    workers'), before the terminal summary prints it."""
+    report = None if syrupy_session is None else syrupy_session.report
+    if report is None or not kept:
+        return
+    checked = SnapshotCollections()
+    for collection in report.matched:
+        if collection.location not in kept:
+            checked.add(collection)
+    report.matched = checked
 
 
 def _too_new(path: Path, scheme: int) -> str | None:
@@ -144,17 +166,16 @@ def check_snapshot(
         return SnapshotResult()
     too_new = _too_new(Path(location), document.scheme)
     if too_new is not None:
-        keep_snapshot(snapshot)
         return SnapshotResult(
             failure=f"workload snapshot {shown} was written by {too_new}: upgrade "
-            "pytest-workload to check it. It is left as it is, also under --snapshot-update"
+            "pytest-workload to check it. It is left as it is, also under --snapshot-update",
+            kept=keep_snapshot(snapshot),
         )
     note = None
     if legacy is not None and os.path.exists(location):
         refusal, note = _migrate(Path(location), shown, document, legacy)
         if refusal is not None:
-            keep_snapshot(snapshot)
-            return SnapshotResult(failure=refusal)
+            return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot))
     if assertion == document:
         return SnapshotResult(note=note)
     result = assertion.executions[assertion.num_executions - 1]

@@ -120,3 +120,30 @@ def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
         if w.flops is not None:
             props.append((f"{prefix} flops", str(w.flops)))
     return props
+
+
+def _snapshots(count: int) -> str:
+    return f"{count} workload snapshot{'s' if count != 1 else ''}"
+
+
+def render_unchecked(kept: int, *, gate: bool, update: bool, recorded: int) -> str | None:
+    """The one line that says which workload snapshots were not checked, or not written:
+    syrupy counts only the checked ones as passed."""
+    if not gate and update and (recorded or kept):
+        left = (
+            f"; {_snapshots(kept)} left as {'it is' if kept == 1 else 'they are'}" if kept else ""
+        )
+        return (
+            "--snapshot-update without --workload-snapshot: workload snapshots are written only "
+            f"with --workload-snapshot (`pytest --workload-snapshot --snapshot-update`){left}"
+        )
+    if not gate and kept:
+        return (
+            f"{_snapshots(kept)} not checked: workload snapshots are checked only with "
+            "--workload-snapshot"
+        )
+    if kept:
+        return (
+            f"{_snapshots(kept)} not checked: {'its test' if kept == 1 else 'their tests'} failed"
+        )
+    return None
