@@ -19,6 +19,7 @@ from ._model.errors import (
     UndescribableInputError,
     WorkloadDataError,
     WorkloadError,
+    WorkloadWarning,
 )
 from ._model.files import read_report
 from ._model.signature import InputSignature, workload_key
@@ -49,6 +50,7 @@ __all__ = [
     "WorkloadDataError",
     "WorkloadError",
     "WorkloadRecorder",
+    "WorkloadWarning",
     "distance_factor",
     "nearest",
     "read_report",

@@ -50,6 +50,14 @@ class WorkloadSettings:
     rootdir: Path | None = None
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """What the session says of one test: why it fails, and what it only warns about."""
+
+    failures: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+
 class WorkloadSession:
     """Collects every test's workloads and what the gates said of them."""
 
@@ -116,8 +124,9 @@ class WorkloadSession:
         *,
         passed: bool,
         tolerance: float | None = None,
-    ) -> list[str]:
-        """Measure and keep the test's workloads; return the reasons it fails (if any)."""
+    ) -> Outcome:
+        """Measure and keep the test's workloads; say why the test fails, or what it warns
+        of: without the gate nothing fails a test, so what could not be recorded warns."""
         recorder.stop()
         if passed:
             for problem in recorder.measure(self.timing_policy):
@@ -127,21 +136,22 @@ class WorkloadSession:
         if snapshot is not None and not (passed and self.settings.snapshot):
             self.snapshots.keep(snapshot)  # a failed test's table says nothing of the stored one
         if not passed:
-            return []
-        failures = [f"pytest-workload could not record: {e}" for e in recorder.errors]
-        if self.settings.snapshot:
-            failures += self.keys.check(test).failures
-            if snapshot is not None:
-                result = self.snapshots.check(snapshot, test, self.scheme.version)
-                failures += result.failures
-                self.notes += result.notes
-            if self.settings.perf != "off":
-                result = self.perf.check(
-                    test, self.settings.tolerance if tolerance is None else tolerance
-                )
-                failures += result.failures
-                self.perf_notes += result.notes
-        return failures
+            return Outcome()
+        errors = [f"pytest-workload could not record: {e}" for e in recorder.errors]
+        if not self.settings.snapshot:
+            return Outcome(warnings=(f"{recorder.nodeid}: " + "\n".join(errors),) if errors else ())
+        failures = errors + list(self.keys.check(test).failures)
+        if snapshot is not None:
+            result = self.snapshots.check(snapshot, test, self.scheme.version)
+            failures += result.failures
+            self.notes += result.notes
+        if self.settings.perf != "off":
+            result = self.perf.check(
+                test, self.settings.tolerance if tolerance is None else tolerance
+            )
+            failures += result.failures
+            self.perf_notes += result.notes
+        return Outcome(failures=tuple(failures))
 
     def add(self, test: TestWorkloads) -> None:
         """Keep a test's workloads (recorded here, or sent by an xdist worker)."""

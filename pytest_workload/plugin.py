@@ -12,7 +12,7 @@ from syrupy.assertion import SnapshotAssertion
 from ._gate.syrupy_ext import uncount_kept
 from ._identity.describe import Describer
 from ._identity.fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
-from ._model.errors import DeviceUnavailableError
+from ._model.errors import DeviceUnavailableError, WorkloadWarning
 from ._options import (
     MARKER,
     TREE_TESTS,
@@ -183,15 +183,17 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
         _record_properties(item, session)
         raise
     mark = item.stash.get(MARK_KEY, None)
-    failures = session.finish_test(
+    outcome = session.finish_test(
         recorder,
         item.stash.get(SNAPSHOT_KEY, None),
         passed=True,
         tolerance=None if mark is None else mark.perf_tolerance,
     )
     _record_properties(item, session)
-    if failures:
-        pytest.fail("\n\n".join(failures), pytrace=False)
+    for warning in outcome.warnings:
+        item.warn(WorkloadWarning(warning))
+    if outcome.failures:
+        pytest.fail("\n\n".join(outcome.failures), pytrace=False)
     return result
 
 

@@ -134,10 +134,15 @@ def test_instability_together_with_a_hash_change(pytester, suite):
 def test_key_hook_errors_are_reported(pytester, suite):
     pytester.makeconftest("def pytest_workload_key(module, args, kwargs):\n    return object()\n")
     suite(two_shapes())
-    result = pytester.runpytest()
+    result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit("pytest-workload could not record: pytest_workload_key failed for model: TypeError*")
+    )
+    unguarded = pytester.runpytest()
+    unguarded.assert_outcomes(passed=1, warnings=1)
+    unguarded.stdout.fnmatch_lines(
+        lit("*WorkloadWarning: *::test_two_shapes: pytest-workload could not record: *TypeError*")
     )
 
 

@@ -318,9 +318,7 @@ def test_after():
     result.stdout.fnmatch_lines(lit("E *ValueError: the model's own error"))
 
 
-def test_undescribable_input_fails_with_the_argument_path(pytester, suite):
-    suite(
-        """
+OPAQUE = """
 class Takes(nn.Module):
     def forward(self, x, config):
         return x
@@ -330,15 +328,27 @@ class Takes(nn.Module):
 def test_opaque():
     Takes()(torch.rand(1), object())
 """
-    )
-    result = pytester.runpytest()
+UNDESCRIBABLE = (
+    "pytest-workload could not record: Takes (test_models.Takes) called at "
+    "test_models.py:*: cannot describe input args[1] of type builtins.object*"
+)
+
+
+def test_undescribable_input_fails_with_the_argument_path_under_the_gate(pytester, suite):
+    suite(OPAQUE)
+    result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(lit(UNDESCRIBABLE))
+
+
+def test_undescribable_input_only_warns_without_the_gate(pytester, suite, mode):
+    suite(OPAQUE)
+    result = pytester.runpytest(*mode)
+    result.assert_outcomes(passed=1, warnings=1)
     result.stdout.fnmatch_lines(
-        lit(
-            "pytest-workload could not record: Takes (test_models.Takes) called at "
-            "test_models.py:*: cannot describe input args[1] of type builtins.object*"
-        )
+        lit("*WorkloadWarning: test_models.py::test_opaque: " + UNDESCRIBABLE)
     )
+    assert result.ret == 0
 
 
 def test_plugin_can_be_disabled(pytester, suite):

@@ -25,6 +25,11 @@ class UndescribableInputError(WorkloadError, TypeError):
         super().__init__(f"cannot describe input {path} of type {self.type_name}: {why}")
 
 
+class WorkloadWarning(UserWarning):
+    """What would fail a test under ``--workload-snapshot`` but, without the gate, only warns:
+    an input that cannot be described, a recording that went wrong."""
+
+
 class WorkloadDataError(WorkloadError, ValueError):
     """Stored workload data (a snapshot, a report, a baseline) is malformed."""
 
