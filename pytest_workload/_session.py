@@ -21,9 +21,10 @@ from ._measure.timing import TimingPolicy
 from ._model.baseline import BASELINE_DIRNAME
 from ._model.canonical import Json
 from ._model.files import write_report
+from ._model.notes import Note
 from ._model.workload import SessionReport, TestWorkloads
 from ._record.recorder import Keyer, WorkloadRecorder
-from ._render.report import render_session, render_unchecked
+from ._render.report import render_notes, render_session, render_unchecked
 from ._verdict.drift import DEFAULT_TOLERANCE
 
 if TYPE_CHECKING:
@@ -70,8 +71,8 @@ class WorkloadSession:
         self.settings = settings
         self.scheme = scheme
         self.legacy_schemes = tuple(s for s in legacy_schemes if s.version != scheme.version)
-        self.notes: list[str] = []
-        self.perf_notes: list[str] = []
+        self.notes: list[Note] = []
+        self.perf_notes: list[Note] = []
         self.problems: list[str] = []
         self.keys = KeysGate()
         self.snapshots = SnapshotGate(
@@ -130,7 +131,7 @@ class WorkloadSession:
         recorder.stop()
         if passed:
             for problem in recorder.measure(self.timing_policy):
-                self.perf_notes.append(f"{recorder.nodeid}: could not measure {problem}")
+                self.perf_notes.append(Note(recorder.nodeid, f"could not measure {problem}"))
         test = recorder.workloads()
         self.add(test)
         if snapshot is not None and not (passed and self.settings.snapshot):
@@ -144,13 +145,13 @@ class WorkloadSession:
         if snapshot is not None:
             result = self.snapshots.check(snapshot, test, self.scheme.version)
             failures += result.failures
-            self.notes += result.notes
+            self.notes += (Note(test.nodeid, n) for n in result.notes)
         if self.settings.perf != "off":
             result = self.perf.check(
                 test, self.settings.tolerance if tolerance is None else tolerance
             )
             failures += result.failures
-            self.perf_notes += result.notes
+            self.perf_notes += (Note(test.nodeid, n) for n in result.notes)
         return Outcome(failures=tuple(failures))
 
     def add(self, test: TestWorkloads) -> None:
@@ -191,6 +192,16 @@ class WorkloadSession:
 
     def terminal_lines(self) -> list[str]:
         return render_session(self.tests)
+
+    def note_lines(self) -> tuple[list[str], list[str]]:
+        """Performance notes and snapshot notes, each shown once with the first test (in
+        collection order, whichever process ran it) that showed it."""
+        last = len(self._order)
+
+        def ordered(notes: list[Note]) -> list[Note]:
+            return sorted(notes, key=lambda n: self._order.get(n.nodeid, last))
+
+        return render_notes(ordered(self.perf_notes)), render_notes(ordered(self.notes))
 
     def unchecked_line(self) -> str | None:
         """Which stored tables this session used without checking them (or did not write)."""

@@ -220,21 +220,22 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("=", "Workloads discovered")
         for line in lines:
             terminalreporter.write_line(line)
-    if session.perf_notes and quiet:
-        count = len(session.perf_notes)
+    perf_notes, notes = session.note_lines()
+    if perf_notes and quiet:
+        count = len(perf_notes)
         terminalreporter.write_line(
             f"{count} workload performance note{'s' if count > 1 else ''} (shown without -q)"
         )
-    elif session.perf_notes:
+    elif perf_notes:
         terminalreporter.write_sep("-", "workload performance")
-        for note in session.perf_notes:
+        for note in perf_notes:
             terminalreporter.write_line(note)
     unchecked = session.unchecked_line()
     if unchecked is not None:
         terminalreporter.write_line(unchecked)
-    if session.notes:
+    if notes:
         terminalreporter.write_sep("-", "workload snapshot migrations")
-        for note in session.notes:
+        for note in notes:
             terminalreporter.write_line(note)
     if session.problems:
         terminalreporter.write_sep("=", "workload problems across xdist workers", red=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 from ._model.canonical import Json
 from ._model.errors import WorkloadDataError
+from ._model.notes import Note
 from ._model.workload import TestWorkloads
 from ._render.failures import render_collapse
 from ._session import WorkloadSession
@@ -22,8 +23,8 @@ class WorkerPayload:
     """Everything one worker recorded, as plain data for ``workeroutput``."""
 
     tests: tuple[TestWorkloads, ...] = ()
-    notes: tuple[str, ...] = ()
-    perf_notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
+    perf_notes: tuple[Note, ...] = ()
     environment: Json = None
     #: Stored tables the worker used without checking them.
     kept: tuple[str, ...] = ()
@@ -41,8 +42,8 @@ class WorkerPayload:
     def to_dict(self) -> dict[str, Json]:
         return {
             "tests": [t.to_dict() for t in self.tests],
-            "notes": list(self.notes),
-            "perf_notes": list(self.perf_notes),
+            "notes": [n.to_dict() for n in self.notes],
+            "perf_notes": [n.to_dict() for n in self.perf_notes],
             "environment": self.environment,
             "kept": list(self.kept),
         }
@@ -53,8 +54,8 @@ class WorkerPayload:
             raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
         return cls(
             tuple(TestWorkloads.from_dict(t) for t in data.get("tests", ())),
-            tuple(str(n) for n in data.get("notes", ())),
-            tuple(str(n) for n in data.get("perf_notes", ())),
+            tuple(Note.from_dict(n) for n in data.get("notes", ())),
+            tuple(Note.from_dict(n) for n in data.get("perf_notes", ())),
             data.get("environment"),
             tuple(str(k) for k in data.get("kept", ())),
         )

@@ -72,3 +72,42 @@ def test_with_the_gate_a_failed_test_s_snapshot_is_not_counted_as_passed(pyteste
     result.stdout.fnmatch_lines(
         ["1 snapshot passed.", "1 workload snapshot not checked: its test failed"]
     )
+
+
+NOTES = """
+import pytest
+import torch
+from torch import nn
+
+
+@pytest.mark.parametrize("i", range(3))
+@pytest.mark.workloads
+def test_linear(i):
+    nn.Linear(4, 2)(torch.rand(1, 4))
+
+
+@pytest.mark.parametrize("i", range(2))
+@pytest.mark.workloads
+def test_conv(i):
+    nn.Conv2d(3, 2, 1)(torch.rand(1, 3, 4, 4))
+"""
+
+
+def test_a_note_is_shown_once_per_workload_with_its_test_and_command(pytester, mode):
+    pytester.makeini("[pytest]\nworkload_time_budget = 0.01\n")
+    pytester.makepyfile(test_notes=NOTES)
+    result = pytester.runpytest(*mode, "--workload-snapshot", "--workload-perf=strict")
+    result.assert_outcomes(failed=5)  # no snapshots yet; the perf gate still runs
+    command = "`pytest --workload-snapshot --snapshot-update -p no:xdist`"
+    result.stdout.fnmatch_lines(
+        lit(
+            "*- workload performance -*",
+            "test_notes.py::test_linear[0] (and 2 more tests): no timing baseline for * "
+            f"(torch.nn.modules.linear.Linear), input (float32[1, 4]), hash * on cpu *; "
+            f"record one with {command}",
+            "test_notes.py::test_conv[0] (and 1 more test): no timing baseline for * "
+            f"(torch.nn.modules.conv.Conv2d), input (float32[1, 3, 4, 4]), hash * on cpu *; "
+            f"record one with {command}",
+        )
+    )
+    assert result.stdout.str().count("no timing baseline") == 2

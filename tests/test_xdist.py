@@ -6,6 +6,7 @@ import dataclasses
 import torch
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
+from pytest_workload._model.notes import Note
 from pytest_workload._session import WorkloadSession, WorkloadSettings
 from pytest_workload.xdist import WorkerMerge, WorkerPayload
 from tests.models import TinyNet
@@ -84,7 +85,7 @@ def test_the_controller_reports_the_environment_its_workers_measured_in():
 def test_a_payload_survives_its_round_trip():
     session = WorkloadSession(WorkloadSettings())
     session.add(table("t.py::a", 8))
-    session.notes.append("a note")
-    session.perf_notes.append("a perf note")
+    session.notes.append(Note("t.py::a", "a note"))
+    session.perf_notes.append(Note("t.py::a", "a perf note"))
     sent = WorkerPayload.of(session)
     assert WorkerPayload.from_dict(sent.to_dict()) == sent

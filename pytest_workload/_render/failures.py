@@ -92,6 +92,9 @@ def render_changes(changes: Sequence[Change]) -> list[str]:
     return lines
 
 
+#: What writes timing baselines: an update, in one process (xdist workers write none).
+BASELINE_COMMAND = "pytest --workload-snapshot --snapshot-update -p no:xdist"
+
 UPDATE_HINT = "run `pytest --workload-snapshot --snapshot-update` to accept the recorded workloads"
 
 
@@ -123,7 +126,7 @@ def render_faster(w: Workload, baseline: Timing, drift: Drift) -> str:
     return (
         f"{_workload_title(w)} is {1 / drift.ratio:.2f}x faster than its baseline "
         f"({format_duration(w.timing.median_s)} vs {format_duration(baseline.median_s)}); "
-        "refresh the baseline with --snapshot-update"
+        f"refresh the baseline with `{BASELINE_COMMAND}`"
     )
 
 
@@ -143,15 +146,14 @@ def render_contended(w: Workload, baseline: Timing, drift: Drift) -> str:
 def render_missing_baseline(
     w: Workload, device: str, nearest: tuple[Baseline, float] | None
 ) -> str:
+    # the same text in every test that runs the workload, so the session shows it once
     line = f"no timing baseline for {_workload_title(w)} on {device}"
-    if nearest is None:
-        return line + "; record one with --snapshot-update"
-    other, factor = nearest
-    assert w.timing is not None
-    expected = other.timing.median_s * factor
-    return (
-        f"{line}; nearest compatible baseline: {other.name} {other.input} "
-        f"({format_duration(other.timing.median_s)}) at distance factor {factor:g}, so about "
-        f"{format_duration(expected)} expected if time scales with size (measured "
-        f"{format_duration(w.timing.median_s)})"
-    )
+    if nearest is not None:
+        other, factor = nearest
+        expected = other.timing.median_s * factor
+        line += (
+            f"; nearest compatible baseline: {other.name} {other.input} "
+            f"({format_duration(other.timing.median_s)}) at distance factor {factor:g}, so "
+            f"about {format_duration(expected)} expected if time scales with size"
+        )
+    return f"{line}; record one with `{BASELINE_COMMAND}`"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._model.hashes import prefix_length, short
+from .._model.notes import Note
 from .._model.timing import Timing
 from .._model.workload import TestWorkloads, Workload
 
@@ -147,3 +148,19 @@ def render_unchecked(kept: int, *, gate: bool, update: bool, recorded: int) -> s
             f"{_snapshots(kept)} not checked: {'its test' if kept == 1 else 'their tests'} failed"
         )
     return None
+
+
+def render_notes(notes: Sequence[Note]) -> list[str]:
+    """Each note once, in the order first seen, after the test that first showed it (and how
+    many more did): a workload that five tests run gets one note, not five."""
+    seen: dict[str, list[str]] = {}
+    for note in notes:
+        nodeids = seen.setdefault(note.text, [])
+        if note.nodeid not in nodeids:
+            nodeids.append(note.nodeid)
+    lines = []
+    for text, nodeids in seen.items():
+        more = len(nodeids) - 1
+        where = nodeids[0] + (f" (and {more} more test{'s' if more > 1 else ''})" if more else "")
+        lines.append(f"{where}: {text}")
+    return lines
