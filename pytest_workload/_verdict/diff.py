@@ -221,6 +221,11 @@ def _structure_lines(
         return [f"{dtypes or 'parameter or buffer dtypes changed'} (structure otherwise the same)"]
     hashes = f"{short(old.structure_hash)} -> {short(new.structure_hash)}"
     lines = [f"structure changed (structure hash {hashes})"]
+    if without is None and new.structure_hash_without_dtypes is not None:
+        lines.append(
+            "the stored snapshot has no structure_hash_without_dtypes (an older release wrote "
+            "it), so a dtype change cannot be told apart from a structure change"
+        )
     paths = changed_submodules(old, new, old_doc, new_doc)
     if paths:
         lines.append("submodules whose structure changed: " + ", ".join(paths))
@@ -293,3 +298,21 @@ def _diff_node(path: str, a: Json, b: Json) -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() == {"tuple"}:
         return _diff_node(path, a["tuple"], b["tuple"])
     return [f"input {path}: {format_node(a)} -> {format_node(b)}"]
+
+
+#: Fields that older releases did not store: a snapshot without them still matches, and
+#: ``--snapshot-update`` adds them.
+ADDED_FIELDS = ("structure_hash_without_dtypes", "param_dtypes", "flops", "param_bytes")
+
+
+def missing_fields(stored: SnapshotDocument, recorded: SnapshotDocument) -> list[str]:
+    """The fields the recorded table has and the matching stored one lacks."""
+    by_hash = {e.hash: e for e in recorded.entries}
+    missing = {
+        name
+        for old in stored.entries
+        if (new := by_hash.get(old.hash)) is not None
+        for name in ADDED_FIELDS
+        if getattr(old, name) is None and getattr(new, name) is not None
+    }
+    return sorted(missing)
