@@ -242,7 +242,7 @@ def test_migration_rewrites_after_verifying_old_hashes(pytester, suite, mode):
     migrated.stdout.fnmatch_lines(
         lit(
             "*- workload snapshot migrations -*",
-            "migrated __snapshots__*test_two_shapes.workloads from fingerprint scheme 0 to 1",
+            "*: migrated __snapshots__*test_two_shapes.workloads from fingerprint scheme 0 to 1",
         )
     )
     assert '"fingerprint_scheme": 1' in stored.read_text()

@@ -128,7 +128,7 @@ def test_much_faster_is_reported_not_failed(pytester, sleepy):
     result = pytester.runpytest(*GATE)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        lit("model (test_sleepy.Sleepy), input * is *x faster than its baseline*")
+        lit("*: model (test_sleepy.Sleepy), input * is *x faster than its baseline*")
     )
 
 
@@ -148,7 +148,7 @@ def test_update_refreshes_a_drifted_baseline(pytester, sleepy):
     updated = pytester.runpytest(*GATE, "--snapshot-update")
     updated.assert_outcomes(passed=1)
     updated.stdout.fnmatch_lines(
-        lit("timing baseline for model (test_sleepy.Sleepy) * refreshed at *")
+        lit("*: timing baseline for model (test_sleepy.Sleepy) * refreshed at *")
     )
     pytester.runpytest(*GATE).assert_outcomes(passed=1)
 
@@ -162,7 +162,7 @@ def test_nearest_compatible_baseline_is_a_note(pytester, sleepy):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "no timing baseline for model (test_sleepy.Sleepy), input (float32[4, 4])*; nearest "
+            "*: no timing baseline for model (test_sleepy.Sleepy), input (float32[4, 4])*; nearest "
             "compatible baseline: model (float32[1, 4]) (*) at distance factor 4, so about * "
             "expected if time scales with size; record one with `*`"
         )
@@ -284,6 +284,6 @@ def test_contended_timings_are_reported_not_judged(pytester, sleepy):
             hog.kill()
     relaxed.assert_outcomes(passed=1)
     relaxed.stdout.fnmatch_lines(
-        lit("model (test_sleepy.Sleepy), * its baseline, not judged: other processes used *")
+        lit("*: model (test_sleepy.Sleepy), * its baseline, not judged: other processes used *")
     )
     strict.assert_outcomes(failed=1)
