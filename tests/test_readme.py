@@ -89,7 +89,7 @@ def test_quickstart_and_the_mismatch_run_as_shown(pytester):
     shown = runs(session)
     nodeid = shown[-1][1][1]
     path, name = nodeid.split("::")
-    assert f"def {name}(" in code
+    assert f"def {name}(" in code and f"Save it as `{path}`" in quickstart
     pytester.makeini(INI)
     (pytester.path / path).parent.mkdir(parents=True, exist_ok=True)
     (pytester.path / path).write_text(code)

@@ -123,9 +123,9 @@ def uncount_kept(syrupy_session: SnapshotSession | None, kept: Collection[str]) 
     report = None if syrupy_session is None else syrupy_session.report
     if report is None or not kept:
         return
-    checked = SnapshotCollections()
+    checked, unchecked = SnapshotCollections(), set(kept)
     for collection in report.matched:
-        if collection.location not in kept:
+        if collection.location not in unchecked:
             checked.add(collection)
     report.matched = checked
 
