@@ -38,5 +38,18 @@ class CorruptFileError(WorkloadError):
         super().__init__(f"{path}: {reason}")
 
 
+class FileWriteError(WorkloadError, OSError):
+    """A file pytest-workload writes could not be written; names the file and why, in one
+    line. Whatever the path held before is left as it was."""
+
+    def __init__(self, path: str, cause: OSError) -> None:
+        self.path = path
+        self.reason = cause.strerror or str(cause)
+        super().__init__(f"cannot write {path}: {self.reason}")
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.reason}"
+
+
 class DeviceUnavailableError(WorkloadError):
     """A device was asked for that this machine does not have."""

@@ -10,6 +10,7 @@ from .canonical import Json, canonical_json
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .signature import InputSignature, workload_key
+from .strict_json import load_json
 from .versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .workload import Workload, read_identity
 
@@ -147,11 +148,7 @@ class SnapshotDocument:
 
     @classmethod
     def from_text(cls, text: str) -> SnapshotDocument:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise WorkloadDataError(f"not valid JSON ({exc})") from None
-        return cls.from_dict(data)
+        return cls.from_dict(load_json(text))
 
 
 def _inline(value: Any) -> str:
