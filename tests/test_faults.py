@@ -74,7 +74,7 @@ def test_a_snapshot_from_a_future_release_is_an_error_and_untouched(
     result = pytester.runpytest("--workload-snapshot", *update)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        lit(f"workload snapshot __workload_snapshots__*test_two_shapes.workloads was written by {says}*")
+        lit(f"workload snapshot __workload_snap**test_two_shapes.workloads was written by {says}*")
     )
     assert stored.read_text() == text
 

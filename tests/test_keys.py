@@ -77,7 +77,9 @@ def test_stable_shape_key_passes_and_is_stored(pytester, suite):
     pytester.makeconftest(SHAPE_KEY)
     suite(two_shapes() + REINIT)
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=3)
-    text = (pytester.path / "__workload_snapshots__/test_models/test_two_shapes.workloads").read_text()
+    text = (
+        pytester.path / "__workload_snapshots__/test_models/test_two_shapes.workloads"
+    ).read_text()
     assert '"user_key": ["Net", [1, 3, 16, 16]]' in text
     pytester.runpytest("--workload-snapshot").assert_outcomes(passed=3)
 
@@ -237,7 +239,7 @@ def test_migration_rewrites_after_verifying_old_hashes(pytester, suite, mode):
     migrated.stdout.fnmatch_lines(
         lit(
             "*- workload snapshot migrations -*",
-            "migrated __workload_snapshots__*test_two_shapes.workloads from fingerprint scheme 0 to 1",
+            "migrated __workload_snap**test_two_shapes.workloads from fingerprint scheme 0 to 1",
         )
     )
     assert '"fingerprint_scheme": 1' in stored.read_text()
@@ -252,7 +254,7 @@ def test_migration_refuses_when_something_else_changed(pytester, suite):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "refusing to migrate workload snapshot __workload_snapshots__*test_two_shapes.workloads from "
+            "refusing to migrate workload snapshot __workload_snap**test_two_shapes.workloads from "
             "scheme 0 to 1: under scheme 0 the recorded workloads no longer match the stored "
             "ones, so something changed besides the scheme:",
             "  changed:  model (test_models.Net) * -> *",

@@ -29,12 +29,18 @@ class WorkloadDataError(WorkloadError, ValueError):
     """Stored workload data (a snapshot, a report, a baseline) is malformed."""
 
 
-class CorruptFileError(WorkloadError):
-    """A file pytest-workload reads does not hold what it should; names the file."""
+class FutureFormatError(WorkloadDataError):
+    """Stored data of a format newer than this release reads: left alone, never rewritten."""
 
-    def __init__(self, path: str, reason: str) -> None:
+
+class CorruptFileError(WorkloadError):
+    """A file pytest-workload reads does not hold what it should; names the file. ``future``:
+    the file is of a newer format than this release reads (an upgrade, not a fix, is due)."""
+
+    def __init__(self, path: str, reason: str, *, future: bool = False) -> None:
         self.path = path
         self.reason = reason
+        self.future = future
         super().__init__(f"{path}: {reason}")
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from .canonical import Json
-from .errors import CorruptFileError, FileWriteError, WorkloadDataError
+from .errors import CorruptFileError, FileWriteError, FutureFormatError, WorkloadDataError
 from .strict_json import InvalidJsonError, load_json
 from .workload import SessionReport
 
@@ -133,6 +133,8 @@ def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:
         return parse(load_json(text))
     except InvalidJsonError as exc:
         raise CorruptFileError(str(path), f"is {exc}") from None
+    except FutureFormatError as exc:
+        raise CorruptFileError(str(path), f"is of {exc}", future=True) from None
     except WorkloadDataError as exc:
         raise CorruptFileError(str(path), f"is not a {what}: {exc}") from None
 
