@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
@@ -33,10 +34,12 @@ from .snapshot_files import (
 )
 
 if TYPE_CHECKING:
-    from syrupy.assertion import SnapshotAssertion
     from syrupy.data import SnapshotCollection
     from syrupy.location import PyTestLocation
     from syrupy.types import SnapshotIndex
+
+#: The ``snapshot`` fixture's value, as the gates above this module name it.
+Snapshot = SnapshotAssertion
 
 
 @dataclass(frozen=True)
