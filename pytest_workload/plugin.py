@@ -3,6 +3,7 @@ are parsed in ``_options``; everything else lives in the core below."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from ._identity.describe import Describer
 from ._identity.fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
-from ._model.errors import DeviceUnavailableError
+from ._model.errors import DeviceUnavailableError, FileWriteError
 from ._options import (
     MARKER,
     TREE_TESTS,
@@ -254,9 +255,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     if workeroutput is None:
         if config.stash[MERGE_KEY].check_across_workers() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        workload_session.write_json(
-            lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
-        )
+        try:
+            workload_session.write_json(
+                lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
+            )
+        except FileWriteError as exc:
+            _json_not_written(session, exc)
+
+
+def _json_not_written(session: pytest.Session, exc: FileWriteError) -> None:
+    """One line, after the summary, and a usage error: the report asked for is missing."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    line = f"pytest-workload: JSON report not written: {exc}"
+    if reporter is not None:
+        reporter.write_line(line, red=True)
+    else:
+        sys.stderr.write(line + "\n")
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
