@@ -3,7 +3,6 @@ are parsed in ``_options``; everything else lives in the core below."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +38,8 @@ MERGE_KEY = pytest.StashKey[WorkerMerge]()
 RECORD_ALL_KEY = pytest.StashKey[bool]()
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
+#: Why the JSON report could not be written, for the terminal summary.
+JSON_ERROR_KEY = pytest.StashKey[str]()
 SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
 
 
@@ -231,6 +232,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "workload snapshot migrations")
         for note in session.notes:
             terminalreporter.write_line(note)
+    json_error = config.stash.get(JSON_ERROR_KEY, None)
+    if json_error is not None:
+        terminalreporter.write_line(json_error, red=True)
     if session.problems:
         terminalreporter.write_sep("=", "workload problems across xdist workers", red=True)
         for problem in session.problems:
@@ -264,13 +268,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
 
 
 def _json_not_written(session: pytest.Session, exc: FileWriteError) -> None:
-    """One line, after the summary, and a usage error: the report asked for is missing."""
-    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-    line = f"pytest-workload: JSON report not written: {exc}"
-    if reporter is not None:
-        reporter.write_line(line, red=True)
-    else:
-        sys.stderr.write(line + "\n")
+    """Said in one line in the terminal summary, which comes after this hook; a usage error,
+    since the report asked for is missing."""
+    session.config.stash[JSON_ERROR_KEY] = f"pytest-workload: JSON report not written: {exc}"
     if session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
