@@ -163,7 +163,7 @@ def keep_snapshot(snapshot: SnapshotAssertion, rootdir: Path | None = None) -> s
 
 
 def _legacy_location(assertion: SnapshotAssertion) -> Path:
-    """Where releases before 0.2 kept this test's table: in syrupy's ``__snapshots__``, under
+    """Where earlier releases kept this test's table: in syrupy's ``__snapshots__``, under
     syrupy's own (lossy) file name."""
     test_location = assertion.test_location
     name = AbstractSyrupyExtension.get_snapshot_name(
