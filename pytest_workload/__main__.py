@@ -73,7 +73,7 @@ def _write(comparison: Comparison, args: argparse.Namespace) -> None:
     if args.output is None:
         sys.stdout.write(text)
     else:
-        write_text_atomic(args.output, text)
+        write_text_atomic(args.output, text, make_parents=False)
     if args.chart is not None:
         from ._render.chart import write_chart
 

@@ -84,8 +84,10 @@ def _is_stream(path: Path) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` as the module docstring says; FileWriteError if it cannot."""
+def write_text_atomic(path: Path, text: str, *, make_parents: bool = True) -> None:
+    """Write ``text`` to ``path`` as the module docstring says; FileWriteError if it cannot.
+    ``make_parents``: create missing directories (the plugin's own trees), or refuse (a path
+    a user typed, where a missing directory is more likely a typo)."""
     if str(path) == STDOUT:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -98,7 +100,8 @@ def write_text_atomic(path: Path, text: str) -> None:
             with open(target, "w", encoding="utf-8") as f:
                 f.write(text)
             return
-        target.parent.mkdir(parents=True, exist_ok=True)
+        if make_parents:
+            target.parent.mkdir(parents=True, exist_ok=True)
         _write_replacing(target, text)
     except OSError as exc:
         raise FileWriteError(str(path), exc) from None
