@@ -306,7 +306,7 @@ def test_a_snapshot_that_is_not_utf8_says_it_is_corrupt(pytester, suite):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "*corrupt workload snapshot __workload_snap*test_two_shapes.workloads: is corrupt: not "
+            "*corrupt workload snapshot __workload_snap*test_two_shapes.workloads: not "
             "UTF-8 text (byte 33). It is left as it is; fix it or regenerate it with "
             "`pytest --workload-snapshot --snapshot-update`"
         )
@@ -568,3 +568,13 @@ def test_write_errors_are_one_line_naming_the_path(tmp_path):
     with pytest.raises(FileWriteError) as raised:
         write_text_atomic(tmp_path, "x")
     assert str(raised.value) == f"cannot write {tmp_path}: Is a directory"
+
+
+def test_compare_says_a_report_that_is_not_utf8_is_corrupt(tmp_path, capsys):
+    good = _report(tmp_path)
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(good.read_bytes().replace(b'"t.py::test"', b'"t.py::\xff"', 1))
+    assert main(["compare", str(good), str(broken)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {broken}: is corrupt: not UTF-8 text (byte {broken.read_bytes().index(255)})\n"
+    )

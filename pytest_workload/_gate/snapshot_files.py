@@ -93,8 +93,10 @@ def inspect_stored(path: Path, scheme: int) -> Stored:
         return Stored()
     try:
         data = load_json(read_text(path))
-    except (CorruptFileError, WorkloadDataError) as exc:
-        return Stored(corrupt=getattr(exc, "reason", str(exc)))
+    except CorruptFileError as exc:
+        return Stored(corrupt=exc.reason.removeprefix("is corrupt: "))
+    except WorkloadDataError as exc:
+        return Stored(corrupt=str(exc))
     too_new = _too_new(data, scheme)
     if too_new is not None:
         return Stored(too_new=too_new)
