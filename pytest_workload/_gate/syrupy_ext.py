@@ -85,10 +85,7 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     ) -> str | None:
         """The stored text; bytes that are not UTF-8 are replaced, so that such a file reads
         as corrupt (and is rewritten under ``--snapshot-update``) instead of failing syrupy."""
-        try:
-            return Path(snapshot_location).read_bytes().decode("utf-8", "replace")
-        except FileNotFoundError:
-            return None
+        return _decoded(Path(snapshot_location))
 
     def serialize(self, data: Any, **_: Any) -> str:
         if isinstance(data, _Kept):
@@ -141,9 +138,8 @@ def _location(assertion: SnapshotAssertion) -> str:
     )
 
 
-def _read_stored(assertion: SnapshotAssertion) -> str | None:
-    """The stored table's text as syrupy reads it (bytes that are not UTF-8 replaced)."""
-    path = Path(_location(assertion))
+def _decoded(path: Path) -> str | None:
+    """A stored table's text with bytes that are not UTF-8 replaced; None if there is none."""
     try:
         return path.read_bytes().decode("utf-8", "replace")
     except OSError:
@@ -153,13 +149,13 @@ def _read_stored(assertion: SnapshotAssertion) -> str | None:
 def keep_snapshot(snapshot: SnapshotAssertion, rootdir: Path | None = None) -> str | None:
     """Mark a test's stored table as used without comparing or rewriting it: for a test that
     did not pass, or a session without the gate, whose table says nothing about the stored
-    one. Returns a note when a table was first moved from the old location."""
+    one. Returns a note when a table was first moved from the old location (or could not be)."""
     assertion = snapshot.use_extension(WorkloadSnapshotExtension)
-    moved, _ = _adopt_legacy(assertion, rootdir)
-    text = _read_stored(assertion)
+    moved, refused = _adopt_legacy(assertion, rootdir)
+    text = _decoded(Path(_location(assertion)))
     if text is not None:
         assertion == _Kept(text)  # noqa: B015 (a match that syrupy records as a use)
-    return moved
+    return moved or refused
 
 
 def _legacy_location(assertion: SnapshotAssertion) -> Path:
