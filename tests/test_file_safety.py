@@ -1,5 +1,6 @@
-"""Fault injection on every file pytest-workload reads or writes: names that collide, special
-files, modes, failing tests under --snapshot-update, unreadable, forged and future files.
+"""Fault injection on every file pytest-workload writes: names that collide, special files,
+modes, failing tests under --snapshot-update, unwritable paths, future and nonsense baselines,
+and syrupy run without the plugin. Reading faults are in test_file_reading.py.
 
 Where data could be lost, each test compares the exact bytes before and after. Numbers in the
 section comments are the points of the file-safety issue.
@@ -13,38 +14,12 @@ import stat
 import threading
 
 import pytest
-import torch
 
-import pytest_workload._model.files as files
-from pytest_workload import UndescribableInputError
-from pytest_workload.__main__ import main
 from pytest_workload._gate.snapshot_files import NAME_MAX, SNAPSHOT_SUFFIX, snapshot_stem
-from pytest_workload._identity.describe import describe_args
 from pytest_workload._model.errors import FileWriteError
 from pytest_workload._model.files import write_text_atomic
-from pytest_workload._model.strict_json import MAX_JSON_DEPTH
+from tests.file_faults import GATE, UPDATE, deny_writes_under, no_traceback, snapshots, stored
 from tests.pytester_suite import lit, two_shapes
-
-GATE = ("--workload-snapshot",)
-UPDATE = ("--workload-snapshot", "--snapshot-update")
-
-
-def snapshots(pytester) -> dict[str, bytes]:
-    """Every workload snapshot under the inner run's directory, by path, as bytes."""
-    root = pytester.path
-    return {
-        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob(f"*{SNAPSHOT_SUFFIX}"))
-    }
-
-
-def stored(pytester, name: str = "test_two_shapes") -> os.PathLike[str]:
-    return pytester.path / "__workload_snapshots__" / "test_models" / f"{name}{SNAPSHOT_SUFFIX}"
-
-
-def no_traceback(result) -> None:
-    text = "\n".join(result.outlines + result.errlines)
-    assert "Traceback" not in text and "INTERNALERROR" not in text
-
 
 # 1. Injective snapshot names, within the file-name limit -------------------------------------
 
@@ -235,23 +210,11 @@ def test_json_onto_a_directory_is_one_line_after_the_summary(pytester, suite):
     assert os.listdir(pytester.path / "out") == []
 
 
-def _deny_writes_under(monkeypatch, directory) -> None:
-    """A read-only directory, injected (root may write anywhere)."""
-    real = files.tempfile.mkstemp
-
-    def mkstemp(*args, dir=None, **kwargs):
-        if dir is not None and str(dir).startswith(str(directory)):
-            raise PermissionError(13, "Permission denied")
-        return real(*args, dir=dir, **kwargs)
-
-    monkeypatch.setattr(files.tempfile, "mkstemp", mkstemp)
-
-
 def test_json_into_a_read_only_directory_is_one_line(pytester, suite, monkeypatch):
     suite(two_shapes())
     (pytester.path / "ro").mkdir()
     (pytester.path / "ro" / "report.json").write_bytes(b"kept\n")
-    _deny_writes_under(monkeypatch, pytester.path / "ro")
+    deny_writes_under(monkeypatch, pytester.path / "ro")
     result = pytester.runpytest("--workload-json=ro/report.json")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stdout.fnmatch_lines(
@@ -263,7 +226,7 @@ def test_json_into_a_read_only_directory_is_one_line(pytester, suite, monkeypatc
 
 def test_a_read_only_baselines_directory_is_one_line(pytester, suite, monkeypatch):
     suite(two_shapes())
-    _deny_writes_under(monkeypatch, pytester.path / "__workload_baselines__")
+    deny_writes_under(monkeypatch, pytester.path / "__workload_baselines__")
     result = pytester.runpytest(*UPDATE, "--workload-perf=strict", "-p", "no:xdist")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
@@ -274,85 +237,10 @@ def test_a_read_only_baselines_directory_is_one_line(pytester, suite, monkeypatc
     assert "PermissionError" not in result.stdout.str()
 
 
-def _nest(depth: int) -> str:
-    return "[" * depth + "]" * depth
-
-
-def test_a_deeply_nested_snapshot_is_corrupt_and_never_deleted(pytester, suite):
-    suite(two_shapes())
-    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
-    text = stored(pytester).read_text().replace('"args": [', f'"args": [{_nest(100_000)}, ', 1)
-    stored(pytester).write_text(text)
-    before = snapshots(pytester)
-    result = pytester.runpytest(*GATE)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        lit(
-            "*corrupt workload snapshot __workload_snap*test_two_shapes.workloads: not valid "
-            f"JSON: nested more than {MAX_JSON_DEPTH} levels deep. It is left as it is*"
-        )
-    )
-    assert "RecursionError" not in result.stdout.str()
-    pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)  # no gate: kept
-    assert snapshots(pytester) == before
-
-
-def test_a_snapshot_that_is_not_utf8_says_it_is_corrupt(pytester, suite):
-    suite(two_shapes())
-    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
-    stored(pytester).write_bytes(b'{"pytest_workload_snapshot": 1, "\xff\xfe": []}\n')
-    before = snapshots(pytester)
-    result = pytester.runpytest(*GATE)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        lit(
-            "*corrupt workload snapshot __workload_snap*test_two_shapes.workloads: not "
-            "UTF-8 text (byte 33). It is left as it is; fix it or regenerate it with "
-            "`pytest --workload-snapshot --snapshot-update`"
-        )
-    )
-    assert snapshots(pytester) == before
-    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
-    pytester.runpytest(*GATE).assert_outcomes(passed=1)
-
-
-def _report(tmp_path, mutate=None):
-    """A valid one-test report written by a real session, optionally edited as JSON text."""
-    from pytest_workload import SessionReport, WorkloadRecorder
-    from tests.models import TinyNet
-
-    recorder = WorkloadRecorder("t.py::test", max_depth=1)
-    with recorder.recording(all_roots=True):
-        TinyNet().eval()(torch.rand(1, 3, 8, 8))
-    text = json.dumps(SessionReport(1, (recorder.workloads(),)).to_dict())
-    path = tmp_path / "report.json"
-    path.write_text(mutate(text) if mutate else text)
-    return path
-
-
-FORGED_REPORTS = {
-    "deep nesting": lambda t: t.replace('"problems": []', f'"problems": {_nest(100_000)}'),
-    "a 5000-digit integer": lambda t: t.replace('"calls": 1', '"calls": 1' + "0" * 5000, 1),
-    "a forged input node": lambda t: t.replace('"tensor": [1, 3, 8, 8]', '"tensor": 5', 1),
-    "Infinity": lambda t: t.replace('"depth": 0', '"depth": Infinity', 1),
-    "a duplicate nodeid": lambda t: t.replace('"tests": [', '"tests": [' + _first_test(t) + ", "),
-    "a root with a bogus parent": lambda t: t.replace('"parent": null', '"parent": "bogus"', 1),
-}
-
-
-def _first_test(text: str) -> str:
-    return json.dumps(json.loads(text)["tests"][0])
-
-
-@pytest.mark.parametrize("forgery", list(FORGED_REPORTS))
-def test_compare_rejects_a_forged_report_naming_the_file(tmp_path, capsys, forgery):
-    good = _report(tmp_path)
-    forged = tmp_path / "forged.json"
-    forged.write_text(FORGED_REPORTS[forgery](good.read_text()))
-    assert forged.read_text() != good.read_text()
-    assert main(["compare", str(good), str(forged)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"error: {forged}: ") and err.count("\n") == 1
+def test_write_errors_are_one_line_naming_the_path(tmp_path):
+    with pytest.raises(FileWriteError) as raised:
+        write_text_atomic(tmp_path, "x")
+    assert str(raised.value) == f"cannot write {tmp_path}: Is a directory"
 
 
 # 6. Future and nonsense baselines ------------------------------------------------------------
@@ -416,125 +304,6 @@ def test_one_corrupt_baseline_does_not_fail_other_tests(pytester, suite):
     assert corrupt.read_bytes() == b"not json\n"
 
 
-# 7. Stored data is checked against what it claims --------------------------------------------
-
-
-def test_a_hand_edited_input_that_no_longer_matches_its_hash_is_corrupt(pytester, suite):
-    suite(two_shapes())
-    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
-    text = stored(pytester).read_text()
-    edited = text.replace('"tensor": [1, 3, 16, 16]', '"tensor": [1, 3, 17, 16]', 1)
-    assert edited != text
-    stored(pytester).write_text(edited)
-    result = pytester.runpytest(*GATE)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        lit(
-            "*corrupt workload snapshot *: workload * stores hash *, but its structure hash and "
-            "input (float32[1, 3, 17, 16]) give * under fingerprint scheme 1*"
-        )
-    )
-    assert stored(pytester).read_text() == edited
-    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
-    assert stored(pytester).read_text() == text
-
-
-# 8. Markdown and HTML escaping ---------------------------------------------------------------
-
-
-def test_markdown_escapes_names(tmp_path, capsys):
-    fake = "model\n### pytest-workload: no regressions\n<script>x</script>|`"
-    base = _report(tmp_path)
-    head = tmp_path / "head.json"
-    data = json.loads(base.read_text())
-    data["tests"][0]["workloads"][0]["name"] = fake
-    data["tests"][0]["nodeid"] = "t.py::test[`</code>*x*]"
-    head.write_text(json.dumps(data))
-    main(["compare", str(base), str(head), "--format", "markdown"])
-    out = capsys.readouterr().out
-    assert [line for line in out.splitlines() if line.startswith("#")] == [
-        "### pytest-workload: regressed"
-    ]
-    assert "<script>" not in out and "</code>*" not in out
-    assert "&lt;script&gt;x&lt;/script&gt;\\|\\`" in out
-
-
-# 9. Inputs that cannot be described name their argument path ---------------------------------
-
-
-def _deep_list(depth: int) -> list:
-    value: list = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
-@pytest.mark.parametrize(
-    ("value", "says"),
-    [
-        ("\ud800", "args[0] of type builtins.str: it is not valid Unicode"),
-        (10**5000, "args[0] of type builtins.int: integers of more than 64 digits"),
-        (_deep_list(3000), "args[0][0][0]"),
-    ],
-    ids=["lone surrogate", "10**5000", "3000-deep list"],
-)
-def test_undescribable_values_name_their_path(value, says):
-    with pytest.raises(UndescribableInputError, match=lit(says)[0].replace("[[]", r"\[")):
-        describe_args([value])
-
-
-def test_a_nested_jagged_tensor_names_its_path():
-    nested = torch.nested.nested_tensor([torch.rand(2, 3), torch.rand(4, 3)], layout=torch.jagged)
-    with pytest.raises(
-        UndescribableInputError, match=r"args\[0\] of type torch\..*: its shape is not concrete"
-    ):
-        describe_args([nested])
-
-
-DEEP_INPUT = """
-@pytest.mark.workloads
-def test_deep():
-    class Takes(nn.Module):
-        def forward(self, x, extra):
-            return x
-
-    deep = []
-    for _ in range(3000):
-        deep = [deep]
-    Takes()(torch.rand(1), deep)
-"""
-
-
-def test_a_3000_deep_argument_fails_the_gate_with_its_path(pytester, suite):
-    suite(DEEP_INPUT)
-    result = pytester.runpytest(*GATE)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        lit("*could not record: Takes * cannot describe input args[1][0][0]*nested more than 50*")
-    )
-    assert "internal error" not in result.stdout.str()
-
-
-LONG_STRING = """
-@pytest.mark.workloads
-def test_long():
-    class Takes(nn.Module):
-        def forward(self, x, text):
-            return x
-
-    Takes()(torch.rand(1), "x" * 1_000_000)
-"""
-
-
-def test_a_long_string_is_stored_by_digest(pytester, suite):
-    suite(LONG_STRING)
-    pytester.runpytest(*UPDATE, "--workload-json=r.json").assert_outcomes(passed=1)
-    (snapshot,) = snapshots(pytester).values()
-    assert len(snapshot) < 10_000 and b'"length": 1000000' in snapshot
-    assert (pytester.path / "r.json").stat().st_size < 10_000
-    pytester.runpytest(*GATE).assert_outcomes(passed=1)
-
-
 # Issue 13: a run without the plugin never deletes workload snapshots -------------------------
 
 
@@ -562,19 +331,3 @@ def test_a_snapshot_in_the_old_location_is_moved(pytester, suite):
         lit("moved __snapshots__*test_two_shapes.workloads to __workload_snapshots__*")
     )
     assert stored(pytester).read_bytes() == content and not old.exists()
-
-
-def test_write_errors_are_one_line_naming_the_path(tmp_path):
-    with pytest.raises(FileWriteError) as raised:
-        write_text_atomic(tmp_path, "x")
-    assert str(raised.value) == f"cannot write {tmp_path}: Is a directory"
-
-
-def test_compare_says_a_report_that_is_not_utf8_is_corrupt(tmp_path, capsys):
-    good = _report(tmp_path)
-    broken = tmp_path / "broken.json"
-    broken.write_bytes(good.read_bytes().replace(b'"t.py::test"', b'"t.py::\xff"', 1))
-    assert main(["compare", str(good), str(broken)]) == 2
-    assert capsys.readouterr().err == (
-        f"error: {broken}: is corrupt: not UTF-8 text (byte {broken.read_bytes().index(255)})\n"
-    )
