@@ -31,7 +31,7 @@ def _strip(path) -> None:
 def test_an_old_snapshot_matches_explains_and_is_completed_by_update(pytester, suite):
     _write(suite, "float32")
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
-    stored = pytester.path / "__snapshots__" / "test_models" / "test_cast.workloads"
+    stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_cast.workloads"
     _strip(stored)
     pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
 
@@ -52,7 +52,7 @@ def test_an_old_snapshot_matches_explains_and_is_completed_by_update(pytester, s
     updated.stdout.fnmatch_lines(
         lit(
             "test_models.py::test_cast: added param_dtypes, structure_hash_without_dtypes to "
-            "__snapshots__*test_cast.workloads (an older release did not store them)"
+            "__workload_snapshots__*test_cast.workloads (an older release did not store them)"
         )
     )
     entry = json.loads(stored.read_text())["workloads"][0]

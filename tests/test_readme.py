@@ -208,6 +208,7 @@ def test_the_json_schema_lists_every_input_node():
         float("nan"),
         b"\x01",
         ImageList(torch.rand(1, 3, 4, 4), [(4, 4)]),
+        "x" * 2000,
     )
     written: set[str] = set()
 

@@ -10,7 +10,7 @@ NOT_CHECKED = (
 
 
 def _stored(pytester, name="test_two_shapes"):
-    return pytester.path / "__snapshots__" / "test_models" / f"{name}.workloads"
+    return pytester.path / "__workload_snapshots__" / "test_models" / f"{name}.workloads"
 
 
 def test_a_shape_change_without_the_gate_is_not_reported_as_passed(pytester, suite, mode):
