@@ -328,6 +328,6 @@ def test_a_snapshot_in_the_old_location_is_moved(pytester, suite):
     result = pytester.runpytest(*GATE)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        lit("moved __snapshots__*test_two_shapes.workloads to __workload_snapshots__*")
+        lit("*: moved __snapshots__*test_two_shapes.workloads to __workload_snapshots__*")
     )
     assert stored(pytester).read_bytes() == content and not old.exists()
