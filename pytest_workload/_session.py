@@ -130,7 +130,7 @@ class WorkloadSession:
         recorder.stop()
         if passed:
             for problem in recorder.measure(self.timing_policy):
-                self.perf_notes.append(f"{recorder.nodeid}: could not measure {problem}")
+                self.perf_notes.append(f"{recorder.nodeid}: {problem}")
         test = recorder.workloads()
         self._tests[test.nodeid] = test
         if snapshot is not None and not (passed and self.settings.snapshot):
