@@ -122,3 +122,114 @@ def test_a_later_test_reads_the_state_it_reads_without_the_plugin(pytester):
     on = _state(pytester, "-p", "no:xdist")
     assert off["module hook"] == 1 and off["calls"] == 1 and off["input"] == [2, 2, 2]
     assert on == off
+
+
+SECOND_CALL = """
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+
+class Once(nn.Module):
+    def __init__(self, error):
+        super().__init__()
+        self.error = error
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        if self.calls > 1:
+            self.error()
+        return x * 2
+
+
+@pytest.mark.workloads
+def test_fails_when_called_twice():
+    Once(lambda: pytest.fail("called twice"))(torch.rand(3))
+
+
+@pytest.mark.workloads
+def test_exits_when_called_twice():
+    Once(lambda: sys.exit(3))(torch.rand(4))
+
+
+@pytest.mark.workloads
+def test_plain():
+    nn.Linear(2, 2)(torch.rand(1, 2))
+"""
+
+
+def test_a_replay_that_raises_leaves_outcomes_and_snapshots_alone(pytester, mode):
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_second=SECOND_CALL)
+    update = ("--workload-snapshot", "--snapshot-update", "--workload-json=r.json")
+    first = pytester.runpytest(*mode, *update)
+    first.assert_outcomes(passed=3)
+    snapshots = sorted((pytester.path / "__snapshots__").rglob("*.workloads"))
+    assert [p.name.split(".")[0] for p in snapshots] == [
+        "test_exits_when_called_twice",
+        "test_fails_when_called_twice",
+        "test_plain",
+    ]
+    texts = [p.read_text() for p in snapshots]
+    again = pytester.runpytest(*mode, *update)
+    again.assert_outcomes(passed=3)
+    assert [p.read_text() for p in snapshots if p.exists()] == texts
+    report = json.loads((pytester.path / "r.json").read_text())
+    measured = {t["nodeid"].split("::")[1]: t["workloads"][0]["measured"] for t in report["tests"]}
+    assert measured == {
+        "test_fails_when_called_twice": {
+            "timing": "not measured: the replay raised Failed: called twice",
+            "flops": "first call",
+        },
+        "test_exits_when_called_twice": {
+            "timing": "not measured: the replay raised SystemExit: 3",
+            "flops": "first call",
+        },
+        "test_plain": {"timing": "replayed", "flops": "first call"},
+    }
+
+
+RELEASE = """
+import gc
+import weakref
+
+import pytest
+import torch
+from torch import nn
+
+REFS = []
+
+
+@pytest.mark.workloads(max_depth=1)
+def test_makes_a_model():
+    model = nn.Sequential(nn.Linear(256, 256), nn.ReLU())
+    x = torch.rand(8, 256)
+    out = model(x)
+    REFS.extend(weakref.ref(o) for o in (model, x, out))
+
+
+@pytest.mark.workloads
+def test_fails_with_a_model():
+    model = nn.Linear(256, 256)
+    REFS.append(weakref.ref(model))
+    model(torch.rand(8, 256))
+    del model  # pytest keeps a failed test's frame: only the recorder could keep the model now
+    assert False, "fails on purpose"
+
+
+def test_nothing_is_kept():
+    gc.collect()
+    assert len(REFS) == 4
+    assert [r() for r in REFS] == [None] * 4
+"""
+
+
+def test_no_model_input_or_output_outlives_its_test(pytester, mode):
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_release=RELEASE)
+    same_worker = ("--dist", "loadfile") if "-n" in mode else ()
+    result = pytester.runpytest(*mode, *same_worker, "--tb=no", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, failed=1)
