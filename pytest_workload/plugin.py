@@ -23,14 +23,17 @@ from ._options import (
 )
 from ._record.recorder import Keyer, WorkloadRecorder
 from ._render.report import junit_properties, render_summary
-from ._session import WORKER_OUTPUT_KEY, WorkloadSession
+from ._session import WorkloadSession
 from ._verdict.collapse import KeyChecks
+from .xdist import WORKER_OUTPUT_KEY, WorkerMerge, WorkerPayload
 
 if TYPE_CHECKING:
     import torch
 
 
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
+#: The xdist controller's merge of its workers' payloads.
+MERGE_KEY = pytest.StashKey[WorkerMerge]()
 #: Whether every test records (``--workload-record=all``), not only marked ones.
 RECORD_ALL_KEY = pytest.StashKey[bool]()
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
@@ -82,6 +85,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except DeviceUnavailableError as exc:
             raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION_KEY] = session
+    config.stash[MERGE_KEY] = WorkerMerge(session)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -245,10 +249,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
         config.option.no_cleanup = True
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput[WORKER_OUTPUT_KEY] = workload_session.worker_payload()
+        workeroutput[WORKER_OUTPUT_KEY] = WorkerPayload.of(workload_session).to_dict()
     yield
     if workeroutput is None:
-        if workload_session.check_across_workers() and session.exitstatus == 0:
+        if config.stash[MERGE_KEY].check_across_workers() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         workload_session.write_json(
             lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
@@ -259,7 +263,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     node: Any = getattr(report, "node", None)  # on the xdist controller: the worker that ran it
     gateway = getattr(node, "gateway", None)
     if gateway is not None:
-        node.config.stash[SESSION_KEY].ran_on(gateway.id, report.nodeid)
+        node.config.stash[MERGE_KEY].ran_on(gateway.id, report.nodeid)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -267,4 +271,4 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     # A crashed worker has no workeroutput at all.
     payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
     worker = getattr(node, "gateway", None)
-    node.config.stash[SESSION_KEY].merge_worker_payload(getattr(worker, "id", "?"), payload)
+    node.config.stash[MERGE_KEY].merge(getattr(worker, "id", "?"), payload)

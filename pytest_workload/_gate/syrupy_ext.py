@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from .._model.errors import WorkloadDataError
@@ -25,8 +26,10 @@ from .._render.failures import UPDATE_HINT, render_changes
 from .._verdict.diff import compare_documents, documents_match
 
 if TYPE_CHECKING:
-    from syrupy.assertion import SnapshotAssertion
     from syrupy.data import SnapshotCollection
+
+#: The ``snapshot`` fixture's value, as the gates above this module name it.
+Snapshot = SnapshotAssertion
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,129 @@
+"""The performance gate: each timed top-level workload against its baseline on this device."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from .._measure.device import device_identity
+from .._model.baseline import Baseline
+from .._model.canonical import canonical_json
+from .._model.errors import CorruptFileError
+from .._model.workload import TestWorkloads, Workload
+from .._render.failures import (
+    render_contended,
+    render_faster,
+    render_missing_baseline,
+    render_regression,
+)
+from .._verdict.distance import nearest
+from .._verdict.drift import CONTENDED_LOAD, judge
+from .baselines import BaselineStore
+from .result import GateResult
+
+#: ``on`` gates timings (relaxed to notes when xdist workers share the machine), ``strict``
+#: gates them even then, ``off`` leaves timings to the report.
+PerfMode = Literal["on", "off", "strict"]
+
+
+class PerfGate:
+    """Judges drift against stored baselines and, under ``update``, writes them."""
+
+    def __init__(
+        self, baselines: Path, *, mode: PerfMode = "on", update: bool = False, workers: int = 1
+    ) -> None:
+        self.baselines = baselines
+        self.mode = mode
+        self.update = update
+        self.workers = workers
+        self._stores: dict[str, BaselineStore] = {}
+
+    def check(self, test: TestWorkloads, tolerance: float) -> GateResult:
+        failures: list[str] = []
+        notes: list[str] = []
+        for w in test.roots():
+            if w.timing is not None:
+                failures += self._check_workload(w, tolerance, notes)
+        return GateResult(tuple(failures), tuple(notes))
+
+    def _store(self, device: str) -> BaselineStore:
+        import torch
+
+        if device not in self._stores:
+            identity = device_identity(torch.device(device))
+            self._stores[device] = BaselineStore(self.baselines, identity)
+        return self._stores[device]
+
+    @property
+    def _relaxed(self) -> str | None:
+        """Why timings cannot gate here, if they cannot: workers compete for the cores."""
+        if self.workers > 1 and self.mode != "strict":
+            return (
+                f"timed while {self.workers} xdist workers shared this machine, so "
+                "not failed and no baseline written; run the timing gate without xdist (or "
+                "pass --workload-perf=strict)"
+            )
+        return None
+
+    def _check_workload(self, w: Workload, tolerance: float, notes: list[str]) -> list[str]:
+        assert w.timing is not None
+        store = self._store(w.timing.device)
+        try:
+            baseline = store.get(w.hash)
+        except CorruptFileError as exc:
+            if not self.update:
+                return [f"corrupt timing baseline {exc}; fix or delete it"]
+            baseline = None
+        if baseline is None:
+            return self._no_baseline(w, store, notes)
+        drift = judge(w.timing, baseline.timing, tolerance)
+        if drift.kind == "unchanged":
+            return []
+        if self.update:
+            self._write(
+                w,
+                store,
+                f"timing baseline for {w.name} ({w.class_name}) "
+                f"{w.input_signature.format()} refreshed at {drift.ratio:.2f}x the old one",
+                notes,
+            )
+        elif drift.contended and self.mode != "strict":
+            notes.append(render_contended(w, baseline.timing, drift))
+        elif drift.kind == "regression":
+            message = render_regression(w, baseline.timing, drift, store.device.describe())
+            if self._relaxed is None:
+                return [message]
+            notes.append(f"{message}\n  ({self._relaxed})")
+        else:
+            notes.append(render_faster(w, baseline.timing, drift))
+        return []
+
+    def _write(self, w: Workload, store: BaselineStore, note: str, notes: list[str]) -> None:
+        assert w.timing is not None
+        load = w.timing.others_load or 0.0
+        if self._relaxed is not None:
+            notes.append(f"{note}: not written, {self._relaxed}")
+        elif load > CONTENDED_LOAD and self.mode != "strict":
+            # a baseline timed under load would excuse, or hide, every later slowdown
+            notes.append(
+                f"{note}: not written, other processes used {load:.0%} of the machine's CPU "
+                "while it was timed; rerun the update on a quieter machine"
+            )
+        else:
+            store.put(Baseline.from_workload(w, store.device))
+            notes.append(note)
+
+    def _no_baseline(self, w: Workload, store: BaselineStore, notes: list[str]) -> list[str]:
+        """Record a baseline under update; else a note, with the nearest compatible one."""
+        if self.update:
+            self._write(w, store, f"timing baseline {store.path(w.hash)} recorded", notes)
+            return []
+        try:
+            stored = store.all()
+        except CorruptFileError as exc:
+            return [f"corrupt timing baseline {exc}; fix or delete it"]
+        others = {canonical_json(b.key): b for b in stored if b.hash != w.hash}
+        found = nearest(w.key, [b.key for b in others.values()])
+        near = None if found is None else (others[canonical_json(found[0])], found[1])
+        notes.append(render_missing_baseline(w, store.device.describe(), near))
+        return []

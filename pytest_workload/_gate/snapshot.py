@@ -1,0 +1,70 @@
+"""The snapshot gate: a test's workload table against its stored one, through syrupy."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._identity.fingerprint import FingerprintScheme
+from .._model.snapshot import SnapshotDocument, SnapshotEntry
+from .._model.workload import TestWorkloads
+from .result import GateResult
+
+if TYPE_CHECKING:
+    from .syrupy_ext import Snapshot
+
+
+class SnapshotGate:
+    """Compares (or, under ``--snapshot-update``, writes) each test's table, recorded under
+    the session's scheme; with ``migrate``, also accepts a table stored by one of
+    ``legacy_schemes`` and rewrites it."""
+
+    def __init__(
+        self,
+        legacy_schemes: Sequence[FingerprintScheme] = (),
+        *,
+        migrate: bool = False,
+        rootdir: Path | None = None,
+    ) -> None:
+        self.legacy_schemes = tuple(legacy_schemes)
+        self.migrate = migrate
+        self.rootdir = rootdir
+
+    def check(self, snapshot: Snapshot, test: TestWorkloads, scheme: int) -> GateResult:
+        from .syrupy_ext import check_snapshot
+
+        document = SnapshotDocument(scheme, tuple(SnapshotEntry.from_workload(w) for w in test))
+        legacy = self._legacy_documents(test) if self.migrate else None
+        result = check_snapshot(snapshot, document, self.rootdir, legacy)
+        return GateResult(
+            failures=() if result.failure is None else (result.failure,),
+            notes=() if result.note is None else (result.note,),
+        )
+
+    @staticmethod
+    def keep(snapshot: Snapshot) -> None:
+        """Leave the stored table as it is, counted as used (a failed test, or no gate)."""
+        from .syrupy_ext import keep_snapshot
+
+        keep_snapshot(snapshot)
+
+    def _legacy_documents(self, test: TestWorkloads) -> dict[int, SnapshotDocument]:
+        """The test's table as each older scheme would have written it."""
+        documents = {}
+        for scheme in self.legacy_schemes:
+            alternate = {
+                w.hash: a for w in test for a in w.alternates if a.scheme == scheme.version
+            }
+            entries = tuple(
+                dataclasses.replace(
+                    SnapshotEntry.from_workload(w),
+                    structure_hash=alternate[w.hash].structure_hash,
+                    hash=alternate[w.hash].hash,
+                    parent=None if w.parent is None else alternate[w.parent].hash,
+                )
+                for w in test
+            )
+            documents[scheme.version] = SnapshotDocument(scheme.version, entries)
+        return documents

@@ -1,0 +1,96 @@
+"""What crosses between pytest-xdist processes: a worker's payload, and the controller's
+merge of them, with crashed workers and the collapse checks no single worker could make."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._model.canonical import Json
+from ._model.errors import WorkloadDataError
+from ._model.workload import TestWorkloads
+from ._render.failures import render_collapse
+from ._session import WorkloadSession
+from ._verdict.collapse import KeyChecks
+
+#: Key of this plugin's payload in an xdist worker's ``workeroutput``.
+WORKER_OUTPUT_KEY = "pytest_workload"
+
+
+@dataclass(frozen=True)
+class WorkerPayload:
+    """Everything one worker recorded, as plain data for ``workeroutput``."""
+
+    tests: tuple[TestWorkloads, ...] = ()
+    notes: tuple[str, ...] = ()
+    perf_notes: tuple[str, ...] = ()
+    environment: Json = None
+
+    @classmethod
+    def of(cls, session: WorkloadSession) -> WorkerPayload:
+        return cls(
+            session.tests, tuple(session.notes), tuple(session.perf_notes), session.environment()
+        )
+
+    def to_dict(self) -> dict[str, Json]:
+        return {
+            "tests": [t.to_dict() for t in self.tests],
+            "notes": list(self.notes),
+            "perf_notes": list(self.perf_notes),
+            "environment": self.environment,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> WorkerPayload:
+        if not isinstance(data, dict):
+            raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
+        return cls(
+            tuple(TestWorkloads.from_dict(t) for t in data.get("tests", ())),
+            tuple(str(n) for n in data.get("notes", ())),
+            tuple(str(n) for n in data.get("perf_notes", ())),
+            data.get("environment"),
+        )
+
+
+class WorkerMerge:
+    """The controller's side: which worker ran what, and what each one sent."""
+
+    def __init__(self, session: WorkloadSession) -> None:
+        self.session = session
+        self._worker_of: dict[str, str] = {}
+        self._ran_on: dict[str, dict[str, None]] = {}
+
+    def ran_on(self, worker: str, nodeid: str) -> None:
+        """Note that a test ran on a worker, to name it if that worker crashes."""
+        self._ran_on.setdefault(worker, {})[nodeid] = None
+
+    def merge(self, worker: str, data: Any) -> None:
+        """Take in what one worker recorded; a crashed worker sent nothing."""
+        if data is None:
+            ran = list(self._ran_on.get(worker, {}))
+            self.session.problems.append(
+                f"xdist worker {worker} sent no workload data (it crashed or was killed): the "
+                "workloads of its tests are missing from this report"
+                + (f": {', '.join(ran)}" if ran else "")
+            )
+            return
+        payload = WorkerPayload.from_dict(data)
+        for test in payload.tests:
+            self.session.add(test)
+            self._worker_of[test.nodeid] = worker
+        self.session.adopt_environment(payload.environment)
+        self.session.notes.extend(payload.notes)
+        self.session.perf_notes.extend(payload.perf_notes)
+
+    def check_across_workers(self) -> list[str]:
+        """Collapses between tests that ran on different workers: no worker saw both, so the
+        controller decides them, once, over everything merged."""
+        if not self.session.settings.snapshot or not self._worker_of:
+            return []
+        checks, found = KeyChecks(), []
+        for test in self.session.tests:
+            for c in checks.check(test):
+                if self._worker_of.get(c.first.nodeid) != self._worker_of.get(c.second.nodeid):
+                    found.append(render_collapse(c))
+        self.session.problems.extend(found)
+        return found

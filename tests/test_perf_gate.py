@@ -1,0 +1,42 @@
+"""The performance gate on its own: which baselines it writes, and when it does not."""
+
+import dataclasses
+
+import torch
+
+from pytest_workload import TestWorkloads, WorkloadRecorder
+from pytest_workload._gate.perf import PerfGate
+from pytest_workload._model.timing import Timing
+from tests.models import TinyNet
+
+
+def table(nodeid, size):
+    recorder = WorkloadRecorder(nodeid)
+    model = TinyNet().eval()
+    with recorder.recording(all_roots=True):
+        model(torch.rand(1, 3, size, size))
+    return recorder.workloads()
+
+
+def timed(test, others_load):
+    timing = Timing(0.01, 0.0, 20, 0.0099, 0.0101, "cpu", others_load=others_load)
+    return TestWorkloads(test.nodeid, (dataclasses.replace(test.workloads[0], timing=timing),))
+
+
+def test_a_baseline_timed_under_load_is_not_written(tmp_path):
+    gate = PerfGate(tmp_path, update=True)
+    result = gate.check(timed(table("t.py::a", 8), 0.6), 0.2)
+    assert result.failures == ()
+    assert list(tmp_path.rglob("*.json")) == []
+    (note,) = result.notes
+    assert note.endswith(
+        "not written, other processes used 60% of the machine's CPU while it was timed; "
+        "rerun the update on a quieter machine"
+    )
+    gate.check(timed(table("t.py::a", 8), 0.1), 0.2)
+    assert len(list(tmp_path.rglob("*.json"))) == 1
+
+
+def test_strict_writes_a_baseline_timed_under_load(tmp_path):
+    PerfGate(tmp_path, mode="strict", update=True).check(timed(table("t.py::a", 8), 0.6), 0.2)
+    assert len(list(tmp_path.rglob("*.json"))) == 1

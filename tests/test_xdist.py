@@ -1,0 +1,90 @@
+"""xdist: a worker's payload and the controller's merge, crashed workers, checks across
+workers."""
+
+import dataclasses
+
+import torch
+
+from pytest_workload import TestWorkloads, WorkloadRecorder
+from pytest_workload._session import WorkloadSession, WorkloadSettings
+from pytest_workload.xdist import WorkerMerge, WorkerPayload
+from tests.models import TinyNet
+
+
+def table(nodeid, size):
+    recorder = WorkloadRecorder(nodeid)
+    model = TinyNet().eval()
+    with recorder.recording(all_roots=True):
+        model(torch.rand(1, 3, size, size))
+    return recorder.workloads()
+
+
+def payload(*tests):
+    return {"tests": [t.to_dict() for t in tests], "notes": []}
+
+
+def test_collapse_between_workers_is_decided_once_on_the_controller():
+    a = table("t.py::a", 8)
+    b = table("t.py::b", 16)
+    forged = TestWorkloads(
+        b.nodeid, (dataclasses.replace(b.workloads[0], hash=a.workloads[0].hash),)
+    )
+    controller = WorkerMerge(WorkloadSession(WorkloadSettings(snapshot=True)))
+    controller.merge("gw0", payload(a))
+    controller.merge("gw1", payload(forged))
+    (problem,) = controller.check_across_workers()
+    assert problem.startswith("workload hash collapse")
+    assert controller.session.problems == [problem]
+
+
+def test_collapse_within_one_worker_is_left_to_that_worker():
+    a = table("t.py::a", 8)
+    b = table("t.py::b", 16)
+    forged = TestWorkloads(
+        b.nodeid, (dataclasses.replace(b.workloads[0], hash=a.workloads[0].hash),)
+    )
+    controller = WorkerMerge(WorkloadSession(WorkloadSettings(snapshot=True)))
+    controller.merge("gw0", payload(a, forged))
+    assert controller.check_across_workers() == []
+
+
+def test_no_checks_without_the_gate():
+    controller = WorkerMerge(WorkloadSession(WorkloadSettings(snapshot=False)))
+    controller.merge("gw0", payload(table("t.py::a", 8)))
+    assert controller.check_across_workers() == []
+
+
+def test_a_crashed_worker_is_reported_not_fatal():
+    session = WorkloadSession(WorkloadSettings())
+    controller = WorkerMerge(session)
+    controller.ran_on("gw0", "t.py::elsewhere")
+    controller.ran_on("gw1", "t.py::a")
+    controller.ran_on("gw1", "t.py::a")
+    controller.ran_on("gw1", "t.py::b")
+    controller.merge("gw1", None)
+    assert session.tests == ()
+    assert session.problems == [
+        "xdist worker gw1 sent no workload data (it crashed or was killed): the workloads of "
+        "its tests are missing from this report: t.py::a, t.py::b"
+    ]
+    assert session.report().problems == tuple(session.problems)
+
+
+def test_the_controller_reports_the_environment_its_workers_measured_in():
+    worker = WorkloadSession(WorkloadSettings())  # a worker that has imported torch
+    worker.add(table("t.py::a", 8))
+    sent = WorkerPayload.of(worker).to_dict()
+    assert sent["environment"]["device"]["kind"] == "cpu"
+    controller = WorkloadSession(WorkloadSettings())
+    WorkerMerge(controller).merge("gw0", sent)
+    assert controller.report().environment == sent["environment"]
+    assert controller.tests == worker.tests
+
+
+def test_a_payload_survives_its_round_trip():
+    session = WorkloadSession(WorkloadSettings())
+    session.add(table("t.py::a", 8))
+    session.notes.append("a note")
+    session.perf_notes.append("a perf note")
+    sent = WorkerPayload.of(session)
+    assert WorkerPayload.from_dict(sent.to_dict()) == sent
