@@ -233,3 +233,52 @@ def test_no_model_input_or_output_outlives_its_test(pytester, mode):
     same_worker = ("--dist", "loadfile") if "-n" in mode else ()
     result = pytester.runpytest(*mode, *same_worker, "--tb=no", "-p", "no:randomly")
     result.assert_outcomes(passed=2, failed=1)
+
+
+INTERRUPTED = """
+import os
+
+import pytest
+import torch
+from torch import nn
+
+
+class Interrupts(nn.Module):
+    calls = 0
+
+    def forward(self, x):
+        Interrupts.calls += 1
+        if Interrupts.calls > 1 and os.path.exists("interrupt"):
+            raise KeyboardInterrupt
+        return x * 2
+
+
+@pytest.mark.workloads
+def test_a():
+    nn.Linear(2, 2)(torch.rand(1, 2))
+
+
+@pytest.mark.workloads
+def test_b():
+    Interrupts()(torch.rand(3))
+
+
+@pytest.mark.workloads
+def test_c():
+    nn.Linear(3, 3)(torch.rand(1, 3))
+"""
+
+
+def test_a_keyboard_interrupt_in_a_replay_stops_the_run_and_deletes_no_snapshot(pytester):
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_interrupted=INTERRUPTED)
+    update = ("-p", "no:xdist", "--workload-snapshot", "--snapshot-update")
+    pytester.runpytest_subprocess(*update).assert_outcomes(passed=3)
+    snapshots = sorted((pytester.path / "__snapshots__").rglob("*.workloads"))
+    texts = [p.read_text() for p in snapshots]
+    assert len(texts) == 3
+    (pytester.path / "interrupt").touch()
+    interrupted = pytester.runpytest_subprocess(*update)
+    assert interrupted.ret == pytest.ExitCode.INTERRUPTED
+    interrupted.stdout.fnmatch_lines(["*KeyboardInterrupt*"])
+    assert [p.read_text() for p in snapshots if p.exists()] == texts
