@@ -104,22 +104,27 @@ def test_reads(models):
         "torch": torch.rand(1).item(),
         "momentum": [p.sum().item() for p in momentum.key.parameters()],
     }
-    print("STATE " + json.dumps(state))
+    with open("state.json", "w") as out:
+        json.dump(state, out)
 """
 
 
 def _state(pytester: pytest.Pytester, *args: str) -> dict[str, object]:
-    result = pytester.runpytest_subprocess("-s", "-p", "no:randomly", *args)
+    result = pytester.runpytest_subprocess("-p", "no:randomly", *args)
     result.assert_outcomes(passed=2)
-    (line,) = [line for line in result.outlines if "STATE " in line]
-    return json.loads(line.split("STATE ", 1)[1])
+    return json.loads((pytester.path / "state.json").read_text())
 
 
-def test_a_later_test_reads_the_state_it_reads_without_the_plugin(pytester):
+@pytest.mark.parametrize(
+    "distribution",
+    [("-p", "no:xdist"), ("-n", "2", "--dist", "loadfile")],
+    ids=["no-xdist", "n2"],
+)
+def test_a_later_test_reads_the_state_it_reads_without_the_plugin(pytester, distribution):
     pytester.makeini(SUITE_INI)
     pytester.makepyfile(test_stateful=STATEFUL)
-    off = _state(pytester, "-p", "no:workload")
-    on = _state(pytester, "-p", "no:xdist")
+    off = _state(pytester, "-p", "no:workload", "-p", "no:xdist")
+    on = _state(pytester, *distribution)
     assert off["module hook"] == 1 and off["calls"] == 1 and off["input"] == [2, 2, 2]
     assert on == off
 
