@@ -201,3 +201,17 @@ def test_released_recorder_keeps_its_workloads_and_no_model():
     gc.collect()
     assert ref() is None
     assert recorder.workloads() == before and len(recorder) == 1
+
+
+def test_a_compiled_module_changed_after_its_call_has_no_flops_and_says_why():
+    model = nn.Linear(4, 4)
+    compiled = torch.compile(model, backend="eager")
+
+    def test():
+        compiled(torch.rand(2, 4))
+        model.double()
+
+    (w,), (line,) = measured(test, policy=None)
+    assert w.flops is None and w.measured.flops == w.measured.timing
+    assert w.measured.flops.startswith("not measured: the module changed after its call (")
+    assert line.endswith(w.measured.flops)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._model.measured import (
     FIRST_CALL,
+    NOT_MEASURED,
     OBSERVED,
     OFF,
     REPLAYED,
@@ -71,7 +72,8 @@ def _done(
     elif result.flops is not None:
         flops, flops_how = result.flops, REPLAYED
     else:
-        flops, flops_how = None, not_measured(line or "no replay counted them")
+        reason = line or "no replay counted them"
+        flops, flops_how = None, reason if reason.startswith(NOT_MEASURED) else not_measured(reason)
     return replace(result, timing=timing, flops=flops, measured=Measured(how, flops_how)), line
 
 
