@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .canonical import Json
@@ -44,10 +45,20 @@ class Timing:
         if not 0 < ci[0] <= median <= ci[1]:
             raise WorkloadDataError("timing needs 0 < ci95_s[0] <= median_s <= ci95_s[1]")
         load = read_field(d, "others_load", float, int, optional=True)
+        if not all(math.isfinite(v) for v in (*ci, median)):
+            raise WorkloadDataError("timing values must be finite")
+        iqr = float(read_field(d, "iqr_s", float, int))
+        if not 0 <= iqr < math.inf:
+            raise WorkloadDataError(f"iqr_s must be a finite number >= 0, got {iqr}")
+        n = read_field(d, "n", int)
+        if n < 1:
+            raise WorkloadDataError(f"n must be at least 1, got {n}")
+        if load is not None and not 0 <= load <= 1:
+            raise WorkloadDataError(f"others_load must be between 0 and 1, got {load}")
         return cls(
             median_s=median,
-            iqr_s=float(read_field(d, "iqr_s", float, int)),
-            n=read_field(d, "n", int),
+            iqr_s=iqr,
+            n=n,
             ci_low_s=float(ci[0]),
             ci_high_s=float(ci[1]),
             device=read_field(d, "device", str),
