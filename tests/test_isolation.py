@@ -172,7 +172,7 @@ def test_a_replay_that_raises_leaves_outcomes_and_snapshots_alone(pytester, mode
     update = ("--workload-snapshot", "--snapshot-update", "--workload-json=r.json")
     first = pytester.runpytest(*mode, *update)
     first.assert_outcomes(passed=3)
-    snapshots = sorted((pytester.path / "__snapshots__").rglob("*.workloads"))
+    snapshots = sorted((pytester.path / "__workload_snapshots__").rglob("*.workloads"))
     assert [p.name.split(".")[0] for p in snapshots] == [
         "test_exits_when_called_twice",
         "test_fails_when_called_twice",
@@ -279,7 +279,7 @@ def test_a_keyboard_interrupt_in_a_replay_stops_the_run_and_deletes_no_snapshot(
     pytester.makepyfile(test_interrupted=INTERRUPTED)
     update = ("-p", "no:xdist", "--workload-snapshot", "--snapshot-update")
     pytester.runpytest_subprocess(*update).assert_outcomes(passed=3)
-    snapshots = sorted((pytester.path / "__snapshots__").rglob("*.workloads"))
+    snapshots = sorted((pytester.path / "__workload_snapshots__").rglob("*.workloads"))
     texts = [p.read_text() for p in snapshots]
     assert len(texts) == 3
     (pytester.path / "interrupt").touch()
