@@ -131,7 +131,7 @@ class WorkloadSession:
         recorder.stop()
         if passed:
             for problem in recorder.measure(self.timing_policy):
-                self.perf_notes.append(Note(recorder.nodeid, f"could not measure {problem}"))
+                self.perf_notes.append(Note(recorder.nodeid, problem))
         test = recorder.workloads()
         self.add(test)
         if snapshot is not None and not (passed and self.settings.snapshot):
