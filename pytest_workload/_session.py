@@ -5,6 +5,7 @@ A collector: the gates (``_gate``) decide, this class keeps what they said. No p
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -105,9 +106,14 @@ class WorkloadSession:
             self._device = resolve_device(self.settings.device)
         return self._device
 
-    @property
-    def timing_policy(self) -> TimingPolicy | None:
-        return TimingPolicy(budget_s=self.settings.time_budget_s) if self.settings.timing else None
+    def timing_policy(self, tolerance: float) -> TimingPolicy | None:
+        """How to time a test's workloads; where the perf gate will judge them, a timing it
+        would fail is re-timed first."""
+        if not self.settings.timing:
+            return None
+        gated = self.settings.snapshot and self.settings.perf != "off"
+        suspect = functools.partial(self.perf.suspect, tolerance=tolerance) if gated else None
+        return TimingPolicy(budget_s=self.settings.time_budget_s, suspect=suspect)
 
     def finish_test(
         self,
@@ -119,8 +125,9 @@ class WorkloadSession:
     ) -> list[str]:
         """Measure and keep the test's workloads; return the reasons it fails (if any)."""
         recorder.stop()
+        tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
-            for problem in recorder.measure(self.timing_policy):
+            for problem in recorder.measure(self.timing_policy(tolerance)):
                 self.perf_notes.append(f"{recorder.nodeid}: could not measure {problem}")
         test = recorder.workloads()
         self.add(test)
@@ -136,9 +143,7 @@ class WorkloadSession:
                 failures += result.failures
                 self.notes += result.notes
             if self.settings.perf != "off":
-                result = self.perf.check(
-                    test, self.settings.tolerance if tolerance is None else tolerance
-                )
+                result = self.perf.check(test, tolerance)
                 failures += result.failures
                 self.perf_notes += result.notes
         return failures

@@ -675,7 +675,8 @@ class WorkloadRecorder:
             if call is None or entry.caller is not None:
                 continue
             module, args, kwargs = call
-            entry.measurement = replay(module, entry.done.static.target, args, kwargs, policy)
+            bound = None if policy is None else policy.for_workload(entry.done.static.hash)
+            entry.measurement = replay(module, entry.done.static.target, args, kwargs, bound)
             if entry.measurement.problem is not None:
                 problems.append(
                     f"{entry.done.name} ({entry.done.static.class_name}): "
