@@ -115,3 +115,33 @@ def test_the_data_layer_imports_without_torch():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(len(modules))
+
+
+#: Size limits that keep each room readable: lines per module, lines per class.
+MODULE_LINES, CLASS_LINES = 400, 250
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_modules_and_classes_stay_small(path: Path):
+    source = path.read_text(encoding="utf-8")
+    assert source.count("\n") <= MODULE_LINES, f"{path.name}: over {MODULE_LINES} lines"
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            lines = (node.end_lineno or node.lineno) - node.lineno + 1
+            assert lines <= CLASS_LINES, f"{path.name}: class {node.name} has {lines} lines"
+
+
+def _third_party(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    return {name.split(".")[0] for name in names}
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_core_imports_no_pytest_and_syrupy_has_one_home(path: Path):
+    own, used = _layer(_module_name(path)), _third_party(path)
+    if own not in GLUE and own != "hookspecs":
+        assert "pytest" not in used and "_pytest" not in used, f"{path.name} imports pytest"
+    if path.name != "syrupy_ext.py" and own not in GLUE:
+        assert "syrupy" not in used, f"{path.name} imports syrupy outside _gate/syrupy_ext.py"

@@ -1,0 +1,53 @@
+"""Rows to data: the stored ``Workload`` of each row, parents before children."""
+
+from __future__ import annotations
+
+from .._measure.replay import Measurement
+from .._measure.timing import summarize
+from .._model.timing import Timing
+from .._model.workload import TestWorkloads, UserKey, Workload
+from .rows import Entry, RowTable
+
+
+def to_test_workloads(nodeid: str, table: RowTable) -> TestWorkloads:
+    """The rows of ``table`` in order of first call."""
+    entries = sorted(table.entries(), key=lambda e: e.done.order)
+    position = {e.row: i for i, e in enumerate(entries)}
+    return TestWorkloads(nodeid, tuple(_workload(e, position, table.timing) for e in entries))
+
+
+def _timing(entry: Entry) -> Timing | None:
+    if entry.measurement is not None:
+        return entry.measurement.timing
+    if entry.caller is None or entry.untimed or not entry.samples_ns:
+        return None
+    samples = [ns / 1e9 for ns in entry.samples_ns]
+    return summarize(samples, entry.done.identity.device, "recorded calls")
+
+
+def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
+    done, identity, caller = entry.done, entry.done.identity, entry.caller
+    measured = entry.measurement or Measurement()
+    return Workload(
+        name=done.name,
+        class_name=identity.class_name,
+        depth=done.depth,
+        parent=None if caller is None else caller.done.identity.hash,
+        structure_hash=identity.structure_hash,
+        structure_hash_without_dtypes=identity.structure_hash_without_dtypes,
+        input_signature=identity.signature,
+        hash=identity.hash,
+        calls=entry.calls,
+        params=identity.params,
+        arg_names=identity.arg_names,
+        location=done.location,
+        total_time_s=entry.total_ns / 1e9 if timing and not entry.untimed else None,
+        submodules=identity.submodules,
+        user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
+        alternates=identity.alternates,
+        timing=_timing(entry),
+        flops=measured.flops,
+        peak_memory_bytes=measured.peak_memory_bytes,
+        output_signature=identity.output,
+        caller=None if caller is None else position[caller.row],
+    )

@@ -1,0 +1,179 @@
+"""The hook lifecycle: which torch hooks exist while a test records, and what they call.
+
+A *root* is a module called while no recorded module is running. While no root runs, one
+global forward pre-hook watches for new roots. A module seen as a root gets hooks of its own,
+and so do its submodules down to the depth recorded; they stay until recording ends, so a
+repeated call costs three hook calls and no registration. While a root runs, the global hook
+is removed: every other module keeps torch's hook-free fast path.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from .._identity.structure import is_scripted
+from .errors import ErrorLog
+from .identity import IdentityCache
+from .stack import CallStack
+
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.utils.hooks import RemovableHandle
+
+
+def _register_global_pre(hook: Any) -> RemovableHandle:
+    from torch.nn.modules.module import register_module_forward_pre_hook
+
+    return register_module_forward_pre_hook(hook)
+
+
+class Hooks:
+    """Registers and removes every hook of one recording; the hooks feed ``stack``.
+
+    Hooks run inside the model's forward: each routes its work through ``errors.guarded``
+    and never raises. Calls from threads other than the one that started recording are
+    ignored.
+    """
+
+    def __init__(
+        self, stack: CallStack, identities: IdentityCache, errors: ErrorLog, max_depth: int
+    ) -> None:
+        self._stack = stack
+        self._identities = identities
+        self._errors = errors
+        self._max_depth = max_depth
+        self._thread: int | None = None
+        self._watch_all = False
+        self._stopped = False
+        self._global_watch: RemovableHandle | None = None
+        self._tracked: dict[int, tuple[nn.Module, int]] = {}
+        self._scripted_watch: RemovableHandle | None = None
+        self._hooked: dict[int, tuple[nn.Module, list[RemovableHandle]]] = {}
+        self._script_hooks: list[RemovableHandle] = []
+
+    def watch_all(self) -> None:
+        """Open a root for every module called at top level."""
+        self._thread = threading.get_ident()
+        self._watch_all = True
+        self._identities.watch()
+        self._install_global_watch()
+
+    def track(self, module: nn.Module, max_depth: int) -> None:
+        """Open a root for calls of ``module``."""
+        if self._thread is None:
+            self._thread = threading.get_ident()
+        self._identities.watch()
+        self._tracked[id(module)] = (module, max_depth)
+        if not is_scripted(module):
+            self._ensure_hooked(module)  # its own pre-hook opens its calls as roots
+        elif self._scripted_watch is None:
+            self._scripted_watch = _register_global_pre(self._watch_tracked_scripted)
+
+    def remove_all(self) -> None:
+        """Remove every hook; a root still running is dropped. Idempotent."""
+        self._stopped = True
+        self._remove_global_watch()
+        self._identities.unwatch()
+        if self._scripted_watch is not None:
+            self._scripted_watch.remove()
+            self._scripted_watch = None
+        self._close_root()
+        for _, handles in self._hooked.values():
+            for handle in handles:
+                handle.remove()
+        self._hooked.clear()
+        self._tracked.clear()
+        self._stack.clear()
+
+    # -- registration -----------------------------------------------------------------------
+
+    def _install_global_watch(self) -> None:
+        if self._global_watch is None and self._watch_all and not self._stopped:
+            self._global_watch = _register_global_pre(self._watch_global)
+
+    def _remove_global_watch(self) -> None:
+        if self._global_watch is not None:
+            self._global_watch.remove()
+            self._global_watch = None
+
+    def _ensure_hooked(self, module: nn.Module) -> None:
+        if id(module) in self._hooked:
+            return
+        self._hooked[id(module)] = (
+            module,
+            [
+                module.register_forward_pre_hook(self._enter, with_kwargs=True),
+                module.register_forward_hook(self._done, with_kwargs=True),
+                module.register_forward_hook(self._exit, with_kwargs=True, always_call=True),
+            ],
+        )
+
+    def _open_root(
+        self,
+        module: nn.Module,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        max_depth: int,
+    ) -> None:
+        plan = self._identities.plan(module, max_depth)
+        self._remove_global_watch()
+        if plan.scripted:
+            from torch.nn.modules.module import register_module_forward_hook
+
+            self._script_hooks = [
+                register_module_forward_hook(self._done, with_kwargs=True),
+                register_module_forward_hook(self._exit, always_call=True),
+            ]
+        else:
+            for member, _, _, _ in plan.members.values():
+                self._ensure_hooked(member)
+        self._stack.open_root(module, args, kwargs, plan)
+
+    def _close_root(self) -> None:
+        for handle in self._script_hooks:
+            handle.remove()
+        self._script_hooks = []
+
+    def _pop(self) -> None:
+        if self._stack.pop():
+            self._close_root()
+            self._install_global_watch()
+
+    # -- the hooks themselves ---------------------------------------------------------------
+
+    def _on_thread(self) -> bool:
+        return threading.get_ident() == self._thread
+
+    def _watch_global(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        # A hooked module's own pre-hook opens its call, with its keyword arguments.
+        if not self._stack and id(module) not in self._hooked and self._on_thread():
+            self._errors.guarded(self._open_root, module, args, None, self._max_depth)
+
+    def _watch_tracked_scripted(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        if not self._stack and id(module) in self._tracked and self._on_thread():
+            depth = self._tracked[id(module)][1]
+            self._errors.guarded(self._open_root, module, args, None, depth)
+
+    def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if not self._on_thread():
+            return
+        if self._stack:
+            plan = self._stack.plan
+            if plan is not None and id(module) in plan.members:
+                self._errors.guarded(self._stack.push_sub, module, args, kwargs)
+            return
+        tracked = self._tracked.get(id(module))
+        if tracked is not None or self._watch_all:
+            depth = self._max_depth if tracked is None else tracked[1]
+            self._errors.guarded(self._open_root, module, args, kwargs, depth)
+
+    def _done(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        if self._stack and self._stack.top().module is module and self._on_thread():
+            self._errors.guarded(self._stack.complete, self._stack.top(), args, kwargs, result)
+
+    def _exit(self, module: nn.Module, *_: Any) -> None:
+        if self._stack and self._stack.top().module is module and self._on_thread():
+            self._errors.guarded(self._pop)

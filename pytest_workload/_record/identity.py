@@ -1,0 +1,190 @@
+"""What a call's workload is, cached per test, and forgotten when a module tree changes.
+
+Reading a module's structure costs a tree walk, so it is done once per (module, train/eval
+mode, parameter dtype, device, inputs) and once per root plan. Whenever a submodule or a
+parameter is registered anywhere (a head replaced, a block re-parameterised) the cache is
+dropped, so the next call reads its structure afresh.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._identity.describe import Describer, describe_args
+from .._identity.fingerprint import FingerprintScheme
+from .._identity.structure import (
+    StructureMemo,
+    child_structure_hashes,
+    class_name,
+    param_stats,
+    structure_hash_without_dtypes,
+)
+from .._measure.replay import device_of
+from .._model.canonical import Json
+from .._model.errors import UndescribableInputError
+from .._model.signature import InputSignature
+from .._model.workload import AlternateHash, ParamStats
+from .plan import Plan, build_plan
+
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.nn import Parameter
+    from torch.utils.hooks import RemovableHandle
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a (module, train/eval mode, signature) always yields: computed once per test."""
+
+    target: nn.Module
+    signature: InputSignature
+    # repr of the described inputs: a process-local key that, unlike JSON, costs little per call
+    # and still tells True, 1 and 1.0 apart
+    fast_key: str
+    structure_hash: str
+    structure_hash_without_dtypes: str
+    hash: str
+    class_name: str
+    params: ParamStats
+    arg_names: tuple[str, ...]
+    submodules: tuple[tuple[str, str], ...]
+    alternates: tuple[AlternateHash, ...]
+    output: Json
+    device: str
+
+
+_IdentityKey = tuple[int, bool, object, object, str]
+
+
+class IdentityCache:
+    """Identities and root plans read from module trees, valid until a tree changes."""
+
+    def __init__(
+        self,
+        scheme: FingerprintScheme,
+        alternates: Sequence[FingerprintScheme],
+        describe: Describer | None,
+    ) -> None:
+        self.scheme = scheme
+        self._alternates = tuple(alternates)
+        self._describe = describe
+        self._known: dict[_IdentityKey, Identity] = {}
+        self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
+        self._plans: dict[tuple[int, int], tuple[nn.Module, Plan]] = {}
+        self._registration_watch: list[RemovableHandle] = []
+
+    def watch(self) -> None:
+        """Forget what was read whenever a submodule or a parameter is registered anywhere; a
+        hot path that re-walked every tree on every call would cost far more. Buffers are left
+        out: models reassign them in forward, and a buffer that changes shape between calls is
+        not seen."""
+        if self._registration_watch:
+            return
+        from torch.nn.modules import module as torch_module
+
+        registrars = (
+            getattr(torch_module, f"register_module_{kind}_registration_hook", None)
+            for kind in ("module", "parameter")
+        )
+        self._registration_watch = [r(self.forget) for r in registrars if r is not None]
+
+    def unwatch(self) -> None:
+        for handle in self._registration_watch:
+            handle.remove()
+        self._registration_watch.clear()
+
+    def forget(self, *_: Any) -> None:
+        self._known.clear()
+        self._plans.clear()
+        self._first_owner.clear()
+
+    def plan(self, module: nn.Module, max_depth: int) -> Plan:
+        cached = self._plans.get((id(module), max_depth))
+        if cached is not None and cached[0] is module:
+            return cached[1]
+        plan = build_plan(module, max_depth)
+        self._plans[(id(module), max_depth)] = (module, plan)
+        return plan
+
+    def identity(
+        self,
+        target: nn.Module,
+        described: tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]],
+        call: tuple[tuple[Any, ...], dict[str, Any]],
+        result: Any,
+    ) -> Identity:
+        """The identity of a call of ``target`` with inputs ``described`` (as JSON) and
+        ``call`` (as passed), computed when (module, mode, parameter dtype, device, inputs) is
+        new; the structure is read afresh then, so ``model.half()`` between calls counts."""
+        fast_key = repr(described)
+        first = self._first_parameter(target)
+        # a module without parameters runs where its inputs are
+        device = device_of(target, *call) if first is None else first.device
+        dtype = None if first is None else first.dtype
+        key = (id(target), target.training, dtype, device, fast_key)
+        known = self._known.get(key)
+        if known is not None and known.target is target:
+            return known
+        signature = InputSignature(*described)
+        memo: StructureMemo = {}
+        structure = self.scheme.structure_hash(target, memo)
+        known = Identity(
+            target=target,
+            signature=signature,
+            fast_key=fast_key,
+            structure_hash=structure,
+            structure_hash_without_dtypes=structure_hash_without_dtypes(target),
+            hash=self.scheme.workload_hash(structure, signature),
+            class_name=class_name(target),
+            params=param_stats(target),
+            arg_names=_arg_names(target),
+            submodules=child_structure_hashes(target, memo, self.scheme.node),
+            alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
+            output=self._describe_output(result),
+            device=str(device),
+        )
+        self._known[key] = known
+        return known
+
+    def _first_parameter(self, target: nn.Module) -> Parameter | None:
+        """``next(target.parameters())`` without walking the tree on every call: where it
+        lives is found once, and it is read there afresh (``.half()`` casts it in place, an
+        assignment replaces it there)."""
+        cached = self._first_owner.get(id(target))
+        if cached is None or cached[0] is not target:
+            found = (
+                (m, name)
+                for m in target.modules()
+                for name, p in m._parameters.items()
+                if p is not None
+            )
+            owner, name = next(found, (None, ""))
+            cached = self._first_owner[id(target)] = (target, owner, name)
+        _, owner, name = cached
+        if owner is None or name not in owner._parameters:  # (deleted since)
+            return None
+        return owner._parameters[name]
+
+    def _describe_output(self, result: Any) -> Json:
+        try:
+            described = describe_args((result,), self._describe)
+        except UndescribableInputError:
+            return None  # outputs are informative only; an opaque one is not an error
+        return described[0]
+
+
+def _arg_names(module: nn.Module) -> tuple[str, ...]:
+    try:
+        params = inspect.signature(module.forward).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in params if p.kind in positional)
+
+
+def _alternate(scheme: FingerprintScheme, target: nn.Module, sig: InputSignature) -> AlternateHash:
+    structure = scheme.structure_hash(target)
+    return AlternateHash(scheme.version, structure, scheme.workload_hash(structure, sig))

@@ -1,0 +1,174 @@
+"""The call stack: one frame per recorded module call in progress.
+
+A frame is opened by a pre-hook, completed by a forward hook (which describes the call and
+its identity) and popped by an always-called forward hook, so a call that raises is popped
+uncompleted: it is not recorded, nor are the calls it made. A completed root goes into the
+row table with its completed children.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._identity.describe import Describer, describe_args, describe_kwargs
+from .._identity.structure import class_name
+from .._model.canonical import Json, canonical_json
+from .._model.errors import UndescribableInputError
+from .callsite import call_site
+from .errors import ErrorLog
+from .identity import IdentityCache
+from .plan import Plan
+from .rows import Done, RowTable
+
+if TYPE_CHECKING:
+    from torch import nn
+
+#: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
+Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
+
+
+@dataclass(slots=True)
+class Frame:
+    module: nn.Module
+    target: nn.Module
+    name: str
+    depth: int
+    record: bool
+    order: int
+    args: tuple[Json, ...] | None = None
+    kwargs: tuple[tuple[str, Json], ...] | None = None
+    start_ns: int = 0
+    done: Done | None = None
+    children: list[Done] = field(default_factory=list)
+
+
+class CallStack:
+    """Frames of the calls in progress, under the plan of the running root."""
+
+    def __init__(
+        self,
+        identities: IdentityCache,
+        rows: RowTable,
+        errors: ErrorLog,
+        *,
+        describe: Describer | None,
+        keyer: Keyer | None,
+        rootdir: Path | None,
+    ) -> None:
+        self._identities = identities
+        self._rows = rows
+        self._errors = errors
+        self._describe = describe
+        self._keyer = keyer
+        self._rootdir = str(rootdir) if rootdir is not None else None
+        self._frames: list[Frame] = []
+        self._order = itertools.count()
+        self.plan: Plan | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self._frames)
+
+    def top(self) -> Frame:
+        return self._frames[-1]
+
+    def clear(self) -> None:
+        """Drop the running root, if any."""
+        self._frames.clear()
+        self.plan = None
+
+    def open_root(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None, plan: Plan
+    ) -> None:
+        frame = Frame(module, plan.target, "", 0, True, next(self._order))
+        self._describe_into(frame, args, kwargs)
+        self.plan = plan
+        self._frames.append(frame)
+        frame.start_ns = self._now()
+
+    def push_sub(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        assert self.plan is not None
+        _, path, static_depth, target = self.plan.members[id(module)]
+        parent = self._frames[-1]
+        depth = max(static_depth, parent.depth + 1)
+        frame = Frame(
+            module,
+            target,
+            path or type(module).__name__,
+            depth,
+            parent.record and depth <= self.plan.max_depth,
+            next(self._order),
+        )
+        if frame.record:
+            self._describe_into(frame, args, kwargs)
+        self._frames.append(frame)
+        frame.start_ns = self._now()
+
+    def complete(
+        self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        elapsed = self._now() - frame.start_ns
+        if frame.kwargs is None and frame.record:
+            self._describe_into(frame, None, kwargs)
+        if not frame.record or frame.args is None or frame.kwargs is None:
+            return
+        identity = self._identities.identity(
+            frame.target, (frame.args, frame.kwargs), (args, kwargs), result
+        )
+        name, location, call = frame.name, None, None
+        if frame.depth == 0 and not self._rows.has_root(identity):
+            name, location = call_site(frame.module, frame.target, self._rootdir)
+            call = (frame.module, args, kwargs)
+        frame.done = Done(
+            identity, name, location, frame.depth, elapsed, frame.order, frame.children
+        )
+        frame.done.call = call
+        if self._keyer is not None:
+            frame.done.user_key = self._user_key(frame, args, kwargs)
+
+    def pop(self) -> bool:
+        """Close the innermost call; True when that ended the root."""
+        frame = self._frames.pop()
+        if frame.done is not None:
+            if self._frames:
+                self._frames[-1].children.append(frame.done)
+            else:
+                self._rows.add(None, frame.done)
+        if self._frames:
+            return False
+        self.plan = None
+        return True
+
+    def _now(self) -> int:
+        return time.perf_counter_ns() if self._rows.timing else 0
+
+    def _describe_into(
+        self, frame: Frame, args: tuple[Any, ...] | None, kwargs: dict[str, Any] | None
+    ) -> None:
+        try:
+            if args is not None:
+                frame.args = describe_args(args, self._describe)
+            if kwargs is not None:
+                frame.kwargs = describe_kwargs(kwargs, self._describe)
+        except UndescribableInputError as exc:
+            frame.record = False
+            if frame.depth == 0:
+                name, location = call_site(frame.module, frame.target, self._rootdir)
+            else:
+                name, location = frame.name, None
+            where = f" called at {location}" if location else ""
+            self._errors.add(f"{name} ({class_name(frame.target)}){where}: {exc}")
+
+    def _user_key(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Json:
+        assert self._keyer is not None and frame.done is not None
+        try:
+            key = self._keyer(frame.module, args, kwargs)
+            canonical_json(key)
+        except Exception as exc:
+            self._errors.add(f"pytest_workload_key failed for {frame.done.name}: {exc!r}")
+            return None
+        return key
