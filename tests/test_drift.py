@@ -270,3 +270,12 @@ def test_the_contended_note_names_the_wait():
     w = workloads(timing=timed(3.0, cpu=1.0, load=0.8)).workloads[0]
     note = render_contended(w, BASE, judge(w.timing, BASE))
     assert "waited for a core 80% of its wall time" in note
+
+
+def test_thread_cpu_time_decides_where_preemptions_widened_the_wall_interval():
+    preempted = timed(1.5, cpu=1.35, load=0.8, spread=0.02)
+    preempted = dataclasses.replace(preempted, ci_low_s=1.0, ci_high_s=9.0)  # wall: no verdict
+    drift = judge(preempted, BASE)
+    assert drift.kind == "regression" and drift.evidence == "cpu" and not drift.contended
+    # the wall median within the tolerance: the CPU time alone fails nothing
+    assert judge(dataclasses.replace(preempted, median_s=1.1), BASE).kind == "unchanged"

@@ -8,8 +8,10 @@ Evidence is weighed from the most to the least deterministic:
    95% interval of the ratio beyond it (the current interval's low end against the baseline's
    high end), so noise *within* a timing makes no verdict.
 3. **Thread CPU time** (CPU timings): time the timing thread actually ran, which does not grow
-   while it waits for a core other processes hold. A wall-time regression the CPU time
-   confirms is judged a regression. One the CPU time does not confirm was spent off the CPU:
+   while it waits for a core other processes hold. A CPU time beyond the tolerance, interval
+   included, with the wall-time median beyond it too, is a regression even where the wall
+   time's interval, widened by preemptions, would not say so. A wall-time regression the CPU
+   time does not confirm was spent off the CPU:
    waiting for a core (the schedstat run-queue wait, ``others_load``, says how much), or
    sleeping, blocking, waiting on I/O. It is marked ``contended`` when that wait could explain
    it, and judged a regression when not.
@@ -79,7 +81,11 @@ def judge(
     )
     if flops_ratio is not None and flops_ratio > 1 + tolerance:
         return replace(wall, kind="regression", evidence="flops")
-    if ratio > 1 + tolerance and low > 1 + tolerance:
+    limit = 1 + tolerance
+    if cpu_ratio is not None and cpu_low is not None and cpu_low > limit and ratio > limit:
+        # the thread ran longer: its CPU time, not the wall time's wider interval, decides
+        return replace(wall, kind="regression", evidence="cpu")
+    if ratio > limit and low > limit:
         return _slower(wall, _load(current))
     if ratio < 1 / (1 + tolerance) and high < 1 / (1 + tolerance):
         # a faster current timing can only be explained by load on the baseline's side
@@ -91,16 +97,12 @@ def judge(
 
 
 def _slower(drift: Drift, load: float) -> Drift:
-    """A wall-time regression, weighed with the CPU time and the run-queue wait."""
-    limit = 1 + drift.tolerance
+    """A wall-time regression the CPU time does not confirm, weighed with the run-queue wait."""
     explained = load > CONTENDED_LOAD and drift.ratio_low <= explainable_slowdown(
         load, drift.tolerance
     )
-    if drift.cpu_ratio is None or drift.cpu_ratio_low is None:
-        return replace(drift, kind="regression", contended=explained)
-    if drift.cpu_ratio > limit and drift.cpu_ratio_low > limit:
-        return replace(drift, kind="regression", evidence="cpu")
-    return replace(drift, kind="regression", evidence="off-cpu", contended=explained)
+    evidence: Evidence = "wall" if drift.cpu_ratio_low is None else "off-cpu"
+    return replace(drift, kind="regression", evidence=evidence, contended=explained)
 
 
 def _cpu_ratio(current: Timing, baseline: Timing) -> tuple[float | None, float | None]:
