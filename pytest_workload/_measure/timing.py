@@ -94,34 +94,48 @@ def time_call(
 ) -> Timing:
     """Measure ``fn`` and summarise it, with what competition for the CPU cost it.
 
-    A timing ``policy.suspected`` of a regression is taken again, afresh, up to
-    ``policy.retimes`` times: the first one that is no longer suspected is kept, else the
-    fastest, so a burst of load on the machine is re-timed away rather than failed.
+    A timing ``policy.suspected`` of a regression is timed again, afresh, up to
+    ``policy.retimes`` times, and judged on the samples of every round together: a burst of
+    load that hit one round is outvoted by the others, and a real regression, slow in every
+    round, is judged on more samples, so with a tighter interval.
     """
-    timing = _time_once(fn, stopwatch, policy, device)
-    retimed = 0
-    while retimed < policy.retimes and policy.suspected(timing):
-        retimed += 1
-        again = _time_once(fn, stopwatch, policy, device)
-        if not policy.suspected(again):
-            timing = again
-            break
-        timing = min(timing, again, key=lambda t: t.median_s)
-    return dataclasses.replace(timing, retimed=retimed)
+    rounds = [_time_once(fn, stopwatch, policy)]
+    timing = _summary(rounds, device)
+    while len(rounds) <= policy.retimes and policy.suspected(timing):
+        rounds.append(_time_once(fn, stopwatch, policy))
+        timing = _summary(rounds, device)
+    return timing
 
 
-def _time_once(
-    fn: Callable[[], object], stopwatch: Stopwatch, policy: TimingPolicy, device: str
-) -> Timing:
+@dataclass(frozen=True)
+class _Round:
+    samples: Samples
+    others: float | None
+    pressure: float | None
+
+
+def _time_once(fn: Callable[[], object], stopwatch: Stopwatch, policy: TimingPolicy) -> _Round:
     with LoadProbe() as probe:
         samples = measure(fn, stopwatch, policy)
-    return summarize(
-        samples.wall_s,
+    return _Round(samples, probe.others, probe.pressure)
+
+
+def _summary(rounds: Sequence[_Round], device: str) -> Timing:
+    """One timing of every round's samples; the load is the rounds' mean."""
+    cpu = [r.samples.cpu_s for r in rounds]
+    timing = summarize(
+        [s for r in rounds for s in r.samples.wall_s],
         device,
-        others_load=probe.others,
-        cpu_samples_s=samples.cpu_s,
-        cpu_pressure=probe.pressure,
+        others_load=_mean([r.others for r in rounds]),
+        cpu_samples_s=None if None in cpu else [s for c in cpu if c for s in c],
+        cpu_pressure=_mean([r.pressure for r in rounds]),
     )
+    return dataclasses.replace(timing, retimed=len(rounds) - 1)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if len(known) == len(values) else None
 
 
 @dataclass(frozen=True)

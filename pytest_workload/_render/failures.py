@@ -99,11 +99,14 @@ def _workload_title(w: Workload) -> str:
     return f"{w.name} ({w.class_name}), input {w.input_signature.format()}, hash {short(w.hash)}"
 
 
-_TIMES = {0: "", 1: "; re-timed once, slower each time", 2: "; re-timed twice, slower each time"}
+_TIMES = {1: "once", 2: "twice"}
 
 
 def _retimed(t: Timing) -> str:
-    return _TIMES.get(t.retimed, f"; re-timed {t.retimed} times, slower each time")
+    if not t.retimed:
+        return ""
+    times = _TIMES.get(t.retimed, f"{t.retimed} times")
+    return f"; re-timed {times}, judged on every timing's samples"
 
 
 def _evidence(current: Timing, drift: Drift) -> str:
