@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._model.errors import WorkloadError
-from ._model.files import read_report, write_report
+from ._model.files import read_report, write_report, write_text_atomic
 from ._options import tolerance
 from ._render.comparison import render_comparison, render_comparison_markdown
 from ._render.merge import render_merge
@@ -66,13 +66,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _write_text(path: Path, text: str) -> None:
-    try:
-        path.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise WorkloadError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
 def _write(comparison: Comparison, args: argparse.Namespace) -> None:
     """The summary before the chart, so that a chart that fails still leaves the summary."""
     render = render_comparison_markdown if args.format == "markdown" else render_comparison
@@ -80,7 +73,7 @@ def _write(comparison: Comparison, args: argparse.Namespace) -> None:
     if args.output is None:
         sys.stdout.write(text)
     else:
-        _write_text(args.output, text)
+        write_text_atomic(args.output, text, make_parents=False)
     if args.chart is not None:
         from ._render.chart import write_chart
 
@@ -90,10 +83,7 @@ def _write(comparison: Comparison, args: argparse.Namespace) -> None:
 def _merge(args: argparse.Namespace) -> int:
     shards = [Shard(str(path), read_report(path)) for path in args.reports]
     merged = merge_reports(shards)
-    try:
-        write_report(args.output, merged.report)
-    except OSError as exc:
-        raise WorkloadError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+    write_report(args.output, merged.report)
     sys.stdout.write("\n".join(render_merge(merged, len(shards), str(args.output))) + "\n")
     return 1 if merged.collapses else 0
 

@@ -16,6 +16,7 @@ import pytest
 from ._measure.device import check_device_spec
 from ._model.baseline import BASELINE_DIRNAME
 from ._model.errors import DeviceUnavailableError
+from ._model.files import STDOUT
 from ._session import WorkloadSettings
 from ._verdict.drift import DEFAULT_TOLERANCE
 
@@ -133,7 +134,13 @@ _OPTIONS = (
         "fixture, or every test (max_depth 0 unless a marker says otherwise; "
         "@pytest.mark.workloads(record=False) opts one out)",
     ),
-    _Option("--workload-json", "", str, "PATH", "write every test's workloads to PATH as JSON"),
+    _Option(
+        "--workload-json",
+        "",
+        str,
+        "PATH",
+        "write every test's workloads to PATH as JSON (- for stdout)",
+    ),
     _Option(
         "--workload-timing",
         "on",
@@ -208,6 +215,13 @@ def option_value(config: pytest.Config, flag: str) -> Any:
         raise pytest.UsageError(f"ini option {dest} = {raw!r}: {exc}") from None
 
 
+def _json_path(config: pytest.Config, value: str) -> Path | None:
+    """Relative to where pytest was started; ``-`` is standard output, not a file."""
+    if not value:
+        return None
+    return Path(STDOUT) if value == STDOUT else Path(config.invocation_params.dir, value)
+
+
 def read_settings(config: pytest.Config) -> WorkloadSettings:
     json_path = option_value(config, "--workload-json")
     settings = WorkloadSettings(
@@ -220,7 +234,7 @@ def read_settings(config: pytest.Config) -> WorkloadSettings:
         tolerance=option_value(config, "--workload-perf-tolerance"),
         baselines=config.rootpath / option_value(config, "--workload-baselines"),
         device=option_value(config, "--workload-device"),
-        json_path=Path(config.invocation_params.dir, json_path) if json_path else None,
+        json_path=_json_path(config, json_path),
         migrate=option_value(config, "--workload-migrate"),
         rootdir=config.rootpath,
     )

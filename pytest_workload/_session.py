@@ -132,17 +132,22 @@ class WorkloadSession:
         test = recorder.workloads()
         self.add(test)
         if snapshot is not None and not (passed and self.settings.snapshot):
-            self.snapshots.keep(snapshot)  # a failed test's table says nothing of the stored one
+            self.notes += self.snapshots.keep(snapshot)  # a failed test's table says nothing
         if not passed:
             return []
         failures = [f"pytest-workload could not record: {e}" for e in recorder.errors]
         if self.settings.snapshot:
             failures += self.keys.check(test).failures
-            if snapshot is not None:
+            # Under --snapshot-update a test that fails writes nothing: its table (partial, or
+            # collapsed) would replace a good one.
+            writes = not (failures and self.settings.update)
+            if snapshot is not None and not writes:
+                self.notes += self.snapshots.keep(snapshot)
+            elif snapshot is not None:
                 result = self.snapshots.check(snapshot, test, self.scheme.version)
                 failures += result.failures
                 self.notes += result.notes
-            if self.settings.perf != "off":
+            if self.settings.perf != "off" and writes:
                 result = self.perf.check(test, tolerance)
                 failures += result.failures
                 self.perf_notes += result.notes

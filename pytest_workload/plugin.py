@@ -11,7 +11,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from ._identity.describe import Describer
 from ._identity.fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
-from ._model.errors import DeviceUnavailableError
+from ._model.errors import DeviceUnavailableError, FileWriteError
 from ._options import (
     MARKER,
     TREE_TESTS,
@@ -38,6 +38,8 @@ MERGE_KEY = pytest.StashKey[WorkerMerge]()
 RECORD_ALL_KEY = pytest.StashKey[bool]()
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
+#: Why the JSON report could not be written, for the terminal summary.
+JSON_ERROR_KEY = pytest.StashKey[str]()
 SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
 
 
@@ -230,6 +232,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "workload snapshot migrations")
         for note in session.notes:
             terminalreporter.write_line(note)
+    json_error = config.stash.get(JSON_ERROR_KEY, None)
+    if json_error is not None:
+        terminalreporter.write_line(json_error, red=True)
     if session.problems:
         terminalreporter.write_sep("=", "workload problems across xdist workers", red=True)
         for problem in session.problems:
@@ -254,9 +259,20 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     if workeroutput is None:
         if config.stash[MERGE_KEY].check_across_workers() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        workload_session.write_json(
-            lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
-        )
+        try:
+            workload_session.write_json(
+                lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
+            )
+        except FileWriteError as exc:
+            _json_not_written(session, exc)
+
+
+def _json_not_written(session: pytest.Session, exc: FileWriteError) -> None:
+    """Said in one line in the terminal summary, which comes after this hook; a usage error,
+    since the report asked for is missing."""
+    session.config.stash[JSON_ERROR_KEY] = f"pytest-workload: JSON report not written: {exc}"
+    if session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -117,7 +117,9 @@ def test_markdown_is_a_table_with_details():
     lines = render_comparison_markdown(comparison)
     assert lines[0] == "### pytest-workload: regressed"
     assert lines[4].startswith("| verdict | test | workload |")
-    assert any(line.startswith("| **changed** | `t.py::test` | model |") for line in lines)
+    assert any(
+        line.startswith("| **changed** | <code>t.py::test</code> | model |") for line in lines
+    )
     assert "<details><summary>What changed</summary>" in lines
 
 

@@ -25,7 +25,7 @@ def test_then_killed():
 def test_a_killed_update_leaves_every_snapshot_old_or_new(pytester, suite):
     suite(two_shapes() + two_shapes(size=12).replace("test_two_shapes", "test_other"))
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=2)
-    folder = pytester.path / "__snapshots__" / "test_models"
+    folder = pytester.path / "__workload_snapshots__" / "test_models"
     old = {p.name: p.read_text() for p in folder.iterdir()}
     suite(
         two_shapes(size=20) + two_shapes(size=24).replace("test_two_shapes", "test_other") + KILLED
@@ -42,13 +42,13 @@ def test_a_killed_update_leaves_every_snapshot_old_or_new(pytester, suite):
 def test_an_unwritable_snapshot_location_is_a_clear_error(pytester, suite):
     suite(two_shapes())
     # root may write anywhere, so block the file with a directory of the same name
-    blocker = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    blocker = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
     (blocker / "keep").mkdir(parents=True)
     result = pytester.runpytest("--workload-snapshot", "--snapshot-update")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "workload snapshot __snapshots__*test_two_shapes.workloads could not be "
+            "workload snapshot __workload_snapshots__*test_two_shapes.workloads could not be "
             "*Is a directory*"
         )
     )
@@ -68,13 +68,13 @@ def test_a_snapshot_from_a_future_release_is_an_error_and_untouched(
 ):
     suite(two_shapes())
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
-    stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
     text = stored.read_text().replace(f'"{field}": 1', f'"{field}": 2')
     stored.write_text(text)
     result = pytester.runpytest("--workload-snapshot", *update)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        lit(f"workload snapshot __snapshots__*test_two_shapes.workloads was written by {says}*")
+        lit(f"workload snapshot __workload_snap**test_two_shapes.workloads was written by {says}*")
     )
     assert stored.read_text() == text
 
@@ -89,7 +89,7 @@ def test_fails():
 
 
 def _stored(pytester) -> dict[str, str]:
-    folder = pytester.path / "__snapshots__" / "test_models"
+    folder = pytester.path / "__workload_snapshots__" / "test_models"
     return {p.name: p.read_text() for p in folder.iterdir()}
 
 

@@ -77,7 +77,9 @@ def test_stable_shape_key_passes_and_is_stored(pytester, suite):
     pytester.makeconftest(SHAPE_KEY)
     suite(two_shapes() + REINIT)
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=3)
-    text = (pytester.path / "__snapshots__/test_models/test_two_shapes.workloads").read_text()
+    text = (
+        pytester.path / "__workload_snapshots__/test_models/test_two_shapes.workloads"
+    ).read_text()
     assert '"user_key": ["Net", [1, 3, 16, 16]]' in text
     pytester.runpytest("--workload-snapshot").assert_outcomes(passed=3)
 
@@ -109,7 +111,7 @@ def test_user_key_problems_together_with_a_hash_change(pytester, suite):
     assert "user key collapse: two distinct workloads share the key" in out
     result.stdout.fnmatch_lines(
         lit(
-            "workload snapshot mismatch (__snapshots__*test_two_shapes.workloads):",
+            "workload snapshot mismatch (__workload_snapshots__*test_two_shapes.workloads):",
             "  changed:  model (test_models.Net) * -> *",
             "      user key changed: * -> *",
             "*input args[0] (x): shape [1, 3, 16, 16] -> [1, 3, 12, 12]",
@@ -218,7 +220,7 @@ def _old_snapshot(pytester, suite, body):
     pytester.makeconftest(OLD_RELEASE)
     suite(body)
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
-    stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
     assert '"fingerprint_scheme": 0' in stored.read_text()
     pytester.makeconftest(KNOWS_LEGACY)
     return stored
@@ -237,7 +239,7 @@ def test_migration_rewrites_after_verifying_old_hashes(pytester, suite, mode):
     migrated.stdout.fnmatch_lines(
         lit(
             "*- workload snapshot migrations -*",
-            "migrated __snapshots__*test_two_shapes.workloads from fingerprint scheme 0 to 1",
+            "migrated __workload_snap**test_two_shapes.workloads from fingerprint scheme 0 to 1",
         )
     )
     assert '"fingerprint_scheme": 1' in stored.read_text()
@@ -252,7 +254,7 @@ def test_migration_refuses_when_something_else_changed(pytester, suite):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "refusing to migrate workload snapshot __snapshots__*test_two_shapes.workloads from "
+            "refusing to migrate workload snapshot __workload_snap**test_two_shapes.workloads from "
             "scheme 0 to 1: under scheme 0 the recorded workloads no longer match the stored "
             "ones, so something changed besides the scheme:",
             "  changed:  model (test_models.Net) * -> *",

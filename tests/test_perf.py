@@ -351,16 +351,20 @@ def test_corrupt_baseline_is_an_error_naming_it(pytester, sleepy):
     assert path.read_text() == "{broken"
 
 
-def test_a_corrupt_baseline_of_another_workload_is_an_error_naming_it(pytester, sleepy):
+def test_a_corrupt_baseline_of_another_workload_is_a_note_naming_it(pytester, sleepy):
     sleepy()
     baseline(pytester)
     (path,) = (pytester.path / "__workload_baselines__").rglob("*.json")
     other = path.with_name("0" * 64 + ".json")
     other.write_text("{broken")
     sleepy(batch=2)  # no baseline of its own: the store is searched for a compatible one
+    update = ("--workload-snapshot", "--snapshot-update", "--workload-perf=off")
+    pytester.runpytest(*update).assert_outcomes(passed=1)  # the snapshot only
     result = pytester.runpytest(*GATE)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(lit(f"corrupt timing baseline *{other.name}: is not valid JSON*"))
+    result.assert_outcomes(passed=1)  # one corrupt file fails no other workload's test
+    result.stdout.fnmatch_lines(
+        lit(f"timing baseline *{other.name}: is not valid JSON*; left out of nearest-shape lookups")
+    )
     assert other.read_text() == "{broken"
 
 

@@ -109,11 +109,11 @@ def test_snapshot_lifecycle_create_pass_fail(pytester, suite, mode):
     missing = pytester.runpytest(*mode, "--workload-snapshot")
     missing.assert_outcomes(failed=1)
     missing.stdout.fnmatch_lines(
-        lit("*no workload snapshot __snapshots__*test_two_shapes.workloads*")
+        lit("*no workload snapshot __workload_snapshots__*test_two_shapes.workloads*")
     )
 
     pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
-    stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
     text = stored.read_text()
     assert '"class": "test_models.Net"' in text and '"input": "(float32[1, 3, 16, 16])"' in text
     pytester.runpytest(*mode, "--workload-snapshot").assert_outcomes(passed=1)
@@ -123,7 +123,7 @@ def test_snapshot_lifecycle_create_pass_fail(pytester, suite, mode):
     changed.assert_outcomes(failed=1)
     changed.stdout.fnmatch_lines(
         lit(
-            "workload snapshot mismatch (__snapshots__*test_two_shapes.workloads):",
+            "workload snapshot mismatch (__workload_snapshots__*test_two_shapes.workloads):",
             "  changed:  model (test_models.Net) * -> *",
             "      input args[0] (x): shape [1, 3, 16, 16] -> [1, 3, 12, 12]",
             "*run `pytest --workload-snapshot --snapshot-update` to accept*",
@@ -230,7 +230,7 @@ def test_big():
 def test_snapshot_from_another_scheme_names_both_versions(pytester, suite):
     suite(two_shapes())
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
-    stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
     stored.write_text(
         stored.read_text().replace('"fingerprint_scheme": 1', '"fingerprint_scheme": 0')
     )
@@ -247,13 +247,13 @@ def test_snapshot_from_another_scheme_names_both_versions(pytester, suite):
 
 def test_corrupt_snapshot_is_a_clear_error_and_only_rewritten_on_update(pytester, suite):
     suite(two_shapes())
-    stored = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
+    stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
     stored.parent.mkdir(parents=True)
     stored.write_text('{"pytest_workload_snapshot": 1, "workloads": [')
     result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        lit("corrupt workload snapshot __snapshots__*test_two_shapes.workloads: not valid JSON*")
+        lit("corrupt workload snapshot __workload_snap**test_two_shapes.workloads: not valid JSON*")
     )
     assert stored.read_text().endswith("[")
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
@@ -270,7 +270,9 @@ def test_unused_snapshot_follows_syrupy(pytester, suite, mode):
     pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update").stdout.fnmatch_lines(
         lit("*1 unused snapshot deleted*")
     )
-    assert not (pytester.path / "__snapshots__" / "test_models" / "test_other.workloads").exists()
+    assert not (
+        pytester.path / "__workload_snapshots__" / "test_models" / "test_other.workloads"
+    ).exists()
 
 
 @pytest.mark.parametrize(
@@ -390,7 +392,7 @@ def test_xdist_gives_the_serial_report_and_snapshots(pytester, suite):
         "--workload-json=serial.json", "--workload-snapshot", "--snapshot-update"
     )
     serial.assert_outcomes(passed=2)
-    snapshots = sorted((pytester.path / "__snapshots__").rglob("*.workloads"))
+    snapshots = sorted((pytester.path / "__workload_snapshots__").rglob("*.workloads"))
     texts = [p.read_text() for p in snapshots]
     for p in snapshots:
         p.unlink()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .._model.baseline import Baseline
 from .._model.device import DeviceIdentity
+from .._model.errors import CorruptFileError
 from .._model.files import read_json_file, write_text_atomic
 
 
@@ -22,6 +23,8 @@ class BaselineStore:
         self.device = device
         self.directory = root / device.slug
         self._all: list[Baseline] | None = None
+        #: Files :meth:`all` could not read, as errors naming them (each reported once).
+        self.unreadable: list[CorruptFileError] = []
 
     def path(self, workload_hash: str) -> Path:
         return self.directory / f"{workload_hash}.json"
@@ -30,13 +33,24 @@ class BaselineStore:
         path = self.path(workload_hash)
         if not path.exists():
             return None
-        return _read(path)
+        baseline = _read(path)
+        if baseline.hash != workload_hash:
+            raise CorruptFileError(
+                str(path), f"holds the baseline of hash {baseline.hash}, not of its own name"
+            )
+        return baseline
 
     def all(self) -> list[Baseline]:
-        """Every baseline of this device identity (read once), for nearest-shape lookups."""
+        """Every readable baseline of this device identity (read once), for nearest-shape
+        lookups; one corrupt file is left out (and listed in ``unreadable``), not fatal."""
         if self._all is None:
             files = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
-            self._all = [_read(p) for p in files]
+            self._all = []
+            for p in files:
+                try:
+                    self._all.append(_read(p))
+                except CorruptFileError as exc:
+                    self.unreadable.append(exc)
         return self._all
 
     def put(self, baseline: Baseline) -> Path:

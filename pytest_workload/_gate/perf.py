@@ -8,7 +8,7 @@ from typing import Literal
 from .._measure.device import device_identity
 from .._model.baseline import Baseline
 from .._model.canonical import canonical_json
-from .._model.errors import CorruptFileError
+from .._model.errors import CorruptFileError, FileWriteError
 from .._model.timing import Timing
 from .._model.workload import TestWorkloads, Workload
 from .._render.failures import (
@@ -38,6 +38,7 @@ class PerfGate:
         self.update = update
         self.workers = workers
         self._stores: dict[str, BaselineStore] = {}
+        self._reported: set[str] = set()
 
     def check(self, test: TestWorkloads, tolerance: float) -> GateResult:
         failures: list[str] = []
@@ -86,8 +87,16 @@ class PerfGate:
         try:
             baseline = store.get(w.hash)
         except CorruptFileError as exc:
+            if exc.future:
+                return [
+                    f"timing baseline {exc}: upgrade pytest-workload to use it. It is left as "
+                    "it is, also under --snapshot-update"
+                ]
             if not self.update:
-                return [f"corrupt timing baseline {exc}; fix or delete it"]
+                return [
+                    f"corrupt timing baseline {exc}; fix it, delete it or rewrite it with "
+                    "--snapshot-update"
+                ]
             baseline = None
         if baseline is None:
             return self._no_baseline(w, store, notes)
@@ -95,7 +104,7 @@ class PerfGate:
         if drift.kind == "unchanged":
             return []
         if self.update:
-            self._write(
+            return self._write(
                 w,
                 store,
                 f"timing baseline for {w.name} ({w.class_name}) "
@@ -113,7 +122,7 @@ class PerfGate:
             notes.append(render_faster(w, baseline.timing, drift))
         return []
 
-    def _write(self, w: Workload, store: BaselineStore, note: str, notes: list[str]) -> None:
+    def _write(self, w: Workload, store: BaselineStore, note: str, notes: list[str]) -> list[str]:
         assert w.timing is not None
         load = w.timing.others_load or 0.0
         if self._relaxed is not None:
@@ -126,18 +135,22 @@ class PerfGate:
                 "quieter machine, or add --workload-perf=strict to write it anyway"
             )
         else:
-            store.put(Baseline.from_workload(w, store.device))
+            try:
+                store.put(Baseline.from_workload(w, store.device))
+            except FileWriteError as exc:
+                return [f"timing baseline not written: {exc}"]
             notes.append(note)
+        return []
 
     def _no_baseline(self, w: Workload, store: BaselineStore, notes: list[str]) -> list[str]:
         """Record a baseline under update; else a note, with the nearest compatible one."""
         if self.update:
-            self._write(w, store, f"timing baseline {store.path(w.hash)} recorded", notes)
-            return []
-        try:
-            stored = store.all()
-        except CorruptFileError as exc:
-            return [f"corrupt timing baseline {exc}; fix or delete it"]
+            return self._write(w, store, f"timing baseline {store.path(w.hash)} recorded", notes)
+        stored = store.all()
+        for exc in store.unreadable:
+            if exc.path not in self._reported:
+                self._reported.add(exc.path)
+                notes.append(f"timing baseline {exc}; left out of nearest-shape lookups")
         others = {canonical_json(b.key): b for b in stored if b.hash != w.hash}
         found = nearest(w.key, [b.key for b in others.values()])
         near = None if found is None else (others[canonical_json(found[0])], found[1])

@@ -43,12 +43,13 @@ class SnapshotGate:
             notes=() if result.note is None else (result.note,),
         )
 
-    @staticmethod
-    def keep(snapshot: Snapshot) -> None:
-        """Leave the stored table as it is, counted as used (a failed test, or no gate)."""
+    def keep(self, snapshot: Snapshot) -> tuple[str, ...]:
+        """Leave the stored table as it is, counted as used (a failed test, or no gate); the
+        notes say if it was first moved from where older releases kept it."""
         from .syrupy_ext import keep_snapshot
 
-        keep_snapshot(snapshot)
+        moved = keep_snapshot(snapshot, self.rootdir)
+        return () if moved is None else (moved,)
 
     def _legacy_documents(self, test: TestWorkloads) -> dict[int, SnapshotDocument]:
         """The test's table as each older scheme would have written it."""

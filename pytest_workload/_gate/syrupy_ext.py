@@ -1,14 +1,15 @@
 """The one place that talks to syrupy: a snapshot extension for workload tables.
 
-Each test gets one file, ``__snapshots__/<test module>/<test name>.workloads``, holding its
-:class:`~pytest_workload._model.snapshot.SnapshotDocument`. syrupy owns when files are written
-(``--snapshot-update``) and which are unused; this module decides what matches and what a
-mismatch means, through :mod:`pytest_workload._verdict.diff`.
+Each test gets one file, ``__workload_snapshots__/<test module>/<test name>.workloads``,
+holding its :class:`~pytest_workload._model.snapshot.SnapshotDocument`. The directory is not
+syrupy's ``__snapshots__``: syrupy run without this plugin (``-p no:workload``) cleans up
+``__snapshots__`` and would delete every workload snapshot as an unknown collection. syrupy
+owns when files are written (``--snapshot-update``) and which are unused; this module decides
+what matches and what a mismatch means, through :mod:`pytest_workload._verdict.diff`.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,17 +17,26 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from .._model.errors import WorkloadDataError
-from .._model.files import write_text_atomic
+from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
+from .._model.files import read_text, write_text_atomic
 from .._model.snapshot import SnapshotDocument
-from .._model.versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._render.failures import UPDATE_HINT, render_changes
 from .._verdict.diff import compare_documents, documents_match
+from .snapshot_files import (
+    NAME_MAX,
+    SNAPSHOT_DIRNAME,
+    SNAPSHOT_SUFFIX,
+    inspect_stored,
+    snapshot_stem,
+)
 
 if TYPE_CHECKING:
     from syrupy.data import SnapshotCollection
+    from syrupy.location import PyTestLocation
+    from syrupy.types import SnapshotIndex
 
 #: The ``snapshot`` fixture's value, as the gates above this module name it.
 Snapshot = SnapshotAssertion
@@ -44,7 +54,38 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     """Stores a test's workload table as review-friendly JSON and compares it by identity."""
 
     _write_mode = WriteMode.TEXT
-    file_extension = "workloads"
+    file_extension = SNAPSHOT_SUFFIX.removeprefix(".")
+    snapshot_dirname = SNAPSHOT_DIRNAME
+
+    @classmethod
+    def dirname(cls, *, test_location: PyTestLocation) -> str:
+        test_dir = Path(test_location.filepath).parent
+        return str(test_dir / SNAPSHOT_DIRNAME / test_location.basename)
+
+    @classmethod
+    def get_snapshot_name(cls, *, test_location: PyTestLocation, index: SnapshotIndex = 0) -> str:
+        name = AbstractSyrupyExtension.get_snapshot_name(test_location=test_location, index=index)
+        return snapshot_stem(name)
+
+    @classmethod
+    def matches_test_location(
+        cls, *, test_location: PyTestLocation, snapshot_location: str
+    ) -> bool:
+        """Whether the file is this test's: syrupy's prefix rules do not know the escapes."""
+        path = Path(snapshot_location)
+        return (
+            path.parent == Path(cls.dirname(test_location=test_location))
+            and path.name == cls.get_snapshot_name(test_location=test_location) + SNAPSHOT_SUFFIX
+        ) or super().matches_test_location(
+            test_location=test_location, snapshot_location=snapshot_location
+        )
+
+    def read_snapshot_data_from_location(
+        self, *, snapshot_location: str, snapshot_name: str, session_id: str
+    ) -> str | None:
+        """The stored text; bytes that are not UTF-8 are replaced, so that such a file reads
+        as corrupt (and is rewritten under ``--snapshot-update``) instead of failing syrupy."""
+        return _decoded(Path(snapshot_location))
 
     def serialize(self, data: Any, **_: Any) -> str:
         if isinstance(data, _Kept):
@@ -97,31 +138,65 @@ def _location(assertion: SnapshotAssertion) -> str:
     )
 
 
-def keep_snapshot(snapshot: SnapshotAssertion) -> None:
+def _decoded(path: Path) -> str | None:
+    """A stored table's text with bytes that are not UTF-8 replaced; None if there is none."""
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def keep_snapshot(snapshot: SnapshotAssertion, rootdir: Path | None = None) -> str | None:
     """Mark a test's stored table as used without comparing or rewriting it: for a test that
-    failed, or a session without the gate, whose table says nothing about the stored one."""
+    did not pass, or a session without the gate, whose table says nothing about the stored
+    one. Returns a note when a table was first moved from the old location (or could not be)."""
     assertion = snapshot.use_extension(WorkloadSnapshotExtension)
-    try:
-        text = Path(_location(assertion)).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return  # no stored table (or one syrupy cannot read either): nothing to keep
-    assertion == _Kept(text)  # noqa: B015 (a match that syrupy records as a use)
+    moved, refused = _adopt_legacy(assertion, rootdir)
+    text = _decoded(Path(_location(assertion)))
+    if text is not None:
+        assertion == _Kept(text)  # noqa: B015 (a match that syrupy records as a use)
+    return moved or refused
 
 
-def _too_new(path: Path, scheme: int) -> str | None:
-    """What makes a stored table too new for this release to read or rewrite, if anything."""
+def _legacy_location(assertion: SnapshotAssertion) -> Path:
+    """Where earlier releases kept this test's table: in syrupy's ``__snapshots__``, under
+    syrupy's own (lossy) file name."""
+    test_location = assertion.test_location
+    name = AbstractSyrupyExtension.get_snapshot_name(
+        test_location=test_location, index=assertion.index
+    )
+    stem = SingleFileSnapshotExtension._sanitize_filename(name)[: NAME_MAX - len(SNAPSHOT_SUFFIX)]
+    directory = SingleFileSnapshotExtension.dirname(test_location=test_location)
+    return Path(directory) / f"{stem}{SNAPSHOT_SUFFIX}"
+
+
+def _adopt_legacy(
+    assertion: SnapshotAssertion, rootdir: Path | None
+) -> tuple[str | None, str | None]:
+    """Move a table from the old location to the new one; (note, failure)."""
+    old, new = _legacy_location(assertion), Path(_location(assertion))
+    if not old.is_file():
+        return None, None
+    shown_old, shown_new = _display(str(old), rootdir), _display(str(new), rootdir)
+    if new.exists():
+        return (
+            f"{shown_old} is left over from an older pytest-workload, which kept workload "
+            f"snapshots there; {shown_new} is the one checked. Delete the old one",
+            None,
+        )
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    layout, stored_scheme = data.get(SNAPSHOT_FORMAT_KEY), data.get("fingerprint_scheme")
-    if isinstance(layout, int) and layout > SNAPSHOT_FORMAT:
-        return f"snapshot format {layout} (this release reads format {SNAPSHOT_FORMAT})"
-    if isinstance(stored_scheme, int) and stored_scheme > scheme:
-        return f"fingerprint scheme {stored_scheme} (this release computes scheme {scheme})"
-    return None
+        new.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(old, new)
+    except OSError as exc:
+        return None, (
+            f"workload snapshot {shown_old} could not be moved to {shown_new}: "
+            f"{exc.strerror or exc}. Move it there yourself"
+        )
+    return (
+        f"moved {shown_old} to {shown_new}: workload snapshots now have their own directory, "
+        "which syrupy run without this plugin never cleans up",
+        None,
+    )
 
 
 def check_snapshot(
@@ -140,25 +215,44 @@ def check_snapshot(
     assertion = snapshot.use_extension(WorkloadSnapshotExtension)
     location = _location(assertion)
     shown = _display(location, rootdir)
+    moved, refusal = _adopt_legacy(assertion, rootdir)
+    if refusal is not None:
+        return SnapshotResult(failure=refusal)
     if not document.entries and not os.path.exists(location):
-        return SnapshotResult()
-    too_new = _too_new(Path(location), document.scheme)
-    if too_new is not None:
+        return SnapshotResult(note=moved)
+    stored = inspect_stored(Path(location), document.scheme)
+    if stored.too_new is not None:
         keep_snapshot(snapshot)
         return SnapshotResult(
-            failure=f"workload snapshot {shown} was written by {too_new}: upgrade "
+            failure=f"workload snapshot {shown} was written by {stored.too_new}: upgrade "
             "pytest-workload to check it. It is left as it is, also under --snapshot-update"
         )
-    note = None
+    updating = bool(assertion.session.update_snapshots)
+    if stored.corrupt is not None and not updating:
+        keep_snapshot(snapshot)
+        return SnapshotResult(failure=_corrupt(shown, stored.corrupt))
+    if stored.corrupt is not None:
+        # rewritten here: a hand-edited entry may still match by hash, so syrupy would not
+        try:
+            write_text_atomic(Path(location), document.to_text())
+        except FileWriteError as exc:
+            return SnapshotResult(
+                failure=f"workload snapshot {shown} could not be written: {exc.reason}"
+            )
+        moved = _join(moved, f"rewrote corrupt workload snapshot {shown} ({stored.corrupt})")
+    note = moved
     if legacy is not None and os.path.exists(location):
-        refusal, note = _migrate(Path(location), shown, document, legacy)
+        refusal, migrated = _migrate(Path(location), shown, document, legacy)
         if refusal is not None:
             keep_snapshot(snapshot)
             return SnapshotResult(failure=refusal)
+        note = _join(note, migrated)
     if assertion == document:
         return SnapshotResult(note=note)
     result = assertion.executions[assertion.num_executions - 1]
-    if isinstance(result.exception, OSError):
+    if isinstance(result.exception, FileWriteError):
+        failure = f"workload snapshot {shown} could not be written: {result.exception.reason}"
+    elif isinstance(result.exception, OSError):
         failure = f"workload snapshot {shown} could not be written: {result.exception}"
     elif result.exception is not None:
         failure = f"workload snapshot {shown} could not be checked: {result.exception}"
@@ -166,7 +260,18 @@ def check_snapshot(
         failure = f"no workload snapshot {shown} for the recorded workloads; {UPDATE_HINT}"
     else:
         failure = explain_mismatch(shown, str(result.recalled_data), document)
-    return SnapshotResult(failure=failure)
+    return SnapshotResult(failure=failure, note=note)
+
+
+def _join(first: str | None, second: str | None) -> str | None:
+    return "\n".join(n for n in (first, second) if n) or None
+
+
+def _corrupt(shown: str, reason: str) -> str:
+    return (
+        f"corrupt workload snapshot {shown}: {reason}. It is left as it is; fix it or "
+        "regenerate it with `pytest --workload-snapshot --snapshot-update`"
+    )
 
 
 def _migrate(
@@ -174,8 +279,8 @@ def _migrate(
 ) -> tuple[str | None, str | None]:
     """Rewrite an older-scheme snapshot under the current one; (refusal, note)."""
     try:
-        stored = SnapshotDocument.from_text(path.read_text(encoding="utf-8"))
-    except (OSError, WorkloadDataError):
+        stored = SnapshotDocument.from_text(read_text(path))
+    except (CorruptFileError, WorkloadDataError):
         return None, None  # the normal check reports it
     if stored.scheme == document.scheme:
         return None, None
@@ -206,10 +311,7 @@ def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument
     try:
         stored = SnapshotDocument.from_text(stored_text)
     except WorkloadDataError as exc:
-        return (
-            f"corrupt workload snapshot {location}: {exc}. It is left as it is; fix it or "
-            "regenerate it with `pytest --workload-snapshot --snapshot-update`"
-        )
+        return _corrupt(location, str(exc))
     if stored.scheme != document.scheme:
         return (
             f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}; "

@@ -10,19 +10,26 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import hashlib
 import math
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeGuard
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard
 
 from .._model.canonical import Json, canonical_json
 from .._model.errors import UndescribableInputError
 from .._model.signature import _NDARRAY_TAG, _TENSOR_TAG, dtype_name, qualified_name
+from .._model.strict_json import MAX_INPUT_DEPTH, MAX_INT_DIGITS, depth
 from .ecosystem import describe_known
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+
+_INT_BOUND: Final = 10**MAX_INT_DIGITS
+#: Strings longer than this (characters) are described by digest, length and preview.
+LONG_STRING: Final = 1024
+STRING_PREVIEW: Final = 64
 
 #: A user-supplied describer: returns a JSON description of a value, or None to decline.
 Describer: TypeAlias = Callable[[object], "Json | None"]
@@ -31,7 +38,7 @@ Describer: TypeAlias = Callable[[object], "Json | None"]
 def _describe_tensor(value: Any, path: str) -> Json:
     try:
         shape: list[Json] = [int(d) for d in value.shape]
-    except (RuntimeError, TypeError) as exc:
+    except Exception as exc:  # nested and symbolic tensors fail in many ways
         reason = f"its shape is not concrete ({exc})"
         raise UndescribableInputError(path, type(value), reason) from None
     node: dict[str, Json] = {_TENSOR_TAG: shape, "dtype": dtype_name(value.dtype)}
@@ -39,6 +46,27 @@ def _describe_tensor(value: Any, path: str) -> Json:
     if layout != "strided":
         node["layout"] = layout
     return node
+
+
+def _describe_int(value: int, path: str) -> Json:
+    if abs(value) >= _INT_BOUND:  # compared, not printed: str() of 10**5000 itself fails
+        reason = f"integers of more than {MAX_INT_DIGITS} digits are not described"
+        raise UndescribableInputError(path, type(value), reason)
+    return int(value)
+
+
+def _describe_str(value: str, path: str) -> Json:
+    """A string by value; a long one by its digest, its length and a preview, so that a
+    1 MB argument is not stored in every snapshot and report three times over."""
+    try:
+        encoded = value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        reason = f"it is not valid Unicode (a lone surrogate at index {exc.start})"
+        raise UndescribableInputError(path, type(value), reason) from None
+    if len(value) <= LONG_STRING:
+        return str(value)
+    digest = hashlib.sha256(encoded).hexdigest()
+    return {"str_sha256": digest, "length": len(value), "preview": value[:STRING_PREVIEW]}
 
 
 def _describe_float(value: float) -> Json:
@@ -58,6 +86,9 @@ def _ask(custom: Describer, value: object, path: str) -> Json:
         returned = qualified_name(type(described))
         reason = f"pytest_workload_describe returned {returned}, which is not JSON ({exc})"
         raise UndescribableInputError(path, type(value), reason) from None
+    if depth(described) > MAX_INPUT_DEPTH:
+        reason = f"pytest_workload_describe returned JSON nested more than {MAX_INPUT_DEPTH} deep"
+        raise UndescribableInputError(path, type(value), reason)
     return described
 
 
@@ -84,12 +115,14 @@ class _Describer:
         # before Python scalars, which some numpy scalars subclass (float64, str_)
         if np is not None and isinstance(value, np.generic):
             return {"numpy": str(value.dtype), "value": self.describe(value.item(), path)}
-        if value is None or isinstance(value, (bool, str)):
+        if value is None or isinstance(value, bool):
             return value
         if isinstance(value, enum.Enum):
             return {"enum": f"{qualified_name(type(value))}.{value.name}"}
+        if isinstance(value, str):
+            return _describe_str(value, path)
         if isinstance(value, int):
-            return int(value)
+            return _describe_int(value, path)
         if isinstance(value, float):
             return _describe_float(value)
         if isinstance(value, complex):
@@ -108,6 +141,9 @@ class _Describer:
         if isinstance(value, (list, tuple, dict)) or _is_dataclass_instance(value):
             if id(value) in self._on_path:
                 raise UndescribableInputError(path, type(value), "it contains itself")
+            if len(self._on_path) >= MAX_INPUT_DEPTH:
+                reason = f"containers nested more than {MAX_INPUT_DEPTH} deep are not described"
+                raise UndescribableInputError(path, type(value), reason)
             self._on_path.add(id(value))
             try:
                 return self._describe_container(value, path)

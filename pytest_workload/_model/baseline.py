@@ -8,7 +8,7 @@ from typing import Any
 
 from .canonical import Json
 from .device import DeviceIdentity
-from .errors import WorkloadDataError
+from .errors import FutureFormatError, WorkloadDataError
 from .fields import read_field, read_object
 from .signature import InputSignature, workload_key
 from .timing import Timing
@@ -64,6 +64,10 @@ class Baseline:
     def from_dict(cls, data: object) -> Baseline:
         d = read_object(data, "baseline")
         version = read_field(d, "pytest_workload_baseline", int)
+        if version > BASELINE_FORMAT:
+            raise FutureFormatError(
+                f"baseline format {version} (this release reads format {BASELINE_FORMAT})"
+            )
         if version != BASELINE_FORMAT:
             raise WorkloadDataError(f"baseline format {version} is not supported")
         return cls(

@@ -29,13 +29,32 @@ class WorkloadDataError(WorkloadError, ValueError):
     """Stored workload data (a snapshot, a report, a baseline) is malformed."""
 
 
-class CorruptFileError(WorkloadError):
-    """A file pytest-workload reads does not hold what it should; names the file."""
+class FutureFormatError(WorkloadDataError):
+    """Stored data of a format newer than this release reads: left alone, never rewritten."""
 
-    def __init__(self, path: str, reason: str) -> None:
+
+class CorruptFileError(WorkloadError):
+    """A file pytest-workload reads does not hold what it should; names the file. ``future``:
+    the file is of a newer format than this release reads (an upgrade, not a fix, is due)."""
+
+    def __init__(self, path: str, reason: str, *, future: bool = False) -> None:
         self.path = path
         self.reason = reason
+        self.future = future
         super().__init__(f"{path}: {reason}")
+
+
+class FileWriteError(WorkloadError, OSError):
+    """A file pytest-workload writes could not be written; names the file and why, in one
+    line. Whatever the path held before is left as it was."""
+
+    def __init__(self, path: str, cause: OSError) -> None:
+        self.path = path
+        self.reason = cause.strerror or str(cause)
+        super().__init__(f"cannot write {path}: {self.reason}")
+
+    def __str__(self) -> str:
+        return f"cannot write {self.path}: {self.reason}"
 
 
 class DeviceUnavailableError(WorkloadError):

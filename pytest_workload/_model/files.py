@@ -1,31 +1,69 @@
-"""Files: the workload snapshot document, the JSON report, atomic writes.
+"""Files: writing snapshots, baselines and reports without losing or damaging anything.
 
-Everything pytest-workload stores is text (JSON), written atomically (a temporary file in the
-same directory, then ``os.replace``), so an interrupted run leaves each file old or new, never
-half-written. Nothing is ever unpickled.
+What is written where depends on what the path is:
+
+- a regular file, or nothing yet: a temporary file in the same directory, then ``os.replace``,
+  so an interrupted run leaves the file old or new, never half-written. An existing file keeps
+  its permission bits (and, where the process may, its owner); a new one gets them from the
+  umask, as ``open`` would give them.
+- a symlink: the same, at the file it points to; the link stays a link.
+- ``-``, a FIFO, a character device or a socket: written directly, never replaced.
+- a directory, or anything that cannot be written: a :class:`FileWriteError` naming the path.
+
+Nothing read is ever unpickled, and every read goes through
+:func:`~pytest_workload._model.strict_json.load_json`, which bounds nesting and numbers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from .canonical import Json
-from .errors import CorruptFileError, WorkloadDataError
+from .errors import CorruptFileError, FileWriteError, FutureFormatError, WorkloadDataError
+from .strict_json import InvalidJsonError, load_json
 from .workload import SessionReport
 
 T = TypeVar("T")
 
+#: The path that means standard output.
+STDOUT: Final = "-"
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that ``path`` holds either its old content or all of the new."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+#: Characters of a file's name kept in its temporary file's name, so that a name that fits
+#: the file-name limit still fits with the temporary file's affixes.
+_TMP_NAME_CHARS: Final = 64
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_replacing(path: Path, text: str) -> None:
     try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name[:_TMP_NAME_CHARS]}.", suffix=".tmp", dir=path.parent
+    )
+    try:
+        if st is None:
+            os.fchmod(fd, 0o666 & ~_umask())
+        else:
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))
+            if st.st_uid != os.getuid() or st.st_gid != os.getgid():
+                # only root may give a file away; it keeps its mode all the same
+                with contextlib.suppress(PermissionError):
+                    os.fchown(fd, st.st_uid, st.st_gid)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -34,6 +72,39 @@ def write_text_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _is_stream(path: Path) -> bool:
+    """A FIFO, character device or socket: written in place, since replacing one would
+    destroy it (as root, ``/dev/null`` would become a regular file)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def write_text_atomic(path: Path, text: str, *, make_parents: bool = True) -> None:
+    """Write ``text`` to ``path`` as the module docstring says; FileWriteError if it cannot.
+    ``make_parents``: create missing directories (the plugin's own trees), or refuse (a path
+    a user typed, where a missing directory is more likely a typo)."""
+    if str(path) == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        if target.is_dir():
+            raise IsADirectoryError(21, "Is a directory")
+        if _is_stream(target):
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text)
+            return
+        if make_parents:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        _write_replacing(target, text)
+    except OSError as exc:
+        raise FileWriteError(str(path), exc) from None
 
 
 def write_report(
@@ -46,14 +117,27 @@ def write_report(
     write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
+def read_text(path: Path) -> str:
+    """A stored file's text; one that is not UTF-8 is corrupt, and the error says so."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise CorruptFileError(str(path), f"cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise CorruptFileError(
+            str(path), f"is corrupt: not UTF-8 text (byte {exc.start})"
+        ) from None
+
+
 def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:
     """Load and parse a JSON file; any problem is a CorruptFileError naming the file."""
+    text = read_text(path)
     try:
-        return parse(json.loads(path.read_text(encoding="utf-8")))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CorruptFileError(str(path), f"cannot be read ({exc})") from None
-    except json.JSONDecodeError as exc:
-        raise CorruptFileError(str(path), f"is not valid JSON ({exc})") from None
+        return parse(load_json(text))
+    except InvalidJsonError as exc:
+        raise CorruptFileError(str(path), f"is {exc}") from None
+    except FutureFormatError as exc:
+        raise CorruptFileError(str(path), f"is of {exc}", future=True) from None
     except WorkloadDataError as exc:
         raise CorruptFileError(str(path), f"is not a {what}: {exc}") from None
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -57,6 +58,10 @@ class InputSignature:
         args, kwargs = data["args"], data["kwargs"]
         if not isinstance(args, list) or not isinstance(kwargs, dict):
             raise WorkloadDataError("input_signature args must be a list and kwargs an object")
+        for i, arg in enumerate(args):
+            check_node(arg, f"input_signature args[{i}]")
+        for name, kwarg in kwargs.items():
+            check_node(kwarg, f"input_signature kwargs[{name!r}]")
         return cls(args=tuple(args), kwargs=tuple(sorted(kwargs.items())))
 
     def format(self) -> str:
@@ -64,6 +69,112 @@ class InputSignature:
         parts = [format_node(a) for a in self.args]
         parts += [f"{k}={format_node(v)}" for k, v in self.kwargs]
         return f"({', '.join(parts)})"
+
+
+def _bad(where: str, what: str) -> WorkloadDataError:
+    return WorkloadDataError(f"{where}: {what}")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_strings(node: dict[str, Json], where: str, *names: str) -> None:
+    for name in names:
+        if not isinstance(node.get(name), str):
+            raise _bad(where, f"{name!r} must be a string")
+
+
+def _check_shaped(node: dict[str, Json], tag: str, where: str) -> None:
+    shape = node[tag]
+    if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
+        raise _bad(where, f"{tag!r} must be a list of integers, got {json_type(shape)}")
+    _check_strings(node, where, "dtype")
+    if "layout" in node:
+        _check_strings(node, where, "layout")
+
+
+def json_type(value: object) -> str:
+    """How a JSON value's type is named in messages."""
+    return "null" if value is None else type(value).__name__
+
+
+#: Tagged nodes: their required keys (the tag first) and optional ones.
+_TAGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    _TENSOR_TAG: (frozenset({"tensor", "dtype"}), frozenset({"layout"})),
+    _NDARRAY_TAG: (frozenset({"ndarray", "dtype"}), frozenset({"layout"})),
+    "tuple": (frozenset({"tuple"}), frozenset()),
+    "dict": (frozenset({"dict"}), frozenset()),
+    "namedtuple": (frozenset({"namedtuple", "fields"}), frozenset()),
+    "dataclass": (frozenset({"dataclass", "fields"}), frozenset()),
+    "builtin": (frozenset({"builtin", "fields"}), frozenset()),
+    "enum": (frozenset({"enum"}), frozenset()),
+    "dtype": (frozenset({"dtype"}), frozenset()),
+    "device": (frozenset({"device"}), frozenset()),
+    "float": (frozenset({"float"}), frozenset()),
+    "numpy": (frozenset({"numpy", "value"}), frozenset()),
+    "complex": (frozenset({"complex"}), frozenset()),
+    "custom": (frozenset({"custom", "value"}), frozenset()),
+    "str_sha256": (frozenset({"str_sha256", "length", "preview"}), frozenset()),
+}
+
+
+def _tag(node: dict[str, Json], where: str) -> str:
+    for tag, (required, optional) in _TAGS.items():
+        if tag in node and required <= node.keys() <= required | optional:
+            return tag
+    raise _bad(where, f"not an input description (keys {sorted(node)})")
+
+
+def check_node(node: object, where: str) -> None:
+    """Raise a WorkloadDataError naming ``where`` unless ``node`` is a described value as the
+    describer writes it: read files are checked before anything formats or compares them."""
+    if node is None or isinstance(node, (bool, int, str)):
+        return
+    if isinstance(node, float):
+        if not math.isfinite(node):
+            raise _bad(where, "a number that is not finite")
+        return
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            check_node(item, f"{where}[{i}]")
+        return
+    if not isinstance(node, dict):
+        raise _bad(where, f"not an input description ({json_type(node)})")
+    _check_tagged(node, _tag(node, where), where)
+
+
+def _check_tagged(node: dict[str, Json], tag: str, where: str) -> None:
+    value = node[tag]
+    if tag in (_TENSOR_TAG, _NDARRAY_TAG):
+        _check_shaped(node, tag, where)
+    elif tag == "tuple" or tag == "complex":
+        if not isinstance(value, list) or (tag == "complex" and len(value) != 2):
+            raise _bad(where, f"{tag!r} must be a list, got {json_type(value)}")
+        check_node(value, f"{where}.{tag}")
+    elif tag == "dict":
+        if not isinstance(value, list) or not all(
+            isinstance(p, list) and len(p) == 2 for p in value
+        ):
+            raise _bad(where, "'dict' must be a list of [key, value] pairs")
+        check_node(value, f"{where}.dict")
+    elif tag in ("namedtuple", "dataclass", "builtin"):
+        fields = node["fields"]
+        if not isinstance(value, str) or not isinstance(fields, dict):
+            raise _bad(where, f"{tag!r} must be a type name with an object of 'fields'")
+        for name, field in fields.items():
+            check_node(field, f"{where}.{name}")
+    elif tag == "numpy":
+        _check_strings(node, where, "numpy")
+        check_node(node["value"], f"{where}.value")
+    elif tag == "str_sha256":
+        _check_strings(node, where, "str_sha256", "preview")
+        if not _is_int(node["length"]):
+            raise _bad(where, "'length' must be an integer")
+    elif tag == "custom":
+        _check_strings(node, where, "custom")
+    else:
+        _check_strings(node, where, tag)
 
 
 def _short_type(qualname: str) -> str:
@@ -115,8 +226,20 @@ def _format_tagged(node: dict[str, Json]) -> str:
     if "complex" in node:
         return f"complex{format_node(node['complex'])}"
     if "custom" in node:
-        return f"{_short_type(str(node['custom']))}<{format_node(node['value'])}>"
+        return f"{_short_type(str(node['custom']))}<{_format_plain(node['value'])}>"
+    if "str_sha256" in node:
+        digest = str(node["str_sha256"])[:8]
+        return f"{node['preview']!r}… ({node['length']} characters, sha256 {digest})"
     return repr(node)
+
+
+def _format_plain(value: Json) -> str:
+    """A user's own JSON (a custom description), which has no tags to read."""
+    if isinstance(value, list):
+        return f"[{', '.join(_format_plain(v) for v in value)}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_format_plain(v)}" for k, v in value.items()) + "}"
+    return repr(value)
 
 
 def _format_pair(pair: Json) -> str:

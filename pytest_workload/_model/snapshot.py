@@ -10,8 +10,9 @@ from .canonical import Json, canonical_json
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .signature import InputSignature, workload_key
+from .strict_json import load_json
 from .versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
-from .workload import Workload, read_identity
+from .workload import Workload, check_links, read_identity
 
 
 @dataclass(frozen=True)
@@ -126,10 +127,14 @@ class SnapshotDocument:
                 f"snapshot format {version} is not supported (this release reads "
                 f"{SNAPSHOT_FORMAT}); upgrade pytest-workload or regenerate the snapshot"
             )
-        return cls(
-            scheme=read_field(d, "fingerprint_scheme", int),
-            entries=tuple(SnapshotEntry.from_dict(e) for e in read_field(d, "workloads", list)),
-        )
+        entries = []
+        for row, data in enumerate(read_field(d, "workloads", list)):
+            try:
+                entries.append(SnapshotEntry.from_dict(data))
+            except WorkloadDataError as exc:
+                raise WorkloadDataError(f"workload {row}: {exc}") from None
+        check_links(entries, "snapshot")
+        return cls(scheme=read_field(d, "fingerprint_scheme", int), entries=tuple(entries))
 
     def to_text(self) -> str:
         """Review-friendly JSON: one field per line, signatures kept on one line."""
@@ -147,11 +152,7 @@ class SnapshotDocument:
 
     @classmethod
     def from_text(cls, text: str) -> SnapshotDocument:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise WorkloadDataError(f"not valid JSON ({exc})") from None
-        return cls.from_dict(data)
+        return cls.from_dict(load_json(text))
 
 
 def _inline(value: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -70,11 +71,19 @@ class Timing:
         median = float(read_field(d, "median_s", float, int))
         if not 0 < low <= median <= high:
             raise WorkloadDataError("timing needs 0 < ci95_s[0] <= median_s <= ci95_s[1]")
+        if not all(math.isfinite(v) for v in (low, high, median)):
+            raise WorkloadDataError("timing values must be finite")
+        iqr = float(read_field(d, "iqr_s", float, int))
+        if not 0 <= iqr < math.inf:
+            raise WorkloadDataError(f"iqr_s must be a finite number >= 0, got {iqr}")
+        n = read_field(d, "n", int)
+        if n < 1:
+            raise WorkloadDataError(f"n must be at least 1, got {n}")
         cpu_low, cpu_high = _interval(d, "cpu_ci95_s", optional=True)
         return cls(
             median_s=median,
-            iqr_s=float(read_field(d, "iqr_s", float, int)),
-            n=read_field(d, "n", int),
+            iqr_s=iqr,
+            n=n,
             ci_low_s=low,
             ci_high_s=high,
             device=read_field(d, "device", str),
@@ -96,7 +105,7 @@ def _optional_float(d: Mapping[str, Any], name: str) -> float | None:
 def _share(d: Mapping[str, Any], name: str) -> float | None:
     value = _optional_float(d, name)
     if value is not None and not 0 <= value <= 1:
-        raise WorkloadDataError(f"field {name!r} must be a share in 0..1, got {value}")
+        raise WorkloadDataError(f"{name} must be between 0 and 1, got {value}")
     return value
 
 

@@ -5,10 +5,10 @@ These are what crosses process boundaries (xdist workers) and what the JSON repo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from .canonical import Json
 from .errors import WorkloadDataError
@@ -230,11 +230,56 @@ class TestWorkloads:
     @classmethod
     def from_dict(cls, data: object) -> TestWorkloads:
         d = read_object(data, "test")
-        workloads = tuple(Workload.from_dict(w) for w in read_field(d, "workloads", list))
-        for row, w in enumerate(workloads):
-            if w.caller is not None and not 0 <= w.caller < row:
-                raise WorkloadDataError(f"workload {row}: caller {w.caller} is not an earlier row")
-        return cls(nodeid=read_field(d, "nodeid", str), workloads=workloads)
+        nodeid = read_field(d, "nodeid", str)
+        workloads = []
+        for row, data in enumerate(read_field(d, "workloads", list)):
+            try:
+                workloads.append(Workload.from_dict(data))
+            except WorkloadDataError as exc:
+                raise WorkloadDataError(f"test {nodeid!r}, workload {row}: {exc}") from None
+        check_links(workloads, f"test {nodeid!r}")
+        return cls(nodeid=nodeid, workloads=tuple(workloads))
+
+
+class _Linked(Protocol):
+    @property
+    def hash(self) -> str: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def parent(self) -> str | None: ...
+
+
+def check_links(rows: Sequence[_Linked], where: str) -> None:
+    """Every row's ``parent`` (and ``caller``) must name a calling row one level up, and a root
+    has none: a forged link would drop a workload from every check that walks the tree."""
+    depths: dict[str, set[int]] = {}
+    for r in rows:
+        depths.setdefault(r.hash, set()).add(r.depth)
+    for row, r in enumerate(rows):
+        caller = getattr(r, "caller", None)
+        if r.depth < 0:
+            raise WorkloadDataError(f"{where}, workload {row}: depth {r.depth} is negative")
+        if (r.depth == 0) != (r.parent is None):
+            raise WorkloadDataError(
+                f"{where}, workload {row}: depth {r.depth} with parent {r.parent!r} (a workload "
+                "has a parent exactly when it is not at depth 0)"
+            )
+        if caller is not None:
+            if not 0 <= caller < row:
+                raise WorkloadDataError(
+                    f"{where}, workload {row}: caller {caller} is not an earlier row"
+                )
+            up = rows[caller]
+            if up.hash != r.parent or up.depth != r.depth - 1:
+                raise WorkloadDataError(
+                    f"{where}, workload {row}: parent and depth do not match caller row {caller}"
+                )
+        elif r.parent is not None and r.depth - 1 not in depths.get(r.parent, set()):
+            raise WorkloadDataError(
+                f"{where}, workload {row}: parent {r.parent!r} is not the hash of a workload at "
+                f"depth {r.depth - 1}"
+            )
 
 
 def _called_by(w: Workload, parent: Workload, row: int) -> bool:
@@ -272,9 +317,15 @@ class SessionReport:
                 f"report schema_version {version} is not supported (this release reads "
                 f"{REPORT_SCHEMA_VERSION})"
             )
+        tests = tuple(TestWorkloads.from_dict(t) for t in read_field(d, "tests", list))
+        seen: set[str] = set()
+        for test in tests:
+            if test.nodeid in seen:
+                raise WorkloadDataError(f"test {test.nodeid!r} is listed twice")
+            seen.add(test.nodeid)
         return cls(
             scheme=read_field(d, "fingerprint_scheme", int),
-            tests=tuple(TestWorkloads.from_dict(t) for t in read_field(d, "tests", list)),
+            tests=tests,
             schema_version=version,
             environment=d.get("environment"),
             problems=tuple(str(p) for p in read_field(d, "problems", list, optional=True) or ()),

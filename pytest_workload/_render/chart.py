@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from .._model.errors import WorkloadError
 from .._verdict.compare import Comparison, Row
+from .escape import one_line
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -36,7 +37,8 @@ def _figure(comparison: Comparison) -> Figure:
         ) from None
     rows = _timed(comparison.rows)
     fig, ax = plt.subplots(figsize=(9, 0.6 * max(len(rows), 1) + 1.5))
-    labels = [f"{r.name} {r.input}" for r in rows]
+    # one line each, and no mathtext: a "$" in a name would otherwise be rendered as maths
+    labels = [one_line(f"{r.name} {r.input}").replace("$", r"\$") for r in rows]
     for offset, side, color in ((-0.2, "base_time", "#8c8c8c"), (0.2, "head_time", "#1f77b4")):
         ys: list[float] = []
         xs: list[float] = []

@@ -6,6 +6,7 @@ from collections import Counter
 
 from .._model.hashes import SHORT_HASH_LENGTH, short
 from .._verdict.compare import REGRESSIONS, Comparison, Row
+from .escape import html_pre, markdown_code, markdown_text, one_line
 from .failures import render_collapse
 from .report import format_duration
 
@@ -55,22 +56,19 @@ def render_comparison(c: Comparison) -> list[str]:
     """``compare``'s text output: per test, one line per workload, details indented."""
     lines: list[str] = []
     for nodeid in dict.fromkeys(r.nodeid for r in c.rows):
-        lines.append(nodeid)
+        lines.append(one_line(nodeid))
         for r in (r for r in c.rows if r.nodeid == nodeid):
-            cells = [f"{r.verdict:<8}", f"{r.name} {r.input}", _hashes(r), _times(r), _ratio(r)]
+            name = one_line(f"{r.name} {r.input}")
+            cells = [f"{r.verdict:<8}", name, _hashes(r), _times(r), _ratio(r)]
             lines.append("  " + "  ".join(cell for cell in cells if cell))
-            lines += [f"             {d}" for d in r.details]
-    lines += _problems(c)
+            lines += [f"             {one_line(d)}" for d in r.details]
+    lines += [one_line(line) for p in _problems(c) for line in p.splitlines()]
     lines.append(_summary(c))
     return lines
 
 
 def _problems(c: Comparison) -> list[str]:
     return [render_collapse(x) for x in c.collapses] + ([c.incomparable] if c.incomparable else [])
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def render_comparison_markdown(c: Comparison) -> list[str]:
@@ -88,20 +86,23 @@ def render_comparison_markdown(c: Comparison) -> list[str]:
         verdict = f"**{r.verdict}**" if r.verdict in REGRESSIONS else r.verdict
         cells = [
             verdict,
-            f"`{r.nodeid}`",
-            r.name,
-            f"`{r.input}`",
-            f"`{_hashes(r)}`",
-            _times(r),
-            _ratio(r),
+            markdown_code(r.nodeid),
+            markdown_text(r.name),
+            markdown_code(r.input),
+            markdown_code(_hashes(r)),
+            markdown_text(_times(r)),
+            markdown_text(_ratio(r)),
         ]
-        lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+        lines.append("| " + " | ".join(cells) + " |")
     detailed = [r for r in c.rows if r.details]
     problems = _problems(c)
     if detailed or problems:
         lines += ["", "<details><summary>What changed</summary>", ""]
         for r in detailed:
-            lines.append(f"- `{r.nodeid}` {r.name} `{r.input}` ({r.verdict})")
-            lines += [f"  - {_cell(d)}" for d in r.details]
-        lines += ["", *(f"```\n{p}\n```" for p in problems), "</details>"]
+            lines.append(
+                f"- {markdown_code(r.nodeid)} {markdown_text(r.name)} {markdown_code(r.input)} "
+                f"({r.verdict})"
+            )
+            lines += [f"  - {markdown_text(d)}" for d in r.details]
+        lines += ["", *(html_pre(p) for p in problems), "", "</details>"]
     return lines

@@ -1,0 +1,87 @@
+"""Reading stored JSON with bounds: every file pytest-workload reads goes through here.
+
+A crafted or damaged file must end in one clear error, never a ``RecursionError``, a
+``ValueError`` from a 5000-digit integer or a silent ``inf``: nesting depth, integer length and
+non-finite numbers are bounded here, before any field is looked at.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final, NoReturn
+
+from .errors import WorkloadDataError
+
+#: Deepest nesting of arrays and objects a stored file may have. Input descriptions are
+#: bounded well below it (see :data:`MAX_INPUT_DEPTH`), so no file this plugin writes is near it.
+MAX_JSON_DEPTH: Final = 200
+
+#: Deepest nesting of containers an input description may have.
+MAX_INPUT_DEPTH: Final = 50
+
+#: Longest integer (in decimal digits) stored or described; shapes and counts need far fewer.
+MAX_INT_DIGITS: Final = 64
+
+
+class InvalidJsonError(WorkloadDataError):
+    """Text that is not JSON this plugin reads: malformed, nested too deeply, or holding a
+    number out of bounds. Its message starts with ``not valid JSON``."""
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise InvalidJsonError(f"not valid JSON: non-finite number {name}")
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        digits = len(text.lstrip("-"))
+        raise InvalidJsonError(
+            f"not valid JSON: an integer of {digits} digits (at most {MAX_INT_DIGITS})"
+        )
+    return int(text)
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        _reject_constant(text)
+    return value
+
+
+def depth(value: object) -> int:
+    """Nesting depth of parsed JSON (a scalar is 0), computed without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        if isinstance(node, dict):
+            children: list[object] = list(node.values())
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        deepest = max(deepest, level)
+        if level > MAX_JSON_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+_TOO_DEEP: Final = f"not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep"
+
+
+def load_json(text: str) -> object:
+    """Parse stored JSON; anything malformed or out of bounds is an InvalidJsonError."""
+    try:
+        data = json.loads(
+            text,
+            parse_int=_parse_int,
+            parse_float=_parse_float,
+            parse_constant=_reject_constant,
+        )
+    except json.JSONDecodeError as exc:
+        raise InvalidJsonError(f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InvalidJsonError(_TOO_DEEP) from None
+    if depth(data) > MAX_JSON_DEPTH:
+        raise InvalidJsonError(_TOO_DEEP)
+    return data

@@ -1,0 +1,46 @@
+"""Escaping what users name (tests, modules, inputs) for each output: no name may add a line
+to a text report, or a header, a link or markup to a Markdown summary or PR comment."""
+
+from __future__ import annotations
+
+import html
+import unicodedata
+from typing import Final
+
+#: What Markdown gives a meaning inside a line (GitHub's ``$`` maths included); what it gives a
+#: meaning at a line's start cannot arise, since no escaped text contains a line break.
+_MARKDOWN_PUNCTUATION: Final = frozenset("\\`*_{}[]()#!|~$^")
+
+
+def one_line(text: str) -> str:
+    """Line breaks and other control characters as visible escapes (``\\n``)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _markdown_char(c: str) -> str:
+    if c in _MARKDOWN_PUNCTUATION:
+        return "\\" + c
+    if c in "&<>":
+        return html.escape(c)
+    if unicodedata.category(c)[0] in "CZ" and c != " ":
+        return repr(c)[1:-1].replace("\\", "\\\\")  # line breaks included: shown, not obeyed
+    return c
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal Markdown (also in a table cell): inline markup characters escaped,
+    ``&<>`` as entities, line breaks and control characters shown as escapes."""
+    return "".join(_markdown_char(c) for c in text)
+
+
+def markdown_code(text: str) -> str:
+    """``text`` in a monospace span. Not a backtick span, which a backtick in the text would
+    end: HTML ``<code>`` around escaped text, which nothing in the text can end."""
+    return f"<code>{markdown_text(text)}</code>"
+
+
+def html_pre(text: str) -> str:
+    """A preformatted block (for multi-line messages) that the text cannot end."""
+    return f"<pre>{html.escape(text)}</pre>"

@@ -1,0 +1,213 @@
+"""Fault injection on every file pytest-workload reads: unreadable, nested, oversized, forged
+and hand-edited files, output escaping, and inputs that cannot be described. Where data could
+be lost, each test compares the exact bytes before and after; numbers in the section comments
+are the points of the file-safety issue. Writing faults are in test_file_safety.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from pytest_workload import UndescribableInputError
+from pytest_workload.__main__ import main
+from pytest_workload._identity.describe import describe_args
+from pytest_workload._model.strict_json import MAX_JSON_DEPTH
+from tests.file_faults import GATE, UPDATE, nest, report_file, snapshots, stored
+from tests.pytester_suite import lit, two_shapes
+
+# 5. Clear errors instead of tracebacks, on reading -------------------------------------------
+
+
+def test_a_deeply_nested_snapshot_is_corrupt_and_never_deleted(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    text = stored(pytester).read_text().replace('"args": [', f'"args": [{nest(100_000)}, ', 1)
+    stored(pytester).write_text(text)
+    before = snapshots(pytester)
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*corrupt workload snapshot __workload_snap*test_two_shapes.workloads: not valid "
+            f"JSON: nested more than {MAX_JSON_DEPTH} levels deep. It is left as it is*"
+        )
+    )
+    assert "RecursionError" not in result.stdout.str()
+    pytester.runpytest("--snapshot-update").assert_outcomes(passed=1)  # no gate: kept
+    assert snapshots(pytester) == before
+
+
+def test_a_snapshot_that_is_not_utf8_says_it_is_corrupt(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    stored(pytester).write_bytes(b'{"pytest_workload_snapshot": 1, "\xff\xfe": []}\n')
+    before = snapshots(pytester)
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*corrupt workload snapshot __workload_snap*test_two_shapes.workloads: not "
+            "UTF-8 text (byte 33). It is left as it is; fix it or regenerate it with "
+            "`pytest --workload-snapshot --snapshot-update`"
+        )
+    )
+    assert snapshots(pytester) == before
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    pytester.runpytest(*GATE).assert_outcomes(passed=1)
+
+
+FORGED_REPORTS = {
+    "deep nesting": lambda t: t.replace('"problems": []', f'"problems": {nest(100_000)}'),
+    "a 5000-digit integer": lambda t: t.replace('"calls": 1', '"calls": 1' + "0" * 5000, 1),
+    "a forged input node": lambda t: t.replace('"tensor": [1, 3, 8, 8]', '"tensor": 5', 1),
+    "Infinity": lambda t: t.replace('"depth": 0', '"depth": Infinity', 1),
+    "a duplicate nodeid": lambda t: t.replace('"tests": [', '"tests": [' + _first_test(t) + ", "),
+    "a root with a bogus parent": lambda t: t.replace('"parent": null', '"parent": "bogus"', 1),
+}
+
+
+def _first_test(text: str) -> str:
+    return json.dumps(json.loads(text)["tests"][0])
+
+
+@pytest.mark.parametrize("forgery", list(FORGED_REPORTS))
+def test_compare_rejects_a_forged_report_naming_the_file(tmp_path, capsys, forgery):
+    good = report_file(tmp_path)
+    forged = tmp_path / "forged.json"
+    forged.write_text(FORGED_REPORTS[forgery](good.read_text()))
+    assert forged.read_text() != good.read_text()
+    assert main(["compare", str(good), str(forged)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {forged}: ") and err.count("\n") == 1
+
+
+# 7. Stored data is checked against what it claims --------------------------------------------
+
+
+def test_a_hand_edited_input_that_no_longer_matches_its_hash_is_corrupt(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    text = stored(pytester).read_text()
+    edited = text.replace('"tensor": [1, 3, 16, 16]', '"tensor": [1, 3, 17, 16]', 1)
+    assert edited != text
+    stored(pytester).write_text(edited)
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*corrupt workload snapshot *: workload * stores hash *, but its structure hash and "
+            "input (float32[1, 3, 17, 16]) give * under fingerprint scheme 1*"
+        )
+    )
+    assert stored(pytester).read_text() == edited
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    assert stored(pytester).read_text() == text
+
+
+# 8. Markdown and HTML escaping ---------------------------------------------------------------
+
+
+def test_markdown_escapes_names(tmp_path, capsys):
+    fake = "model\n### pytest-workload: no regressions\n<script>x</script>|`"
+    base = report_file(tmp_path)
+    head = tmp_path / "head.json"
+    data = json.loads(base.read_text())
+    data["tests"][0]["workloads"][0]["name"] = fake
+    data["tests"][0]["nodeid"] = "t.py::test[`</code>*x*]"
+    head.write_text(json.dumps(data))
+    main(["compare", str(base), str(head), "--format", "markdown"])
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith("#")] == [
+        "### pytest-workload: regressed"
+    ]
+    assert "<script>" not in out and "</code>*" not in out
+    assert "&lt;script&gt;x&lt;/script&gt;\\|\\`" in out
+
+
+# 9. Inputs that cannot be described name their argument path ---------------------------------
+
+
+def _deep_list(depth: int) -> list:
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("\ud800", "args[0] of type builtins.str: it is not valid Unicode"),
+        (10**5000, "args[0] of type builtins.int: integers of more than 64 digits"),
+        (_deep_list(3000), "args[0][0][0]"),
+    ],
+    ids=["lone surrogate", "10**5000", "3000-deep list"],
+)
+def test_undescribable_values_name_their_path(value, says):
+    with pytest.raises(UndescribableInputError, match=lit(says)[0].replace("[[]", r"\[")):
+        describe_args([value])
+
+
+def test_a_nested_jagged_tensor_names_its_path():
+    nested = torch.nested.nested_tensor([torch.rand(2, 3), torch.rand(4, 3)], layout=torch.jagged)
+    with pytest.raises(
+        UndescribableInputError, match=r"args\[0\] of type torch\..*: its shape is not concrete"
+    ):
+        describe_args([nested])
+
+
+DEEP_INPUT = """
+@pytest.mark.workloads
+def test_deep():
+    class Takes(nn.Module):
+        def forward(self, x, extra):
+            return x
+
+    deep = []
+    for _ in range(3000):
+        deep = [deep]
+    Takes()(torch.rand(1), deep)
+"""
+
+
+def test_a_3000_deep_argument_fails_the_gate_with_its_path(pytester, suite):
+    suite(DEEP_INPUT)
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit("*could not record: Takes * cannot describe input args[1][0][0]*nested more than 50*")
+    )
+    assert "internal error" not in result.stdout.str()
+
+
+LONG_STRING = """
+@pytest.mark.workloads
+def test_long():
+    class Takes(nn.Module):
+        def forward(self, x, text):
+            return x
+
+    Takes()(torch.rand(1), "x" * 1_000_000)
+"""
+
+
+def test_a_long_string_is_stored_by_digest(pytester, suite):
+    suite(LONG_STRING)
+    pytester.runpytest(*UPDATE, "--workload-json=r.json").assert_outcomes(passed=1)
+    (snapshot,) = snapshots(pytester).values()
+    assert len(snapshot) < 10_000 and b'"length": 1000000' in snapshot
+    assert (pytester.path / "r.json").stat().st_size < 10_000
+    pytester.runpytest(*GATE).assert_outcomes(passed=1)
+
+
+def test_compare_says_a_report_that_is_not_utf8_is_corrupt(tmp_path, capsys):
+    good = report_file(tmp_path)
+    broken = tmp_path / "broken.json"
+    broken.write_bytes(good.read_bytes().replace(b'"t.py::test"', b'"t.py::\xff"', 1))
+    assert main(["compare", str(good), str(broken)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {broken}: is corrupt: not UTF-8 text (byte {broken.read_bytes().index(255)})\n"
+    )
