@@ -1,8 +1,10 @@
 """Does the plugin's timing agree with ``torch.utils.benchmark``?
 
-For each workload, the plugin's per-call median (``_measure.timing.time_call`` with a
-``CpuStopwatch`` and the plugin's default ``TimingPolicy``, under ``torch.no_grad``, after
-``pin_allocator()``, which is how a replay times a call) is set beside the median of
+For each workload, the plugin's per-call median, taken the way a replay takes it (``replay`` with
+the plugin's default ``TimingPolicy``, under the state captured from a call made under
+``torch.no_grad``, on copies of the inputs, isolated from the program, after
+``pin_allocator()``; timing there is ``time_call`` with a ``CpuStopwatch``) is set beside the
+median of
 ``torch.utils.benchmark.Timer(...).adaptive_autorange()`` on the same callable. The two run
 alternately in one process (which one goes first flips every round), and the table reports the
 per-round ratio plugin/torch: its median over rounds, IQR and a bootstrap 95% interval. The
@@ -28,7 +30,9 @@ from _common import fmt_time, markdown_table, median, print_header, ratio_summar
 from torch import nn
 from torch.utils.benchmark import Timer
 
-from pytest_workload._measure.timing import CpuStopwatch, TimingPolicy, pin_allocator, time_call
+from pytest_workload._measure.context import capture
+from pytest_workload._measure.replay import replay
+from pytest_workload._measure.timing import TimingPolicy, pin_allocator
 
 
 @dataclass
@@ -42,36 +46,36 @@ class Side:
 @dataclass
 class Workload:
     name: str
-    call: Callable[[], object]
+    model: nn.Module
+    x: torch.Tensor
     plugin: Side = field(default_factory=Side)
     torch: Side = field(default_factory=Side)
 
+    def call(self) -> object:
+        return self.model(self.x)
 
-def _timm(name: str, size: int) -> Callable[[], object]:
+
+def _timm(name: str, size: int) -> tuple[nn.Module, torch.Tensor]:
     import timm
 
-    model = timm.create_model(name, pretrained=False).eval()
-    x = torch.rand(1, 3, size, size)
-    return lambda: model(x)
+    return timm.create_model(name, pretrained=False).eval(), torch.rand(1, 3, size, size)
 
 
 def build_workloads(quick: bool) -> list[Workload]:
     torch.manual_seed(0)
-    linear = nn.Linear(64, 64).eval()
-    x = torch.rand(1, 64)
-    workloads = [Workload("nn.Linear(64, 64) @ 1x64", lambda: linear(x))]
+    workloads = [Workload("nn.Linear(64, 64) @ 1x64", nn.Linear(64, 64).eval(), torch.rand(1, 64))]
     models = [("mobilenetv2_035", 96), ("resnet18", 96), ("vit_tiny_patch16_224", 224)]
     if not quick:
         models += [("mobilenetv2_035", 224), ("resnet18", 224)]
     for name, size in models:
-        workloads.append(Workload(f"{name} @ 1x3x{size}x{size}", _timm(name, size)))
+        workloads.append(Workload(f"{name} @ 1x3x{size}x{size}", *_timm(name, size)))
     return workloads
 
 
-def plugin_timing(
-    call: Callable[[], object], policy: TimingPolicy
-) -> tuple[float, int, float | None]:
-    timing = time_call(call, CpuStopwatch(), policy, "cpu")
+def plugin_timing(w: Workload, policy: TimingPolicy) -> tuple[float, int, float | None]:
+    context = capture(w.model)  # as captured at a call the test made under no_grad
+    timing = replay(w.model, w.model, (w.x,), {}, policy, context=context, count=False).timing
+    assert timing is not None
     return timing.median_s, timing.n, timing.others_load
 
 
@@ -98,7 +102,7 @@ def run(workloads: list[Workload], rounds: int, policy: TimingPolicy, threads: i
             for side in order:
                 started = time.perf_counter()
                 if side == "plugin":
-                    value, n, load = plugin_timing(w.call, policy)
+                    value, n, load = plugin_timing(w, policy)
                     w.plugin.loads.append(load)
                     target = w.plugin
                 else:

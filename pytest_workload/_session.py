@@ -128,7 +128,7 @@ class WorkloadSession:
         tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
             for problem in recorder.measure(self.timing_policy(tolerance)):
-                self.perf_notes.append(f"{recorder.nodeid}: could not measure {problem}")
+                self.perf_notes.append(f"{recorder.nodeid}: {problem}")
         test = recorder.workloads()
         self.add(test)
         if snapshot is not None and not (passed and self.settings.snapshot):

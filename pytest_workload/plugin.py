@@ -140,7 +140,7 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
         # also without the gate: a stored table is then kept as used, not deleted as unused
         item.stash[SNAPSHOT_KEY] = request.getfixturevalue("snapshot")
     yield recorder
-    recorder.stop()
+    recorder.release()
 
 
 @pytest.fixture

@@ -192,7 +192,7 @@ def pytest_workload_update_json(config, report):
     pytester.runpytest("--workload-json=r.json").assert_outcomes(passed=1)
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["ci"] == {"commit": "abc123"}
-    assert report["schema_version"] == 1
+    assert report["schema_version"] == 2
 
 
 OLD_RELEASE = """

@@ -55,3 +55,25 @@ def test_both_readers_reject_the_same_malformed_field(field, value, message):
         data[field] = value
         with pytest.raises(WorkloadDataError, match=message):
             cls.from_dict(data)
+
+
+def test_measured_round_trips_and_rejects_an_unknown_way():
+    from pytest_workload._model.measured import Measured
+
+    measured = Measured("observed calls (it writes outside)", "first call")
+    assert Measured.from_dict(measured.to_dict()) == measured
+    assert Measured("not measured: the replay raised SystemExit: 3", "replayed").flops
+    with pytest.raises(WorkloadDataError, match=r"measured\.timing 'guessed'"):
+        Measured("guessed", "first call")
+
+
+def test_a_schema_1_report_is_still_read_without_measured():
+    from pytest_workload import SessionReport
+
+    w = _workload()
+    data = w.to_dict()
+    del data["measured"]
+    report = {"schema_version": 1, "fingerprint_scheme": 1, "tests": []}
+    report["tests"] = [{"nodeid": "t.py::t", "workloads": [data]}]
+    read = SessionReport.from_dict(report)
+    assert read.schema_version == 1 and read.tests[0].workloads[0].measured is None

@@ -10,7 +10,8 @@ from torch.utils.flop_counter import sdpa_flop_count
 
 from pytest_workload._gate.baselines import BaselineStore
 from pytest_workload._measure.device import check_device_spec, resolve_device
-from pytest_workload._measure.replay import count_flops, replay
+from pytest_workload._measure.flops import count_flops
+from pytest_workload._measure.replay import replay
 from pytest_workload._measure.timing import (
     CpuStopwatch,
     TimingPolicy,
@@ -209,7 +210,7 @@ def test_replay_reports_a_failing_call():
     model = Once()
     model(torch.rand(1))
     measured = replay(model, model, (torch.rand(1),), {}, TimingPolicy(budget_s=0.01))
-    assert "replaying the call failed: RuntimeError('stateful model')" in measured.problem
+    assert "the replay raised RuntimeError: stateful model" in measured.problem
 
 
 def test_flops_are_shape_based():

@@ -1,14 +1,32 @@
-"""Measuring a test's new top-level workloads once the test body has ended: one replay of
-each workload's first call, in order, with what could not be measured said per workload."""
+"""Measuring a test's new top-level workloads once the test body has ended.
+
+Per workload, in order of first call: FLOPs come from its first call where they were counted
+there. A replay times it (and counts FLOPs for a compiled module) under the captured state,
+isolated from the program; it is refused when the module no longer computes what the call
+computed (its structure, a dtype or a device changed since), and replaced by the observed
+calls' times when a replay could change state it cannot put back. Every outcome is said in a
+``Measured`` and, where something is missing or approximate, in a line for the report.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from .._model.measured import (
+    FIRST_CALL,
+    NOT_MEASURED,
+    OBSERVED,
+    OFF,
+    REPLAYED,
+    Measured,
+    not_measured,
+)
+from .._model.timing import Timing
+from .context import CallContext, mismatch
 from .replay import Measurement, replay
-from .timing import TimingPolicy
+from .timing import TimingPolicy, summarize
 
 if TYPE_CHECKING:
     from torch import nn
@@ -22,22 +40,86 @@ class RecordedCall:
     class_name: str
     module: nn.Module
     target: nn.Module
+    #: copies of the inputs, taken before the call ran
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    #: The workload's hash, which the timing policy's suspect is asked about.
+    context: CallContext
+    device: str
+    #: the workload's hash, which the timing policy's suspect is asked about
     workload_hash: str
+    #: counted on the first call (None: not counted there)
+    flops: int | None = None
+    #: why a replay could change what it cannot put back (None: it cannot)
+    unsafe: str | None = None
+    #: why the module no longer is the one called (None: it still is)
+    changed: str | None = None
+    #: seconds of the calls observed without FLOP counting, on the CPU
+    observed_s: tuple[float, ...] = ()
+
+
+def _observed(call: RecordedCall, why: str) -> tuple[Timing | None, str]:
+    """The observed calls' timing, and how it was obtained."""
+    if not call.observed_s:
+        return None, not_measured(f"{why}, and no call was observed without FLOP counting")
+    return summarize(list(call.observed_s), call.device, "recorded calls"), f"{OBSERVED} ({why})"
+
+
+def _done(
+    call: RecordedCall, timing: Timing | None, how: str, line: str | None, result: Measurement
+) -> tuple[Measurement, str | None]:
+    """The measurement, with FLOPs from the first call where counted there, and ``line`` (what
+    is missing or approximate) for the report."""
+    if call.flops is not None:
+        flops, flops_how = call.flops, FIRST_CALL
+    elif result.flops is not None:
+        flops, flops_how = result.flops, REPLAYED
+    else:
+        reason = line or "no replay counted them"
+        flops, flops_how = None, reason if reason.startswith(NOT_MEASURED) else not_measured(reason)
+    return replace(result, timing=timing, flops=flops, measured=Measured(how, flops_how)), line
+
+
+def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measurement, str | None]:
+    """The measurement of one workload, and a line for the report when it is incomplete."""
+    none = Measurement()
+    changed = mismatch(call.context, call.target) or call.changed
+    if changed is not None:
+        why = not_measured(f"the module changed after its call ({changed})")
+        return _done(call, None, why, why, none)
+    if call.unsafe is not None:
+        if policy is None:
+            line = None if call.flops is not None else not_measured(call.unsafe)
+            return _done(call, None, OFF, line, none)
+        timing, how = _observed(call, call.unsafe)
+        line = f"timed from its observed calls: {call.unsafe}" if timing else how
+        return _done(call, timing, how, line, none)
+    if policy is None and call.flops is not None and not call.device.startswith("cuda"):
+        return _done(call, None, OFF, None, none)  # nothing a replay would add
+    result = replay(
+        call.module,
+        call.target,
+        call.args,
+        call.kwargs,
+        policy,
+        context=call.context,
+        count=call.flops is None,
+    )
+    if result.problem is not None:
+        why = not_measured(result.problem)
+        return _done(call, None, OFF if policy is None else why, why, result)
+    return _done(call, result.timing, REPLAYED if policy else OFF, None, result)
 
 
 def measure_calls(
     calls: Sequence[RecordedCall], policy: TimingPolicy | None
 ) -> tuple[list[Measurement], list[str]]:
-    """A measurement per call (timing unless ``policy`` is None), and what could not be
-    measured, one line per workload."""
-    measurements, problems = [], []
+    """A measurement per call (timing unless ``policy`` is None), and lines for the report,
+    one per workload whose measurement is missing or approximate."""
+    measurements, lines = [], []
     for call in calls:
         bound = None if policy is None else policy.for_workload(call.workload_hash)
-        measured = replay(call.module, call.target, call.args, call.kwargs, bound)
+        measured, line = measure_call(call, bound)
         measurements.append(measured)
-        if measured.problem is not None:
-            problems.append(f"{call.name} ({call.class_name}): {measured.problem}")
-    return measurements, problems
+        if line is not None:
+            lines.append(f"{call.name} ({call.class_name}): {line}")
+    return measurements, lines

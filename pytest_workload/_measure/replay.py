@@ -1,20 +1,25 @@
-"""Measuring a top-level workload by replaying its first recorded call after the test.
+"""Measuring a top-level workload by replaying its first call after the test.
 
-One replay counts FLOPs (``torch.utils.flop_counter``: shape-based, so identical on every
-machine); on CUDA another measures peak memory; then, unless timing is off, the call is timed
-adaptively on its device. Replays run under ``no_grad`` with the RNG forked, and every buffer
-(BatchNorm running statistics, counters) is put back afterwards, so the model leaves the replay
-as it entered it.
+A replay runs under the state the call was made in (:mod:`.context`), on a copy of its inputs,
+isolated from the program (:mod:`.isolation`): whatever it changes is put back, and user hooks
+do not fire. It measures peak memory on CUDA, then, unless timing is off, times the call
+adaptively on its device; it counts FLOPs only where the first call could not (a compiled
+module, whose wrapper would recompile under the counter: its unwrapped module is counted).
+An exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a problem, never
+raised; only ``KeyboardInterrupt`` goes through.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._model.measured import Measured
 from .._model.timing import Timing
+from .context import CallContext, applied, capture
+from .first_call import copy_inputs
+from .flops import count_flops
+from .isolation import isolated
 from .timing import TimingPolicy, pin_allocator, stopwatch_for, time_call
 
 if TYPE_CHECKING:
@@ -30,6 +35,8 @@ class Measurement:
     flops: int | None = None
     peak_memory_bytes: int | None = None
     problem: str | None = None
+    #: how the numbers were obtained (set once a workload's measurement is complete)
+    measured: Measured | None = None
 
 
 def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
@@ -42,44 +49,6 @@ def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) 
         if isinstance(value, torch.Tensor):
             return value.device
     return torch.device("cpu")
-
-
-@contextmanager
-def _restored(module: nn.Module, device: torch.device) -> Iterator[None]:
-    import torch
-
-    saved = [(b, b.detach().clone()) for b in module.buffers()]
-    cuda = [device.index or 0] if device.type == "cuda" else []
-    try:
-        with torch.random.fork_rng(devices=cuda), torch.no_grad():
-            yield
-    finally:
-        with torch.no_grad():
-            for buffer, copy in saved:
-                buffer.copy_(copy)
-
-
-def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    from torch.utils.flop_counter import FlopCounterMode
-
-    with FlopCounterMode(display=False, custom_mapping=_cpu_attention_formula()) as counter:
-        target(*args, **kwargs)
-    return int(counter.get_total_flops())
-
-
-def _cpu_attention_formula() -> dict[Any, Any]:
-    """torch counts fused attention only for its CUDA kernels, so under ``no_grad`` a CPU
-    ``scaled_dot_product_attention`` would count 0 and FLOPs (which enter the snapshot) would
-    depend on the machine. Its CPU kernel gets CUDA's formula; torch versions without that
-    kernel run attention as matmuls, which are counted already."""
-    import torch
-    from torch.utils import flop_counter
-
-    formula = getattr(flop_counter, "sdpa_flop_count", None)
-    kernel = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-    if formula is None or kernel is None:
-        return {}
-    return {kernel: lambda query, key, value, *_, **__: formula(query, key, value)}
 
 
 def _peak_memory(call: Any, device: torch.device) -> int:
@@ -99,24 +68,33 @@ def replay(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     policy: TimingPolicy | None,
+    *,
+    context: CallContext | None = None,
+    count: bool = True,
 ) -> Measurement:
-    """Measure one call of ``module`` (as called) whose unwrapped module is ``target``.
+    """Measure calls of ``module`` (as called) whose unwrapped module is ``target``, under
+    ``context`` (default: the state now), on copies of ``args`` and ``kwargs``.
 
-    FLOPs are counted on ``target`` (a compiled wrapper would recompile under the counter);
-    timing uses ``module``, so a compiled model is timed compiled. ``policy=None`` skips timing.
+    FLOPs (when ``count``) are counted on ``target``; timing uses ``module``, so a compiled
+    model is timed compiled. ``policy=None`` skips timing.
     """
+    context = capture(target) if context is None else context
     device = device_of(target, args, kwargs)
     flops = peak = timing = None
     try:
-        with _restored(target, device):
-            flops = count_flops(target, args, kwargs)
-            call = lambda: module(*args, **kwargs)  # noqa: E731
+        with isolated((module, target)), applied(context, target):
+            if count:
+                flops = count_flops(target, *copy_inputs((args, kwargs))[0])
+            (a, k), _ = copy_inputs((args, kwargs))
+            call = lambda: module(*a, **k)  # noqa: E731
             if device.type == "cuda":
                 peak = _peak_memory(call, device)
             if policy is not None:
                 if device.type == "cpu":
                     pin_allocator()
                 timing = time_call(call, stopwatch_for(device), policy, str(device))
-    except Exception as exc:
-        return Measurement(timing, flops, peak, f"replaying the call failed: {exc!r}")
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the test's outcome is the test's own
+        return Measurement(timing, flops, peak, f"the replay raised {type(exc).__name__}: {exc}")
     return Measurement(timing, flops, peak)

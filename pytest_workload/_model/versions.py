@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Final
 
 #: Version of the JSON report layout (``--workload-json``); bumped on incompatible changes.
-REPORT_SCHEMA_VERSION: Final = 1
+#: 2 added ``measured`` to each workload.
+REPORT_SCHEMA_VERSION: Final = 2
+
+#: Report versions this release reads (a version 1 report has no ``measured`` fields).
+READABLE_REPORT_SCHEMA_VERSIONS: Final = (1, 2)
 
 #: Layout version of a snapshot file (independent of the fingerprint scheme it records).
 SNAPSHOT_FORMAT: Final = 1

@@ -13,9 +13,10 @@ from typing import Any, Protocol
 from .canonical import Json
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
+from .measured import Measured
 from .signature import InputSignature, workload_key
 from .timing import Timing
-from .versions import REPORT_SCHEMA_VERSION
+from .versions import READABLE_REPORT_SCHEMA_VERSIONS, REPORT_SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,8 @@ class Workload:
     caller: int | None = None
     #: Tells a change of parameter or buffer dtypes from one of structure (None: unknown).
     structure_hash_without_dtypes: str | None = None
+    #: How ``timing`` and ``flops`` were obtained (None in reports written before it existed).
+    measured: Measured | None = None
 
     @property
     def key(self) -> list[Json]:
@@ -169,6 +172,7 @@ class Workload:
             "flops": self.flops,
             "peak_memory_bytes": self.peak_memory_bytes,
             "output_signature": self.output_signature,
+            "measured": None if self.measured is None else self.measured.to_dict(),
         }
 
     @classmethod
@@ -192,6 +196,7 @@ class Workload:
             peak_memory_bytes=read_field(d, "peak_memory_bytes", int, optional=True),
             output_signature=d.get("output_signature"),
             caller=read_field(d, "caller", int, optional=True),
+            measured=None if d.get("measured") is None else Measured.from_dict(d["measured"]),
         )
 
 
@@ -312,10 +317,10 @@ class SessionReport:
     def from_dict(cls, data: object) -> SessionReport:
         d = read_object(data, "report")
         version = read_field(d, "schema_version", int)
-        if version != REPORT_SCHEMA_VERSION:
+        if version not in READABLE_REPORT_SCHEMA_VERSIONS:
             raise WorkloadDataError(
                 f"report schema_version {version} is not supported (this release reads "
-                f"{REPORT_SCHEMA_VERSION})"
+                f"{', '.join(map(str, READABLE_REPORT_SCHEMA_VERSIONS))})"
             )
         tests = tuple(TestWorkloads.from_dict(t) for t in read_field(d, "tests", list))
         seen: set[str] = set()

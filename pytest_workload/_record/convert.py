@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .._measure.replay import Measurement
 from .._measure.timing import summarize
+from .._model.measured import OBSERVED, OFF, Measured, not_measured
 from .._model.timing import Timing
 from .._model.workload import TestWorkloads, UserKey, Workload
 from .rows import Entry, RowTable
@@ -23,6 +24,20 @@ def _timing(entry: Entry) -> Timing | None:
         return None
     samples = [ns / 1e9 for ns in entry.samples_ns]
     return summarize(samples, entry.done.identity.device, "recorded calls")
+
+
+def _measured(entry: Entry, timing: bool) -> Measured | None:
+    """How a row's numbers were obtained: a root's say its measurement (None before it, or
+    for a failed test), a submodule's are its observed calls'."""
+    if entry.caller is None:
+        return None if entry.measurement is None else entry.measurement.measured
+    if not timing:
+        how = OFF
+    elif entry.untimed:
+        how = not_measured("it ran off the CPU, where a clock around a call does not time it")
+    else:
+        how = OBSERVED
+    return Measured(how, not_measured("FLOPs are counted for top-level workloads"))
 
 
 def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
@@ -50,4 +65,5 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         peak_memory_bytes=measured.peak_memory_bytes,
         output_signature=identity.output,
         caller=None if caller is None else position[caller.row],
+        measured=_measured(entry, timing),
     )

@@ -119,15 +119,11 @@ class IdentityCache:
         """The identity of a call of ``target`` with inputs ``described`` (as JSON) and
         ``call`` (as passed), computed when (module, mode, parameter dtype, device, inputs) is
         new; the structure is read afresh then, so ``model.half()`` between calls counts."""
-        fast_key = repr(described)
-        first = self._first_parameter(target)
-        # a module without parameters runs where its inputs are
-        device = device_of(target, *call) if first is None else first.device
-        dtype = None if first is None else first.dtype
-        key = (id(target), target.training, dtype, device, fast_key)
+        key, device = self._key(target, described, call)
         known = self._known.get(key)
         if known is not None and known.target is target:
             return known
+        fast_key = key[-1]
         signature = InputSignature(*described)
         memo: StructureMemo = {}
         structure = self.scheme.structure_hash(target, memo)
@@ -148,6 +144,28 @@ class IdentityCache:
         )
         self._known[key] = known
         return known
+
+    def known(
+        self,
+        target: nn.Module,
+        described: tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]],
+        call: tuple[tuple[Any, ...], dict[str, Any]],
+    ) -> Identity | None:
+        """The identity of such a call if one was computed already (a cheap look-up)."""
+        known = self._known.get(self._key(target, described, call)[0])
+        return known if known is not None and known.target is target else None
+
+    def _key(
+        self,
+        target: nn.Module,
+        described: tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]],
+        call: tuple[tuple[Any, ...], dict[str, Any]],
+    ) -> tuple[_IdentityKey, object]:
+        first = self._first_parameter(target)
+        # a module without parameters runs where its inputs are
+        device = device_of(target, *call) if first is None else first.device
+        dtype = None if first is None else first.dtype
+        return (id(target), target.training, dtype, device, repr(described)), device
 
     def _first_parameter(self, target: nn.Module) -> Parameter | None:
         """``next(target.parameters())`` without walking the tree on every call: where it

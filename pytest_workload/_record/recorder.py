@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from .._identity.describe import Describer
 from .._identity.fingerprint import CURRENT_SCHEME, FingerprintScheme
+from .._measure.context import mismatch, trained_as
+from .._measure.first_call import FirstCall
 from .._measure.orchestrate import RecordedCall, measure_calls
 from .._measure.timing import TimingPolicy
 from .._model.workload import TestWorkloads, Workload
@@ -28,7 +30,7 @@ from .convert import to_test_workloads
 from .errors import ErrorLog
 from .hooks import Hooks
 from .identity import IdentityCache
-from .rows import RowTable
+from .rows import Entry, RowTable
 from .stack import CallStack, Keyer
 
 if TYPE_CHECKING:
@@ -77,12 +79,14 @@ class WorkloadRecorder:
         stack = CallStack(
             identities, self._rows, self._errors, describe=describe, keyer=keyer, rootdir=rootdir
         )
-        self._hooks = Hooks(stack, identities, self._errors, max_depth)
+        self._hooks: Hooks | None = Hooks(stack, identities, self._errors, max_depth)
         self._stopped = False
+        self._released: TestWorkloads | None = None
 
     def start(self) -> None:
         """Record every module called at top level until ``stop()``."""
         self._check_open()
+        assert self._hooks is not None  # (dropped only once stopped)
         self._hooks.watch_all()
 
     def track(self, module: M, *, max_depth: int | None = None) -> M:
@@ -94,6 +98,7 @@ class WorkloadRecorder:
             raise TypeError(f"track() takes a torch.nn.Module, got {type(module).__qualname__}")
         depth = self.max_depth if max_depth is None else max_depth
         _check_depth(depth, max_depth)
+        assert self._hooks is not None  # (dropped only once stopped)
         self._hooks.track(module, depth)
         return module
 
@@ -114,7 +119,8 @@ class WorkloadRecorder:
     def stop(self) -> None:
         """Remove every hook. Idempotent; a root still running is dropped."""
         self._stopped = True
-        self._hooks.remove_all()
+        if self._hooks is not None:
+            self._hooks.remove_all()
 
     @property
     def errors(self) -> tuple[str, ...]:
@@ -123,36 +129,63 @@ class WorkloadRecorder:
 
     def workloads(self) -> TestWorkloads:
         """The workloads recorded so far, parents before children, in order of first call."""
+        if self._released is not None:
+            return self._released
         return to_test_workloads(self.nodeid, self._rows)
 
     def __iter__(self) -> Iterator[Workload]:
         return iter(self.workloads())
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self.workloads()) if self._released is not None else len(self._rows)
 
     def measure(self, policy: TimingPolicy | None) -> list[str]:
-        """Replay each new top-level workload once recording has ended (FLOPs, and timing
-        unless ``policy`` is None); returns what could not be measured."""
+        """Measure each new top-level workload once recording has ended (timing unless
+        ``policy`` is None; FLOPs where its first call could not count them); returns a line
+        per workload whose measurement is missing or approximate."""
         if not self._stopped:
             raise RuntimeError("measure() replays calls, so recording must have ended")
         taken = self._rows.take_first_calls()
-        calls = [
-            RecordedCall(
-                e.done.name,
-                e.done.identity.class_name,
-                m,
-                e.done.identity.target,
-                a,
-                k,
-                e.done.identity.hash,
-            )
-            for e, (m, a, k) in taken
-        ]
+        calls = [self._recorded_call(entry, module, first) for entry, module, first in taken]
         measurements, problems = measure_calls(calls, policy)
-        for (entry, _), measured in zip(taken, measurements, strict=True):
+        for (entry, _, _), measured in zip(taken, measurements, strict=True):
             entry.measurement = measured
         return problems
+
+    def release(self) -> None:
+        """Keep the workloads as data and drop every module, input and output reference (the
+        test has ended: a model it made must not outlive it). Idempotent."""
+        self.stop()
+        if self._released is None:
+            self._released = self.workloads()
+        self._rows = RowTable(timing=self.timing)
+        self._hooks = None
+
+    def _recorded_call(self, entry: Entry, module: nn.Module, first: FirstCall) -> RecordedCall:
+        identity = entry.done.identity
+        target = identity.target
+        assert first.context is not None  # (rows keep only first calls that returned)
+        changed = None
+        if mismatch(first.context, target) is None:  # (else the replay is refused anyway)
+            with trained_as(first.context, target):
+                if self.scheme.structure_hash(target) != identity.structure_hash:
+                    changed = "its structure differs"
+        observed = () if entry.untimed else tuple(ns / 1e9 for ns in entry.samples_ns)
+        return RecordedCall(
+            name=entry.done.name,
+            class_name=identity.class_name,
+            workload_hash=identity.hash,
+            module=module,
+            target=target,
+            args=first.args,
+            kwargs=first.kwargs,
+            context=first.context,
+            device=identity.device,
+            flops=first.flops,
+            unsafe=first.unsafe,
+            changed=changed,
+            observed_s=observed,
+        )
 
     def _check_open(self) -> None:
         if self._stopped:

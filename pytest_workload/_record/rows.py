@@ -17,6 +17,7 @@ from .identity import Identity
 if TYPE_CHECKING:
     from torch import nn
 
+    from .._measure.first_call import FirstCall
     from .._measure.replay import Measurement
 
 
@@ -32,8 +33,8 @@ class Done:
     order: int
     children: list[Done]
     user_key: Json = None
-    # the call as made, kept for a replay when this is a new top-level workload
-    call: tuple[nn.Module, tuple[Any, ...], dict[str, Any]] | None = None
+    # the module as called and its first call, kept when this is a new top-level workload
+    first: tuple[nn.Module, FirstCall] | None = None
 
 
 @dataclass
@@ -85,15 +86,13 @@ class RowTable:
     def has_root(self, identity: Identity) -> bool:
         return _entry_key(None, identity, 0, "") in self._entries
 
-    def take_first_calls(
-        self,
-    ) -> list[tuple[Entry, tuple[nn.Module, tuple[Any, ...], dict[str, Any]]]]:
+    def take_first_calls(self) -> list[tuple[Entry, nn.Module, FirstCall]]:
         """The first call of each new top-level row, handed over once (the row keeps none)."""
         taken = []
         for entry in self._entries.values():
-            call, entry.done.call = entry.done.call, None
-            if call is not None and entry.caller is None:
-                taken.append((entry, call))
+            first, entry.done.first = entry.done.first, None
+            if first is not None and entry.caller is None:
+                taken.append((entry, *first))
         return taken
 
     def add(self, caller: Entry | None, done: Done) -> None:
@@ -105,7 +104,7 @@ class RowTable:
         entry.calls += 1
         entry.total_ns += done.elapsed_ns
         entry.untimed |= not _clock_times(done.identity.device)
-        if self.timing:
+        if self.timing and done.first is None:  # (a first call ran under FLOP counting)
             entry.samples_ns.append(done.elapsed_ns)
         if done.user_key is not None:
             seen = entry.user_keys.setdefault(

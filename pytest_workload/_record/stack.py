@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._identity.describe import Describer, describe_args, describe_kwargs
-from .._identity.structure import class_name
+from .._identity.structure import class_name, is_compiled
+from .._measure.first_call import FirstCall
 from .._model.canonical import Json, canonical_json
 from .._model.errors import UndescribableInputError
 from .callsite import call_site
@@ -43,6 +44,7 @@ class Frame:
     args: tuple[Json, ...] | None = None
     kwargs: tuple[tuple[str, Json], ...] | None = None
     start_ns: int = 0
+    first: FirstCall | None = None
     done: Done | None = None
     children: list[Done] = field(default_factory=list)
 
@@ -78,6 +80,9 @@ class CallStack:
 
     def clear(self) -> None:
         """Drop the running root, if any."""
+        for frame in self._frames:
+            if frame.first is not None:
+                frame.first.end(None)
         self._frames.clear()
         self.plan = None
 
@@ -86,9 +91,27 @@ class CallStack:
     ) -> None:
         frame = Frame(module, plan.target, "", 0, True, next(self._order))
         self._describe_into(frame, args, kwargs)
+        if frame.record and self._may_be_new(frame, args, kwargs):
+            count = not is_compiled(module)
+            self._errors.guarded(self._begin_first_call, frame, args, kwargs, count)
         self.plan = plan
         self._frames.append(frame)
         frame.start_ns = self._now()
+
+    def _begin_first_call(
+        self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any] | None, count: bool
+    ) -> None:
+        # guarded apart: a call that cannot be observed is still recorded (and not measured)
+        frame.first = FirstCall(frame.target, args, kwargs, count=count)
+
+    def _may_be_new(
+        self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any] | None
+    ) -> bool:
+        """Whether this root call may be a new workload (a cheap look-up, never a miss)."""
+        if frame.args is None or frame.kwargs is None or kwargs is None:
+            return True
+        known = self._identities.known(frame.target, (frame.args, frame.kwargs), (args, kwargs))
+        return known is None or not self._rows.has_root(known)
 
     def push_sub(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         assert self.plan is not None
@@ -112,6 +135,8 @@ class CallStack:
         self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
         elapsed = self._now() - frame.start_ns
+        if frame.first is not None:
+            frame.first.end(kwargs)
         if frame.kwargs is None and frame.record:
             self._describe_into(frame, None, kwargs)
         if not frame.record or frame.args is None or frame.kwargs is None:
@@ -119,20 +144,23 @@ class CallStack:
         identity = self._identities.identity(
             frame.target, (frame.args, frame.kwargs), (args, kwargs), result
         )
-        name, location, call = frame.name, None, None
+        name, location, first = frame.name, None, None
         if frame.depth == 0 and not self._rows.has_root(identity):
             name, location = call_site(frame.module, frame.target, self._rootdir)
-            call = (frame.module, args, kwargs)
+            if frame.first is not None and frame.first.context is not None:
+                first = (frame.module, frame.first)
         frame.done = Done(
             identity, name, location, frame.depth, elapsed, frame.order, frame.children
         )
-        frame.done.call = call
+        frame.done.first = first
         if self._keyer is not None:
             frame.done.user_key = self._user_key(frame, args, kwargs)
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
         frame = self._frames.pop()
+        if frame.first is not None:
+            frame.first.end(None)  # (the call raised: it is not recorded)
         if frame.done is not None:
             if self._frames:
                 self._frames[-1].children.append(frame.done)

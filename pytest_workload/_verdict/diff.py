@@ -37,8 +37,9 @@ def documents_match(old: SnapshotDocument, new: SnapshotDocument) -> bool:
 
 
 def flops_agree(a: int | None, b: int | None) -> bool:
-    """An unknown FLOP count (its replay failed) is no evidence of a change."""
-    return a is None or b is None or a == b
+    """Equal counts, or none on either side (a submodule's). A count on one side only is a
+    difference: an unknown count is no evidence that nothing changed."""
+    return a == b
 
 
 @dataclass(frozen=True)
@@ -76,22 +77,19 @@ def _unmatched(
     entries: tuple[SnapshotEntry, ...], others: tuple[SnapshotEntry, ...]
 ) -> list[SnapshotEntry]:
     """Entries with no counterpart in ``others`` (each used once): the same identity, and
-    FLOPs that agree.
-
-    Known counts pair first, each with an equal count if there is one, and an unknown count
-    takes a known one before an unknown: so an unknown is never spent where only it fits.
-    """
+    FLOPs that agree."""
     pool: defaultdict[Hashable, list[SnapshotEntry]] = defaultdict(list)
     for other in others:
         pool[other.identity].append(other)
-    paired: set[int] = set()
-    for i in sorted(range(len(entries)), key=lambda i: entries[i].flops is None):
-        candidates = pool[entries[i].identity]
-        fits = [o for o in candidates if flops_agree(o.flops, entries[i].flops)]
-        if fits:
-            candidates.remove(min(fits, key=lambda o: o.flops is None))
-            paired.add(i)
-    return [e for i, e in enumerate(entries) if i not in paired]
+    unmatched = []
+    for entry in entries:
+        candidates = pool[entry.identity]
+        fit = next((o for o in candidates if flops_agree(o.flops, entry.flops)), None)
+        if fit is None:
+            unmatched.append(entry)
+        else:
+            candidates.remove(fit)
+    return unmatched
 
 
 def compare_documents(old: SnapshotDocument, new: SnapshotDocument) -> list[Change]:

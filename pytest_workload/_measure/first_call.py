@@ -1,0 +1,85 @@
+"""A new workload's first call, observed while the test makes it.
+
+Before the call its inputs are copied, so a replay computes what the test computed even if the
+forward or the test then changes them. During the call its FLOPs are counted by a dispatch
+mode around that call only, which also sees writes outside the module and its inputs. As it
+returns (in its forward hook, still inside the test's contexts), its state is captured: modes,
+train/eval, tensor placement, read after the forward so that a module that builds itself on
+its first call is captured as built. Anything that makes a replay unsafe is kept as a reason.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+from .context import CallContext, capture
+from .flops import FlopCount, counting
+
+if TYPE_CHECKING:
+    from torch import nn
+
+_PLAIN = (int, float, bool, str, bytes, complex, type(None))
+
+
+def copy_inputs(value: Any) -> tuple[Any, bool]:
+    """A copy of call inputs with every tensor cloned, and whether it is a full copy (False
+    when an input is an object that cannot be copied without knowing what it is)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        copy = value.detach().clone()
+        return copy.requires_grad_(value.requires_grad), True
+    if isinstance(value, (tuple, list)):
+        items = [copy_inputs(v) for v in value]
+        return type(value)(v for v, _ in items), all(ok for _, ok in items)
+    if isinstance(value, dict):
+        pairs = {k: copy_inputs(v) for k, v in value.items()}
+        return {k: v for k, (v, _) in pairs.items()}, all(ok for _, ok in pairs.values())
+    plain = isinstance(value, (*_PLAIN, torch.dtype, torch.device, torch.Size))
+    return value, plain
+
+
+class FirstCall:
+    """Begun in a new root's pre-hook, ended in its forward hook (or when it raised)."""
+
+    def __init__(
+        self,
+        target: nn.Module,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        *,
+        count: bool,
+    ) -> None:
+        self._target: nn.Module | None = target
+        self.context: CallContext | None = None
+        (self.args, self.kwargs), copied = copy_inputs((args, kwargs or {}))
+        self.unsafe: str | None = None if copied else "an input is an object it cannot copy"
+        self._kwargs_known = kwargs is not None
+        self._count: FlopCount | None = None
+        self._exit = ExitStack()
+        if count:
+            self._count = self._exit.enter_context(counting(target, (args, kwargs)))
+        self.ended = False
+
+    @property
+    def flops(self) -> int | None:
+        return None if self._count is None else self._count.flops
+
+    def end(self, kwargs: dict[str, Any] | None) -> None:
+        """The call returned: stop counting, capture its state. Idempotent. ``kwargs`` are the
+        call's, copied now when its pre-hook could not see them (a global hook's); None when
+        the call raised (nothing is captured then: it is not recorded)."""
+        if self.ended:
+            return
+        self.ended = True
+        self._exit.close()
+        if self._target is not None and kwargs is not None:
+            self.context = capture(self._target)
+        self._target = None
+        if not self._kwargs_known and kwargs is not None:
+            self.kwargs, copied = copy_inputs(kwargs)
+            if not copied:
+                self.unsafe = "an input is an object it cannot copy"
+        if self._count is not None and self._count.foreign_write is not None:
+            self.unsafe = self._count.foreign_write

@@ -1,0 +1,183 @@
+"""A replay leaves no trace: what it changes in the program is put back.
+
+Put back after a replay: the parameters, buffers and tensor attributes of every module in the
+tree (values and identity), each module's Python attributes (rebound, added or deleted, and
+the contents of list, dict and set attributes), the torch CPU and CUDA RNG states, Python's
+``random`` and NumPy's global RNG. User hooks, per module and global, are suspended during
+the replay, so they neither fire nor count in its timing. What lies outside (an object the
+forward reaches through a global, a list nested in a dict attribute) cannot be put back: a
+first call that wrote to a tensor there is never replayed (see :mod:`.flops`).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from .flops import own_tensors
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+_CONTAINERS = (list, dict, set)
+
+#: The hook tables of ``torch.nn.modules.module`` a replay runs without.
+_GLOBAL_HOOKS = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_module_registration_hooks",
+    "_global_parameter_registration_hooks",
+    "_global_buffer_registration_hooks",
+)
+_MODULE_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
+
+
+def _copy(container: Any) -> Any:
+    return container.copy()
+
+
+def _same(container: Any, saved: Any) -> bool:
+    """Equal by identity of the elements (``==`` on tensors compares values)."""
+    if isinstance(container, dict):
+        return container.keys() == saved.keys() and all(v is saved[k] for k, v in container.items())
+    if isinstance(container, list):
+        return len(container) == len(saved) and all(
+            a is b for a, b in zip(container, saved, strict=True)
+        )
+    return bool(container == saved)
+
+
+def _put_back(container: Any, saved: Any) -> None:
+    if _same(container, saved):
+        return
+    container.clear()
+    if isinstance(container, list):
+        container.extend(saved)
+    else:
+        container.update(saved)
+
+
+class _ModuleState:
+    """One module's attributes, and the contents of its container attributes."""
+
+    def __init__(self, module: nn.Module) -> None:
+        self.module = module
+        self.attributes = dict(vars(module))
+        self.contents = {
+            name: _copy(value)
+            for name, value in self.attributes.items()
+            if type(value) in _CONTAINERS or isinstance(value, dict)
+        }
+
+    def restore(self) -> None:
+        attributes = vars(self.module)
+        for name in [n for n in attributes if n not in self.attributes]:
+            del attributes[name]
+        for name, value in self.attributes.items():
+            if attributes.get(name, self) is not value:
+                attributes[name] = value
+        for name, saved in self.contents.items():
+            _put_back(self.attributes[name], saved)
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    return None if tensor.is_inference() else int(tensor._version)
+
+
+def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tensor) -> None:
+    """Copy the saved values back where they changed. Kernels that update state in place
+    (batch norm's running statistics) do not always move the version counter, so values are
+    compared too."""
+    import torch
+
+    if tensor.is_meta:
+        return  # (no values)
+    if version is None:  # an inference tensor: no version counter, writable in inference mode
+        with torch.inference_mode():
+            if not torch.equal(tensor, copy):
+                tensor.copy_(copy)
+        return
+    if tensor._version != version or not torch.equal(tensor, copy):
+        with torch.no_grad():
+            tensor.copy_(copy)
+
+
+def _rng_state() -> dict[str, Any]:
+    import torch
+
+    state: dict[str, Any] = {"torch": torch.get_rng_state(), "random": random.getstate()}
+    if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        state["numpy"] = numpy.random.get_state()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    import torch
+
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["random"])
+    if "cuda" in state:
+        torch.cuda.set_rng_state_all(state["cuda"])
+    if "numpy" in state:
+        sys.modules["numpy"].random.set_state(state["numpy"])
+
+
+def tree(roots: Sequence[nn.Module]) -> list[nn.Module]:
+    """Every module of the trees under ``roots``, each once."""
+    seen: dict[int, nn.Module] = {}
+    for root in roots:
+        for module in root.modules():
+            seen.setdefault(id(module), module)
+    return list(seen.values())
+
+
+@contextmanager
+def _hooks_suspended(modules: Sequence[nn.Module]) -> Iterator[None]:
+    from torch.nn.modules import module as torch_module
+
+    tables = [getattr(torch_module, name) for name in _GLOBAL_HOOKS if hasattr(torch_module, name)]
+    tables += [getattr(m, name) for m in modules for name in _MODULE_HOOKS]
+    saved = [table.copy() for table in tables]
+    for table in tables:
+        table.clear()
+    try:
+        yield
+    finally:
+        for table, hooks in zip(tables, saved, strict=True):
+            table.clear()
+            table.update(hooks)
+
+
+@contextmanager
+def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
+    """Run the block, then put the module trees under ``roots`` and the RNGs back as they
+    were; user hooks are suspended meanwhile."""
+    import torch
+
+    modules = tree(roots)
+    states = [_ModuleState(m) for m in modules]
+    unique: dict[int, torch.Tensor] = {}
+    for module in modules:
+        for tensor in own_tensors(module):
+            unique.setdefault(id(tensor), tensor)
+    with torch.no_grad():
+        saved = [(t, _version(t), t.detach().clone()) for t in unique.values()]
+    rng = _rng_state()
+    try:
+        with _hooks_suspended(modules):
+            yield
+    finally:
+        for state in states:
+            state.restore()
+        for tensor, version, copy in saved:
+            _put_tensor_back(tensor, version, copy)
+        _set_rng_state(rng)

@@ -1,0 +1,54 @@
+"""How a workload's timing and FLOPs were obtained, as stored in the JSON report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from .canonical import Json
+from .errors import WorkloadDataError
+from .fields import read_field, read_object
+
+#: Timing by replaying the first call under its captured state, isolated from the program.
+REPLAYED: Final = "replayed"
+#: Timing from the calls the test made (submodules, or a root whose replay was not isolated).
+OBSERVED: Final = "observed calls"
+#: FLOPs counted on the test's own first call of the workload.
+FIRST_CALL: Final = "first call"
+#: Timing turned off for the session.
+OFF: Final = "off"
+#: The prefix of a reason something was not obtained.
+NOT_MEASURED: Final = "not measured: "
+
+
+def not_measured(reason: str) -> str:
+    return NOT_MEASURED + reason
+
+
+def _check(value: str, what: str, allowed: tuple[str, ...]) -> str:
+    """One of ``allowed``, possibly followed by " (why)", or "not measured: why"."""
+    if value.split(" (", 1)[0] not in allowed and not value.startswith(NOT_MEASURED):
+        raise WorkloadDataError(f"{what} {value!r} is not one of {allowed} nor {NOT_MEASURED}...")
+    return value
+
+
+@dataclass(frozen=True)
+class Measured:
+    """``timing``: "replayed", "observed calls (<why not replayed>)", "off" or
+    "not measured: <why>";
+    ``flops``: "first call", "replayed" or "not measured: <why>"."""
+
+    timing: str
+    flops: str
+
+    def __post_init__(self) -> None:
+        _check(self.timing, "measured.timing", (REPLAYED, OBSERVED, OFF))
+        _check(self.flops, "measured.flops", (FIRST_CALL, REPLAYED))
+
+    def to_dict(self) -> dict[str, Json]:
+        return {"timing": self.timing, "flops": self.flops}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Measured:
+        d = read_object(data, "measured")
+        return cls(timing=read_field(d, "timing", str), flops=read_field(d, "flops", str))
