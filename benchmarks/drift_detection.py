@@ -5,8 +5,8 @@ products. A slowdown of s% is injected by running ``round(k * (1 + s))`` product
 sleep, so the extra time is real work that noise scales like the rest). Each trial times a
 *baseline* and a *current* module exactly as the plugin's replay does (``pin_allocator()`` once
 per process, then ``_measure.timing.time_call`` with a ``CpuStopwatch`` and the plugin's
-default ``TimingPolicy``, which also records ``Timing.others_load``, the share of the machine's
-CPU other processes used meanwhile) under ``torch.no_grad``, and calls
+default ``TimingPolicy``, which also records ``Timing.others_load``, the share of the timing's
+wall time a thread of this process waited for a core (schedstat)) under ``torch.no_grad``, and calls
 ``pytest_workload._verdict.drift.judge``. The conditions (unchanged, +10%, +20%, +50%) are
 interleaved within each round, and which side is timed first alternates, so machine noise hits
 every condition alike. The same pairs of timings are judged at ``DEFAULT_TOLERANCE`` and at
@@ -116,7 +116,7 @@ def timed(module: nn.Module, policy: TimingPolicy, hogs: Hogs | None = None) -> 
 
 
 def load_summary(timings: list[Timing]) -> str:
-    """Median others_load of some timings, and how many had none (too short, or no /proc)."""
+    """Median others_load of some timings, and how many had none (no schedstat)."""
     known = [t.others_load for t in timings if t.others_load is not None]
     text = f"{100 * median(known):.0f}%" if known else "n/a"
     unknown = len(timings) - len(known)
@@ -236,8 +236,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     )
     print(
-        "\nothers_load is unknown where a timing ran under LoadProbe's 0.1 s minimum (or "
-        "without /proc/stat); judge counts an unknown load as 0.\n"
+        "\nothers_load is unknown only without schedstat (/proc/self/task/*/schedstat); "
+        "judge counts an unknown load as 0.\n"
     )
     print("### Verdicts\n")
     headers = ["condition"] + [

@@ -9,7 +9,7 @@ median of
 alternately in one process (which one goes first flips every round), and the table reports the
 per-round ratio plugin/torch: its median over rounds, IQR and a bootstrap 95% interval. The
 malloc thresholds pinned for the plugin are process-wide, so both sides run with them. The
-plugin side's ``others_load`` (other processes' share of the CPU) is printed too.
+plugin side's ``others_load`` (share of the wall time spent waiting for a core) is printed too.
 
 Both sides run with ``--threads`` intra-op threads (default 1: ``Timer``'s own default, and on a
 shared 2-core machine two threads per process oversubscribe the cores, which can make a call 50x

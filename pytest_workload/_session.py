@@ -5,6 +5,7 @@ A collector: the gates (``_gate``) decide, this class keeps what they said. No p
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -114,9 +115,14 @@ class WorkloadSession:
             self._device = resolve_device(self.settings.device)
         return self._device
 
-    @property
-    def timing_policy(self) -> TimingPolicy | None:
-        return TimingPolicy(budget_s=self.settings.time_budget_s) if self.settings.timing else None
+    def timing_policy(self, tolerance: float) -> TimingPolicy | None:
+        """How to time a test's workloads; where the perf gate will judge them, a timing it
+        would fail is re-timed first."""
+        if not self.settings.timing:
+            return None
+        gated = self.settings.snapshot and self.settings.perf != "off"
+        suspect = functools.partial(self.perf.suspect, tolerance=tolerance) if gated else None
+        return TimingPolicy(budget_s=self.settings.time_budget_s, suspect=suspect)
 
     def finish_test(
         self,
@@ -129,8 +135,9 @@ class WorkloadSession:
         """Measure and keep the test's workloads; say why the test fails, or what it warns
         of: without the gate nothing fails a test, so what could not be recorded warns."""
         recorder.stop()
+        tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
-            for problem in recorder.measure(self.timing_policy):
+            for problem in recorder.measure(self.timing_policy(tolerance)):
                 self.perf_notes.append(Note(recorder.nodeid, problem))
         test = recorder.workloads()
         self.add(test)
@@ -153,9 +160,7 @@ class WorkloadSession:
             failures += result.failures
             self.notes += (Note(test.nodeid, n) for n in result.notes)
         if self.settings.perf != "off" and writes:
-            result = self.perf.check(
-                test, self.settings.tolerance if tolerance is None else tolerance
-            )
+            result = self.perf.check(test, tolerance)
             failures += result.failures
             self.perf_notes += (Note(test.nodeid, n) for n in result.notes)
         return Outcome(failures=tuple(failures))

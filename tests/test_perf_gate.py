@@ -30,8 +30,9 @@ def test_a_baseline_timed_under_load_is_not_written(tmp_path):
     assert list(tmp_path.rglob("*.json")) == []
     (note,) = result.notes
     assert note.endswith(
-        "not written, other processes used 60% of the machine's CPU while it was timed; "
-        "rerun the update on a quieter machine"
+        "not written, its timing waited for a core 60% of its wall time; rerun "
+        "`pytest --workload-snapshot --snapshot-update` on a quieter machine, or add "
+        "--workload-perf=strict to write it anyway"
     )
     gate.check(timed(table("t.py::a", 8), 0.1), 0.2)
     assert len(list(tmp_path.rglob("*.json"))) == 1

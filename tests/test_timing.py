@@ -14,7 +14,6 @@ from pytest_workload._measure.flops import count_flops
 from pytest_workload._measure.replay import replay
 from pytest_workload._measure.timing import (
     CpuStopwatch,
-    LoadProbe,
     TimingPolicy,
     measure,
     median_interval,
@@ -75,14 +74,14 @@ def test_median_interval_uses_order_statistics():
 def test_a_short_budget_stops_at_the_minimum_samples():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [0.01])
-    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=0.01), clock)
+    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=0.01), clock).wall_s
     assert samples == [0.01] * 5
 
 
 def test_precise_calls_stop_after_a_fifth_of_the_budget():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [0.01])
-    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=1.0), clock)
+    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=1.0), clock).wall_s
     assert set(samples) == {0.01}
     assert clock.now_ns / 1e9 == pytest.approx(0.2, abs=0.011)  # not the whole budget
 
@@ -91,7 +90,7 @@ def test_noisy_calls_repeat_until_the_budget():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [0.01, 0.03, 0.02, 0.05])
     policy = TimingPolicy(budget_s=1.0, precision=0.0001)
-    samples = measure(lambda: None, stopwatch, policy, clock)
+    samples = measure(lambda: None, stopwatch, policy, clock).wall_s
     assert 20 <= len(samples) <= 40  # ~1 s of 27.5 ms calls, after the warm-up
     assert clock.now_ns / 1e9 == pytest.approx(1.0, abs=0.1)
 
@@ -99,7 +98,7 @@ def test_noisy_calls_repeat_until_the_budget():
 def test_fast_calls_are_timed_in_blocks():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [1e-6])
-    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=1.0), clock)
+    samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=1.0), clock).wall_s
     assert samples[0] == pytest.approx(1e-6)
     assert stopwatch.calls > 100 * len(samples)  # each sample is a block of >= 100 calls
 
@@ -108,12 +107,15 @@ def test_max_samples_bounds_the_loop():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [0.001, 0.002])
     policy = TimingPolicy(budget_s=1e9, precision=0.0, max_samples=50)
-    assert len(measure(lambda: None, stopwatch, policy, clock)) == 50
+    assert len(measure(lambda: None, stopwatch, policy, clock).wall_s) == 50
 
 
 def test_cpu_stopwatch_uses_its_clock():
     ticks = iter([0, 2_000_000_000])
-    assert CpuStopwatch(lambda: next(ticks))(lambda: None, 4) == 2.0
+    thread = iter([0, 500_000_000])
+    stopwatch = CpuStopwatch(lambda: next(ticks), lambda: next(thread))
+    assert stopwatch(lambda: None, 4) == 2.0
+    assert stopwatch.last_cpu_s == 0.5
     assert isinstance(stopwatch_for(torch.device("cpu")), CpuStopwatch)
 
 
@@ -168,25 +170,6 @@ def test_a_stored_timing_must_be_ordered_and_positive():
     data["ci95_s"] = [0.0, 0.0]
     with pytest.raises(WorkloadDataError, match="0 < ci95_s"):
         Timing.from_dict(data)
-
-
-def test_load_probe_measures_what_other_processes_used():
-    busy = iter([100.0, 101.5])  # machine busy seconds: 1.5 s more
-    own = iter([10.0, 10.5])  # of which this process used 0.5 s
-    wall = iter([0.0, 1.0])  # over 1 s on 2 cpus
-    with LoadProbe(lambda: next(busy), lambda: next(own), lambda: next(wall), cpus=2) as probe:
-        pass
-    assert probe.others == pytest.approx(0.5)
-
-
-def test_load_probe_is_unknown_without_proc_stat_or_time():
-    with LoadProbe(lambda: None, lambda: 0.0, iter([0.0, 1.0]).__next__, cpus=2) as probe:
-        pass
-    assert probe.others is None
-    ticks = iter([0.0, 0.01])
-    with LoadProbe(lambda: 5.0, lambda: 0.0, lambda: next(ticks), cpus=2) as short:
-        pass
-    assert short.others is None  # too short for 10 ms ticks
 
 
 def test_timing_round_trips():
@@ -292,6 +275,7 @@ def test_timing_of_a_real_call_is_positive_and_consistent():
     x = torch.rand(32, 64)
     with torch.no_grad():
         samples = measure(lambda: lin(x), CpuStopwatch(), TimingPolicy(budget_s=0.05))
-    t = summarize(samples, "cpu")
+    t = summarize(samples.wall_s, "cpu", cpu_samples_s=samples.cpu_s)
     assert 0 < t.ci_low_s <= t.median_s <= t.ci_high_s
+    assert t.cpu_median_s is not None and t.cpu_median_s > 0
     assert not math.isnan(t.iqr_s)

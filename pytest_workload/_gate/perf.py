@@ -9,6 +9,7 @@ from .._measure.device import device_identity
 from .._model.baseline import Baseline
 from .._model.canonical import canonical_json
 from .._model.errors import CorruptFileError, FileWriteError
+from .._model.timing import Timing
 from .._model.workload import TestWorkloads, Workload
 from .._render.failures import (
     render_contended,
@@ -17,7 +18,7 @@ from .._render.failures import (
     render_regression,
 )
 from .._verdict.distance import nearest
-from .._verdict.drift import CONTENDED_LOAD, judge
+from .._verdict.drift import CONTENDED_LOAD, Drift, judge
 from .baselines import BaselineStore
 from .result import GateResult
 
@@ -46,6 +47,20 @@ class PerfGate:
             if w.timing is not None:
                 failures += self._check_workload(w, tolerance, notes)
         return GateResult(tuple(failures), tuple(notes))
+
+    def suspect(self, workload_hash: str, timing: Timing, tolerance: float) -> bool:
+        """Whether a fresh timing would fail against its baseline: the timing loop re-times
+        it then (``TimingPolicy.suspect``), so a burst of load is re-timed away."""
+        if self.update:
+            return False
+        try:
+            baseline = self._store(timing.device).get(workload_hash)
+        except CorruptFileError:
+            return False  # reported by check()
+        return baseline is not None and self._fails(judge(timing, baseline.timing, tolerance))
+
+    def _fails(self, drift: Drift) -> bool:
+        return drift.kind == "regression" and (self.mode == "strict" or not drift.contended)
 
     def _store(self, device: str) -> BaselineStore:
         import torch
@@ -85,7 +100,7 @@ class PerfGate:
             baseline = None
         if baseline is None:
             return self._no_baseline(w, store, notes)
-        drift = judge(w.timing, baseline.timing, tolerance)
+        drift = judge(w.timing, baseline.timing, tolerance, (w.flops, baseline.flops))
         if drift.kind == "unchanged":
             return []
         if self.update:
@@ -96,7 +111,7 @@ class PerfGate:
                 f"{w.input_signature.format()} refreshed at {drift.ratio:.2f}x the old one",
                 notes,
             )
-        elif drift.contended and self.mode != "strict":
+        elif drift.kind == "regression" and not self._fails(drift):
             notes.append(render_contended(w, baseline.timing, drift))
         elif drift.kind == "regression":
             message = render_regression(w, baseline.timing, drift, store.device.describe())
@@ -115,8 +130,9 @@ class PerfGate:
         elif load > CONTENDED_LOAD and self.mode != "strict":
             # a baseline timed under load would excuse, or hide, every later slowdown
             notes.append(
-                f"{note}: not written, other processes used {load:.0%} of the machine's CPU "
-                "while it was timed; rerun the update on a quieter machine"
+                f"{note}: not written, its timing waited for a core {load:.0%} of its "
+                "wall time; rerun `pytest --workload-snapshot --snapshot-update` on a "
+                "quieter machine, or add --workload-perf=strict to write it anyway"
             )
         else:
             try:

@@ -45,6 +45,8 @@ class RecordedCall:
     kwargs: dict[str, Any]
     context: CallContext
     device: str
+    #: the workload's hash, which the timing policy's suspect is asked about
+    workload_hash: str
     #: counted on the first call (None: not counted there)
     flops: int | None = None
     #: why a replay could change what it cannot put back (None: it cannot)
@@ -115,7 +117,8 @@ def measure_calls(
     one per workload whose measurement is missing or approximate."""
     measurements, lines = [], []
     for call in calls:
-        measured, line = measure_call(call, policy)
+        bound = None if policy is None else policy.for_workload(call.workload_hash)
+        measured, line = measure_call(call, bound)
         measurements.append(measured)
         if line is not None:
             lines.append(f"{call.name} ({call.class_name}): {line}")

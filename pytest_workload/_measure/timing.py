@@ -12,6 +12,7 @@ Clocks are injected, so the loop and the statistics are tested with a fake clock
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import functools
 import math
 import os
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from .._model.timing import Timing
+from .load import LoadProbe
 
 if TYPE_CHECKING:
     import torch
@@ -59,12 +61,18 @@ def summarize(
     device: str,
     source: str = "replay",
     others_load: float | None = None,
+    *,
+    cpu_samples_s: Sequence[float] | None = None,
+    cpu_pressure: float | None = None,
 ) -> Timing:
-    """Median, IQR and the median's 95% interval of per-call times (seconds)."""
+    """Median, IQR and the median's 95% interval of per-call times (seconds); the same
+    median and interval of per-call thread CPU times where they were taken."""
     if not samples_s:
         raise ValueError("no samples to summarize")
     ordered = sorted(samples_s)
     low, high = median_interval(ordered)
+    cpu = sorted(cpu_samples_s) if cpu_samples_s else None
+    cpu_low, cpu_high = median_interval(cpu) if cpu else (None, None)
     return Timing(
         median_s=_quantile(ordered, 0.5),
         iqr_s=_quantile(ordered, 0.75) - _quantile(ordered, 0.25),
@@ -74,64 +82,60 @@ def summarize(
         device=device,
         source=source,
         others_load=others_load,
+        cpu_median_s=None if cpu is None else _quantile(cpu, 0.5),
+        cpu_ci_low_s=cpu_low,
+        cpu_ci_high_s=cpu_high,
+        cpu_pressure=cpu_pressure,
     )
-
-
-def machine_busy_seconds() -> float | None:
-    """CPU seconds the whole machine has been busy since boot (Linux ``/proc/stat``)."""
-    try:
-        with open("/proc/stat", encoding="ascii") as f:
-            fields = f.readline().split()
-    except OSError:
-        return None
-    if not fields or fields[0] != "cpu" or len(fields) < 8:
-        return None
-    ticks = [int(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-    busy = sum(ticks) - ticks[3] - ticks[4]
-    return busy / os.sysconf("SC_CLK_TCK")
-
-
-class LoadProbe:
-    """How much of the machine other processes used during a block: ``others`` in 0..1.
-
-    A timing taken while other processes compete for the cores measures them as much as the
-    workload, however robust its statistics; the drift gate uses this to say so instead of
-    failing. ``others`` stays None where it cannot be known (no ``/proc/stat``, or a block
-    too short for its 10 ms ticks).
-    """
-
-    def __init__(
-        self,
-        busy: Callable[[], float | None] = machine_busy_seconds,
-        own_cpu: Callable[[], float] = time.process_time,
-        wall: Callable[[], float] = time.perf_counter,
-        cpus: int | None = None,
-    ) -> None:
-        self._busy, self._own, self._wall = busy, own_cpu, wall
-        self._cpus = cpus or os.cpu_count() or 1
-        self.others: float | None = None
-
-    def __enter__(self) -> LoadProbe:
-        self._start = (self._busy(), self._own(), self._wall())
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        busy, own, wall = self._busy(), self._own(), self._wall()
-        start_busy, start_own, start_wall = self._start
-        elapsed = wall - start_wall
-        if busy is None or start_busy is None or elapsed < 0.1:
-            return
-        others = (busy - start_busy) - (own - start_own)
-        self.others = min(1.0, max(0.0, others / (elapsed * self._cpus)))
 
 
 def time_call(
     fn: Callable[[], object], stopwatch: Stopwatch, policy: TimingPolicy, device: str
 ) -> Timing:
-    """Measure ``fn`` and summarise it, with the load other processes put on the machine."""
+    """Measure ``fn`` and summarise it, with what competition for the CPU cost it.
+
+    A timing ``policy.suspected`` of a regression is timed again, afresh, up to
+    ``policy.retimes`` times, and judged on the samples of every round together: a burst of
+    load that hit one round is outvoted by the others, and a real regression, slow in every
+    round, is judged on more samples, so with a tighter interval.
+    """
+    rounds = [_time_once(fn, stopwatch, policy)]
+    timing = _summary(rounds, device)
+    while len(rounds) <= policy.retimes and policy.suspected(timing):
+        rounds.append(_time_once(fn, stopwatch, policy))
+        timing = _summary(rounds, device)
+    return timing
+
+
+@dataclass(frozen=True)
+class _Round:
+    samples: Samples
+    others: float | None
+    pressure: float | None
+
+
+def _time_once(fn: Callable[[], object], stopwatch: Stopwatch, policy: TimingPolicy) -> _Round:
     with LoadProbe() as probe:
         samples = measure(fn, stopwatch, policy)
-    return summarize(samples, device, others_load=probe.others)
+    return _Round(samples, probe.others, probe.pressure)
+
+
+def _summary(rounds: Sequence[_Round], device: str) -> Timing:
+    """One timing of every round's samples; the load is the rounds' mean."""
+    cpu = [r.samples.cpu_s for r in rounds]
+    timing = summarize(
+        [s for r in rounds for s in r.samples.wall_s],
+        device,
+        others_load=_mean([r.others for r in rounds]),
+        cpu_samples_s=None if None in cpu else [s for c in cpu if c for s in c],
+        cpu_pressure=_mean([r.pressure for r in rounds]),
+    )
+    return dataclasses.replace(timing, retimed=len(rounds) - 1)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if len(known) == len(values) else None
 
 
 @dataclass(frozen=True)
@@ -143,6 +147,23 @@ class TimingPolicy:
     min_samples: int = 5
     max_samples: int = 1000
     min_block_s: float = 1e-4
+    #: Asked of each timing, with the hash of the workload timed: is this a suspected
+    #: regression, to be re-timed before it is judged? (The perf gate's question.)
+    suspect: Callable[[str, Timing], bool] | None = None
+    #: The workload the policy is bound to (:meth:`for_workload`), for ``suspect``.
+    workload: str | None = None
+    #: Fresh re-timings of a suspected regression, at most.
+    retimes: int = 2
+
+    def for_workload(self, workload_hash: str) -> TimingPolicy:
+        return dataclasses.replace(self, workload=workload_hash)
+
+    def suspected(self, timing: Timing) -> bool:
+        return (
+            self.suspect is not None
+            and self.workload is not None
+            and self.suspect(self.workload, timing)
+        )
 
 
 class Stopwatch(Protocol):
@@ -152,16 +173,27 @@ class Stopwatch(Protocol):
 
 
 class CpuStopwatch:
-    """``perf_counter_ns`` around the calls; right for the CPU, where calls are synchronous."""
+    """``perf_counter_ns`` around the calls; right for the CPU, where calls are synchronous.
 
-    def __init__(self, clock: Callable[[], int] = time.perf_counter_ns) -> None:
-        self._clock = clock
+    Beside the wall time it reads this thread's CPU time (``last_cpu_s``), which does not
+    grow while the thread waits for a core other processes hold.
+    """
+
+    def __init__(
+        self,
+        clock: Callable[[], int] = time.perf_counter_ns,
+        thread_clock: Callable[[], int] = time.thread_time_ns,
+    ) -> None:
+        self._clock, self._thread_clock = clock, thread_clock
+        self.last_cpu_s: float | None = None
 
     def __call__(self, fn: Callable[[], object], number: int) -> float:
-        start = self._clock()
+        start, start_cpu = self._clock(), self._thread_clock()
         for _ in range(number):
             fn()
-        return (self._clock() - start) / 1e9
+        end, end_cpu = self._clock(), self._thread_clock()
+        self.last_cpu_s = (end_cpu - start_cpu) / 1e9
+        return (end - start) / 1e9
 
 
 class SyncStopwatch:
@@ -248,12 +280,20 @@ def stopwatch_for(device: torch.device) -> Stopwatch:
     return CpuStopwatch()
 
 
+@dataclass(frozen=True)
+class Samples:
+    """Per-call times of each block (seconds): wall, and thread CPU where the stopwatch reads it."""
+
+    wall_s: list[float]
+    cpu_s: list[float] | None = None
+
+
 def measure(
     fn: Callable[[], object],
     stopwatch: Stopwatch,
     policy: TimingPolicy,
     clock: Callable[[], int] = time.perf_counter_ns,
-) -> list[float]:
+) -> Samples:
     """Per-call times (seconds) of ``fn``: warm-up, block sizing, then adaptive repetition.
 
     ``clock`` only meters the budget; the samples come from ``stopwatch``.
@@ -272,8 +312,11 @@ def measure(
     number = max(1, math.ceil(policy.min_block_s / max(per_call, 1e-9)))
 
     samples: list[float] = []
+    cpu: list[float] = []
     while len(samples) < policy.max_samples:
         samples.append(stopwatch(fn, number) / number)
+        if isinstance(stopwatch, CpuStopwatch) and stopwatch.last_cpu_s is not None:
+            cpu.append(stopwatch.last_cpu_s / number)
         if len(samples) < policy.min_samples:
             continue
         if spent() >= policy.budget_s:
@@ -282,7 +325,7 @@ def measure(
         # about the workload: spend a fifth of the budget at least.
         if spent() >= policy.budget_s / 5 and _precise(samples, policy.precision):
             break
-    return samples
+    return Samples(samples, cpu if len(cpu) == len(samples) else None)
 
 
 def _precise(samples: Sequence[float], precision: float) -> bool:

@@ -30,12 +30,21 @@ class Baseline:
     input: str
     device: DeviceIdentity
     timing: Timing
+    #: FLOPs of the call when the baseline was timed (None in baselines stored without them).
+    flops: int | None = None
 
     @classmethod
     def from_workload(cls, w: Workload, device: DeviceIdentity) -> Baseline:
         assert w.timing is not None
         return cls(
-            w.hash, w.key, w.name, w.class_name, w.input_signature.format(), device, w.timing
+            w.hash,
+            w.key,
+            w.name,
+            w.class_name,
+            w.input_signature.format(),
+            device,
+            w.timing,
+            w.flops,
         )
 
     def to_dict(self) -> dict[str, Json]:
@@ -48,6 +57,7 @@ class Baseline:
             "key": self.key,
             "device": self.device.to_dict(),
             "timing": self.timing.to_dict(),
+            "flops": self.flops,
         }
 
     @classmethod
@@ -68,6 +78,7 @@ class Baseline:
             input=read_field(d, "input", str),
             device=DeviceIdentity.from_dict(d.get("device")),
             timing=Timing.from_dict(d.get("timing")),
+            flops=read_field(d, "flops", int, optional=True),
         )
 
 

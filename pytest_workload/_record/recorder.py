@@ -174,6 +174,7 @@ class WorkloadRecorder:
         return RecordedCall(
             name=entry.done.name,
             class_name=identity.class_name,
+            workload_hash=identity.hash,
             module=module,
             target=target,
             args=first.args,

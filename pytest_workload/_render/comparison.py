@@ -15,6 +15,9 @@ def _ratio(row: Row) -> str:
     if row.drift is None:
         return ""
     d = row.drift
+    sides = (row.base_time, row.head_time)
+    if not all(t is not None and t.has_interval for t in sides):
+        return f"{d.ratio:.2f}x"  # too few samples for an interval
     return f"{d.ratio:.2f}x [{d.ratio_low:.2f}–{d.ratio_high:.2f}]"
 
 

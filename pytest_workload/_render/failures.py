@@ -102,20 +102,60 @@ def _workload_title(w: Workload) -> str:
     return f"{w.name} ({w.class_name}), input {w.input_signature.format()}, hash {short(w.hash)}"
 
 
+_TIMES = {1: "once", 2: "twice"}
+
+
+def _retimed(t: Timing) -> str:
+    if not t.retimed:
+        return ""
+    times = _TIMES.get(t.retimed, f"{t.retimed} times")
+    return f"; re-timed {times}, judged on every timing's samples"
+
+
+def _evidence(current: Timing, drift: Drift) -> str:
+    """Which evidence decided, in the words of the failure message."""
+    cpu = "" if drift.cpu_ratio is None else f"thread CPU time {drift.cpu_ratio:.2f}x"
+    wait = "" if current.others_load is None else f" (run-queue wait {current.others_load:.0%})"
+    if drift.evidence == "flops":
+        assert drift.flops_ratio is not None
+        return (
+            f"FLOPs {drift.flops_ratio:.2f}x the baseline's: counted from shapes, so no "
+            f"machine load explains it (wall {drift.ratio:.2f}x)"
+        )
+    if drift.evidence == "cpu":
+        return f"{cpu}, wall {drift.ratio:.2f}x{_retimed(current)}"
+    if drift.evidence == "off-cpu":
+        return (
+            f"wall {drift.ratio:.2f}x, {cpu}: the extra time was spent off the CPU (sleeping, "
+            f"blocking, I/O), not waiting for a core{wait}{_retimed(current)}"
+        )
+    return f"wall {drift.ratio:.2f}x (no thread CPU time to compare){wait}{_retimed(current)}"
+
+
+def _interval(t: Timing) -> str:
+    if not t.has_interval:
+        return f"n={t.n}, too few for an interval"
+    return f"95% CI {format_duration(t.ci_low_s)}–{format_duration(t.ci_high_s)} (n={t.n})"
+
+
 def render_regression(w: Workload, baseline: Timing, drift: Drift, device: str) -> str:
     current = w.timing
     assert current is not None
+    ratio = f"{drift.ratio:.2f}x slower"
+    if current.has_interval and baseline.has_interval:
+        ratio += (
+            f" (95% interval of the ratio {drift.ratio_low:.2f}–{drift.ratio_high:.2f}x; "
+            f"tolerance {drift.tolerance:.0%})"
+        )
+    else:
+        ratio += f" (tolerance {drift.tolerance:.0%})"
     return "\n".join(
         [
             f"performance regression: {_workload_title(w)}",
+            f"  decided by {_evidence(current, drift)}",
             f"  median {format_duration(current.median_s)} vs baseline "
-            f"{format_duration(baseline.median_s)}: {drift.ratio:.2f}x slower (95% interval "
-            f"of the ratio {drift.ratio_low:.2f}–{drift.ratio_high:.2f}x; tolerance "
-            f"{drift.tolerance:.0%})",
-            f"  current 95% CI {format_duration(current.ci_low_s)}–"
-            f"{format_duration(current.ci_high_s)} (n={current.n}), baseline 95% CI "
-            f"{format_duration(baseline.ci_low_s)}–{format_duration(baseline.ci_high_s)} "
-            f"(n={baseline.n})",
+            f"{format_duration(baseline.median_s)}: {ratio}",
+            f"  current {_interval(current)}, baseline {_interval(baseline)}",
             f"  on {device}; accept the new timing with --snapshot-update",
         ]
     )
@@ -123,23 +163,26 @@ def render_regression(w: Workload, baseline: Timing, drift: Drift, device: str) 
 
 def render_faster(w: Workload, baseline: Timing, drift: Drift) -> str:
     assert w.timing is not None
-    return (
+    line = (
         f"{_workload_title(w)} is {1 / drift.ratio:.2f}x faster than its baseline "
-        f"({format_duration(w.timing.median_s)} vs {format_duration(baseline.median_s)}); "
-        f"refresh the baseline with `{BASELINE_COMMAND}`"
+        f"({format_duration(w.timing.median_s)} vs {format_duration(baseline.median_s)})"
     )
-
-
-def _share(load: float | None) -> str:
-    return "unknown" if load is None else f"{load:.0%}"
+    if drift.contended:
+        assert baseline.others_load is not None
+        line += f", whose timing waited for a core {baseline.others_load:.0%} of its wall time"
+    return line + f"; refresh the baseline with `{BASELINE_COMMAND}`"
 
 
 def render_contended(w: Workload, baseline: Timing, drift: Drift) -> str:
-    assert w.timing is not None
+    """A slowdown that waiting for a core explains: reported, with the command that gates it."""
+    current = w.timing
+    assert current is not None and current.others_load is not None
+    cpu = "" if drift.cpu_ratio is None else f", thread CPU time {drift.cpu_ratio:.2f}x"
     return (
-        f"{_workload_title(w)}: {drift.ratio:.2f}x its baseline, not judged: other processes "
-        f"used {_share(w.timing.others_load)} of the machine's CPU while it was timed "
-        f"(baseline: {_share(baseline.others_load)}); rerun on a quieter machine"
+        f"{_workload_title(w)}: wall {drift.ratio:.2f}x its baseline{cpu}, not judged: its "
+        f"timing waited for a core {current.others_load:.0%} of its wall time, "
+        "which explains it; rerun on a quieter machine, or pass --workload-perf=strict to "
+        "fail it"
     )
 
 

@@ -39,11 +39,12 @@ def format_flops(flops: int) -> str:
 
 def format_timing(t: Timing) -> str:
     where = "recorded calls" if t.source == "recorded calls" else "replayed"
-    return (
-        f"median {format_duration(t.median_s)}, IQR {format_duration(t.iqr_s)}, 95% CI "
-        f"{format_duration(t.ci_low_s)}–{format_duration(t.ci_high_s)} (n={t.n}, {where}, "
-        f"{t.device})"
-    )
+    if t.n == 1:
+        return f"{format_duration(t.median_s)} (n=1, {where}, {t.device})"
+    spread = f"IQR {format_duration(t.iqr_s)}"
+    if t.has_interval:  # fewer samples allow no 95% interval of the median
+        spread += f", 95% CI {format_duration(t.ci_low_s)}–{format_duration(t.ci_high_s)}"
+    return f"median {format_duration(t.median_s)}, {spread} (n={t.n}, {where}, {t.device})"
 
 
 def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
