@@ -148,7 +148,7 @@ def test_a_100x_stall_waiting_for_a_core_is_excused(pytester, sleepy, injected):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "model (test_sleepy.Sleepy), input * wall 100.00x its baseline, thread CPU time "
+            "*: model (test_sleepy.Sleepy), input * wall 100.00x its baseline, thread CPU time "
             "1.00x, not judged: its timing waited for a core 99% of its wall time, which "
             "explains it; rerun on a quieter machine, or pass --workload-perf=strict to fail it"
         )
@@ -165,7 +165,7 @@ def test_a_baseline_timed_under_load_is_not_written_and_the_note_says_how(
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "timing baseline * recorded: not written, its timing waited for a core 60% of its "
+            "*: timing baseline * recorded: not written, its timing waited for a core 60% of its "
             "wall time; rerun `pytest --workload-snapshot --snapshot-update` on a quieter "
             "machine, or add --workload-perf=strict to write it anyway"
         )
