@@ -6,12 +6,17 @@ Not a benchmark itself. Every script puts ``benchmarks/`` first on ``sys.path`` 
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import platform
 import random
 import shlex
+import signal
+import subprocess
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 
 
 def quantile(values: Sequence[float], q: float) -> float:
@@ -115,3 +120,30 @@ def print_header(title: str) -> None:
     print(f"## {title}\n")
     print(f"Command: `{command_line()}`\n")
     print(f"Machine: {machine()}\n")
+
+
+class PausedProcesses:
+    """Competing child processes, paused (SIGSTOP) except inside ``running()``."""
+
+    def __init__(self, procs: list[subprocess.Popen[bytes]]) -> None:
+        self.procs = procs
+        self._signal(signal.SIGSTOP)
+
+    def _signal(self, sig: int) -> None:
+        for p in self.procs:
+            os.kill(p.pid, sig)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        self._signal(signal.SIGCONT)
+        time.sleep(0.02)
+        try:
+            yield
+        finally:
+            self._signal(signal.SIGSTOP)
+
+    def close(self) -> None:
+        self._signal(signal.SIGCONT)
+        for p in self.procs:
+            p.terminate()
+            p.wait()

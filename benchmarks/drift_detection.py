@@ -29,17 +29,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import signal
 import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import torch
-from _common import markdown_table, median, print_header, quantile, rate
+from _common import PausedProcesses, markdown_table, median, print_header, quantile, rate
 from torch import nn
 
 from pytest_workload._measure.timing import CpuStopwatch, TimingPolicy, pin_allocator, time_call
@@ -80,33 +77,12 @@ class Condition:
         return f"+{100 * self.slowdown:.0f}% (k {self.module.k})"
 
 
-class Hogs:
+class Hogs(PausedProcesses):
     """Busy-looping child processes, paused (SIGSTOP) except inside ``running()``."""
 
     def __init__(self, count: int) -> None:
-        self.procs = [
-            subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)
-        ]
-        self._signal(signal.SIGSTOP)
-
-    def _signal(self, sig: int) -> None:
-        for p in self.procs:
-            os.kill(p.pid, sig)
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
-        self._signal(signal.SIGCONT)
-        time.sleep(0.02)
-        try:
-            yield
-        finally:
-            self._signal(signal.SIGSTOP)
-
-    def close(self) -> None:
-        self._signal(signal.SIGCONT)
-        for p in self.procs:
-            p.terminate()
-            p.wait()
+        busy = [sys.executable, "-c", "while True: pass"]
+        super().__init__([subprocess.Popen(busy) for _ in range(count)])
 
 
 def timed(module: nn.Module, policy: TimingPolicy, hogs: Hogs | None = None) -> Timing:

@@ -42,7 +42,7 @@ import time
 from collections.abc import Iterator
 
 import torch
-from _common import markdown_table, median, print_header, rate
+from _common import PausedProcesses, markdown_table, median, print_header, rate
 from torch import nn
 
 from pytest_workload._measure.load import cpu_pressure_us
@@ -87,37 +87,25 @@ class RepeatedMatmul(nn.Module):
         return self.out
 
 
-class Load:
+class Load(PausedProcesses):
     """The competing processes, paused (SIGSTOP) except inside ``running()``."""
 
     def __init__(self, busy: int, bursty: int, stalls: bool) -> None:
         python = sys.executable
-        self.procs = [subprocess.Popen([python, "-c", "while True: pass"]) for _ in range(busy)]
-        self.procs += [subprocess.Popen([python, "-c", BURSTY]) for _ in range(bursty)]
+        procs = [subprocess.Popen([python, "-c", "while True: pass"]) for _ in range(busy)]
+        procs += [subprocess.Popen([python, "-c", BURSTY]) for _ in range(bursty)]
         if stalls:
-            self.procs.append(subprocess.Popen([python, "-c", STOPPER, str(os.getpid())]))
-        self._signal(signal.SIGSTOP)
+            procs.append(subprocess.Popen([python, "-c", STOPPER, str(os.getpid())]))
+        super().__init__(procs)
         print("load pids:", *(p.pid for p in self.procs), file=sys.stderr, flush=True)
-
-    def _signal(self, sig: int) -> None:
-        for p in self.procs:
-            os.kill(p.pid, sig)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
-        self._signal(signal.SIGCONT)
-        time.sleep(0.02)
         try:
-            yield
+            with super().running():
+                yield
         finally:
-            self._signal(signal.SIGSTOP)
             os.kill(os.getpid(), signal.SIGCONT)  # in case the stopper paused here mid-stall
-
-    def close(self) -> None:
-        self._signal(signal.SIGCONT)
-        for p in self.procs:
-            p.terminate()
-            p.wait()
 
 
 def fails(drift: Drift) -> bool:

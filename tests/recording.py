@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import torch
 from torch import nn
 from torch.nn.modules import module as torch_module
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._identity.fingerprint import CURRENT_SCHEME
+from tests.models import TinyNet
 
 
 def no_hooks_left(*modules: nn.Module) -> bool:
@@ -25,4 +27,13 @@ def record(fn, *, max_depth=0, timing=True, scheme=CURRENT_SCHEME) -> TestWorklo
     with recorder.recording(all_roots=True):
         fn()
     assert recorder.errors == ()
+    return recorder.workloads()
+
+
+def tiny_table(nodeid: str, size: int) -> TestWorkloads:
+    """One test's workloads: a TinyNet in eval mode called once on a ``size``² image."""
+    recorder = WorkloadRecorder(nodeid)
+    model = TinyNet().eval()
+    with recorder.recording(all_roots=True):
+        model(torch.rand(1, 3, size, size))
     return recorder.workloads()

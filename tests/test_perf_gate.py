@@ -2,20 +2,10 @@
 
 import dataclasses
 
-import torch
-
-from pytest_workload import TestWorkloads, WorkloadRecorder
+from pytest_workload import TestWorkloads
 from pytest_workload._gate.perf import PerfGate
 from pytest_workload._model.timing import Timing
-from tests.models import TinyNet
-
-
-def table(nodeid, size):
-    recorder = WorkloadRecorder(nodeid)
-    model = TinyNet().eval()
-    with recorder.recording(all_roots=True):
-        model(torch.rand(1, 3, size, size))
-    return recorder.workloads()
+from tests.recording import tiny_table
 
 
 def timed(test, others_load):
@@ -25,7 +15,7 @@ def timed(test, others_load):
 
 def test_a_baseline_timed_under_load_is_not_written(tmp_path):
     gate = PerfGate(tmp_path, update=True)
-    result = gate.check(timed(table("t.py::a", 8), 0.6), 0.2)
+    result = gate.check(timed(tiny_table("t.py::a", 8), 0.6), 0.2)
     assert result.failures == ()
     assert list(tmp_path.rglob("*.json")) == []
     (note,) = result.notes
@@ -34,10 +24,10 @@ def test_a_baseline_timed_under_load_is_not_written(tmp_path):
         "`pytest --workload-snapshot --snapshot-update` on a quieter machine, or add "
         "--workload-perf=strict to write it anyway"
     )
-    gate.check(timed(table("t.py::a", 8), 0.1), 0.2)
+    gate.check(timed(tiny_table("t.py::a", 8), 0.1), 0.2)
     assert len(list(tmp_path.rglob("*.json"))) == 1
 
 
 def test_strict_writes_a_baseline_timed_under_load(tmp_path):
-    PerfGate(tmp_path, mode="strict", update=True).check(timed(table("t.py::a", 8), 0.6), 0.2)
+    PerfGate(tmp_path, mode="strict", update=True).check(timed(tiny_table("t.py::a", 8), 0.6), 0.2)
     assert len(list(tmp_path.rglob("*.json"))) == 1

@@ -3,21 +3,11 @@ workers."""
 
 import dataclasses
 
-import torch
-
-from pytest_workload import TestWorkloads, WorkloadRecorder
+from pytest_workload import TestWorkloads
 from pytest_workload._model.notes import Note
 from pytest_workload._session import WorkloadSession, WorkloadSettings
 from pytest_workload.xdist import WorkerMerge, WorkerPayload
-from tests.models import TinyNet
-
-
-def table(nodeid, size):
-    recorder = WorkloadRecorder(nodeid)
-    model = TinyNet().eval()
-    with recorder.recording(all_roots=True):
-        model(torch.rand(1, 3, size, size))
-    return recorder.workloads()
+from tests.recording import tiny_table
 
 
 def payload(*tests):
@@ -25,8 +15,8 @@ def payload(*tests):
 
 
 def test_collapse_between_workers_is_decided_once_on_the_controller():
-    a = table("t.py::a", 8)
-    b = table("t.py::b", 16)
+    a = tiny_table("t.py::a", 8)
+    b = tiny_table("t.py::b", 16)
     forged = TestWorkloads(
         b.nodeid, (dataclasses.replace(b.workloads[0], hash=a.workloads[0].hash),)
     )
@@ -39,8 +29,8 @@ def test_collapse_between_workers_is_decided_once_on_the_controller():
 
 
 def test_collapse_within_one_worker_is_left_to_that_worker():
-    a = table("t.py::a", 8)
-    b = table("t.py::b", 16)
+    a = tiny_table("t.py::a", 8)
+    b = tiny_table("t.py::b", 16)
     forged = TestWorkloads(
         b.nodeid, (dataclasses.replace(b.workloads[0], hash=a.workloads[0].hash),)
     )
@@ -51,7 +41,7 @@ def test_collapse_within_one_worker_is_left_to_that_worker():
 
 def test_no_checks_without_the_gate():
     controller = WorkerMerge(WorkloadSession(WorkloadSettings(snapshot=False)))
-    controller.merge("gw0", payload(table("t.py::a", 8)))
+    controller.merge("gw0", payload(tiny_table("t.py::a", 8)))
     assert controller.check_across_workers() == []
 
 
@@ -73,7 +63,7 @@ def test_a_crashed_worker_is_reported_not_fatal():
 
 def test_the_controller_reports_the_environment_its_workers_measured_in():
     worker = WorkloadSession(WorkloadSettings())  # a worker that has imported torch
-    worker.add(table("t.py::a", 8))
+    worker.add(tiny_table("t.py::a", 8))
     sent = WorkerPayload.of(worker).to_dict()
     assert sent["environment"]["device"]["kind"] == "cpu"
     controller = WorkloadSession(WorkloadSettings())
@@ -84,7 +74,7 @@ def test_the_controller_reports_the_environment_its_workers_measured_in():
 
 def test_a_payload_survives_its_round_trip():
     session = WorkloadSession(WorkloadSettings())
-    session.add(table("t.py::a", 8))
+    session.add(tiny_table("t.py::a", 8))
     session.notes.append(Note("t.py::a", "a note"))
     session.perf_notes.append(Note("t.py::a", "a perf note"))
     sent = WorkerPayload.of(session)
