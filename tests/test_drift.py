@@ -147,6 +147,21 @@ def test_thread_cpu_time_confirms_a_regression_whatever_the_load():
     assert drift.cpu_ratio == pytest.approx(1.4)
 
 
+def test_several_intra_op_threads_under_load_are_excused_not_failed():
+    # measured on unchanged examples with 2 threads beside 3 busy loops: wall 17x, CPU 7x
+    pooled = judge(timed(17.0, cpu=7.0, load=0.61), BASE, threads=2)
+    assert pooled.kind == "regression" and pooled.evidence == "cpu" and pooled.contended
+    wall_only = judge(timed(17.0, load=0.61), BASE, threads=2)
+    assert wall_only.kind == "regression" and wall_only.contended
+    # one thread: its CPU time is its own work, and decides
+    assert not judge(timed(17.0, cpu=7.0, load=0.61), BASE, threads=1).contended
+    # several threads on a quiet machine: nothing to excuse
+    assert not judge(timed(17.0, cpu=7.0, load=0.05), BASE, threads=2).contended
+    # more FLOPs is a regression whatever the threads and the load
+    flops = judge(timed(17.0, cpu=7.0, load=0.61), BASE, flops=(200, 100), threads=2)
+    assert flops.evidence == "flops" and not flops.contended
+
+
 def test_a_100x_stall_spent_waiting_for_a_core_is_excused():
     drift = judge(timed(100.0, cpu=1.01, load=0.99), BASE)
     assert drift.kind == "regression" and drift.evidence == "off-cpu" and drift.contended

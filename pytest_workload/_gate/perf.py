@@ -57,7 +57,10 @@ class PerfGate:
             baseline = self._store(timing.device).get(workload_hash)
         except CorruptFileError:
             return False  # reported by check()
-        return baseline is not None and self._fails(judge(timing, baseline.timing, tolerance))
+        if baseline is None:
+            return False
+        threads = self._store(timing.device).device.threads
+        return self._fails(judge(timing, baseline.timing, tolerance, threads=threads))
 
     def _fails(self, drift: Drift) -> bool:
         return drift.kind == "regression" and (self.mode == "strict" or not drift.contended)
@@ -100,7 +103,9 @@ class PerfGate:
             baseline = None
         if baseline is None:
             return self._no_baseline(w, store, notes)
-        drift = judge(w.timing, baseline.timing, tolerance, (w.flops, baseline.flops))
+        drift = judge(
+            w.timing, baseline.timing, tolerance, (w.flops, baseline.flops), store.device.threads
+        )
         if drift.kind == "unchanged":
             return []
         if self.update:
