@@ -298,7 +298,9 @@ def test_one_corrupt_baseline_does_not_fail_other_tests(pytester, suite):
     corrupt.write_bytes(b"not json\n")
     suite(two_shapes(size=20))
     pytester.runpytest(*UPDATE, "--workload-perf=off").assert_outcomes(passed=1)
-    result = pytester.runpytest(*PERF)
+    # the first shape is timed against its real baseline: no slowdown the machine's load could
+    # cause may decide this test, which is about the corrupt file beside it
+    result = pytester.runpytest(*PERF, "--workload-perf-tolerance=1000000")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(lit(f"*{corrupt.name}: is not valid JSON*left out of nearest*"))
     assert corrupt.read_bytes() == b"not json\n"
