@@ -19,9 +19,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_workload._measure.flops import counting  # noqa: E402
-from pytest_workload._measure.tracing import count_flops  # noqa: E402
-from tests.test_zoo import ARCHS, DTYPES, SHAPES, build  # noqa: E402
+from pytest_workload._measure.flops import counting
+from pytest_workload._measure.tracing import count_flops
+from tests.test_zoo import ARCHS, DTYPES, SHAPES, build
 
 
 def aten_flops(model: torch.nn.Module, args: tuple[object, ...]) -> int:
@@ -44,7 +44,7 @@ def main(archs: list[str]) -> int:
                 mark = "" if a == f else "  DIFFERS"
                 differ += a != f
                 print(
-                    f"{arch:28s} {str(list(case)):18s} {str(dtype):15s} aten {a:>14,} "
+                    f"{arch:28s} {list(case)!s:18s} {dtype!s:15s} aten {a:>14,} "
                     f"function {f:>14,}{mark}"
                 )
     print(f"{differ} case(s) differ")
