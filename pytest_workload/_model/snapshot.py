@@ -92,10 +92,14 @@ class SnapshotEntry:
             "param_bytes": self.param_bytes,
             "param_dtypes": None if self.param_dtypes is None else list(self.param_dtypes),
             "flops": self.flops,
-            "compute_hash": self.compute_hash,
-            "data_dependent": self.data_dependent,
             "submodules": dict(self.submodules),
         }
+        # (absent when unknown, so that a snapshot written before they existed reads back as
+        # it was written)
+        if self.compute_hash is not None:
+            out["compute_hash"] = self.compute_hash
+        if self.data_dependent:
+            out["data_dependent"] = True
         if self.user_key is not None:
             out["user_key"] = self.user_key
         return out
