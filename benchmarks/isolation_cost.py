@@ -3,7 +3,8 @@
 For each model (timm, ``pretrained=False``, eval, one input), per new top-level workload:
 
 * **first call**: the extra time of the test's own first call, which the plugin observes: the
-  inputs copied, FLOPs counted by a dispatch mode around the call, the state captured
+  inputs copied, its operations traced and FLOPs counted by the function mode around the
+  call (:mod:`pytest_workload._measure.tracing`), the state captured
   (``FirstCall`` begun before the forward, ended after it), over a plain forward;
 * **isolation**: entering and leaving ``isolated(...)`` around nothing: copying every
   parameter, buffer and module attribute table, saving the RNGs, suspending hooks, then
@@ -28,6 +29,7 @@ from _common import fmt_time, markdown_table, median, print_header
 
 from pytest_workload._measure.context import applied, capture
 from pytest_workload._measure.first_call import FirstCall
+from pytest_workload._measure.tracing import tracing
 from pytest_workload._measure.isolation import isolated
 
 MODELS = [
@@ -60,7 +62,9 @@ def row(name: str, size: int, repeat: int) -> list[object]:
 
     def observed() -> None:
         first = FirstCall(model, (x,), {})
-        model(x)
+        with tracing(model, (x,)) as trace:
+            first.counts = trace
+            model(x)
         first.end({})
 
     first_call = timed(observed, repeat) - forward
