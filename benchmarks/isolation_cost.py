@@ -29,8 +29,8 @@ from _common import fmt_time, markdown_table, median, print_header
 
 from pytest_workload._measure.context import applied, capture
 from pytest_workload._measure.first_call import FirstCall
-from pytest_workload._measure.tracing import tracing
 from pytest_workload._measure.isolation import isolated
+from pytest_workload._measure.tracing import tracing
 
 MODELS = [
     ("mobilenetv2_035", 224),
