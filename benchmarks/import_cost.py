@@ -11,8 +11,14 @@ alternate in a rotating order within every round:
   (its own ``pytest.ini``, so this repository's ``addopts`` do not apply), with the plugin
   loaded from its entry point against ``-p no:workload``. The test itself reports whether the
   plugin is active and whether torch was imported.
+* **recording session** (``--recording``): one marked test that calls a tiny model
+  (``Linear(8, 8), ReLU, Linear(8, 2)``) once, recorded with ``--workload-timing=off`` (what
+  recording itself costs: hooks, identity, tracing, FLOPs) and with the default timing (plus
+  one 0.25 s timing budget), against ``-p no:workload``; with ``--main PATH`` also the same
+  recording with the code at PATH (a copy of an older release, e.g. ``git archive main``),
+  interleaved. Each side reports whether ``torch._dynamo`` was imported.
 
-Run: ``python benchmarks/import_cost.py [--quick]``.
+Run: ``python benchmarks/import_cost.py [--quick] [--recording [--main PATH]]``.
 """
 
 from __future__ import annotations
@@ -43,6 +49,29 @@ def test_trivial(request):
                 },
                 f,
             )
+"""
+
+
+RECORDING_TEST = """\
+import json, os, sys
+
+import pytest
+import torch
+from torch import nn
+
+
+@pytest.mark.workloads
+def test_tiny():
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2)).eval()
+    with torch.no_grad():
+        model(torch.rand(1, 8))
+
+
+def teardown_module():
+    out = os.environ.get("WORKLOAD_BENCH_OUT")
+    if out:
+        with open(out, "w") as f:
+            json.dump({"dynamo_imported": "torch._dynamo" in sys.modules}, f)
 """
 
 
@@ -102,12 +131,58 @@ def session_facts(cmd: list[str], cwd: Path) -> dict[str, bool]:
     return json.loads((cwd / "facts.json").read_text())
 
 
+def recording(rounds: int, main_path: str | None) -> None:
+    """Sessions that record one tiny model, against the same session without the plugin."""
+    py, env = sys.executable, clean_env()
+    here = str(Path(__file__).resolve().parent.parent)
+    with tempfile.TemporaryDirectory(prefix="workload-record-bench-") as tmp:
+        cwd = Path(tmp)
+        (cwd / "pytest.ini").write_text("[pytest]\nmarkers =\n    workloads: recorded\n")
+        (cwd / "test_tiny.py").write_text(RECORDING_TEST)
+        base = [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+
+        def at(path: str, *extra: str) -> list[str]:
+            return ["env", f"PYTHONPATH={path}", *base, *extra, "test_tiny.py"]
+
+        sides = {
+            "without": at(here, "-p", "no:workload"),
+            "untimed": at(here, "--workload-timing=off"),
+            "timed": at(here),
+        }
+        if main_path is not None:
+            sides["main untimed"] = at(main_path, "--workload-timing=off")
+        facts = {name: session_facts(cmd, cwd) for name, cmd in sides.items()}
+        runs = alternate(sides, rounds, cwd, env)
+    print_header("Fixed cost of a session that records one tiny model")
+    print(f"{rounds} alternated rounds; wall time of each subprocess, start to exit.\n")
+    rows = [
+        row(f"recording, {name}, vs `-p no:workload`", runs[name], runs["without"])
+        for name in sides
+        if name != "without"
+    ]
+    if main_path is not None:
+        rows.append(
+            row("this branch untimed vs main untimed", runs["untimed"], runs["main untimed"])
+        )
+    print(
+        markdown_table(["session", "median", "reference median", "difference [IQR]", "ratio"], rows)
+    )
+    print()
+    for name, fact in facts.items():
+        print(f"- {name}: torch._dynamo imported = {fact['dynamo_imported']}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: 3 rounds")
     parser.add_argument("--rounds", type=int, default=None, help="alternated rounds (default 30)")
+    parser.add_argument("--recording", action="store_true", help="sessions that record")
+    parser.add_argument("--main", default=None, help="with --recording: an older release's code")
     args = parser.parse_args(argv)
     rounds = args.rounds or (3 if args.quick else 30)
+    if args.recording:
+        recording(rounds, args.main)
+        return
     py, env = sys.executable, clean_env()
 
     imports = alternate(

@@ -59,7 +59,7 @@ def row(name: str, size: int, repeat: int) -> list[object]:
     forward = timed(lambda: model(x), repeat)
 
     def observed() -> None:
-        first = FirstCall(model, (x,), {}, count=True)
+        first = FirstCall(model, (x,), {})
         model(x)
         first.end({})
 

@@ -6,7 +6,7 @@ import torch
 from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._model.errors import WorkloadDataError
 from pytest_workload._model.hashes import prefix_length
-from pytest_workload._model.snapshot import SnapshotDocument, SnapshotEntry
+from pytest_workload._model.snapshot import SnapshotDocument
 from pytest_workload._render.failures import render_collapse
 from pytest_workload._render.report import render_session
 from pytest_workload._verdict.collapse import KeyChecks
@@ -155,14 +155,14 @@ def test_a_caller_must_be_an_earlier_row(caller):
 
 def test_snapshot_of_identical_siblings_matches_itself_only():
     def document(table: TestWorkloads) -> SnapshotDocument:
-        return SnapshotDocument(1, tuple(SnapshotEntry.from_workload(w) for w in table))
+        return SnapshotDocument.of(1, table)
 
     full = document(twins_table())
     b0 = full.entries[5]
     assert b0.identity == full.entries[2].identity  # a.0 and b.0 look alike in a snapshot
     assert documents_match(full, document(twins_table()))
     assert compare_documents(full, document(twins_table())) == []
-    missing_b0 = SnapshotDocument(1, full.entries[:5] + full.entries[6:])
+    missing_b0 = SnapshotDocument(1, full.entries[:5] + full.entries[6:], full.computations)
     assert not documents_match(full, missing_b0)
     assert [(c.kind, c.entry.name) for c in compare_documents(full, missing_b0)] == [
         ("vanished", "b.0")

@@ -6,7 +6,6 @@ from torch import nn
 from pytest_workload import SnapshotDocument, WorkloadRecorder
 from pytest_workload._identity.describe import describe_args, describe_kwargs
 from pytest_workload._model.signature import InputSignature
-from pytest_workload._model.snapshot import SnapshotEntry
 from pytest_workload._verdict.diff import compare_documents, diff_signatures, documents_match
 from tests.models import TinyNet
 
@@ -15,7 +14,7 @@ def document(calls, max_depth=1, scheme=1):
     recorder = WorkloadRecorder("t", max_depth=max_depth)
     with recorder.recording(all_roots=True):
         calls()
-    return SnapshotDocument(scheme, tuple(SnapshotEntry.from_workload(w) for w in recorder))
+    return SnapshotDocument.of(scheme, recorder)
 
 
 def sig(*args, **kwargs):
@@ -26,7 +25,9 @@ def with_flops(doc, *flops):
     """The document's entries, repeated as needed, with the given FLOP counts."""
     entries = (doc.entries * len(flops))[: len(flops)]
     return SnapshotDocument(
-        doc.scheme, tuple(replace(e, flops=f) for e, f in zip(entries, flops, strict=True))
+        doc.scheme,
+        tuple(replace(e, flops=f) for e, f in zip(entries, flops, strict=True)),
+        doc.computations,
     )
 
 

@@ -14,7 +14,6 @@ from pytest_workload import (
     read_report,
 )
 from pytest_workload._model.files import write_report, write_text_atomic
-from pytest_workload._model.snapshot import SnapshotEntry
 from tests.models import TinyNet
 
 
@@ -28,7 +27,7 @@ def table():
 
 
 def test_snapshot_document_round_trips_and_is_valid_json(table):
-    doc = SnapshotDocument(1, tuple(SnapshotEntry.from_workload(w) for w in table))
+    doc = SnapshotDocument.of(1, table)
     text = doc.to_text()
     assert json.loads(text)["fingerprint_scheme"] == 1
     assert SnapshotDocument.from_text(text) == doc
@@ -37,7 +36,7 @@ def test_snapshot_document_round_trips_and_is_valid_json(table):
 
 
 def test_snapshot_document_rejects_broken_files(table):
-    doc = SnapshotDocument(1, tuple(SnapshotEntry.from_workload(w) for w in table))
+    doc = SnapshotDocument.of(1, table)
     with pytest.raises(WorkloadDataError, match="not valid JSON"):
         SnapshotDocument.from_text(doc.to_text()[:-10])
     broken = json.loads(doc.to_text())

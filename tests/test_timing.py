@@ -10,7 +10,6 @@ from torch.utils.flop_counter import sdpa_flop_count
 
 from pytest_workload._gate.baselines import BaselineStore
 from pytest_workload._measure.device import check_device_spec, resolve_device
-from pytest_workload._measure.flops import count_flops
 from pytest_workload._measure.replay import replay
 from pytest_workload._measure.timing import (
     CpuStopwatch,
@@ -20,6 +19,7 @@ from pytest_workload._measure.timing import (
     stopwatch_for,
     summarize,
 )
+from pytest_workload._measure.tracing import count_flops
 from pytest_workload._model.baseline import Baseline
 from pytest_workload._model.device import DeviceIdentity
 from pytest_workload._model.errors import (

@@ -188,16 +188,18 @@ def sweep(archs: Iterable[str]) -> Sweep:
 
 
 def rows(workloads: TestWorkloads) -> list[list[object]]:
-    """What a hash check compares: each workload's place, hash and caller."""
-    return [[w.name, w.depth, w.hash, w.parent] for w in workloads]
+    """What a hash check compares: each workload's place, hash, caller and compute hash."""
+    return [[w.name, w.depth, w.hash, w.parent, w.compute_hash] for w in workloads]
 
 
 def hash_table(result: Sweep) -> dict[str, list[list[object]]]:
     return {str(case): rows(w) for case, w in result.items()}
 
 
-def identity(w: Workload) -> tuple[str, str]:
-    return w.structure_hash, w.input_signature.canonical
+def identity(w: Workload) -> tuple[str, str, str | None]:
+    """What a workload hash stands for: its structure and signature, and what they ran (a
+    hash standing for two computations is a collision too)."""
+    return w.structure_hash, w.input_signature.canonical, w.compute_hash
 
 
 def sightings(result: Sweep) -> Iterator[tuple[Case, Workload]]:
@@ -241,6 +243,12 @@ def test_each_call_is_one_root_with_its_input_and_children(zoo, arch):
         assert {w.depth for w in workloads} == {0, 1}, str(case)
 
 
+def test_every_workload_has_a_stable_compute_hash(zoo, arch):
+    for case, w in sightings(of_arch(zoo, arch)):
+        assert w.compute_hash is not None, f"{case} {w.name}: {w.compute_unknown}"
+        assert not w.data_dependent, f"{case} {w.name}"
+
+
 # -- no collisions -----------------------------------------------------------------------------
 
 
@@ -265,7 +273,7 @@ def test_distinct_signatures_of_a_module_get_distinct_hashes(zoo, arch):
         hashes: dict[tuple[str, str], set[str]] = defaultdict(set)
         for _, w in found:
             hashes[identity(w)].add(w.hash)
-        unstable = [sig for (_, sig), h in hashes.items() if len(h) != 1]
+        unstable = [sig for (_, sig, _), h in hashes.items() if len(h) != 1]
         assert not unstable, f"{arch} {name}: one workload got several hashes: {unstable}"
         shared = collisions(found)
         assert not shared, f"{arch} {name}: signatures share a hash:\n" + "\n".join(shared)

@@ -38,7 +38,7 @@ class SnapshotGate:
     def check(self, snapshot: Snapshot, test: TestWorkloads, scheme: int) -> GateResult:
         from .syrupy_ext import check_snapshot
 
-        document = SnapshotDocument(scheme, tuple(SnapshotEntry.from_workload(w) for w in test))
+        document = SnapshotDocument.of(scheme, test)
         legacy = self._legacy_documents(test) if self.migrate else None
         result = check_snapshot(snapshot, document, self.rootdir, legacy)
         if result.kept is not None:
@@ -74,5 +74,6 @@ class SnapshotGate:
                 )
                 for w in test
             )
-            documents[scheme.version] = SnapshotDocument(scheme.version, entries)
+            computations = SnapshotDocument.of(scheme.version, test).computations
+            documents[scheme.version] = SnapshotDocument(scheme.version, entries, computations)
         return documents

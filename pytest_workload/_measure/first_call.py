@@ -1,8 +1,9 @@
 """A new workload's first call, observed while the test makes it.
 
 Before the call its inputs are copied, so a replay computes what the test computed even if the
-forward or the test then changes them. During the call its FLOPs are counted by a dispatch
-mode around that call only, which also sees writes outside the module and its inputs. As it
+forward or the test then changes them. During the call its operations are traced (by the
+recorder, :mod:`.tracing`), which counts its FLOPs and sees writes outside the module and its
+inputs. As it
 returns (in its forward hook, still inside the test's contexts), its state is captured: modes,
 train/eval, tensor placement, read after the forward so that a module that builds itself on
 its first call is captured as built. Anything that makes a replay unsafe is kept as a reason.
@@ -10,14 +11,20 @@ its first call is captured as built. Anything that makes a replay unsafe is kept
 
 from __future__ import annotations
 
-from contextlib import ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .context import CallContext, capture
-from .flops import FlopCount, counting
 
 if TYPE_CHECKING:
     from torch import nn
+
+
+class Counted(Protocol):
+    """A traced or counted call: its FLOPs, and a write outside its module (None: none)."""
+
+    flops: int
+    foreign_write: str | None
+
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
 
@@ -48,32 +55,27 @@ class FirstCall:
         target: nn.Module,
         args: tuple[Any, ...],
         kwargs: dict[str, Any] | None,
-        *,
-        count: bool,
     ) -> None:
         self._target: nn.Module | None = target
         self.context: CallContext | None = None
         (self.args, self.kwargs), copied = copy_inputs((args, kwargs or {}))
         self.unsafe: str | None = None if copied else "an input is an object it cannot copy"
         self._kwargs_known = kwargs is not None
-        self._count: FlopCount | None = None
-        self._exit = ExitStack()
-        if count:
-            self._count = self._exit.enter_context(counting(target, (args, kwargs)))
+        #: what counts the call's FLOPs and sees its writes (set once its tracing began)
+        self.counts: Counted | None = None
         self.ended = False
 
     @property
     def flops(self) -> int | None:
-        return None if self._count is None else self._count.flops
+        return None if self.counts is None else self.counts.flops
 
     def end(self, kwargs: dict[str, Any] | None) -> None:
-        """The call returned: stop counting, capture its state. Idempotent. ``kwargs`` are the
-        call's, copied now when its pre-hook could not see them (a global hook's); None when
-        the call raised (nothing is captured then: it is not recorded)."""
+        """The call returned (its tracing has ended): capture its state. Idempotent.
+        ``kwargs`` are the call's, copied now when its pre-hook could not see them (a global
+        hook's); None when the call raised (nothing is captured then: it is not recorded)."""
         if self.ended:
             return
         self.ended = True
-        self._exit.close()
         if self._target is not None and kwargs is not None:
             self.context = capture(self._target)
         self._target = None
@@ -81,5 +83,5 @@ class FirstCall:
             self.kwargs, copied = copy_inputs(kwargs)
             if not copied:
                 self.unsafe = "an input is an object it cannot copy"
-        if self._count is not None and self._count.foreign_write is not None:
-            self.unsafe = self._count.foreign_write
+        if self.counts is not None and self.counts.foreign_write is not None:
+            self.unsafe = self.counts.foreign_write

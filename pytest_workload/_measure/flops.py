@@ -1,9 +1,12 @@
-"""Counting a call's FLOPs with a dispatch mode around that call only.
+"""Counting FLOPs with a dispatch mode, where the function level cannot (:mod:`.tracing`).
 
-The count is shape-based (``torch.utils.flop_counter``'s formulas), so identical on every
-machine. The same mode watches in-place writes: a write to a tensor that is neither the
-module's (parameters, buffers, tensor attributes), nor an input, nor made during the call,
-changes state outside what a replay can put back, so such a call is never replayed.
+Used by :mod:`.tracing` for the few operations whose matrix products run inside one kernel
+(recurrent layers, ``bilinear``...), which only the aten level shows, and around the whole
+call of a module whose operations the function level cannot see (TorchScript). The count is
+shape-based (``torch.utils.flop_counter``'s formulas), so identical on every machine. The
+mode also sees the operation's in-place writes at the aten level. Entering it imports
+``torch._dynamo`` (about a second, once per process): only a model that runs such an
+operation or such a module pays it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ def _cpu_attention_formula() -> dict[Any, Any]:
     return {kernel: lambda query, key, value, *_, **__: formula(query, key, value)}
 
 
-def _storage(tensor: torch.Tensor) -> int:
+def storage_of(tensor: torch.Tensor) -> int:
     """The storage's identity (views share it); 0 for a parameter not built yet."""
     from torch.nn.parameter import is_lazy
 
@@ -62,7 +65,8 @@ def own_tensors(module: nn.Module) -> Iterator[torch.Tensor]:
 
 
 class FlopCount:
-    """What one counted call did: its FLOPs and whether it wrote outside its own state."""
+    """What one counted operation did: its FLOPs and whether it wrote outside the call's own
+    state."""
 
     def __init__(self) -> None:
         self.flops = 0
@@ -105,11 +109,11 @@ def _mode_class() -> type:
             kwargs = kwargs or {}
             for i, name in written(func):
                 target = args[i] if i < len(args) else kwargs.get(name)
-                if isinstance(target, torch.Tensor) and _storage(target) not in self.allowed:
+                if isinstance(target, torch.Tensor) and storage_of(target) not in self.allowed:
                     self.count.foreign_write = f"{func} wrote to a tensor outside the module"
             out = func(*args, **kwargs)
             for tensor in tensors_in((out,)):
-                self.allowed.add(_storage(tensor))
+                self.allowed.add(storage_of(tensor))
             formula = registry.get(func.overloadpacket)
             if formula is not None:
                 self.count.flops += int(formula(*args, **kwargs, out_val=out))
@@ -123,19 +127,26 @@ _MODE: list[type] = []
 
 @contextmanager
 def counting(module: nn.Module, inputs: Iterable[Any]) -> Iterator[FlopCount]:
-    """Count the FLOPs of what runs in the block, and see its writes outside ``module``'s
-    state and ``inputs``."""
+    """Count the FLOPs of what runs in the block at the aten level, and see its writes
+    outside ``module``'s state and ``inputs``: for a call whose operations the function level
+    cannot see (a scripted module, or one that contains one)."""
     if not _MODE:
         _MODE.append(_mode_class())
     count = FlopCount()
     owned = (t for m in module.modules() for t in own_tensors(m))
-    allowed = {_storage(t) for t in (*owned, *tensors_in(inputs))}
+    allowed = {storage_of(t) for t in (*owned, *tensors_in(inputs))}
     with _MODE[0](count, allowed):
         yield count
 
 
-def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    """FLOPs of one call ``target(*args, **kwargs)``."""
-    with counting(target, (args, kwargs)) as count:
-        target(*args, **kwargs)
-    return count.flops
+def dispatch_counted(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], allowed: set[int]
+) -> tuple[Any, int, str | None]:
+    """Run ``func(*args, **kwargs)`` under the counting mode: its result, its FLOPs, and a
+    write to a tensor whose storage is not in ``allowed`` (which grows by what it makes)."""
+    if not _MODE:
+        _MODE.append(_mode_class())
+    count = FlopCount()
+    with _MODE[0](count, allowed):
+        out = func(*args, **kwargs)
+    return out, count.flops, count.foreign_write

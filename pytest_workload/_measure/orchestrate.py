@@ -53,14 +53,14 @@ class RecordedCall:
     unsafe: str | None = None
     #: why the module no longer is the one called (None: it still is)
     changed: str | None = None
-    #: seconds of the calls observed without FLOP counting, on the CPU
+    #: seconds of the calls observed untraced (without FLOP counting), on the CPU
     observed_s: tuple[float, ...] = ()
 
 
 def _observed(call: RecordedCall, why: str) -> tuple[Timing | None, str]:
     """The observed calls' timing, and how it was obtained."""
     if not call.observed_s:
-        return None, not_measured(f"{why}, and no call was observed without FLOP counting")
+        return None, not_measured(f"{why}, and no call was observed untraced")
     return summarize(list(call.observed_s), call.device, "recorded calls"), f"{OBSERVED} ({why})"
 
 

@@ -18,9 +18,9 @@ from .._model.measured import Measured
 from .._model.timing import Timing
 from .context import CallContext, applied, capture
 from .first_call import copy_inputs
-from .flops import count_flops
 from .isolation import isolated
 from .timing import TimingPolicy, pin_allocator, stopwatch_for, time_call
+from .tracing import count_flops
 
 if TYPE_CHECKING:
     import torch

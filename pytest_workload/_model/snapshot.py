@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from .canonical import Json, canonical_json
+from .computation import Computation, computation_table, read_computations
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .signature import InputSignature, workload_key
@@ -37,6 +39,10 @@ class SnapshotEntry:
     #: For review only (never compared): they tell a dtype change from a structure change.
     param_dtypes: tuple[str, ...] | None = None
     structure_hash_without_dtypes: str | None = None
+    #: The operations' hash (None: not recorded there); compared unless either side is
+    #: data-dependent (see :mod:`.._verdict.diff`).
+    compute_hash: str | None = None
+    data_dependent: bool = False
 
     @property
     def key(self) -> list[Json]:
@@ -67,6 +73,8 @@ class SnapshotEntry:
             param_bytes=w.params.bytes,
             param_dtypes=w.params.dtypes,
             structure_hash_without_dtypes=w.structure_hash_without_dtypes,
+            compute_hash=w.compute_hash,
+            data_dependent=w.data_dependent,
         )
 
     def to_dict(self) -> dict[str, Json]:
@@ -86,6 +94,12 @@ class SnapshotEntry:
             "flops": self.flops,
             "submodules": dict(self.submodules),
         }
+        # (absent when unknown, so that a snapshot written before they existed reads back as
+        # it was written)
+        if self.compute_hash is not None:
+            out["compute_hash"] = self.compute_hash
+        if self.data_dependent:
+            out["data_dependent"] = True
         if self.user_key is not None:
             out["user_key"] = self.user_key
         return out
@@ -101,22 +115,39 @@ class SnapshotEntry:
             flops=read_field(d, "flops", int, optional=True),
             param_bytes=read_field(d, "param_bytes", int, optional=True),
             param_dtypes=read_strings(d, "param_dtypes"),
+            compute_hash=read_field(d, "compute_hash", str, optional=True),
+            data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
         )
 
 
 @dataclass(frozen=True)
 class SnapshotDocument:
-    """A test's workload table as stored in its snapshot file."""
+    """A test's workload table as stored in its snapshot file, with each distinct
+    computation of its workloads once (an older snapshot has none)."""
 
     scheme: int
     entries: tuple[SnapshotEntry, ...]
+    computations: Mapping[str, Computation] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def of(cls, scheme: int, workloads: Iterable[Workload]) -> SnapshotDocument:
+        rows = tuple(workloads)
+        found = (c for w in rows if w.computation is not None for c in w.computation.closure())
+        return cls(
+            scheme,
+            tuple(SnapshotEntry.from_workload(w) for w in rows),
+            {c.hash: c for c in found},
+        )
 
     def to_dict(self) -> dict[str, Json]:
-        return {
+        out: dict[str, Json] = {
             SNAPSHOT_FORMAT_KEY: SNAPSHOT_FORMAT,
             "fingerprint_scheme": self.scheme,
             "workloads": [e.to_dict() for e in self.entries],
         }
+        if self.computations:
+            out["computations"] = dict(computation_table(list(self.computations.values())))
+        return out
 
     @classmethod
     def from_dict(cls, data: object) -> SnapshotDocument:
@@ -134,7 +165,15 @@ class SnapshotDocument:
             except WorkloadDataError as exc:
                 raise WorkloadDataError(f"workload {row}: {exc}") from None
         check_links(entries, "snapshot")
-        return cls(scheme=read_field(d, "fingerprint_scheme", int), entries=tuple(entries))
+        computations = read_computations(d.get("computations", {}))
+        for row, entry in enumerate(entries):
+            if entry.compute_hash is not None and entry.compute_hash not in computations:
+                raise WorkloadDataError(
+                    f"workload {row}: compute_hash {entry.compute_hash[:16]!r} has no stored "
+                    "operations in 'computations'"
+                )
+        scheme = read_field(d, "fingerprint_scheme", int)
+        return cls(scheme=scheme, entries=tuple(entries), computations=computations)
 
     def to_text(self) -> str:
         """Review-friendly JSON: one field per line, signatures kept on one line."""
@@ -147,6 +186,9 @@ class SnapshotDocument:
             rendered = [_render_entry(e.to_dict()) for e in self.entries]
             lines.append(",\n".join(rendered))
             lines.append("  ]")
+        if self.computations:
+            lines[-1] += ","
+            lines.append(_render_computations(computation_table(list(self.computations.values()))))
         lines.append("}")
         return "\n".join(lines) + "\n"
 
@@ -168,3 +210,14 @@ def _render_entry(entry: dict[str, Json]) -> str:
         else:
             fields.append(f"      {_inline(key)}: {_inline(value)}")
     return "    {\n" + ",\n".join(fields) + "\n    }"
+
+
+def _render_computations(table: dict[str, list[Json]]) -> str:
+    """One operation per line, so a changed operation is one changed line."""
+    blocks = []
+    for key, items in table.items():
+        body = ",\n".join(f"      {_inline(item)}" for item in items)
+        blocks.append(
+            f"    {_inline(key)}: [\n{body}\n    ]" if items else f"    {_inline(key)}: []"
+        )
+    return '  "computations": {\n' + ",\n".join(blocks) + "\n  }"

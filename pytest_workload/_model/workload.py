@@ -11,6 +11,7 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from .canonical import Json
+from .computation import Computation
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .measured import Measured
@@ -137,6 +138,16 @@ class Workload:
     structure_hash_without_dtypes: str | None = None
     #: How ``timing`` and ``flops`` were obtained (None in reports written before it existed).
     measured: Measured | None = None
+    #: The hash of the operations its first traced call ran (None: not known, see
+    #: ``compute_unknown``; also in reports written before it existed).
+    compute_hash: str | None = None
+    #: Two traced calls of this workload ran different operations.
+    data_dependent: bool = False
+    #: Why ``compute_hash`` is None.
+    compute_unknown: str | None = None
+    #: The operations themselves, in this process only (the snapshot stores them, the JSON
+    #: report only their hash).
+    computation: Computation | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> list[Json]:
@@ -173,6 +184,9 @@ class Workload:
             "peak_memory_bytes": self.peak_memory_bytes,
             "output_signature": self.output_signature,
             "measured": None if self.measured is None else self.measured.to_dict(),
+            "compute_hash": self.compute_hash,
+            "data_dependent": self.data_dependent,
+            "compute_unknown": self.compute_unknown,
         }
 
     @classmethod
@@ -197,6 +211,9 @@ class Workload:
             output_signature=d.get("output_signature"),
             caller=read_field(d, "caller", int, optional=True),
             measured=None if d.get("measured") is None else Measured.from_dict(d["measured"]),
+            compute_hash=read_field(d, "compute_hash", str, optional=True),
+            data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
+            compute_unknown=read_field(d, "compute_unknown", str, optional=True),
         )
 
 

@@ -66,4 +66,14 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         output_signature=identity.output,
         caller=None if caller is None else position[caller.row],
         measured=_measured(entry, timing),
+        compute_hash=None if entry.computation is None else entry.computation.hash,
+        data_dependent=entry.data_dependent,
+        compute_unknown=_compute_unknown(entry),
+        computation=entry.computation,
     )
+
+
+def _compute_unknown(entry: Entry) -> str | None:
+    if entry.computation is not None:
+        return None
+    return entry.compute_unknown or "its operations were not traced"

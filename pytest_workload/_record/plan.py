@@ -25,6 +25,9 @@ class Plan:
     max_depth: int
     # id -> (module, path, depth, unwrapped module) for the root (path "") and its submodules
     members: dict[int, tuple[nn.Module, str, int, nn.Module]]
+    # why a function mode cannot see the operations its calls run (it is, or contains, a
+    # compiled or scripted module); None when it can
+    opaque: str | None = None
 
 
 def build_plan(module: nn.Module, max_depth: int) -> Plan:
@@ -33,7 +36,28 @@ def build_plan(module: nn.Module, max_depth: int) -> Plan:
     if not plan.scripted and not is_compiled(module):
         for sub, path, depth in subtree(target, max_depth):
             plan.members[id(sub)] = (sub, path, depth, unwrap(sub))
+    plan.opaque = _opaque(module, plan)
     return plan
+
+
+def _why_opaque(module: nn.Module) -> str | None:
+    if is_compiled(module):
+        return "compiled with torch.compile"
+    if is_scripted(module):
+        return "scripted with TorchScript"
+    return None
+
+
+def _opaque(module: nn.Module, plan: Plan) -> str | None:
+    """Why a function mode cannot see every operation of the root's calls, if it cannot."""
+    root = _why_opaque(module)
+    if root is not None:
+        return f"{root}: its operations are not visible"
+    for path, sub in plan.target.named_modules():
+        why = _why_opaque(sub)
+        if why is not None:
+            return f"contains {path}, {why}, whose operations are not visible"
+    return None
 
 
 def subtree(target: nn.Module, max_depth: int) -> list[tuple[nn.Module, str, int]]:

@@ -19,6 +19,12 @@ if TYPE_CHECKING:
 
     from .._measure.first_call import FirstCall
     from .._measure.replay import Measurement
+    from .._model.computation import Computation
+
+#: Calls of a root workload whose operations are traced: the first, and one more to tell a
+#: forward whose operations depend on the data (later calls run untraced).
+TRACED_CALLS = 2
+UNTRACED = "first run in a call that was not traced (its caller's operations depend on the data)"
 
 
 @dataclass
@@ -35,6 +41,12 @@ class Done:
     user_key: Json = None
     # the module as called and its first call, kept when this is a new top-level workload
     first: tuple[nn.Module, FirstCall] | None = None
+    # whether its operations were traced, what they were, and (None there) why not
+    traced: bool = False
+    computation: Computation | None = None
+    compute_unknown: str | None = None
+    # the call built parameters of a lazy module: its operations include the building
+    building: bool = False
 
 
 @dataclass
@@ -53,6 +65,27 @@ class Entry:
     user_keys: dict[str, list[Any]] = field(default_factory=dict)
     samples_ns: list[int] = field(default_factory=list)
     measurement: Measurement | None = None
+    # its traced calls: how many, the first one's operations (or why none), and whether
+    # another one ran different operations
+    traced: int = 0
+    computation: Computation | None = None
+    compute_unknown: str | None = None
+    data_dependent: bool = False
+
+    def add_traced(self, done: Done) -> None:
+        if done.building:  # (the next call is traced in its place)
+            self.compute_unknown = "its traced call built a lazy module's parameters"
+            return
+        self.traced += 1
+        if self.traced == 1:
+            self.compute_unknown = None
+            self.computation, self.compute_unknown = done.computation, done.compute_unknown
+        elif _differ(self.computation, done.computation):
+            self.data_dependent = True
+
+
+def _differ(a: Computation | None, b: Computation | None) -> bool:
+    return a is not None and b is not None and a.hash != b.hash
 
 
 _EntryKey = tuple[int | None, str, str, int, str]
@@ -86,6 +119,11 @@ class RowTable:
     def has_root(self, identity: Identity) -> bool:
         return _entry_key(None, identity, 0, "") in self._entries
 
+    def root_traced(self, identity: Identity) -> int:
+        """How many calls of a root workload were traced; -1 when it has no row yet."""
+        entry = self._entries.get(_entry_key(None, identity, 0, ""))
+        return -1 if entry is None else entry.traced
+
     def take_first_calls(self) -> list[tuple[Entry, nn.Module, FirstCall]]:
         """The first call of each new top-level row, handed over once (the row keeps none)."""
         taken = []
@@ -101,9 +139,14 @@ class RowTable:
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = Entry(done, caller, len(self._entries))
+            if not done.traced:
+                entry.compute_unknown = UNTRACED
+                _depends_on_data(caller)
         entry.calls += 1
         entry.total_ns += done.elapsed_ns
         entry.untimed |= not _clock_times(done.identity.device)
+        if done.traced:
+            entry.add_traced(done)
         if self.timing and done.first is None:  # (a first call ran under FLOP counting)
             entry.samples_ns.append(done.elapsed_ns)
         if done.user_key is not None:
@@ -113,3 +156,10 @@ class RowTable:
             seen[2] += 1
         for child in done.children:
             self.add(entry, child)
+
+
+def _depends_on_data(caller: Entry | None) -> None:
+    """A call of known workloads ran a new one: their operations depend on the data."""
+    while caller is not None:
+        caller.data_dependent = True
+        caller = caller.caller

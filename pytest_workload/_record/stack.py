@@ -8,23 +8,26 @@ row table with its completed children.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._identity.describe import Describer, describe_args, describe_kwargs
-from .._identity.structure import class_name, is_compiled
+from .._identity.structure import class_name
 from .._measure.first_call import FirstCall
 from .._model.canonical import Json, canonical_json
+from .._model.computation import Computation
 from .._model.errors import UndescribableInputError
 from .callsite import call_site
 from .errors import ErrorLog
 from .identity import IdentityCache
 from .plan import Plan
-from .rows import Done, RowTable
+from .rows import TRACED_CALLS, Done, RowTable
+from .traced import RootTrace
 
 if TYPE_CHECKING:
     from torch import nn
@@ -45,6 +48,9 @@ class Frame:
     kwargs: tuple[tuple[str, Json], ...] | None = None
     start_ns: int = 0
     first: FirstCall | None = None
+    # whether this call's operations go into a span of its own (its root is traced)
+    span: bool = False
+    computation: Computation | None = None
     done: Done | None = None
     children: list[Done] = field(default_factory=list)
 
@@ -71,6 +77,7 @@ class CallStack:
         self._frames: list[Frame] = []
         self._order = itertools.count()
         self.plan: Plan | None = None
+        self._trace: RootTrace | None = None
 
     def __bool__(self) -> bool:
         return bool(self._frames)
@@ -80,38 +87,56 @@ class CallStack:
 
     def clear(self) -> None:
         """Drop the running root, if any."""
+        self._end_trace()
         for frame in self._frames:
             if frame.first is not None:
                 frame.first.end(None)
         self._frames.clear()
         self.plan = None
 
+    def _end_trace(self) -> Computation | None:
+        trace, self._trace = self._trace, None
+        return None if trace is None else trace.end()
+
     def open_root(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None, plan: Plan
     ) -> None:
         frame = Frame(module, plan.target, "", 0, True, next(self._order))
         self._describe_into(frame, args, kwargs)
-        if frame.record and self._may_be_new(frame, args, kwargs):
-            count = not is_compiled(module)
-            self._errors.guarded(self._begin_first_call, frame, args, kwargs, count)
+        traced = self._traced_calls(frame, args, kwargs) if frame.record else TRACED_CALLS
+        if traced == -1 or (traced < TRACED_CALLS and plan.opaque is None):
+            self._errors.guarded(self._begin_trace, frame, args, kwargs, plan, traced == -1)
         self.plan = plan
         self._frames.append(frame)
         frame.start_ns = self._now()
 
-    def _begin_first_call(
-        self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any] | None, count: bool
+    def _begin_trace(
+        self,
+        frame: Frame,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any] | None,
+        plan: Plan,
+        first: bool,
     ) -> None:
         # guarded apart: a call that cannot be observed is still recorded (and not measured)
-        frame.first = FirstCall(frame.target, args, kwargs, count=count)
+        trace = RootTrace(frame.module, plan)
+        if first:  # (its inputs are copied before tracing begins)
+            frame.first = FirstCall(frame.target, args, kwargs)
+        trace.start(frame.target, (args, kwargs))
+        self._trace = trace
+        frame.span = trace.traces_ops
+        if frame.first is not None:
+            frame.first.counts = trace.counts
 
-    def _may_be_new(
+    def _traced_calls(
         self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> bool:
-        """Whether this root call may be a new workload (a cheap look-up, never a miss)."""
+    ) -> int:
+        """How many calls of this root's workload were traced; -1 when it may be a new
+        workload (a cheap look-up, never a miss)."""
         if frame.args is None or frame.kwargs is None or kwargs is None:
-            return True
+            return -1
         known = self._identities.known(frame.target, (frame.args, frame.kwargs), (args, kwargs))
-        return known is None or not self._rows.has_root(known)
+        return -1 if known is None else self._rows.root_traced(known)
 
     def push_sub(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         assert self.plan is not None
@@ -126,15 +151,47 @@ class CallStack:
             parent.record and depth <= self.plan.max_depth,
             next(self._order),
         )
-        if frame.record:
-            self._describe_into(frame, args, kwargs)
-        self._frames.append(frame)
+        with self._paused():
+            if frame.record:
+                self._describe_into(frame, args, kwargs)
+            self._frames.append(frame)
+            frame.span = frame.record and self._trace is not None and self._trace.open_span()
         frame.start_ns = self._now()
+
+    @contextlib.contextmanager
+    def _paused(self) -> Iterator[None]:
+        """The recorder's own work inside a traced call is not the model's computation."""
+        trace = self._trace
+        if trace is None:
+            yield
+            return
+        trace.pause(True)
+        try:
+            yield
+        finally:
+            trace.pause(False)
 
     def complete(
         self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
         elapsed = self._now() - frame.start_ns
+        trace = self._trace
+        with self._paused():
+            if frame is self._frames[0]:
+                frame.computation = self._end_trace()
+            elif frame.span and trace is not None:
+                frame.computation = trace.close_span(frame.name)
+                frame.span = False
+            self._complete(frame, args, kwargs, result, elapsed)
+        if frame.done is not None and trace is not None:
+            frame.done.traced = True
+            frame.done.computation = None if trace.building else frame.computation
+            frame.done.compute_unknown = trace.opaque
+            frame.done.building = trace.building
+
+    def _complete(
+        self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, elapsed: int
+    ) -> None:
         if frame.first is not None:
             frame.first.end(kwargs)
         if frame.kwargs is None and frame.record:
@@ -158,7 +215,12 @@ class CallStack:
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
-        frame = self._frames.pop()
+        with self._paused():
+            frame = self._frames.pop()
+            if frame.span and self._trace is not None:
+                self._trace.close_span(None)  # (the call raised: its operations stay its caller's)
+        if not self._frames:
+            self._end_trace()
         if frame.first is not None:
             frame.first.end(None)  # (the call raised: it is not recorded)
         if frame.done is not None:

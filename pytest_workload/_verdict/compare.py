@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from .._model.snapshot import SnapshotDocument, SnapshotEntry
+from .._model.snapshot import SnapshotDocument
 from .._model.timing import Timing
 from .._model.workload import SessionReport, TestWorkloads, Workload
 from .collapse import Collapse, KeyChecks
@@ -62,7 +62,7 @@ class Comparison:
 
 def _document(test: TestWorkloads | None, scheme: int) -> SnapshotDocument:
     workloads = () if test is None else test.workloads
-    return SnapshotDocument(scheme, tuple(SnapshotEntry.from_workload(w) for w in workloads))
+    return SnapshotDocument.of(scheme, workloads)
 
 
 def _root_timings(test: TestWorkloads | None) -> dict[str, Timing]:

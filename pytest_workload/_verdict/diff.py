@@ -17,6 +17,7 @@ from .._model.canonical import Json, canonical_json
 from .._model.hashes import short
 from .._model.signature import InputSignature, format_node, is_tensor_node, label_arg, tensor_shape
 from .._model.snapshot import SnapshotDocument, SnapshotEntry
+from .compute_diff import compute_lines, computes_agree
 from .distance import distance_factor, nearest
 
 ChangeKind = Literal["changed", "appeared", "vanished"]
@@ -77,14 +78,21 @@ def _unmatched(
     entries: tuple[SnapshotEntry, ...], others: tuple[SnapshotEntry, ...]
 ) -> list[SnapshotEntry]:
     """Entries with no counterpart in ``others`` (each used once): the same identity, and
-    FLOPs that agree."""
+    FLOPs and computations that agree."""
     pool: defaultdict[Hashable, list[SnapshotEntry]] = defaultdict(list)
     for other in others:
         pool[other.identity].append(other)
     unmatched = []
     for entry in entries:
         candidates = pool[entry.identity]
-        fit = next((o for o in candidates if flops_agree(o.flops, entry.flops)), None)
+        fit = next(
+            (
+                o
+                for o in candidates
+                if flops_agree(o.flops, entry.flops) and computes_agree(o, entry)
+            ),
+            None,
+        )
         if fit is None:
             unmatched.append(entry)
         else:
@@ -104,7 +112,11 @@ def compare_documents(old: SnapshotDocument, new: SnapshotDocument) -> list[Chan
             continue
         unmatched_old.remove(best)
         more_than_the_caller = best.identity[1:] != entry.identity[1:]
-        if more_than_the_caller or not flops_agree(best.flops, entry.flops):
+        if (
+            more_than_the_caller
+            or not flops_agree(best.flops, entry.flops)
+            or not computes_agree(best, entry)
+        ):
             details = tuple(explain_entry(best, entry, old, new))
             changes.append(Change("changed", best, entry, details))
     changes.extend(Change("vanished", entry, None) for entry in unmatched_old)
@@ -204,6 +216,8 @@ def explain_entry(
         lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
     if old.param_bytes != new.param_bytes:
         lines.append(f"parameter bytes {_count(old.param_bytes)} -> {_count(new.param_bytes)}")
+    if not computes_agree(old, new):
+        lines.extend(compute_lines(old, new, old_doc, new_doc))
     if not lines:
         lines.append("same structure and inputs under another fingerprint")
     return lines
@@ -300,7 +314,13 @@ def _diff_node(path: str, a: Json, b: Json) -> list[str]:
 
 #: Fields that older releases did not store: a snapshot without them still matches, and
 #: ``--snapshot-update`` adds them.
-ADDED_FIELDS = ("structure_hash_without_dtypes", "param_dtypes", "flops", "param_bytes")
+ADDED_FIELDS = (
+    "structure_hash_without_dtypes",
+    "param_dtypes",
+    "flops",
+    "param_bytes",
+    "compute_hash",
+)
 
 
 def missing_fields(stored: SnapshotDocument, recorded: SnapshotDocument) -> list[str]:

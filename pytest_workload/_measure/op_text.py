@@ -1,0 +1,92 @@
+"""One torch-level operation as text: its name, then its arguments.
+
+Tensors are written as dtype and shape (never values, never device), other arguments by
+value, so the text is the same on every machine, under any seed and any weights, and differs
+when the computation does: ``relu`` against ``gelu``, ``dim=1`` against ``dim=0``,
+``eps=1e-05`` against ``eps=1e-06``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+#: Containers written out in full up to this many items (longer ones: the first, and a count).
+_MAX_ITEMS = 64
+_SCALARS = (bool, int, str, type(None))
+
+
+def op_name(func: Any) -> str:
+    """``F.gelu`` -> ``gelu``, ``Tensor.__add__`` -> ``add``, ``Tensor.T.__get__`` -> ``T``."""
+    name = getattr(func, "__name__", None) or type(func).__name__
+    if name in ("__get__", "__set__"):
+        owner = getattr(getattr(func, "__self__", None), "__name__", "attribute")
+        return owner if name == "__get__" else f"set {owner}"
+    if name.startswith("__") and name.endswith("__") and len(name) > 4:
+        return name[2:-2]
+    return str(name)
+
+
+def _tensor(value: Any) -> str:
+    import torch
+    from torch.nn.parameter import is_lazy
+
+    if is_lazy(value):
+        return "uninitialized"
+    dtype = str(value.dtype).removeprefix("torch.")
+    layout = (
+        "" if value.layout == torch.strided else f", {str(value.layout).removeprefix('torch.')}"
+    )
+    shape = ", ".join(str(int(s)) for s in value.shape)
+    return f"{dtype}[{shape}{layout}]"
+
+
+def _sequence(values: Any, opening: str, closing: str) -> str:
+    items = list(values)
+    shown = [describe_value(v) for v in items[:_MAX_ITEMS]]
+    if len(items) > _MAX_ITEMS:
+        shown.append(f"… {len(items)} items")
+    return opening + ", ".join(shown) + closing
+
+
+def describe_value(value: Any) -> str:
+    """One argument as the operation text shows it."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return _tensor(value)
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__qualname__}.{value.name}"
+    if isinstance(value, (*_SCALARS, float, complex)):
+        return repr(value)
+    if isinstance(value, torch.Size):
+        return _sequence(value, "(", ")")
+    if isinstance(value, (tuple, list)):
+        return _sequence(
+            value,
+            "(" if isinstance(value, tuple) else "[",
+            ")" if isinstance(value, tuple) else "]",
+        )
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {describe_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (torch.dtype, torch.layout, torch.memory_format)):
+        return str(value).removeprefix("torch.")
+    if isinstance(value, torch.device):
+        return "device"  # (a device never enters a fingerprint: CPU and CUDA share it)
+    if isinstance(value, slice):
+        return ":".join(
+            "" if v is None else describe_value(v) for v in (value.start, value.stop, value.step)
+        )
+    if value is Ellipsis:
+        return "..."
+    qualname = getattr(value, "__qualname__", None)
+    if callable(value) and isinstance(qualname, str):
+        return f"{getattr(value, '__module__', '')}.{qualname}"
+    return type(value).__qualname__
+
+
+def op_text(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """``name(arg, ..., key=value)``, keywords in the order given."""
+    parts = [describe_value(a) for a in args]
+    parts += [f"{k}={describe_value(v)}" for k, v in kwargs.items()]
+    return f"{op_name(func)}({', '.join(parts)})"

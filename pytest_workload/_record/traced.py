@@ -1,0 +1,73 @@
+"""The tracing of one root call, and of its recorded submodules' calls as spans in it.
+
+Operations are traced by a function mode (:mod:`.._measure.tracing`). Where they are not all
+visible to it (the root is, or contains, a scripted or compiled module), nothing is traced:
+FLOPs are counted at the aten level instead (or, for a compiled root, by its replay), and
+every workload of the call says why it has no compute hash.
+"""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+from .._identity.structure import is_compiled
+from .._measure.flops import FlopCount, counting
+from .._measure.tracing import Trace, tracing
+from .._model.computation import Computation
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from .plan import Plan
+
+
+class RootTrace:
+    """Entered when a traced root call begins, by :meth:`start`; :meth:`end` leaves it
+    (idempotent)."""
+
+    def __init__(self, module: nn.Module, plan: Plan) -> None:
+        self.opaque = plan.opaque
+        self._exit = ExitStack()
+        self._trace: Trace | None = None
+        self.counts: Trace | FlopCount | None = None
+        self._root: Computation | None = None
+        self._counted = plan.opaque is None or not is_compiled(module)
+        self.building = False
+
+    def start(self, target: nn.Module, inputs: Any) -> None:
+        from torch.nn.parameter import is_lazy
+
+        #: a lazy module builds its parameters in this call: not the computation of later ones
+        self.building = any(is_lazy(t) for t in (*target.parameters(), *target.buffers()))
+        if self.opaque is None:
+            self._trace = self._exit.enter_context(tracing(target, inputs))
+            self.counts = self._trace
+        elif self._counted:  # (a compiled root is counted by its replay)
+            self.counts = self._exit.enter_context(counting(target, inputs))
+
+    @property
+    def traces_ops(self) -> bool:
+        return self._trace is not None
+
+    def pause(self, paused: bool) -> None:
+        """While the recorder's own hook code runs, its torch calls are not the model's."""
+        if self._trace is not None:
+            self._trace.active = not paused
+
+    def open_span(self) -> bool:
+        if self._trace is None:
+            return False
+        self._trace.open_span()
+        return True
+
+    def close_span(self, name: str | None) -> Computation | None:
+        return None if self._trace is None else self._trace.close_span(name)
+
+    def end(self) -> Computation | None:
+        """Stop tracing; the root call's computation (None when not traced)."""
+        if self._trace is not None:
+            self._root = self._trace.root()
+            self._trace = None
+        self._exit.close()
+        return self._root

@@ -1,0 +1,275 @@
+"""The computation fingerprint through the pure core: operation texts, compute hashes, FLOPs
+counted by the function mode, writes outside the module, and the op-level diff."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from pytest_workload import SnapshotDocument, WorkloadRecorder
+from pytest_workload._measure.flops import counting
+from pytest_workload._measure.op_text import op_text
+from pytest_workload._measure.tracing import count_flops, tracing
+from pytest_workload._model.computation import Computation, SubCall, read_computations
+from pytest_workload._model.errors import WorkloadDataError
+from pytest_workload._verdict.compute_diff import diff_operations
+from tests.models import TinyNet
+
+
+def recorded(calls, max_depth=0):
+    recorder = WorkloadRecorder("t", max_depth=max_depth, timing=False)
+    with recorder.recording(all_roots=True):
+        calls()
+    assert not recorder.errors, recorder.errors
+    recorder.measure(None)
+    return recorder.workloads().workloads
+
+
+class Act(nn.Module):
+    def __init__(self, act=F.relu, dim=1, eps=1e-5, residual=False):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.act, self.dim, self.eps, self.residual = act, dim, eps, residual
+
+    def forward(self, x):
+        y = self.act(self.fc(x))
+        y = torch.cat([y, y], dim=self.dim)
+        y = F.layer_norm(y, y.shape[-1:], eps=self.eps)
+        return y + 1 if self.residual else y
+
+
+def compute_hash(model, *inputs, max_depth=0):
+    (root, *_) = recorded(lambda: model(*inputs), max_depth)
+    assert root.compute_hash is not None, root.compute_unknown
+    return root.compute_hash
+
+
+def test_operation_text_names_the_operation_and_its_arguments():
+    x = torch.rand(2, 3)
+    assert op_text(F.gelu, (x,), {}) == "gelu(float32[2, 3])"
+    assert op_text(torch.cat, ([x, x],), {"dim": 1}) == "cat([float32[2, 3], float32[2, 3]], dim=1)"
+    assert op_text(torch.Tensor.__add__, (x, 2.5), {}) == "add(float32[2, 3], 2.5)"
+    assert op_text(torch.Tensor.__getitem__, (x, (slice(None), 0)), {}) == (
+        "getitem(float32[2, 3], (::, 0))"
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"act": F.gelu}, {"dim": 0}, {"eps": 1e-6}, {"residual": True}],
+    ids=["gelu", "dim", "eps", "residual"],
+)
+def test_a_changed_operation_or_argument_changes_the_compute_hash(change):
+    x = torch.rand(2, 4)
+    assert compute_hash(Act(**change), x) != compute_hash(Act(), x)
+
+
+def test_weights_seeds_and_devices_never_change_the_compute_hash():
+    x = torch.rand(2, 4)
+    torch.manual_seed(0)
+    a = Act()
+    torch.manual_seed(1)
+    b = Act()
+    with torch.no_grad():
+        b.fc.weight.mul_(3.0)
+    assert compute_hash(a, x) == compute_hash(b, x) == compute_hash(a, torch.rand(2, 4) * 9)
+
+
+def test_a_parent_covers_its_children_at_any_depth():
+    model, x = TinyNet().eval(), torch.rand(1, 3, 8, 8)
+    flat = compute_hash(model, x, max_depth=0)
+    rows = recorded(lambda: model(x), max_depth=2)
+    assert rows[0].compute_hash == flat
+    stem = next(w for w in rows if w.name == "stem")
+    assert stem.computation is not None and stem.computation.flat[0].startswith("conv2d(")
+    assert rows[0].computation is not None
+    assert any(isinstance(i, SubCall) and i.name == "stem" for i in rows[0].computation.items)
+
+
+class Branchy(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) if x.sum() > 0 else torch.tanh(x)
+
+
+def test_same_inputs_give_a_stable_fingerprint_and_other_data_mark_it_data_dependent():
+    model, pos = Branchy(), torch.ones(1, 4)
+    (steady,) = recorded(lambda: [model(pos) for _ in range(3)])
+    assert steady.compute_hash is not None and not steady.data_dependent
+    (again,) = recorded(lambda: [model(pos) for _ in range(3)])
+    assert again.compute_hash == steady.compute_hash
+    (branchy,) = recorded(lambda: [model(pos), model(-pos)])
+    assert branchy.data_dependent and branchy.compute_hash == steady.compute_hash
+
+
+class Picks(nn.Module):
+    """Calls a child on a data-dependent number of rows: a new child workload late."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x[: int(x[0, 0].item()) + 1])
+
+
+def test_a_new_submodule_workload_in_an_untraced_call_marks_its_callers():
+    model = Picks()
+    calls = [torch.zeros(4, 4), torch.zeros(4, 4), torch.ones(4, 4)]
+    rows = recorded(lambda: [model(x) for x in calls], max_depth=1)
+    root, *children = rows
+    assert root.data_dependent
+    late = next(w for w in children if w.compute_hash is None)
+    assert late.compute_unknown is not None and "not traced" in late.compute_unknown
+
+
+def test_compiled_and_scripted_modules_have_no_compute_hash_and_say_why():
+    lin, x = nn.Linear(4, 4), torch.rand(2, 4)
+    (compiled,) = recorded(lambda: torch.compile(lin, backend="eager")(x))
+    assert compiled.compute_hash is None
+    assert compiled.compute_unknown == "compiled with torch.compile: its operations are not visible"
+    (scripted,) = recorded(lambda: torch.jit.script(lin)(x))
+    assert scripted.compute_hash is None and "scripted" in str(scripted.compute_unknown)
+    holder = nn.Sequential(nn.ReLU(), torch.jit.script(nn.Linear(4, 4)))
+    (root,) = recorded(lambda: holder(x))
+    assert root.compute_hash is None and root.compute_unknown is not None
+    assert root.compute_unknown.startswith("contains 1, scripted with TorchScript")
+    assert root.flops == 2 * 2 * 4 * 4  # (counted at the aten level there)
+
+
+def aten_flops(fn, *args):
+    with counting(nn.Module(), args) as count:
+        fn(*args)
+    return count.flops
+
+
+class Call(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+R = torch.rand
+FLOP_CASES = {
+    "mm": (torch.mm, R(3, 4), R(4, 5)),
+    "dot": (torch.matmul, R(4), R(4)),
+    "mv": (torch.matmul, R(3, 4), R(4)),
+    "vm": (torch.matmul, R(4), R(4, 5)),
+    "3d@2d": (torch.matmul, R(2, 3, 4), R(4, 5)),
+    "3d@1d": (torch.matmul, R(2, 3, 4), R(4)),
+    "1d@3d": (torch.matmul, R(4), R(2, 4, 5)),
+    "2d@3d": (torch.matmul, R(3, 4), R(2, 4, 5)),
+    "strided 3d@1d": (torch.matmul, R(3, 2, 4).transpose(0, 1), R(4)),
+    "broadcast": (torch.matmul, R(2, 1, 3, 4), R(5, 4, 6)),
+    "operator": (lambda a, b: a @ b, R(2, 3, 4), R(2, 4, 5)),
+    "bmm": (torch.bmm, R(2, 3, 4), R(2, 4, 5)),
+    "addmm": (torch.addmm, R(5), R(3, 4), R(4, 5)),
+    "baddbmm": (torch.baddbmm, R(2, 3, 5), R(2, 3, 4), R(2, 4, 5)),
+    "linear 1d": (F.linear, R(4), R(5, 4), R(5)),
+    "linear 3d": (F.linear, R(2, 3, 4), R(5, 4)),
+    "einsum": (lambda a, b: torch.einsum("bij,bjk->bik", a, b), R(2, 3, 4), R(2, 4, 5)),
+    "einsum outer": (lambda a, b: torch.einsum("i,j->ij", a, b), R(3), R(4)),
+    "einsum ellipsis": (lambda a, b: torch.einsum("...ij,jk", a, b), R(2, 3, 4), R(4, 5)),
+    "einsum 3": (lambda a, b, c: torch.einsum("ij,jk,kl->il", a, b, c), R(2, 3), R(3, 4), R(4, 5)),
+    "conv2d": (lambda x, w: F.conv2d(x, w, None, 2, 1, 1, 2), R(1, 4, 9, 9), R(6, 2, 3, 3)),
+    "conv unbatched": (F.conv1d, R(4, 9), R(6, 4, 3)),
+    "conv transposed": (F.conv_transpose2d, R(1, 4, 5, 5), R(4, 3, 3, 3)),
+    "attention": (F.scaled_dot_product_attention, R(1, 2, 5, 8), R(1, 2, 7, 8), R(1, 2, 7, 4)),
+    "lstm": (nn.LSTM(4, 6), R(3, 1, 4)),
+    "bilinear": (F.bilinear, R(2, 3), R(2, 4), R(5, 3, 4)),
+}
+
+
+@pytest.mark.parametrize("case", list(FLOP_CASES))
+def test_function_level_flops_equal_the_aten_level_count(case):
+    fn, *args = FLOP_CASES[case]
+    with torch.no_grad():
+        assert count_flops(Call(fn), tuple(args), {}) == aten_flops(fn, *args)
+
+
+def test_recording_imports_no_dynamo():
+    code = (
+        "import sys, torch\n"
+        "from pytest_workload import WorkloadRecorder\n"
+        "from tests.models import TinyNet\n"
+        "r = WorkloadRecorder('t', max_depth=1)\n"
+        "with r.recording(all_roots=True):\n"
+        "    TinyNet()(torch.rand(1, 3, 8, 8))\n"
+        "r.measure(None)\n"
+        "w = r.workloads().workloads[0]\n"
+        "assert w.flops and w.compute_hash, w\n"
+        "print('torch._dynamo' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+SIDE = torch.zeros(4)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda x: SIDE.add_(1),
+        lambda x: SIDE[:2].mul_(2),
+        lambda x: SIDE.__setitem__(0, 1.0),
+        lambda x: F.relu(SIDE, inplace=True),
+        lambda x: F.relu(SIDE, True),
+        lambda x: torch.add(x, 1, out=SIDE),
+    ],
+    ids=["method", "view", "setitem", "inplace kwarg", "inplace positional", "out"],
+)
+def test_a_write_outside_the_module_is_seen(write):
+    model, x = Call(lambda x: (write(x), x * 2)[1]), torch.rand(4)
+    with tracing(model, (x,)) as trace:
+        model(x)
+    assert trace.foreign_write is not None and "wrote to a tensor outside" in trace.foreign_write
+
+
+def test_writes_to_the_module_inputs_and_new_tensors_are_its_own():
+    bn, x = nn.BatchNorm1d(4).train(), torch.rand(3, 4)
+    model = Call(lambda x: F.relu(bn(x).add_(1) + x.mul_(1), inplace=True))
+    model.bn = bn
+    with tracing(model, (x,)) as trace:
+        model(x)
+    assert trace.foreign_write is None
+
+
+def test_stored_computations_are_checked_against_their_keys():
+    child = Computation(("relu(float32[2])",))
+    root = Computation(("neg(float32[2])", SubCall("a", child)))
+    table = {c.hash: c.stored_items() for c in (root, child)}
+    assert read_computations(table)[root.hash] == root
+    edited = {**table, child.hash: ["gelu(float32[2])"]}
+    with pytest.raises(WorkloadDataError, match="does not hash to its key"):
+        read_computations(edited)
+    with pytest.raises(WorkloadDataError, match="missing"):
+        read_computations({root.hash: table[root.hash]})
+
+
+def test_the_diff_names_the_submodule_and_the_operation():
+    before = Computation(("linear(float32[1, 8])", "relu(float32[1, 8])"))
+    after = Computation(("linear(float32[1, 8])", "gelu(float32[1, 8])", "add(float32[1, 8])"))
+    lines: list[str] = []
+    diff_operations(
+        Computation(("x(float32[1])", SubCall("blocks.0", before))),
+        Computation(("x(float32[1])", SubCall("blocks.0", after))),
+        "model",
+        lines,
+    )
+    assert lines == ["blocks.0: relu -> gelu at op 2", "blocks.0: + add(float32[1, 8]) at op 3"]
+
+
+def test_a_snapshot_keeps_each_distinct_computation_once():
+    model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(6)])
+    rows = recorded(lambda: model(torch.rand(2, 4)), max_depth=1)
+    doc = SnapshotDocument.of(1, rows)
+    assert len(doc.entries) == 7 and len(doc.computations) == 2
+    assert SnapshotDocument.from_text(doc.to_text()).computations.keys() == doc.computations.keys()

@@ -1,0 +1,188 @@
+"""End-to-end: the snapshot gate sees a changed computation, and only a real one."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.pytester_suite import SUITE_INI, lit
+
+BLOCKS = """
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        BODY
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.Sequential(Block(), Block())
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.head(self.blocks(x))
+
+
+@pytest.mark.workloads(max_depth=2)
+def test_blocks():
+    torch.manual_seed(SEED)
+    Net().eval()(torch.rand(1, 8))
+"""
+
+RELU = "return F.relu(self.fc(x))"
+GELU = "return F.gelu(self.fc(x))"
+RESIDUAL = "return F.relu(self.fc(x)) + x"
+
+
+@pytest.fixture
+def blocks(pytester: pytest.Pytester):
+    pytester.makeini(SUITE_INI)
+
+    def write(body: str, seed: int = 0) -> None:
+        source = BLOCKS.replace("BODY", body).replace("SEED", str(seed))
+        pytester.makepyfile(test_blocks=source)
+
+    return write
+
+
+def _snapshot(pytester: pytest.Pytester) -> dict:
+    path = pytester.path / "__workload_snapshots__" / "test_blocks" / "test_blocks.workloads"
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("mode", [("-p", "no:xdist"), ("-n", "2")], ids=["serial", "n2"])
+def test_relu_to_gelu_fails_naming_the_operation(pytester, blocks, mode):
+    blocks(RELU)
+    update = pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update")
+    update.assert_outcomes(passed=1)
+    stored = _snapshot(pytester)
+    assert all(len(w["compute_hash"]) == 64 for w in stored["workloads"])
+    block_ops = stored["computations"][stored["workloads"][2]["compute_hash"]]
+    assert block_ops == [
+        "linear(float32[1, 8], float32[8, 8], float32[8])",
+        "relu(float32[1, 8], inplace=False)",
+    ]
+    pytester.runpytest(*mode, "--workload-snapshot").assert_outcomes(passed=1)
+
+    blocks(GELU)
+    result = pytester.runpytest(*mode, "--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "workload snapshot mismatch (*test_blocks.workloads):",
+            "  changed:  Net (test_blocks.Net) * -> *",
+            "      computation changed (compute hash * -> *)",
+            "      blocks.0: relu -> gelu at op 2",
+            "      blocks.1: relu -> gelu at op 2",
+            "  changed:  blocks (torch.nn.modules.container.Sequential) * -> *",
+            "*",
+            "  changed:  blocks.0 (test_blocks.Block) * -> *",
+            "      computation changed (compute hash * -> *)",
+            "      blocks.0: relu -> gelu at op 2",
+        )
+    )
+    assert _snapshot(pytester) == stored  # a failing gate writes nothing
+
+
+def test_an_added_residual_fails_naming_the_add(pytester, blocks):
+    blocks(RELU)
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    blocks(RESIDUAL)
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "  changed:  blocks.0 (test_blocks.Block) * -> *",
+            "      computation changed (compute hash * -> *)",
+            "      blocks.0: + add(float32[1, 8], float32[1, 8]) at op 3",
+        )
+    )
+
+
+def test_other_weights_and_seeds_pass(pytester, blocks):
+    blocks(RELU, seed=0)
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    blocks(RELU, seed=1234)
+    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
+
+
+def test_a_snapshot_without_compute_hashes_is_not_a_change(pytester, blocks):
+    blocks(RELU)
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    path = pytester.path / "__workload_snapshots__" / "test_blocks" / "test_blocks.workloads"
+    older = _snapshot(pytester)
+    del older["computations"]
+    for w in older["workloads"]:
+        del w["compute_hash"]
+    path.write_text(json.dumps(older))
+    blocks(GELU)  # (a release that kept no operations could not have seen this either)
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*compute_hash*"])  # the note: --snapshot-update adds it
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    assert "computations" in _snapshot(pytester)
+
+
+def test_compute_hashes_do_not_depend_on_the_hash_seed(pytester, blocks, monkeypatch):
+    blocks(RELU)
+    hashes = []
+    for seed in ("0", "12345"):
+        monkeypatch.setenv("PYTHONHASHSEED", seed)
+        out = pytester.path / f"report{seed}.json"
+        result = pytester.runpytest_subprocess("-p", "no:xdist", f"--workload-json={out}")
+        result.assert_outcomes(passed=1)
+        report = json.loads(out.read_text())
+        hashes.append([w["compute_hash"] for w in report["tests"][0]["workloads"]])
+    assert hashes[0] == hashes[1] and None not in hashes[0]
+
+
+DATA_DEPENDENT = """
+import pytest
+import torch
+from torch import nn
+
+
+class Branchy(nn.Module):
+    def forward(self, x):
+        return torch.relu(x) if x.sum() > 0 else torch.tanh(x)
+
+
+@pytest.mark.workloads
+def test_branchy():
+    model = Branchy()
+    model(torch.ones(1, 4) * SIGN_A)
+    model(torch.ones(1, 4) * SIGN_B)
+"""
+
+
+@pytest.mark.parametrize("mode", [("-p", "no:xdist"), ("-n", "2")], ids=["serial", "n2"])
+def test_a_data_dependent_forward_is_marked_and_does_not_flap(pytester, mode):
+    pytester.makeini(SUITE_INI)
+
+    def write(a: int, b: int) -> None:
+        source = DATA_DEPENDENT.replace("SIGN_A", str(a)).replace("SIGN_B", str(b))
+        pytester.makepyfile(test_branchy=source)
+
+    write(1, -1)
+    update = pytester.runpytest(*mode, "--workload-snapshot", "--snapshot-update")
+    update.assert_outcomes(passed=1)
+    path = pytester.path / "__workload_snapshots__" / "test_branchy" / "test_branchy.workloads"
+    (stored,) = json.loads(path.read_text())["workloads"]
+    assert stored["data_dependent"] is True
+    write(-1, 1)  # the other branch first: another first-call fingerprint, still data-dependent
+    pytester.runpytest(*mode, "--workload-snapshot").assert_outcomes(passed=1)
+    out = pytester.path / "r.json"
+    pytester.runpytest(*mode, f"--workload-json={out}").assert_outcomes(passed=1)
+    (row,) = json.loads(out.read_text())["tests"][0]["workloads"]
+    assert row["data_dependent"] is True and row["compute_hash"] != stored["compute_hash"]
