@@ -147,3 +147,58 @@ class PausedProcesses:
         for p in self.procs:
             p.terminate()
             p.wait()
+
+
+BURSTY = """
+import random, time
+while True:
+    end = time.perf_counter() + random.uniform(0.01, 0.5)
+    while time.perf_counter() < end:
+        pass
+    time.sleep(random.uniform(0.01, 0.5))
+"""
+
+STOPPER = """
+import os, random, signal, sys, time
+target = int(sys.argv[1])
+while True:
+    time.sleep(random.uniform(0.5, 3.0))
+    try:
+        os.kill(target, signal.SIGSTOP)
+        time.sleep(random.uniform(0.01, 0.5))
+        os.kill(target, signal.SIGCONT)
+    except ProcessLookupError:
+        break
+"""
+
+
+def stopper(target: int) -> subprocess.Popen[bytes]:
+    """A process that freezes ``target`` with SIGSTOP for 10-500 ms every 0.5-3 s: a stall the
+    scheduler cannot see, as when a VM's vCPU is descheduled."""
+    return subprocess.Popen([sys.executable, "-c", STOPPER, str(target)])
+
+
+class Load(PausedProcesses):
+    """Competing load, paused except inside ``running()``: ``busy`` processes spinning all the
+    time, ``bursty`` neighbours spinning 10-500 ms then sleeping 10-500 ms, and, if
+    ``stall_target`` is given, a stopper freezing that process."""
+
+    def __init__(self, busy: int, bursty: int, stall_target: int | None = None) -> None:
+        python = sys.executable
+        procs = [subprocess.Popen([python, "-c", "while True: pass"]) for _ in range(busy)]
+        procs += [subprocess.Popen([python, "-c", BURSTY]) for _ in range(bursty)]
+        if stall_target is not None:
+            procs.append(stopper(stall_target))
+        self.stall_target = stall_target
+        super().__init__(procs)
+        print("load pids:", *(p.pid for p in self.procs), file=sys.stderr, flush=True)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        try:
+            with super().running():
+                yield
+        finally:
+            if self.stall_target is not None:  # in case the stopper paused it mid-stall
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.stall_target, signal.SIGCONT)

@@ -6,7 +6,8 @@ Each trial times a *baseline* and a *current* module as the plugin's replay does
 default ``TimingPolicy``, under ``torch.no_grad``), and judges the current timing with
 ``_verdict.drift.judge`` the way ``PerfGate`` does: a regression fails unless it is
 ``contended``. The current side is timed with the gate's re-timing: a timing the gate would fail
-is taken again, afresh, up to ``TimingPolicy.retimes`` times (``TimingPolicy.suspect``).
+or whose median looks slower than the tolerance (``worth_retiming``) is taken again, afresh, up
+to ``TimingPolicy.retimes`` times (``TimingPolicy.suspect``), as ``PerfGate.suspect`` does.
 
 The baseline is timed with the injected load paused (SIGSTOP), as ``--snapshot-update`` on a
 quiet machine would be (the machine's own load, other people's jobs, still runs: the table
@@ -31,43 +32,20 @@ Run: ``python benchmarks/loaded_drift.py [--trials 60 --slowed 20 --busy 2 --bur
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import os
 import random
-import signal
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import torch
-from _common import PausedProcesses, markdown_table, median, print_header, rate
+from _common import Load, markdown_table, median, print_header, rate
 from torch import nn
 
 from pytest_workload._measure.load import cpu_pressure_us
 from pytest_workload._measure.timing import CpuStopwatch, TimingPolicy, pin_allocator, time_call
 from pytest_workload._model.timing import Timing
-from pytest_workload._verdict.drift import DEFAULT_TOLERANCE, Drift, judge
-
-BURSTY = """
-import random, time
-while True:
-    end = time.perf_counter() + random.uniform(0.01, 0.5)
-    while time.perf_counter() < end:
-        pass
-    time.sleep(random.uniform(0.01, 0.5))
-"""
-
-STOPPER = """
-import os, random, signal, sys, time
-target = int(sys.argv[1])
-while True:
-    time.sleep(random.uniform(0.5, 3.0))
-    os.kill(target, signal.SIGSTOP)
-    time.sleep(random.uniform(0.01, 0.5))
-    os.kill(target, signal.SIGCONT)
-"""
+from pytest_workload._verdict.drift import DEFAULT_TOLERANCE, Drift, judge, worth_retiming
 
 
 class RepeatedMatmul(nn.Module):
@@ -85,27 +63,6 @@ class RepeatedMatmul(nn.Module):
         for _ in range(self.k):
             torch.mm(self.a, self.b, out=self.out)
         return self.out
-
-
-class Load(PausedProcesses):
-    """The competing processes, paused (SIGSTOP) except inside ``running()``."""
-
-    def __init__(self, busy: int, bursty: int, stalls: bool) -> None:
-        python = sys.executable
-        procs = [subprocess.Popen([python, "-c", "while True: pass"]) for _ in range(busy)]
-        procs += [subprocess.Popen([python, "-c", BURSTY]) for _ in range(bursty)]
-        if stalls:
-            procs.append(subprocess.Popen([python, "-c", STOPPER, str(os.getpid())]))
-        super().__init__(procs)
-        print("load pids:", *(p.pid for p in self.procs), file=sys.stderr, flush=True)
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[None]:
-        try:
-            with super().running():
-                yield
-        finally:
-            os.kill(os.getpid(), signal.SIGCONT)  # in case the stopper paused here mid-stall
 
 
 def fails(drift: Drift) -> bool:
@@ -129,10 +86,11 @@ class Trial:
     pressure: float | None
 
     def verdicts(self) -> tuple[bool, bool, bool]:
+        n = self.threads
         return (
-            fails(judge(wall_only(self.first), wall_only(self.baseline))),
-            fails(judge(self.first, self.baseline)),
-            fails(judge(self.final, self.baseline)),
+            fails(judge(wall_only(self.first), wall_only(self.baseline), threads=n)),
+            fails(judge(self.first, self.baseline, threads=n)),
+            fails(judge(self.final, self.baseline, threads=n)),
         )
 
 
@@ -145,7 +103,8 @@ def trial(
 
     def suspect(_: str, t: Timing) -> bool:
         seen.append(t)
-        return fails(judge(t, base))
+        drift = judge(t, base, threads=threads)
+        return fails(drift) or worth_retiming(drift)
 
     gated = dataclasses.replace(policy, suspect=suspect).for_workload("bench")
     start = cpu_pressure_us()
@@ -186,7 +145,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     pin_allocator()
     torch.set_grad_enabled(False)
-    load = Load(args.busy, args.bursty, args.stalls)
+    load = Load(args.busy, args.bursty, os.getpid() if args.stalls else None)
     trials: list[tuple[str, Trial]] = []
     started = time.perf_counter()
     try:

@@ -112,7 +112,7 @@ def test_an_injected_3x_slowdown_fails_with_the_numbers(pytester, sleepy, inject
     result.stdout.fnmatch_lines(
         lit(
             "performance regression: model (test_sleepy.Sleepy), input (float32[1, 4]), hash *",
-            "  decided by thread CPU time 3.00x, wall 3.00x; re-timed twice, judged on every "
+            "  decided by thread CPU time 3.00x, wall 3.00x; re-timed 4 times, judged on every "
             "timing's samples",
             # how many samples fit the real-time budget varies, so an interval may be printed
             "  median 30.00 ms vs baseline 10.00 ms: 3.00x slower (*tolerance 20%)",

@@ -18,7 +18,7 @@ from .._render.failures import (
     render_regression,
 )
 from .._verdict.distance import nearest
-from .._verdict.drift import CONTENDED_LOAD, Drift, judge
+from .._verdict.drift import CONTENDED_LOAD, Drift, judge, worth_retiming
 from .baselines import BaselineStore
 from .result import GateResult
 
@@ -49,8 +49,10 @@ class PerfGate:
         return GateResult(tuple(failures), tuple(notes))
 
     def suspect(self, workload_hash: str, timing: Timing, tolerance: float) -> bool:
-        """Whether a fresh timing would fail against its baseline: the timing loop re-times
-        it then (``TimingPolicy.suspect``), so a burst of load is re-timed away."""
+        """Whether a fresh timing would fail against its baseline, or looks slower than the
+        tolerance though load excuses it: the timing loop re-times it then
+        (``TimingPolicy.suspect``), so a burst of load is outvoted and a real regression gets
+        the samples that prove it."""
         if self.update:
             return False
         try:
@@ -60,7 +62,8 @@ class PerfGate:
         if baseline is None:
             return False
         threads = self._store(timing.device).device.threads
-        return self._fails(judge(timing, baseline.timing, tolerance, threads=threads))
+        drift = judge(timing, baseline.timing, tolerance, threads=threads)
+        return self._fails(drift) or worth_retiming(drift)
 
     def _fails(self, drift: Drift) -> bool:
         return drift.kind == "regression" and (self.mode == "strict" or not drift.contended)

@@ -153,7 +153,7 @@ class TimingPolicy:
     #: The workload the policy is bound to (:meth:`for_workload`), for ``suspect``.
     workload: str | None = None
     #: Fresh re-timings of a suspected regression, at most.
-    retimes: int = 2
+    retimes: int = 4
 
     def for_workload(self, workload_hash: str) -> TimingPolicy:
         return dataclasses.replace(self, workload=workload_hash)

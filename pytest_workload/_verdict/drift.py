@@ -99,6 +99,15 @@ def judge(
     return wall
 
 
+def worth_retiming(drift: Drift) -> bool:
+    """Whether a timing looks slower than the tolerance by its median, wall or thread CPU
+    time, whatever the load: timed again, it is judged on more samples, so a burst of load is
+    outvoted and a real regression is proven where one timing's interval was too wide (under
+    load this caught a +30% 34 times in 40 against 22, with no false alarm: docs/benchmarks.md)."""
+    limit = 1 + drift.tolerance
+    return drift.ratio > limit or (drift.cpu_ratio is not None and drift.cpu_ratio > limit)
+
+
 def _pool_contended(t: Timing, threads: int) -> bool:
     """Several intra-op threads on cores other processes want: a wait on one stalls the rest
     at every barrier while the calling thread spins, so neither the wall time nor the calling
