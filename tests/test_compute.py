@@ -11,13 +11,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pytest_workload import SnapshotDocument, WorkloadRecorder
+from pytest_workload import SnapshotDocument, Workload, WorkloadRecorder
 from pytest_workload._measure.flops import counting
 from pytest_workload._measure.op_text import op_text
 from pytest_workload._measure.tracing import count_flops, tracing
 from pytest_workload._model.computation import Computation, SubCall, read_computations
 from pytest_workload._model.errors import WorkloadDataError
 from pytest_workload._verdict.compute_diff import diff_operations
+from pytest_workload._verdict.diff import compare_documents
 from tests.models import TinyNet
 
 
@@ -273,3 +274,31 @@ def test_a_snapshot_keeps_each_distinct_computation_once():
     doc = SnapshotDocument.of(1, rows)
     assert len(doc.entries) == 7 and len(doc.computations) == 2
     assert SnapshotDocument.from_text(doc.to_text()).computations.keys() == doc.computations.keys()
+
+
+ACTIVATION = {"act": F.relu}
+
+
+class Swappable(nn.Module):
+    """One structure whatever its forward calls (a module global)."""
+
+    def forward(self, x):
+        return ACTIVATION["act"](x)
+
+
+def test_reports_compared_by_compute_hash_say_the_computation_changed(monkeypatch):
+    model, x, rows = Swappable(), torch.rand(2, 4), {}
+    for act in (F.relu, F.gelu):
+        monkeypatch.setitem(ACTIVATION, "act", act)
+        rows[act] = recorded(lambda: model(x))
+    # (through the JSON report: its rows keep the hash, not the operations)
+    base, head = (
+        SnapshotDocument.of(1, [Workload.from_dict(w.to_dict()) for w in found])
+        for found in rows.values()
+    )
+    assert base.computations == {} and head.computations == {}
+    (change,) = compare_documents(base, head)
+    assert change.kind == "changed"
+    (line,) = change.details
+    assert line.startswith("computation changed (compute hash ")
+    assert line.endswith("; the operations are not stored on both sides")
