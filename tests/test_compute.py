@@ -302,3 +302,33 @@ def test_reports_compared_by_compute_hash_say_the_computation_changed(monkeypatc
     (line,) = change.details
     assert line.startswith("computation changed (compute hash ")
     assert line.endswith("; the operations are not stored on both sides")
+
+
+def test_a_failure_of_the_tracer_never_reaches_the_forward(monkeypatch):
+    from pytest_workload._measure import tracing as tracing_module
+
+    real = tracing_module.op_text
+
+    def failing(func, args, kwargs):
+        if getattr(func, "__name__", "") == "gelu":
+            raise RuntimeError("unreadable")
+        return real(func, args, kwargs)
+
+    monkeypatch.setattr(tracing_module, "op_text", failing)
+    model, x = Act(act=F.gelu), torch.rand(2, 4)
+    expected = model(x)
+    recorder = WorkloadRecorder("t", timing=False)
+    with recorder.recording(all_roots=True):
+        out = model(x)
+    assert torch.equal(out, expected) and not recorder.errors
+    recorder.measure(None)
+    (w,) = recorder.workloads()
+    assert w.compute_hash is None
+    assert w.compute_unknown == "its operations could not be traced (RuntimeError: unreadable)"
+
+
+def test_sparse_inputs_are_traced():
+    sparse = torch.eye(4).to_sparse()
+    (w,) = recorded(lambda: Call(torch.sparse.mm)(sparse, torch.rand(4, 2)))
+    assert w.computation is not None
+    assert w.computation.flat == ("_sparse_mm(float32[4, 4, sparse_coo], float32[4, 2])",)

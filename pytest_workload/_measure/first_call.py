@@ -24,6 +24,8 @@ class Counted(Protocol):
 
     flops: int
     foreign_write: str | None
+    #: why counting stopped part-way (its FLOPs are then unknown)
+    failed: str | None
 
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
@@ -67,7 +69,9 @@ class FirstCall:
 
     @property
     def flops(self) -> int | None:
-        return None if self.counts is None else self.counts.flops
+        if self.counts is None or self.counts.failed is not None:
+            return None
+        return self.counts.flops
 
     def end(self, kwargs: dict[str, Any] | None) -> None:
         """The call returned (its tracing has ended): capture its state. Idempotent.

@@ -36,10 +36,16 @@ def _cpu_attention_formula() -> dict[Any, Any]:
 
 
 def storage_of(tensor: torch.Tensor) -> int:
-    """The storage's identity (views share it); 0 for a parameter not built yet."""
+    """The storage's identity (views share it); 0 for a parameter not built yet; the tensor's
+    own identity for one without a storage (sparse, nested)."""
     from torch.nn.parameter import is_lazy
 
-    return 0 if is_lazy(tensor) else int(tensor.untyped_storage()._cdata)
+    if is_lazy(tensor):
+        return 0
+    try:
+        return int(tensor.untyped_storage()._cdata)
+    except (RuntimeError, NotImplementedError):
+        return id(tensor)
 
 
 def tensors_in(values: Iterable[Any]) -> Iterator[torch.Tensor]:
@@ -71,6 +77,7 @@ class FlopCount:
     def __init__(self) -> None:
         self.flops = 0
         self.foreign_write: str | None = None
+        self.failed: str | None = None  # (the aten level reads every operation)
 
 
 def _mode_class() -> type:

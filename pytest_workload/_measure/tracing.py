@@ -48,6 +48,8 @@ class Trace:
         self.foreign_write: str | None = None
         #: False while the recorder's own hooks run: their torch calls are not the model's.
         self.active = True
+        #: Why tracing stopped part-way (an operation it could not read); None when it did not.
+        self.failed: str | None = None
         self.allowed = allowed
         self._spans: list[list[str | SubCall]] = [[]]
 
@@ -66,6 +68,11 @@ class Trace:
         computation = Computation(tuple(items))
         self._spans[-1].append(SubCall(name, computation))
         return computation
+
+    def fail(self, exc: Exception) -> None:
+        """Stop tracing, never the forward: what was traced is incomplete from here on."""
+        self.failed = f"its operations could not be traced ({type(exc).__name__}: {exc})"
+        self.active = False
 
     def root(self) -> Computation:
         """The operations outside every span: the root call's own (with its spans' calls)."""
@@ -134,20 +141,28 @@ def _mode_class() -> type:
             trace = self.trace
             if not trace.active:
                 return func(*args, **kwargs)
-            name = op_name(func)
+            try:
+                name = op_name(func)
+                dispatch = name not in _TRANSPARENT and _needs_dispatch(name, args, kwargs)
+                trace.check_writes(func, name, args, kwargs)
+            except Exception as exc:  # (a failure of the tracer must not reach the forward)
+                trace.fail(exc)
+                return func(*args, **kwargs)
             if name in _TRANSPARENT:
                 with self:
                     return func(*args, **kwargs)
-            trace.check_writes(func, name, args, kwargs)
-            if _needs_dispatch(name, args, kwargs):
+            if dispatch:
                 out, flops, write = dispatch_counted(func, args, kwargs, trace.allowed)
                 trace.foreign_write = trace.foreign_write or write
             else:
                 out, flops = func(*args, **kwargs), None
-            if any(True for _ in tensors_in((out,))) or _wrote(name, func, args, kwargs):
-                trace.allow(out, args)
-                trace.record(func, args, kwargs)
-                trace.flops += _counted(name, args, kwargs, out) if flops is None else flops
+            try:
+                if any(True for _ in tensors_in((out,))) or _wrote(name, func, args, kwargs):
+                    trace.allow(out, args)
+                    trace.record(func, args, kwargs)
+                    trace.flops += _counted(name, args, kwargs, out) if flops is None else flops
+            except Exception as exc:
+                trace.fail(exc)
             return out
 
     return Tracing
@@ -190,8 +205,8 @@ def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
         yield trace
 
 
-def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
-    """FLOPs of one call ``target(*args, **kwargs)``."""
+def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
+    """FLOPs of one call ``target(*args, **kwargs)``; None when tracing failed part-way."""
     with tracing(target, (args, kwargs)) as trace:
         target(*args, **kwargs)
-    return trace.flops
+    return None if trace.failed is not None else trace.flops

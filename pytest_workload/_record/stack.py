@@ -185,8 +185,9 @@ class CallStack:
             self._complete(frame, args, kwargs, result, elapsed)
         if frame.done is not None and trace is not None:
             frame.done.traced = True
-            frame.done.computation = None if trace.building else frame.computation
-            frame.done.compute_unknown = trace.opaque
+            unknown = trace.unknown
+            frame.done.computation = None if trace.building or unknown else frame.computation
+            frame.done.compute_unknown = unknown
             frame.done.building = trace.building
 
     def _complete(

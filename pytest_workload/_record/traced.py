@@ -47,6 +47,13 @@ class RootTrace:
             self.counts = self._exit.enter_context(counting(target, inputs))
 
     @property
+    def unknown(self) -> str | None:
+        """Why the call's workloads have no compute hash (None: they have one)."""
+        if self.opaque is not None:
+            return self.opaque
+        return None if self.counts is None else self.counts.failed
+
+    @property
     def traces_ops(self) -> bool:
         return self._trace is not None
 
@@ -67,7 +74,7 @@ class RootTrace:
     def end(self) -> Computation | None:
         """Stop tracing; the root call's computation (None when not traced)."""
         if self._trace is not None:
-            self._root = self._trace.root()
+            self._root = None if self._trace.failed else self._trace.root()
             self._trace = None
         self._exit.close()
         return self._root
