@@ -32,6 +32,8 @@ from .traced import RootTrace
 if TYPE_CHECKING:
     from torch import nn
 
+_UNTRACED = contextlib.nullcontext()
+
 #: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
 
@@ -151,7 +153,7 @@ class CallStack:
             parent.record and depth <= self.plan.max_depth,
             next(self._order),
         )
-        with self._paused():
+        with self._paused() if self._trace is not None else _UNTRACED:
             if frame.record:
                 self._describe_into(frame, args, kwargs)
             self._frames.append(frame)
@@ -160,11 +162,10 @@ class CallStack:
 
     @contextlib.contextmanager
     def _paused(self) -> Iterator[None]:
-        """The recorder's own work inside a traced call is not the model's computation."""
+        """The recorder's own work inside a traced call is not the model's computation (only
+        entered when tracing: untraced calls are the hot path)."""
         trace = self._trace
-        if trace is None:
-            yield
-            return
+        assert trace is not None
         trace.pause(True)
         try:
             yield
@@ -176,7 +177,7 @@ class CallStack:
     ) -> None:
         elapsed = self._now() - frame.start_ns
         trace = self._trace
-        with self._paused():
+        with self._paused() if self._trace is not None else _UNTRACED:
             if frame is self._frames[0]:
                 frame.computation = self._end_trace()
             elif frame.span and trace is not None:
@@ -216,7 +217,7 @@ class CallStack:
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
-        with self._paused():
+        with self._paused() if self._trace is not None else _UNTRACED:
             frame = self._frames.pop()
             if frame.span and self._trace is not None:
                 self._trace.close_span(None)  # (the call raised: its operations stay its caller's)
