@@ -150,6 +150,13 @@ def _einsum_operands(args: tuple[Any, ...]) -> list[Any]:
     return operands
 
 
+def _sdpa(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
+    """``scaled_dot_product_attention``'s FLOPs from its query, key and value, if countable."""
+    return _attention(
+        _arg(args, kwargs, 0, "query"), _arg(args, kwargs, 1, "key"), _arg(args, kwargs, 2, "value")
+    )
+
+
 def needs_dispatch(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """Whether only a dispatch mode around the call can count its FLOPs (decided before it
     runs, so that it runs once)."""
@@ -159,14 +166,7 @@ def needs_dispatch(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     if base == "einsum":
         return len(_einsum_operands(args)) > 2 or not (args and isinstance(args[0], str))
     if base == "scaled_dot_product_attention":
-        return (
-            _attention(
-                _arg(args, kwargs, 0, "query"),
-                _arg(args, kwargs, 1, "key"),
-                _arg(args, kwargs, 2, "value"),
-            )
-            is None
-        )
+        return _sdpa(args, kwargs) is None
     return False
 
 
@@ -199,12 +199,5 @@ def op_flops(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
     if base == "einsum":
         return einsum_flops(args[0], _einsum_operands(args)) or 0
     if base == "scaled_dot_product_attention":
-        return (
-            _attention(
-                _arg(args, kwargs, 0, "query"),
-                _arg(args, kwargs, 1, "key"),
-                _arg(args, kwargs, 2, "value"),
-            )
-            or 0
-        )
+        return _sdpa(args, kwargs) or 0
     return 0
