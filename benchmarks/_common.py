@@ -128,6 +128,12 @@ class PausedProcesses:
     def __init__(self, procs: list[subprocess.Popen[bytes]]) -> None:
         self.procs = procs
         self._signal(signal.SIGSTOP)
+        # a benchmark killed with SIGTERM unwinds (SystemExit), so close() ends these too
+        # instead of leaving them spinning, orphaned, under the next measurement
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(f"terminated; load {self.pids()} ended"))
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
 
     def _signal(self, sig: int) -> None:
         for p in self.procs:
@@ -191,7 +197,7 @@ class Load(PausedProcesses):
             procs.append(stopper(stall_target))
         self.stall_target = stall_target
         super().__init__(procs)
-        print("load pids:", *(p.pid for p in self.procs), file=sys.stderr, flush=True)
+        print("load pids:", *self.pids(), file=sys.stderr, flush=True)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
