@@ -18,7 +18,8 @@ Every failure of a rerun is a false alarm (nothing changed); the table splits th
 performance failures and others, and counts the drifts the gate reported as not judged. With
 ``--threads N`` a conftest sets ``torch.set_num_threads(N)`` in the pytest processes.
 
-Run: ``python benchmarks/loaded_suite.py [--reruns 5 --busy 2 --bursty 2 --workdir DIR]``.
+Run: ``python benchmarks/loaded_suite.py [--reruns 5 --busy 2 --bursty 2 --workdir DIR]
+[--project examples|user_suite]``.
 """
 
 from __future__ import annotations
@@ -190,6 +191,10 @@ def run_pytest(project: Path, label: str, extra: list[str], load: Load | None) -
     )  # fmt: skip
 
 
+#: The projects rerun, by their directory name in the workdir.
+PROJECTS = ("examples", "user_suite")
+
+
 def prepare(workdir: Path, threads: int | None) -> list[Path]:
     examples = workdir / "examples"
     shutil.copytree(
@@ -215,12 +220,15 @@ def main() -> None:
     parser.add_argument("--bursty", type=int, default=2)
     parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads(N)")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument(
+        "--project", choices=PROJECTS, action="append", help="only these (default: both)"
+    )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="loaded-suite-"))
     if workdir.exists() and any(workdir.iterdir()):
         sys.exit(f"{workdir} is not empty")
     workdir.mkdir(parents=True, exist_ok=True)
-    projects = prepare(workdir, args.threads)
+    projects = [p for p in prepare(workdir, args.threads) if p.name in (args.project or PROJECTS)]
     load = Load(args.busy, args.bursty)
     runs: list[Run] = []
     started = time.perf_counter()
