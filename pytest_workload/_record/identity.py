@@ -20,7 +20,6 @@ from .._identity.structure import (
     child_structure_hashes,
     class_name,
     param_stats,
-    structure_hash_without_dtypes,
 )
 from .._measure.replay import device_of
 from .._model.canonical import Json
@@ -132,7 +131,7 @@ class IdentityCache:
             signature=signature,
             fast_key=fast_key,
             structure_hash=structure,
-            structure_hash_without_dtypes=structure_hash_without_dtypes(target),
+            structure_hash_without_dtypes=self.scheme.structure_hash_without_dtypes(target),
             hash=self.scheme.workload_hash(structure, signature),
             class_name=class_name(target),
             params=param_stats(target),
