@@ -332,3 +332,19 @@ def test_sparse_inputs_are_traced():
     (w,) = recorded(lambda: Call(torch.sparse.mm)(sparse, torch.rand(4, 2)))
     assert w.computation is not None
     assert w.computation.flat == ("_sparse_mm(float32[4, 4, sparse_coo], float32[4, 2])",)
+
+
+def test_multi_head_attention_is_traced_as_one_counted_operation():
+    # its Python body sends every call made inside a function mode back to the mode
+    attention = nn.MultiheadAttention(8, 2, batch_first=True)
+    x = torch.rand(2, 3, 8)
+    (root,) = recorded(lambda: attention(x, x, x, need_weights=False))
+    assert root.compute_hash is not None, root.compute_unknown
+    assert [op.split("(")[0] for op in root.computation.flat] == [
+        "transpose",
+        "multi_head_attention_forward",
+        "transpose",
+    ]
+    projections = 2 * 6 * 8 * 24 + 2 * 6 * 8 * 8  # in_proj (q, k, v) and out_proj, 6 tokens
+    scores_and_values = 2 * 2 * (2 * 2 * 3 * 3 * 4)  # two products, batch 2 x 2 heads, 3x3 x 4
+    assert root.flops == projections + scores_and_values

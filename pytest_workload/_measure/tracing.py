@@ -31,8 +31,6 @@ from .op_text import op_name, op_text
 if TYPE_CHECKING:
     from torch import nn
 
-#: Python functions of torch that are traced into: they are written in terms of other ops.
-_TRANSPARENT = frozenset({"multi_head_attention_forward"})
 _IN_PLACE_DUNDERS = frozenset(
     f"__i{op}__"
     for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
@@ -143,14 +141,11 @@ def _mode_class() -> type:
                 return func(*args, **kwargs)
             try:
                 name = op_name(func)
-                dispatch = name not in _TRANSPARENT and _needs_dispatch(name, args, kwargs)
+                dispatch = _needs_dispatch(name, args, kwargs)
                 trace.check_writes(func, name, args, kwargs)
             except Exception as exc:  # (a failure of the tracer must not reach the forward)
                 trace.fail(exc)
                 return func(*args, **kwargs)
-            if name in _TRANSPARENT:
-                with self:
-                    return func(*args, **kwargs)
             if dispatch:
                 out, flops, write = dispatch_counted(func, args, kwargs, trace.allowed)
                 trace.foreign_write = trace.foreign_write or write
