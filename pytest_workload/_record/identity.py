@@ -3,13 +3,15 @@
 Reading a module's structure costs a tree walk, so it is done once per (module, train/eval
 mode, parameter dtype, device, inputs) and once per root plan. Whenever a submodule or a
 parameter is registered anywhere (a head replaced, a block re-parameterised) the cache is
-dropped, so the next call reads its structure afresh.
+dropped, so the next call reads its structure afresh. A plain attribute set between two calls
+(``model[1].p = 0.5``) is seen by an :class:`AttributeWatch`, checked on every cached call.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +22,7 @@ from .._identity.structure import (
     child_structure_hashes,
     class_name,
     param_stats,
+    unwrap,
 )
 from .._measure.replay import device_of
 from .._model.canonical import Json
@@ -34,15 +37,55 @@ if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
 
 
+_Getter = Callable[[dict[str, Any]], object]
+
+
+@dataclass(frozen=True)
+class AttributeWatch:
+    """The public attributes of every module of a tree as they were when its identity was
+    read. Checking it costs one ``len`` and one C-level item getter per module, not a re-read;
+    an attribute replaced by an equal value (``self.shape = x.shape`` in every forward) is
+    not a change. A value mutated in place (a list attribute appended to) is not seen."""
+
+    seen: tuple[tuple[dict[str, Any], int, _Getter, object], ...]
+
+    @classmethod
+    def of(cls, module: nn.Module) -> AttributeWatch:
+        from torch import Tensor
+
+        seen = []
+        for m in unwrap(module).modules():
+            state = vars(m)
+            # tensors never enter a structure hash; "training" is always there, so the
+            # getter always returns a tuple
+            names = ["training"]
+            names += (
+                k
+                for k, v in state.items()
+                if k[0] != "_" and k != "training" and not isinstance(v, Tensor)
+            )
+            getter = operator.itemgetter(*names)
+            seen.append((state, len(state), getter, getter(state)))
+        return cls(tuple(seen))
+
+    def unchanged(self) -> bool:
+        try:
+            return all(
+                len(state) == size and getter(state) == values
+                for state, size, getter, values in self.seen
+            )
+        except Exception:  # deleted since (KeyError), or a value that == cannot compare
+            return False
+
+
 @dataclass(frozen=True)
 class Identity:
-    """What a (module, train/eval mode, signature) always yields: computed once per test."""
+    """What a (module, train/eval mode, signature) always yields: computed once per test,
+    again when an attribute of its tree changed."""
 
     target: nn.Module
     signature: InputSignature
-    # repr of the described inputs: a process-local key that, unlike JSON, costs little per call
-    # and still tells True, 1 and 1.0 apart
-    fast_key: str
+    watch: AttributeWatch
     structure_hash: str
     structure_hash_without_dtypes: str
     hash: str
@@ -120,16 +163,16 @@ class IdentityCache:
         new; the structure is read afresh then, so ``model.half()`` between calls counts."""
         key, device = self._key(target, described, call)
         known = self._known.get(key)
-        if known is not None and known.target is target:
+        if known is not None and known.target is target and known.watch.unchanged():
             return known
-        fast_key = key[-1]
         signature = InputSignature(*described)
+        watch = AttributeWatch.of(target)
         memo: StructureMemo = {}
         structure = self.scheme.structure_hash(target, memo)
         known = Identity(
             target=target,
             signature=signature,
-            fast_key=fast_key,
+            watch=watch,
             structure_hash=structure,
             structure_hash_without_dtypes=self.scheme.structure_hash_without_dtypes(target),
             hash=self.scheme.workload_hash(structure, signature),
@@ -152,7 +195,9 @@ class IdentityCache:
     ) -> Identity | None:
         """The identity of such a call if one was computed already (a cheap look-up)."""
         known = self._known.get(self._key(target, described, call)[0])
-        return known if known is not None and known.target is target else None
+        if known is None or known.target is not target or not known.watch.unchanged():
+            return None
+        return known
 
     def _key(
         self,
@@ -164,6 +209,8 @@ class IdentityCache:
         # a module without parameters runs where its inputs are
         device = device_of(target, *call) if first is None else first.device
         dtype = None if first is None else first.dtype
+        # repr, not JSON: a process-local key that costs little per call and still tells True,
+        # 1 and 1.0 apart (rows are told apart by the signature's canonical form)
         return (id(target), target.training, dtype, device, repr(described)), device
 
     def _first_parameter(self, target: nn.Module) -> Parameter | None:
