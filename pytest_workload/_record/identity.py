@@ -117,6 +117,9 @@ class IdentityCache:
         self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
         self._plans: dict[tuple[int, int], tuple[nn.Module, Plan]] = {}
         self._registration_watch: list[RemovableHandle] = []
+        # the identity known() found and checked before a root's call, which identity() then
+        # returns after that call without checking its tree's attributes a second time
+        self._checked: Identity | None = None
 
     def watch(self) -> None:
         """Forget what was read whenever a submodule or a parameter is registered anywhere; a
@@ -139,6 +142,7 @@ class IdentityCache:
         self._registration_watch.clear()
 
     def forget(self, *_: Any) -> None:
+        self._checked = None
         self._known.clear()
         self._plans.clear()
         self._first_owner.clear()
@@ -163,6 +167,9 @@ class IdentityCache:
         new; the structure is read afresh then, so ``model.half()`` between calls counts."""
         key, device = self._key(target, described, call)
         known = self._known.get(key)
+        if known is not None and known is self._checked:
+            self._checked = None
+            return known
         if known is not None and known.target is target and known.watch.unchanged():
             return known
         signature = InputSignature(*described)
@@ -197,6 +204,7 @@ class IdentityCache:
         known = self._known.get(self._key(target, described, call)[0])
         if known is None or known.target is not target or not known.watch.unchanged():
             return None
+        self._checked = known
         return known
 
     def _key(
