@@ -212,3 +212,11 @@ def test_hash_is_identical_across_processes_and_hash_seeds():
         )
         outputs.add(result.stdout.strip())
     assert len(outputs) == 1
+
+
+def test_scheme_1_still_hashes_what_it_always_did():
+    # computed by the last release whose current scheme was 1, for migrations to verify against
+    assert SCHEME_1.structure_hash(nn.Linear(4, 2)) == (
+        "cbb155ca748ee09e9393f8ceb496f95e184520dbc5f7ed7cb82a0984a02a54e9"
+    )
+    assert SCHEME_1.version == 1 and CURRENT_SCHEME.version == 2
