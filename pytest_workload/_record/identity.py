@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 _Getter = Callable[[dict[str, Any]], object]
 
 
+def _nothing(state: dict[str, Any]) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class AttributeWatch:
     """The public attributes of every module of a tree as they were when its identity was
@@ -56,15 +60,10 @@ class AttributeWatch:
         seen = []
         for m in unwrap(module).modules():
             state = vars(m)
-            # tensors never enter a structure hash; "training" is always there, so the
-            # getter always returns a tuple
-            names = ["training"]
-            names += (
-                k
-                for k, v in state.items()
-                if k[0] != "_" and k != "training" and not isinstance(v, Tensor)
-            )
-            getter = operator.itemgetter(*names)
+            # tensors never enter a structure hash (a scripted module keeps none of its
+            # attributes here, not even "training")
+            names = [k for k, v in state.items() if k[0] != "_" and not isinstance(v, Tensor)]
+            getter = operator.itemgetter(*names) if names else _nothing
             seen.append((state, len(state), getter, getter(state)))
         return cls(tuple(seen))
 
