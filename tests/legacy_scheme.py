@@ -7,11 +7,11 @@ every workload hash: enough to change every hash while keeping the same workload
 from __future__ import annotations
 
 from pytest_workload import FingerprintScheme
-from pytest_workload._identity.structure import structure_node
+from pytest_workload._identity.structure_v1 import structure_node_v1
 
 
-def _node_without_attributes(module, children):
-    node = structure_node(module, children)
+def _node_without_attributes(module, children, *, dtypes=True):
+    node = structure_node_v1(module, children, dtypes=dtypes)
     del node["attributes"]
     return node
 

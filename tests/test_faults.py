@@ -56,20 +56,20 @@ def test_an_unwritable_snapshot_location_is_a_clear_error(pytester, suite):
 
 
 @pytest.mark.parametrize(
-    ("field", "says"),
+    ("field", "says", "now"),
     [
-        ("pytest_workload_snapshot", "snapshot format 2 (this release reads format 1)"),
-        ("fingerprint_scheme", "fingerprint scheme 2 (this release computes scheme 1)"),
+        ("pytest_workload_snapshot", "snapshot format 2 (this release reads format 1)", 1),
+        ("fingerprint_scheme", "fingerprint scheme 3 (this release computes scheme 2)", 2),
     ],
 )
 @pytest.mark.parametrize("update", [(), ("--snapshot-update",)], ids=["check", "update"])
 def test_a_snapshot_from_a_future_release_is_an_error_and_untouched(
-    pytester, suite, field, says, update
+    pytester, suite, field, says, now, update
 ):
     suite(two_shapes())
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
     stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
-    text = stored.read_text().replace(f'"{field}": 1', f'"{field}": 2')
+    text = stored.read_text().replace(f'"{field}": {now}', f'"{field}": {now + 1}')
     stored.write_text(text)
     result = pytester.runpytest("--workload-snapshot", *update)
     result.assert_outcomes(failed=1)

@@ -99,7 +99,7 @@ def test_a_hand_edited_input_that_no_longer_matches_its_hash_is_corrupt(pytester
     result.stdout.fnmatch_lines(
         lit(
             "*corrupt workload snapshot *: workload * stores hash *, but its structure hash and "
-            "input (float32[1, 3, 17, 16]) give * under fingerprint scheme 1*"
+            "input (float32[1, 3, 17, 16]) give * under fingerprint scheme 2*"
         )
     )
     assert stored(pytester).read_text() == edited

@@ -203,31 +203,27 @@ def pytest_workload_update_json(config, report):
 OLD_RELEASE = """
 import pytest
 from pytest_workload.plugin import SESSION_KEY
-from tests.legacy_scheme import LEGACY_SCHEME
+from {module} import {scheme}
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    # what an older pytest-workload, whose current scheme was 0, would have written
-    config.stash[SESSION_KEY].scheme = LEGACY_SCHEME
+    # what an older pytest-workload, whose current scheme was {scheme}, would have written
+    config.stash[SESSION_KEY].scheme = {scheme}
 """
-
-KNOWS_LEGACY = """
-from tests.legacy_scheme import LEGACY_SCHEME
-
-
-def pytest_workload_schemes(config):
-    return [LEGACY_SCHEME]
-"""
+SCHEME_1 = {"module": "pytest_workload._identity.fingerprint", "scheme": "SCHEME_1"}
+SCHEME_0 = {"module": "tests.legacy_scheme", "scheme": "LEGACY_SCHEME"}
 
 
-def _old_snapshot(pytester, suite, body):
-    pytester.makeconftest(OLD_RELEASE)
+def _old_snapshot(pytester, suite, body, old=SCHEME_1):
+    """A snapshot written by the release before scheme 2 (``old``: another one)."""
+    pytester.makeconftest(OLD_RELEASE.format(**old))
     suite(body)
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
     stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
-    assert '"fingerprint_scheme": 0' in stored.read_text()
-    pytester.makeconftest(KNOWS_LEGACY)
+    version = 1 if old is SCHEME_1 else 0
+    assert f'"fingerprint_scheme": {version}' in stored.read_text()
+    pytester.makeconftest("")
     return stored
 
 
@@ -236,7 +232,7 @@ def test_migration_rewrites_after_verifying_old_hashes(pytester, suite, mode):
     old_text = stored.read_text()
     result = pytester.runpytest(*mode, "--workload-snapshot")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(lit("*written by fingerprint scheme 0; this run uses scheme 1*"))
+    result.stdout.fnmatch_lines(lit("*written by fingerprint scheme 1; this run uses scheme 2*"))
     assert stored.read_text() == old_text
 
     migrated = pytester.runpytest(*mode, "--workload-snapshot", "--workload-migrate")
@@ -244,10 +240,10 @@ def test_migration_rewrites_after_verifying_old_hashes(pytester, suite, mode):
     migrated.stdout.fnmatch_lines(
         lit(
             "*- workload snapshot migrations -*",
-            "*: migrated __workload_snap**test_two_shapes.workloads from fingerprint scheme 0 to 1",
+            "*: migrated __workload_snap**test_two_shapes.workloads from fingerprint scheme 1 to 2",
         )
     )
-    assert '"fingerprint_scheme": 1' in stored.read_text()
+    assert '"fingerprint_scheme": 2' in stored.read_text()
     pytester.runpytest(*mode, "--workload-snapshot").assert_outcomes(passed=1)
 
 
@@ -260,7 +256,7 @@ def test_migration_refuses_when_something_else_changed(pytester, suite):
     result.stdout.fnmatch_lines(
         lit(
             "refusing to migrate workload snapshot __workload_snap**test_two_shapes.workloads from "
-            "scheme 0 to 1: under scheme 0 the recorded workloads no longer match the stored "
+            "scheme 1 to 2: under scheme 1 the recorded workloads no longer match the stored "
             "ones, so something changed besides the scheme:",
             "  changed:  model (test_models.Net) * -> *",
             "*input args[0] (x): shape [1, 3, 16, 16] -> [1, 3, 12, 12]",
@@ -271,14 +267,13 @@ def test_migration_refuses_when_something_else_changed(pytester, suite):
 
 
 def test_migration_needs_the_old_scheme(pytester, suite):
-    stored = _old_snapshot(pytester, suite, two_shapes())
-    pytester.makeconftest("")
+    stored = _old_snapshot(pytester, suite, two_shapes(), old=SCHEME_0)
     result = pytester.runpytest("--workload-snapshot", "--workload-migrate")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(
             "cannot migrate workload snapshot *: it was written by fingerprint scheme 0, which "
-            "this session cannot compute (known: none)*"
+            "this session cannot compute (known: 1)*"
         )
     )
     assert '"fingerprint_scheme": 0' in stored.read_text()

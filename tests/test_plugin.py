@@ -232,13 +232,13 @@ def test_snapshot_from_another_scheme_names_both_versions(pytester, suite):
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
     stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
     stored.write_text(
-        stored.read_text().replace('"fingerprint_scheme": 1', '"fingerprint_scheme": 0')
+        stored.read_text().replace('"fingerprint_scheme": 2', '"fingerprint_scheme": 0')
     )
     result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "*was written by fingerprint scheme 0; this run uses scheme 1. Migrate it with "
+            "*was written by fingerprint scheme 0; this run uses scheme 2. Migrate it with "
             "`pytest --workload-snapshot --workload-migrate`, which first checks every stored "
             "hash under scheme 0, or regenerate it with*"
         )

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import timm  # noqa: F401 (imported once here, so inner runs do not import it again)
 import torch
 from torchvision.models.detection.image_list import ImageList
@@ -187,6 +188,11 @@ class Options:
 Pair = collections.namedtuple("Pair", "a b")
 
 
+class _Subclass(torch.Tensor):
+    pass
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor, torch.quantize_per_channel")
 def test_the_json_schema_lists_every_input_node():
     schema = section("JSON report (`--workload-json`)")
     listed = schema[schema.index("Input nodes:") :]
@@ -212,6 +218,11 @@ def test_the_json_schema_lists_every_input_node():
         b"\x01",
         ImageList(torch.rand(1, 3, 4, 4), [(4, 4)]),
         "x" * 2000,
+        torch.Size([2, 3]),
+        torch.quantize_per_channel(
+            torch.rand(2, 3), torch.ones(3), torch.zeros(3, dtype=torch.long), 1, torch.quint8
+        ),
+        torch.zeros(2).as_subclass(_Subclass),
     )
     written: set[str] = set()
 

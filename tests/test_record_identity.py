@@ -6,6 +6,7 @@ from collections import OrderedDict
 import torch
 from torch import nn
 
+from pytest_workload import WorkloadRecorder
 from tests.recording import record
 
 
@@ -79,3 +80,58 @@ def test_a_submodule_replaced_between_calls_is_seen():
     assert [w.class_name for w in heads] == ["torch.nn.modules.linear.Linear"] * 2
     assert heads[0].structure_hash != heads[1].structure_hash
     assert [table.workloads[h.caller] for h in heads] == [first, second]
+
+
+def test_an_attribute_set_between_calls_is_seen():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.1)).eval()
+    x = torch.rand(1, 4)
+
+    def calls():
+        model(x)
+        model[1].p = 0.5
+        model(x)
+        model[1].p = 0.5  # an equal value again: the same workload
+        model(x)
+
+    first, second = record(calls, max_depth=1).roots()
+    assert first.hash != second.hash
+    assert (first.calls, second.calls) == (1, 2)
+
+
+def test_an_attribute_added_or_deleted_between_calls_is_seen():
+    model = nn.Sequential(nn.Linear(4, 4)).eval()
+    x = torch.rand(1, 4)
+
+    def calls():
+        model(x)
+        model[0].scale = 2
+        model(x)
+        del model[0].scale
+        model(x)
+
+    first, second = record(calls).roots()
+    assert first.hash != second.hash and first.calls == 2
+
+
+def test_custom_descriptions_with_keys_in_another_order_are_one_row():
+    class Config:
+        def __init__(self, order):
+            self.order = order
+
+    def describe(value):
+        if isinstance(value, Config):
+            return dict.fromkeys(value.order, 1)
+        return None
+
+    recorder = WorkloadRecorder("t", timing=False, describe=describe)
+    model = Takes().eval()
+    with recorder.recording(all_roots=True):
+        model(torch.rand(1, 4), Config("ab"))
+        model(torch.rand(1, 4), Config("ba"))
+    (row,) = recorder.workloads()
+    assert row.calls == 2
+
+
+class Takes(nn.Module):
+    def forward(self, x, config):
+        return x

@@ -1,10 +1,14 @@
 import dataclasses
 import enum
+import os
+import subprocess
+import sys
 from collections import namedtuple
 
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from pytest_workload import InputSignature, UndescribableInputError
 from pytest_workload._identity.describe import describe_args, describe_kwargs
@@ -58,7 +62,7 @@ def test_scalars_by_value_and_type():
 def test_containers_keep_type_and_boundaries():
     assert sig([1, 2]) != sig((1, 2))
     assert sig([[1, 1], [3, 4]]) != sig([[1, 1, 3], [4]])
-    assert sig({"a": 1, "b": 2}) != sig({"b": 2, "a": 1})  # dict order is kept
+    assert sig({"a": 1, "b": 2}) != sig({"a": 2, "b": 1})
     assert sig(Point(1, 2)) != sig((1, 2))
     assert sig(Batch(torch.zeros(1, 3), True)) != sig(Batch(torch.zeros(1, 3), False))
     assert sig(Mode.FAST) != sig(Mode.SLOW)
@@ -66,6 +70,69 @@ def test_containers_keep_type_and_boundaries():
 
 def test_keyword_order_does_not_matter():
     assert sig(a=1, b=2) == sig(b=2, a=1)
+
+
+def test_dict_insertion_order_does_not_matter():
+    assert sig({"a": 1, "b": 2}) == sig({"b": 2, "a": 1})
+    assert sig({2: "x", "2": "y", True: 0}) == sig({True: 0, "2": "y", 2: "x"})
+    # sorted by the keys' canonical JSON, so 1, 1.0 and True stay three keys
+    (node,) = describe_args([{"b": 1, 1.5: 2, "a": 3}])
+    assert [k for k, _ in node["dict"]] == ["a", "b", 1.5]
+
+
+_BATCH_FROM_A_SET = (
+    "import torch; from pytest_workload._identity.describe import describe_args;"
+    "from pytest_workload._model.canonical import canonical_json;"
+    "batch = {k: torch.zeros(1) for k in {'images', 'labels', 'masks', 'boxes', 'ids'}};"
+    "print(canonical_json(describe_args([batch])))"
+)
+
+
+def test_a_dict_built_from_a_set_is_described_alike_under_every_hash_seed():
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", _BATCH_FROM_A_SET],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert len(outputs) == 1
+
+
+def test_torch_size_is_not_a_tuple():
+    assert sig(torch.Size([2, 3])) != sig((2, 3))
+    assert describe_args([torch.Size([2, 3])]) == ({"size": [2, 3]},)
+    assert format_node({"size": [2, 3]}) == "torch.Size([2, 3])"
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor, torch.quantize_per_channel")
+def test_quantized_tensors_name_their_scheme_and_axis():
+    x = torch.rand(2, 3)
+    per_tensor = torch.quantize_per_tensor(x, 0.1, 0, torch.quint8)
+    scales, zeros = torch.ones(3) * 0.1, torch.zeros(3, dtype=torch.long)
+    per_channel = torch.quantize_per_channel(x, scales, zeros, 1, torch.quint8)
+    along_rows = torch.quantize_per_channel(x, scales[:2], zeros[:2], 0, torch.quint8)
+    assert len({sig(per_tensor), sig(per_channel), sig(along_rows)}) == 3
+    (node,) = describe_args([per_channel])
+    assert node["qscheme"] == "per_channel_affine" and node["axis"] == 1
+    assert format_node(node) == "quint8[2, 3] per_channel_affine(axis=1)"
+    assert InputSignature.from_dict(sig(per_channel).to_dict()) == sig(per_channel)
+
+
+class Tagged(torch.Tensor):
+    pass
+
+
+def test_a_tensor_subclass_is_not_a_plain_tensor():
+    plain = torch.zeros(2)
+    assert sig(plain.as_subclass(Tagged)) != sig(plain)
+    assert sig(nn.Parameter(plain)) == sig(plain)  # a parameter passed as input is a tensor
+    (node,) = describe_args([plain.as_subclass(Tagged)])
+    assert node["subclass"] == f"{__name__}.Tagged"
+    assert format_node(node) == "float32[2] Tagged"
 
 
 def test_numpy_arrays_and_scalars():

@@ -8,7 +8,12 @@ import torch
 from torch import nn
 
 from pytest_workload import structure_hash
-from pytest_workload._identity.structure import child_structure_hashes, param_stats
+from pytest_workload._identity.fingerprint import CURRENT_SCHEME, SCHEME_1
+from pytest_workload._identity.structure import (
+    NOT_ARCHITECTURE,
+    child_structure_hashes,
+    param_stats,
+)
 from tests.models import TinyNet
 
 
@@ -64,16 +69,61 @@ def test_plain_attributes_count_as_configuration():
     assert structure_hash(c) != structure_hash(nn.Identity())
 
 
-def test_memory_addresses_are_scrubbed():
-    class WithAddress(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.marker = object()
+def test_extra_repr_text_never_enters_the_hash(monkeypatch):
+    # torch 2.12 added "bias=True" to every norm layer's extra_repr: the parameters show it
+    before = structure_hash(net())
+    reworded = nn.BatchNorm2d.extra_repr
+    monkeypatch.setattr(nn.BatchNorm2d, "extra_repr", lambda m: reworded(m) + ", bias=True")
+    assert structure_hash(net()) == before
+    assert SCHEME_1.structure_hash(net()) != SCHEME_1.structure_hash(net().blocks[2])
 
-        def extra_repr(self):
-            return repr(self.marker)
 
-    assert structure_hash(WithAddress()) == structure_hash(WithAddress())
+def _block_in(module_path: str) -> type[nn.Module]:
+    return type("Block", (nn.Identity,), {"__module__": module_path})
+
+
+def test_the_class_enters_by_name_and_its_path_is_kept_beside_the_hash():
+    moved, kept = _block_in("timm.layers.old_home")(), _block_in("timm.layers.new_home")()
+    assert structure_hash(moved) == structure_hash(kept)
+    assert SCHEME_1.structure_hash(moved) != SCHEME_1.structure_hash(kept)
+    assert CURRENT_SCHEME.node(kept, [])["class_path"] == "timm.layers.new_home.Block"
+    assert structure_hash(_block_in("x")()) != structure_hash(nn.Identity())
+
+
+@pytest.mark.parametrize("name", sorted(NOT_ARCHITECTURE))
+def test_attributes_that_choose_a_kernel_or_an_initialisation_are_not_architecture(name):
+    chosen = nn.Identity()
+    setattr(chosen, name, 7)
+    assert structure_hash(chosen) == structure_hash(nn.Identity())
+
+
+@pytest.mark.parametrize("off", [None, False])
+def test_an_attribute_added_with_an_off_value_changes_nothing(off):
+    # timm 1.0.31 added gate = None to its Attention
+    added = nn.Identity()
+    added.gate = off
+    assert structure_hash(added) == structure_hash(nn.Identity())
+    added.gate = True
+    assert structure_hash(added) != structure_hash(nn.Identity())
+
+
+def test_types_functions_and_enums_enter_by_name():
+    a, b = nn.Identity(), nn.Identity()
+    a.act, b.act = _block_in("one"), _block_in("two")
+    assert structure_hash(a) == structure_hash(b)
+    b.act = nn.ReLU
+    assert structure_hash(a) != structure_hash(b)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_scripted_modules_keep_their_code_in_the_description():
+    class Doubled(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * 2.0
+
+    node = CURRENT_SCHEME.node(torch.jit.script(Doubled()), [])
+    assert node["class"] == "Doubled (scripted)"
+    assert "torch.mul(x, 2.)" in str(node["code"])
 
 
 def test_memory_addresses_are_scrubbed_from_string_attributes():
@@ -124,6 +174,28 @@ _SUBPROCESS = textwrap.dedent(
     """
 )
 
+_VIT = textwrap.dedent(
+    """
+    import timm
+    from pytest_workload import structure_hash
+    print(structure_hash(timm.create_model("vit_tiny_patch16_224")))
+    """
+)
+
+
+def test_timm_fused_attn_does_not_change_the_structure_hash():
+    hashes = {
+        subprocess.run(
+            [sys.executable, "-c", _VIT],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "TIMM_FUSED_ATTN": fused},
+            check=True,
+        ).stdout.strip()
+        for fused in ("0", "1")
+    }
+    assert len(hashes) == 1
+
 
 def test_hash_is_identical_across_processes_and_hash_seeds():
     root = os.path.dirname(os.path.dirname(__file__))
@@ -140,3 +212,11 @@ def test_hash_is_identical_across_processes_and_hash_seeds():
         )
         outputs.add(result.stdout.strip())
     assert len(outputs) == 1
+
+
+def test_scheme_1_still_hashes_what_it_always_did():
+    # computed by the last release whose current scheme was 1, for migrations to verify against
+    assert SCHEME_1.structure_hash(nn.Linear(4, 2)) == (
+        "cbb155ca748ee09e9393f8ceb496f95e184520dbc5f7ed7cb82a0984a02a54e9"
+    )
+    assert SCHEME_1.version == 1 and CURRENT_SCHEME.version == 2

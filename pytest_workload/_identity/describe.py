@@ -35,7 +35,7 @@ STRING_PREVIEW: Final = 64
 Describer: TypeAlias = Callable[[object], "Json | None"]
 
 
-def _describe_tensor(value: Any, path: str) -> Json:
+def _describe_tensor(value: Any, path: str, torch: Any) -> Json:
     try:
         shape: list[Json] = [int(d) for d in value.shape]
     except Exception as exc:  # nested and symbolic tensors fail in many ways
@@ -45,6 +45,15 @@ def _describe_tensor(value: Any, path: str) -> Json:
     layout = dtype_name(value.layout)
     if layout != "strided":
         node["layout"] = layout
+    if value.is_quantized:
+        # per-tensor and per-channel quantized tensors of one dtype run different kernels
+        qscheme = value.qscheme()
+        node["qscheme"] = dtype_name(qscheme)
+        if qscheme in (torch.per_channel_affine, torch.per_channel_symmetric):
+            node["axis"] = int(value.q_per_channel_axis())
+    cls = type(value)
+    if cls is not torch.Tensor and not issubclass(cls, torch.nn.Parameter):
+        node["subclass"] = qualified_name(cls)  # its __torch_function__ may run anything
     return node
 
 
@@ -110,7 +119,7 @@ class _Describer:
     def describe(self, value: object, path: str) -> Json:
         torch = self._torch
         if torch is not None and isinstance(value, torch.Tensor):  # the common case, first
-            return _describe_tensor(value, path)
+            return _describe_tensor(value, path, torch)
         np = self._np
         # before Python scalars, which some numpy scalars subclass (float64, str_)
         if np is not None and isinstance(value, np.generic):
@@ -128,6 +137,8 @@ class _Describer:
         if isinstance(value, complex):
             return {"complex": [_describe_float(value.real), _describe_float(value.imag)]}
         if torch is not None:
+            if isinstance(value, torch.Size):  # a tuple subclass, told apart from a tuple
+                return {"size": [int(d) for d in value]}
             if isinstance(value, torch.dtype):
                 return {"dtype": dtype_name(value)}
             if isinstance(value, torch.device):
@@ -174,12 +185,13 @@ class _Describer:
         if isinstance(value, list):
             return [self.describe(v, f"{path}[{i}]") for i, v in enumerate(value)]
         assert isinstance(value, dict)
-        return {
-            "dict": [
-                [self.describe(k, f"{path} key {k!r}"), self.describe(v, f"{path}[{k!r}]")]
-                for k, v in value.items()
-            ]
-        }
+        pairs = [
+            (self.describe(k, f"{path} key {k!r}"), self.describe(v, f"{path}[{k!r}]"))
+            for k, v in value.items()
+        ]
+        # insertion order is not identity: a dict built from a set changes it per hash seed
+        pairs.sort(key=lambda pair: canonical_json(pair[0]))
+        return {"dict": [[k, v] for k, v in pairs]}
 
 
 def describe_args(args: Sequence[object], custom: Describer | None = None) -> tuple[Json, ...]:

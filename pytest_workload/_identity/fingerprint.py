@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Final
 
 from .._model.canonical import canonical_json, sha256_hex
 from .._model.signature import InputSignature
-from .structure import NodeFunction, StructureMemo, structure_hash, structure_node
+from .structure import (
+    NodeFunction,
+    StructureMemo,
+    structure_hash,
+    structure_hash_without_dtypes,
+    structure_node,
+)
+from .structure_v1 import structure_node_v1
 
 if TYPE_CHECKING:
     from torch import nn
@@ -34,13 +41,20 @@ class FingerprintScheme:
     def structure_hash(self, module: nn.Module, memo: StructureMemo | None = None) -> str:
         return structure_hash(module, memo, self.node)
 
+    def structure_hash_without_dtypes(self, module: nn.Module) -> str:
+        return structure_hash_without_dtypes(module, self.node)
+
     def workload_hash(self, structure: str, signature: InputSignature) -> str:
         return sha256_hex(canonical_json([self.version, structure, signature.to_dict()]))
 
 
-CURRENT_SCHEME: Final = FingerprintScheme(version=1, node=structure_node)
+#: Scheme 1: the class by its module path, ``extra_repr()`` and every plain public attribute.
+SCHEME_1: Final = FingerprintScheme(version=1, node=structure_node_v1)
+
+#: Scheme 2: what survives a library release that only rewords (see :mod:`.structure`).
+CURRENT_SCHEME: Final = FingerprintScheme(version=2, node=structure_node)
 
 #: Schemes this release can compute, by version: the current one and those kept to migrate from.
 BUILTIN_SCHEMES: Final[Mapping[int, FingerprintScheme]] = MappingProxyType(
-    {CURRENT_SCHEME.version: CURRENT_SCHEME}
+    {s.version: s for s in (SCHEME_1, CURRENT_SCHEME)}
 )

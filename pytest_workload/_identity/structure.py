@@ -1,10 +1,20 @@
-"""Structure hashes: the module-tree half of a workload's identity.
+"""Structure hashes: the module-tree half of a workload's identity (fingerprint scheme 2).
 
-A module's structure is its fully qualified class, its configuration (``extra_repr()`` plus
-plain public attributes such as ``stride`` or ``drop_rate``, memory addresses removed from
-both), its train/eval mode, the names, shapes and dtypes of its own parameters and buffers,
-and the structure hashes of its named children. Weight *values* never enter it: re-initialised,
+A module's structure is its class by name, its plain public attributes that choose the
+architecture (``stride``, ``drop_rate``, ``num_heads``; memory addresses removed), its
+train/eval mode, the names, shapes and dtypes of its own parameters and buffers, and the
+structure hashes of its named children. Weight *values* never enter it: re-initialised,
 re-seeded or pretrained copies of one architecture share a hash.
+
+Text that only restates those fields stays out, so that a library release that rewords it
+does not change a hash (measured in docs/benchmarks.md, section 9): the ``extra_repr()``
+text (torch 2.12 added ``bias=True`` to every norm layer's), the module path of the class
+(timm moves classes between modules; it is kept beside the hash as ``class_path``, for
+explanations), attributes that only choose a kernel or an initialisation or restate a
+parameter shape (:data:`NOT_ARCHITECTURE`), and attributes whose value is ``None`` or
+``False`` (a release that adds ``gate = None`` or ``fix_init = False`` to a class changes
+nothing; within one class, *off* and *absent* cannot both occur). The computation
+fingerprint (``compute_hash``) sees what these fields would have guessed at.
 
 The hash is a Merkle tree (a child's hash feeds its parent's), so shared submodules are hashed
 once and a changed layer can be located by comparing children.
@@ -17,9 +27,9 @@ import enum
 import functools
 import math
 import re
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from types import BuiltinFunctionType, FunctionType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from .._model.canonical import Json, canonical_json, sha256_hex
 from .._model.signature import dtype_name, qualified_name
@@ -29,7 +39,7 @@ if TYPE_CHECKING:
     from torch import nn
 
 
-_ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]+")
+ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]+")
 
 
 _SKIP: Final = object()
@@ -72,12 +82,34 @@ def class_name(module: nn.Module) -> str:
     return qualified_name(type(module))
 
 
+#: Public attributes that are not architecture: they choose a kernel (``fused_attn``, which
+#: ``TIMM_FUSED_ATTN=0`` turns off; ``inplace``), memory use (``grad_checkpointing``) or an
+#: initialisation (``fix_init``, ``weight_init_mode``, ``gain_init``), or restate what the
+#: parameter shapes show (``in_chans``, ``attn_dim``).
+NOT_ARCHITECTURE: Final = frozenset(
+    {
+        "fused_attn",
+        "inplace",
+        "grad_checkpointing",
+        "fix_init",
+        "weight_init_mode",
+        "gain_init",
+        "in_chans",
+        "attn_dim",
+    }
+)
+
+#: Keys of a module description that explain a hash but never enter it.
+DESCRIPTION_ONLY: Final = frozenset({"class_path"})
+
+
 def _attribute_value(value: object) -> object:
-    """A plain attribute as JSON, or _SKIP for anything that is not configuration."""
+    """A plain attribute as JSON, or _SKIP for anything that is not configuration. Types,
+    functions and enums go by name: like classes, they move between modules."""
     if isinstance(value, enum.Enum):
-        return f"{qualified_name(type(value))}.{value.name}"
+        return f"{type(value).__qualname__}.{value.name}"
     if isinstance(value, str):
-        return _ADDRESS.sub("0x?", value)
+        return ADDRESS.sub("0x?", value)
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
@@ -86,7 +118,7 @@ def _attribute_value(value: object) -> object:
         items = [_attribute_value(v) for v in value]
         return _SKIP if any(v is _SKIP for v in items) else items
     if isinstance(value, (FunctionType, BuiltinFunctionType, type)):
-        return f"{getattr(value, '__module__', None)}.{value.__qualname__}"
+        return str(value.__qualname__)
     import torch
 
     if isinstance(value, torch.dtype):
@@ -97,7 +129,9 @@ def _attribute_value(value: object) -> object:
 def _attributes(module: nn.Module) -> dict[str, Json]:
     out: dict[str, Json] = {}
     for name, value in vars(module).items():
-        if name.startswith("_") or name == "training":
+        if name.startswith("_") or name == "training" or name in NOT_ARCHITECTURE:
+            continue
+        if value is None or value is False:
             continue
         described = _attribute_value(value)
         if described is not _SKIP:
@@ -105,7 +139,7 @@ def _attributes(module: nn.Module) -> dict[str, Json]:
     return out
 
 
-def _tensor_entries(named: Iterator[tuple[str, object]], dtypes: bool) -> list[Json]:
+def tensor_entries(named: Iterator[tuple[str, object]], dtypes: bool) -> list[Json]:
     from torch.nn.parameter import is_lazy
 
     entries: list[Json] = []
@@ -121,31 +155,50 @@ def _tensor_entries(named: Iterator[tuple[str, object]], dtypes: bool) -> list[J
     return entries
 
 
-def _config(module: nn.Module) -> str:
-    text = module.extra_repr()
+def _short_class(module: nn.Module) -> str:
     if is_scripted(module):
-        with contextlib.suppress(RuntimeError):  # a scripted module without forward has no code
-            text += "\n" + str(module.code)
-    return _ADDRESS.sub("0x?", text)
+        return f"{getattr(module, 'original_name', type(module).__name__)} (scripted)"
+    return type(module).__qualname__
+
+
+def _scripted_code(module: nn.Module) -> str | None:
+    """A scripted module's TorchScript code: its computation, which no hook can see."""
+    with contextlib.suppress(RuntimeError):  # a scripted module without forward has no code
+        return ADDRESS.sub("0x?", str(module.code))
+    return None
 
 
 def structure_node(
     module: nn.Module, children: list[Json], *, dtypes: bool = True
 ) -> dict[str, Json]:
-    """Everything about one module (its children given as hashes) that enters its hash."""
-    return {
-        "class": class_name(module),
-        "config": _config(module),
+    """One module's description (its children given as hashes): every key enters its hash
+    except those in :data:`DESCRIPTION_ONLY`."""
+    node: dict[str, Json] = {
+        "class": _short_class(module),
+        "class_path": class_name(module),
         "attributes": _attributes(module),
         "training": module.training,
-        "parameters": _tensor_entries(iter(module._parameters.items()), dtypes),
-        "buffers": _tensor_entries(iter(module._buffers.items()), dtypes),
+        "parameters": tensor_entries(iter(module._parameters.items()), dtypes),
+        "buffers": tensor_entries(iter(module._buffers.items()), dtypes),
         "children": children,
     }
+    if is_scripted(module):
+        node["code"] = _scripted_code(module)
+    return node
 
 
-#: Builds the hashed description of one module from the module and its children's hashes.
-NodeFunction = Callable[["nn.Module", list[Json]], dict[str, Json]]
+class NodeFunction(Protocol):
+    """Builds the description of one module from the module and its children's hashes;
+    ``dtypes=False`` leaves parameter and buffer dtypes out."""
+
+    def __call__(
+        self, module: nn.Module, children: list[Json], *, dtypes: bool = True
+    ) -> dict[str, Json]: ...
+
+
+def hashed_part(node: dict[str, Json]) -> dict[str, Json]:
+    """What of a module description enters its hash."""
+    return {k: v for k, v in node.items() if k not in DESCRIPTION_ONLY}
 
 
 def structure_hash(
@@ -165,15 +218,15 @@ def structure_hash(
         [name, None if child is None else structure_hash(child, memo, node)]
         for name, child in target._modules.items()
     ]
-    digest = sha256_hex(canonical_json(node(target, children)))
+    digest = sha256_hex(canonical_json(hashed_part(node(target, children))))
     memo[key] = (target, digest)
     return digest
 
 
-def structure_hash_without_dtypes(module: nn.Module) -> str:
+def structure_hash_without_dtypes(module: nn.Module, node: NodeFunction = structure_node) -> str:
     """The structure hash with parameter and buffer dtypes left out: two trees that agree on
     it, and not on :func:`structure_hash`, differ in those dtypes and in nothing else."""
-    return structure_hash(module, node=functools.partial(structure_node, dtypes=False))
+    return structure_hash(module, node=functools.partial(node, dtypes=False))
 
 
 def child_structure_hashes(

@@ -90,8 +90,9 @@ def _check_shaped(node: dict[str, Json], tag: str, where: str) -> None:
     if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
         raise _bad(where, f"{tag!r} must be a list of integers, got {json_type(shape)}")
     _check_strings(node, where, "dtype")
-    if "layout" in node:
-        _check_strings(node, where, "layout")
+    _check_strings(node, where, *(k for k in ("layout", "qscheme", "subclass") if k in node))
+    if "axis" in node and not _is_int(node["axis"]):
+        raise _bad(where, "'axis' must be an integer")
 
 
 def json_type(value: object) -> str:
@@ -101,7 +102,10 @@ def json_type(value: object) -> str:
 
 #: Tagged nodes: their required keys (the tag first) and optional ones.
 _TAGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    _TENSOR_TAG: (frozenset({"tensor", "dtype"}), frozenset({"layout"})),
+    _TENSOR_TAG: (
+        frozenset({"tensor", "dtype"}),
+        frozenset({"layout", "qscheme", "axis", "subclass"}),
+    ),
     _NDARRAY_TAG: (frozenset({"ndarray", "dtype"}), frozenset({"layout"})),
     "tuple": (frozenset({"tuple"}), frozenset()),
     "dict": (frozenset({"dict"}), frozenset()),
@@ -110,6 +114,7 @@ _TAGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "builtin": (frozenset({"builtin", "fields"}), frozenset()),
     "enum": (frozenset({"enum"}), frozenset()),
     "dtype": (frozenset({"dtype"}), frozenset()),
+    "size": (frozenset({"size"}), frozenset()),
     "device": (frozenset({"device"}), frozenset()),
     "float": (frozenset({"float"}), frozenset()),
     "numpy": (frozenset({"numpy", "value"}), frozenset()),
@@ -148,6 +153,9 @@ def _check_tagged(node: dict[str, Json], tag: str, where: str) -> None:
     value = node[tag]
     if tag in (_TENSOR_TAG, _NDARRAY_TAG):
         _check_shaped(node, tag, where)
+    elif tag == "size":
+        if not isinstance(value, list) or not all(_is_int(d) for d in value):
+            raise _bad(where, f"'size' must be a list of integers, got {json_type(value)}")
     elif tag == "tuple" or tag == "complex":
         if not isinstance(value, list) or (tag == "complex" and len(value) != 2):
             raise _bad(where, f"{tag!r} must be a list, got {json_type(value)}")
@@ -193,8 +201,19 @@ def format_node(node: Json) -> str:
         assert isinstance(shape, list)
         prefix = "ndarray " if tag == _NDARRAY_TAG else ""
         layout = f" {node['layout']}" if "layout" in node else ""
-        return f"{prefix}{node['dtype']}[{', '.join(str(d) for d in shape)}]{layout}"
+        return f"{prefix}{node['dtype']}[{', '.join(str(d) for d in shape)}]{layout}{_extras(node)}"
     return _format_tagged(node)
+
+
+def _extras(node: dict[str, Json]) -> str:
+    """What a tensor node adds to shape and dtype: `` per_channel_affine(axis=0) MyTensor``."""
+    text = ""
+    if "qscheme" in node:
+        axis = f"(axis={node['axis']})" if "axis" in node else ""
+        text += f" {node['qscheme']}{axis}"
+    if "subclass" in node:
+        text += f" {_short_type(str(node['subclass']))}"
+    return text
 
 
 def _format_tagged(node: dict[str, Json]) -> str:
@@ -217,6 +236,8 @@ def _format_tagged(node: dict[str, Json]) -> str:
         return ".".join(str(node["enum"]).rsplit(".", 2)[-2:])
     if "dtype" in node:
         return f"torch.{node['dtype']}"
+    if "size" in node:
+        return f"torch.Size({format_node(node['size'])})"
     if "device" in node:
         return "<device>"
     if "float" in node:

@@ -3,13 +3,15 @@
 Reading a module's structure costs a tree walk, so it is done once per (module, train/eval
 mode, parameter dtype, device, inputs) and once per root plan. Whenever a submodule or a
 parameter is registered anywhere (a head replaced, a block re-parameterised) the cache is
-dropped, so the next call reads its structure afresh.
+dropped, so the next call reads its structure afresh. A plain attribute set between two calls
+(``model[1].p = 0.5``) is seen by an :class:`AttributeWatch`, checked on every cached call.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +22,7 @@ from .._identity.structure import (
     child_structure_hashes,
     class_name,
     param_stats,
-    structure_hash_without_dtypes,
+    unwrap,
 )
 from .._measure.replay import device_of
 from .._model.canonical import Json
@@ -35,15 +37,54 @@ if TYPE_CHECKING:
     from torch.utils.hooks import RemovableHandle
 
 
+_Getter = Callable[[dict[str, Any]], object]
+
+
+def _nothing(state: dict[str, Any]) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class AttributeWatch:
+    """The public attributes of every module of a tree as they were when its identity was
+    read. Checking it costs one ``len`` and one C-level item getter per module, not a re-read;
+    an attribute replaced by an equal value (``self.shape = x.shape`` in every forward) is
+    not a change. A value mutated in place (a list attribute appended to) is not seen."""
+
+    seen: tuple[tuple[dict[str, Any], int, _Getter, object], ...]
+
+    @classmethod
+    def of(cls, module: nn.Module) -> AttributeWatch:
+        from torch import Tensor
+
+        seen = []
+        for m in unwrap(module).modules():
+            state = vars(m)
+            # tensors never enter a structure hash (a scripted module keeps none of its
+            # attributes here, not even "training")
+            names = [k for k, v in state.items() if k[0] != "_" and not isinstance(v, Tensor)]
+            getter = operator.itemgetter(*names) if names else _nothing
+            seen.append((state, len(state), getter, getter(state)))
+        return cls(tuple(seen))
+
+    def unchanged(self) -> bool:
+        try:
+            return all(
+                len(state) == size and getter(state) == values
+                for state, size, getter, values in self.seen
+            )
+        except Exception:  # deleted since (KeyError), or a value that == cannot compare
+            return False
+
+
 @dataclass(frozen=True)
 class Identity:
-    """What a (module, train/eval mode, signature) always yields: computed once per test."""
+    """What a (module, train/eval mode, signature) always yields: computed once per test,
+    again when an attribute of its tree changed."""
 
     target: nn.Module
     signature: InputSignature
-    # repr of the described inputs: a process-local key that, unlike JSON, costs little per call
-    # and still tells True, 1 and 1.0 apart
-    fast_key: str
+    watch: AttributeWatch
     structure_hash: str
     structure_hash_without_dtypes: str
     hash: str
@@ -75,6 +116,9 @@ class IdentityCache:
         self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
         self._plans: dict[tuple[int, int], tuple[nn.Module, Plan]] = {}
         self._registration_watch: list[RemovableHandle] = []
+        # the identity known() found and checked before a root's call, which identity() then
+        # returns after that call without checking its tree's attributes a second time
+        self._checked: Identity | None = None
 
     def watch(self) -> None:
         """Forget what was read whenever a submodule or a parameter is registered anywhere; a
@@ -97,6 +141,7 @@ class IdentityCache:
         self._registration_watch.clear()
 
     def forget(self, *_: Any) -> None:
+        self._checked = None
         self._known.clear()
         self._plans.clear()
         self._first_owner.clear()
@@ -121,18 +166,21 @@ class IdentityCache:
         new; the structure is read afresh then, so ``model.half()`` between calls counts."""
         key, device = self._key(target, described, call)
         known = self._known.get(key)
-        if known is not None and known.target is target:
+        if known is not None and known is self._checked:
+            self._checked = None
             return known
-        fast_key = key[-1]
+        if known is not None and known.target is target and known.watch.unchanged():
+            return known
         signature = InputSignature(*described)
+        watch = AttributeWatch.of(target)
         memo: StructureMemo = {}
         structure = self.scheme.structure_hash(target, memo)
         known = Identity(
             target=target,
             signature=signature,
-            fast_key=fast_key,
+            watch=watch,
             structure_hash=structure,
-            structure_hash_without_dtypes=structure_hash_without_dtypes(target),
+            structure_hash_without_dtypes=self.scheme.structure_hash_without_dtypes(target),
             hash=self.scheme.workload_hash(structure, signature),
             class_name=class_name(target),
             params=param_stats(target),
@@ -153,7 +201,10 @@ class IdentityCache:
     ) -> Identity | None:
         """The identity of such a call if one was computed already (a cheap look-up)."""
         known = self._known.get(self._key(target, described, call)[0])
-        return known if known is not None and known.target is target else None
+        if known is None or known.target is not target or not known.watch.unchanged():
+            return None
+        self._checked = known
+        return known
 
     def _key(
         self,
@@ -165,6 +216,8 @@ class IdentityCache:
         # a module without parameters runs where its inputs are
         device = device_of(target, *call) if first is None else first.device
         dtype = None if first is None else first.dtype
+        # repr, not JSON: a process-local key that costs little per call and still tells True,
+        # 1 and 1.0 apart (rows are told apart by the signature's canonical form)
         return (id(target), target.training, dtype, device, repr(described)), device
 
     def _first_parameter(self, target: nn.Module) -> Parameter | None:

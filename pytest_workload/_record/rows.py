@@ -93,7 +93,13 @@ _EntryKey = tuple[int | None, str, str, int, str]
 
 def _entry_key(caller: Entry | None, identity: Identity, depth: int, name: str) -> _EntryKey:
     row = None if caller is None else caller.row
-    return (row, identity.structure_hash, identity.fast_key, depth, name if depth else "")
+    return (
+        row,
+        identity.structure_hash,
+        identity.signature.canonical,
+        depth,
+        name if depth else "",
+    )
 
 
 def _clock_times(device: str) -> bool:

@@ -285,7 +285,7 @@ def _diff_node(path: str, a: Json, b: Json) -> list[str]:
         out = []
         if tensor_shape(a) != tensor_shape(b):
             out.append(f"input {path}: shape {tensor_shape(a)} -> {tensor_shape(b)}")
-        for field in ("dtype", "layout"):
+        for field in ("dtype", "layout", "qscheme", "axis", "subclass"):
             if a.get(field) != b.get(field):
                 out.append(f"input {path}: {field} {a.get(field)} -> {b.get(field)}")
         if out:
