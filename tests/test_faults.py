@@ -10,6 +10,7 @@ from torch import nn
 
 import pytest_workload
 from pytest_workload import WorkloadRecorder
+from pytest_workload._model.versions import SNAPSHOT_FORMAT
 from tests.pytester_suite import lit, two_shapes
 
 KILLED = """
@@ -56,20 +57,24 @@ def test_an_unwritable_snapshot_location_is_a_clear_error(pytester, suite):
 
 
 @pytest.mark.parametrize(
-    ("field", "says"),
+    ("field", "now", "says"),
     [
-        ("pytest_workload_snapshot", "snapshot format 2 (this release reads format 1)"),
-        ("fingerprint_scheme", "fingerprint scheme 2 (this release computes scheme 1)"),
+        (
+            "pytest_workload_snapshot",
+            SNAPSHOT_FORMAT,
+            f"snapshot format {SNAPSHOT_FORMAT + 1} (this release reads format {SNAPSHOT_FORMAT})",
+        ),
+        ("fingerprint_scheme", 1, "fingerprint scheme 2 (this release computes scheme 1)"),
     ],
 )
 @pytest.mark.parametrize("update", [(), ("--snapshot-update",)], ids=["check", "update"])
 def test_a_snapshot_from_a_future_release_is_an_error_and_untouched(
-    pytester, suite, field, says, update
+    pytester, suite, field, now, says, update
 ):
     suite(two_shapes())
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
     stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
-    text = stored.read_text().replace(f'"{field}": 1', f'"{field}": 2')
+    text = stored.read_text().replace(f'"{field}": {now}', f'"{field}": {now + 1}')
     stored.write_text(text)
     result = pytester.runpytest("--workload-snapshot", *update)
     result.assert_outcomes(failed=1)

@@ -11,12 +11,12 @@ by an older one are migrated, never silently re-keyed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from .._model.canonical import canonical_json, sha256_hex
+from .._model.canonical import Json, canonical_json, sha256_hex
 from .._model.signature import InputSignature
 from .structure import NodeFunction, StructureMemo, structure_hash, structure_node
 
@@ -31,8 +31,13 @@ class FingerprintScheme:
     version: int
     node: NodeFunction
 
-    def structure_hash(self, module: nn.Module, memo: StructureMemo | None = None) -> str:
-        return structure_hash(module, memo, self.node)
+    def structure_hash(
+        self,
+        module: nn.Module,
+        memo: StructureMemo | None = None,
+        descriptions: MutableMapping[str, dict[str, Json]] | None = None,
+    ) -> str:
+        return structure_hash(module, memo, self.node, descriptions)
 
     def workload_hash(self, structure: str, signature: InputSignature) -> str:
         return sha256_hex(canonical_json([self.version, structure, signature.to_dict()]))

@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterator, MutableMapping
 from types import BuiltinFunctionType, FunctionType
 from typing import TYPE_CHECKING, Final
 
-from .._model.canonical import Json, canonical_json, sha256_hex
+from .._model.canonical import Json
+from .._model.modules import description_hash
 from .._model.signature import dtype_name, qualified_name
 from .._model.workload import ParamStats
 
@@ -149,11 +150,16 @@ NodeFunction = Callable[["nn.Module", list[Json]], dict[str, Json]]
 
 
 def structure_hash(
-    module: nn.Module, memo: StructureMemo | None = None, node: NodeFunction = structure_node
+    module: nn.Module,
+    memo: StructureMemo | None = None,
+    node: NodeFunction = structure_node,
+    descriptions: MutableMapping[str, dict[str, Json]] | None = None,
 ) -> str:
     """SHA-256 structure hash of a module tree; wrappers hash as the module they wrap.
 
-    ``memo`` must only ever be used with one ``node`` function.
+    ``memo`` must only ever be used with one ``node`` function. ``descriptions``, if given,
+    receives each module's description by its hash (each module hashed with this memo; give
+    a fresh memo with a fresh ``descriptions``).
     """
     memo = {} if memo is None else memo
     target = unwrap(module)
@@ -162,10 +168,13 @@ def structure_hash(
     if cached is not None and cached[0] is target:
         return cached[1]
     children: list[Json] = [
-        [name, None if child is None else structure_hash(child, memo, node)]
+        [name, None if child is None else structure_hash(child, memo, node, descriptions)]
         for name, child in target._modules.items()
     ]
-    digest = sha256_hex(canonical_json(node(target, children)))
+    description = node(target, children)
+    digest = description_hash(description)
+    if descriptions is not None:
+        descriptions[digest] = description
     memo[key] = (target, digest)
     return digest
 

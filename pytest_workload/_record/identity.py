@@ -9,7 +9,7 @@ dropped, so the next call reads its structure afresh.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ from .._identity.structure import (
     class_name,
     param_stats,
     structure_hash_without_dtypes,
+    unwrap,
 )
 from .._measure.replay import device_of
 from .._model.canonical import Json
@@ -54,6 +55,10 @@ class Identity:
     alternates: tuple[AlternateHash, ...]
     output: Json
     device: str
+    #: Each module's description in the tree, by structure hash.
+    descriptions: Mapping[str, Mapping[str, Json]]
+    #: Top-level packages of the classes in the tree (where library versions come from).
+    packages: frozenset[str]
 
 
 _IdentityKey = tuple[int, bool, object, object, str]
@@ -126,7 +131,8 @@ class IdentityCache:
         fast_key = key[-1]
         signature = InputSignature(*described)
         memo: StructureMemo = {}
-        structure = self.scheme.structure_hash(target, memo)
+        descriptions: dict[str, dict[str, Json]] = {}
+        structure = self.scheme.structure_hash(target, memo, descriptions)
         known = Identity(
             target=target,
             signature=signature,
@@ -141,6 +147,10 @@ class IdentityCache:
             alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
             output=self._describe_output(result),
             device=str(device),
+            descriptions=descriptions,
+            packages=frozenset(
+                type(m).__module__.partition(".")[0] for m in unwrap(target).modules()
+            ),
         )
         self._known[key] = known
         return known
