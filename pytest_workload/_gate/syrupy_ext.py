@@ -23,9 +23,11 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
 from .._model.files import read_text, write_text_atomic
+from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
 from .._render.failures import UPDATE_HINT, render_changes
 from .._verdict.diff import compare_documents, documents_match, missing_fields
+from .._verdict.upgrade import changed_count, upgrade_refusals
 from .snapshot_files import (
     NAME_MAX,
     SNAPSHOT_DIRNAME,
@@ -133,6 +135,7 @@ class SnapshotResult:
 
 
 MIGRATE_COMMAND = "pytest --workload-snapshot --workload-migrate"
+ACCEPT_UPGRADE_COMMAND = "pytest --workload-snapshot --workload-accept-upgrade"
 
 
 def _location(assertion: SnapshotAssertion) -> str:
@@ -226,13 +229,16 @@ def check_snapshot(
     document: SnapshotDocument,
     rootdir: Path | None = None,
     legacy: Mapping[int, SnapshotDocument] | None = None,
+    accept_upgrade: bool = False,
 ) -> SnapshotResult:
     """Compare (or, under ``--snapshot-update``, write) a test's table.
 
     With ``legacy`` (the recorded table under each older scheme this session can compute), a
     snapshot of an older scheme is first migrated: rewritten under the current scheme if, and
-    only if, its stored hashes still match under the scheme that wrote it. A test that
-    recorded nothing and has no stored table has nothing to check.
+    only if, its stored hashes still match under the scheme that wrote it. With
+    ``accept_upgrade``, a snapshot whose change is only a library upgrade's rewording is
+    rewritten; any other change is refused and the file left alone. A test that recorded
+    nothing and has no stored table has nothing to check.
     """
     assertion = snapshot.use_extension(WorkloadSnapshotExtension)
     location = _location(assertion)
@@ -269,6 +275,11 @@ def check_snapshot(
         if refusal is not None:
             return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
         note = _join(note, migrated)
+    if accept_upgrade and not updating and os.path.exists(location):
+        refusal, accepted = _accept_upgrade(Path(location), shown, document)
+        if refusal is not None:
+            return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
+        note = _join(note, accepted)
     if assertion == document:
         if updating:
             note = _join(note, _complete(Path(location), shown, document))
@@ -295,6 +306,8 @@ def _complete(path: Path, shown: str, document: SnapshotDocument) -> str | None:
     except (CorruptFileError, WorkloadDataError):
         return None
     missing = missing_fields(stored, document)
+    if document.modules and not stored.modules:
+        missing.append("module descriptions")
     if not missing:
         return None
     try:
@@ -347,6 +360,39 @@ def _migrate(
     return None, f"migrated {shown} from fingerprint scheme {stored.scheme} to {document.scheme}"
 
 
+def _accept_upgrade(
+    path: Path, shown: str, document: SnapshotDocument
+) -> tuple[str | None, str | None]:
+    """Rewrite a snapshot whose change is only an upgrade's; (refusal, note)."""
+    try:
+        stored = SnapshotDocument.from_text(read_text(path))
+    except (CorruptFileError, WorkloadDataError):
+        return None, None  # the normal check reports it
+    if stored.scheme != document.scheme or documents_match(stored, document):
+        return None, None
+    versions = versions_line(stored.libraries, document.libraries)
+    refusals = upgrade_refusals(stored, document)
+    if refusals:
+        lines = [
+            f"refusing to accept workload snapshot {shown} as a library upgrade: more than "
+            "configuration text, attributes or class paths changed. It is left as it is:"
+        ]
+        lines += [f"  {r}" for r in refusals]
+        lines += [f"  {versions}"] if versions else []
+        lines.append("review the change, then accept it with --snapshot-update")
+        return "\n".join(lines), None
+    try:
+        write_text_atomic(path, document.to_text())
+    except FileWriteError as exc:
+        return f"workload snapshot {shown} could not be written: {exc.reason}", None
+    count = changed_count(stored, document)
+    return None, (
+        f"accepted a library upgrade in {shown}: {count} workload "
+        f"{'hash' if count == 1 else 'hashes'} rewritten; parameters, children, inputs, FLOPs "
+        f"and computations unchanged" + (f" ({versions})" if versions else "")
+    )
+
+
 def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument) -> str:
     """The failure message for a stored table that does not match the recorded one."""
     try:
@@ -361,6 +407,14 @@ def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument
             "with `pytest --workload-snapshot --snapshot-update`"
         )
     lines = [f"workload snapshot mismatch ({location}):"]
+    versions = versions_line(stored.libraries, document.libraries)
+    lines += [f"  {versions}"] if versions else []
     lines += [f"  {line}" for line in render_changes(compare_documents(stored, document))]
+    if not upgrade_refusals(stored, document):
+        lines.append(
+            "only configuration text, attributes or class paths changed (parameters, "
+            "children, inputs, FLOPs and computations did not): accept it with "
+            f"`{ACCEPT_UPGRADE_COMMAND}`"
+        )
     lines.append(UPDATE_HINT)
     return "\n".join(lines)

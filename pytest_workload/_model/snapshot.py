@@ -156,9 +156,10 @@ class SnapshotDocument:
         out: dict[str, Json] = {
             SNAPSHOT_FORMAT_KEY: SNAPSHOT_FORMAT,
             "fingerprint_scheme": self.scheme,
-            "libraries": dict(sorted(self.libraries.items())),
             "workloads": [e.to_dict() for e in self.entries],
         }
+        if self.libraries:  # (none: re-written from a format 1 snapshot)
+            out["libraries"] = dict(sorted(self.libraries.items()))
         if self.computations:
             out["computations"] = dict(computation_table(list(self.computations.values())))
         if self.modules:
@@ -205,7 +206,8 @@ class SnapshotDocument:
         """Review-friendly JSON: one field per line, signatures kept on one line."""
         lines = ["{", f'  "{SNAPSHOT_FORMAT_KEY}": {SNAPSHOT_FORMAT},']
         lines.append(f'  "fingerprint_scheme": {self.scheme},')
-        lines.append(f'  "libraries": {_inline(dict(sorted(self.libraries.items())))},')
+        if self.libraries:
+            lines.append(f'  "libraries": {_inline(dict(sorted(self.libraries.items())))},')
         if not self.entries:
             lines.append('  "workloads": []')
         else:
