@@ -13,9 +13,17 @@ from collections.abc import Iterable, Mapping
 
 @functools.cache
 def _distributions() -> Mapping[str, list[str]]:
-    """Import names to distribution names; cached because it scans every installed
-    distribution, and what is installed does not change during a session."""
+    """Import names to distribution names. Cached (as are versions) because it scans every
+    installed distribution, and what is installed does not change during a session."""
     return importlib.metadata.packages_distributions()
+
+
+@functools.cache
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def library_versions(packages: Iterable[str]) -> dict[str, str]:
@@ -23,10 +31,5 @@ def library_versions(packages: Iterable[str]) -> dict[str, str]:
     import names); a package no installed distribution provides (a test's own module) is
     left out."""
     found = {"torch"} | {d for p in packages for d in _distributions().get(p, ())}
-    versions = {}
-    for name in sorted(found):
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return versions
+    versions = {name: _version(name) for name in sorted(found)}
+    return {name: v for name, v in versions.items() if v is not None}
