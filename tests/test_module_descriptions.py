@@ -15,6 +15,7 @@ from pytest_workload._model.errors import WorkloadDataError
 from pytest_workload._model.library_versions import versions_line
 from pytest_workload._model.modules import description_hash, read_modules
 from pytest_workload._model.workload import SessionReport
+from pytest_workload._render.comparison import render_comparison, render_comparison_markdown
 from pytest_workload._verdict.compare import compare_reports
 from pytest_workload._verdict.diff import compare_documents
 from pytest_workload._verdict.structure_diff import field_changes, grouped_lines, own_changes
@@ -184,3 +185,5 @@ def test_compare_names_the_versions_when_hashes_changed():
     assert same.libraries is None
     changed = compare_reports(SessionReport(1, (base_test,)), SessionReport(1, (head_test,)))
     assert changed.libraries == "written with torch 2.11.0; this run: torch 2.12.1"
+    assert changed.libraries in render_comparison(changed)
+    assert changed.libraries in render_comparison_markdown(changed)
