@@ -174,3 +174,13 @@ def test_a_format_1_snapshot_still_matches_and_update_adds_the_descriptions(pyte
     updated.stdout.fnmatch_lines(lit("*added module descriptions to __workload_snapshots__*"))
     rewritten = json.loads(stored.read_text())
     assert rewritten["pytest_workload_snapshot"] == 2 and rewritten["modules"]
+
+
+def test_the_report_holds_every_description_once_also_from_xdist_workers(pytester, suite, mode):
+    _norms(suite)
+    pytester.runpytest("--workload-json=report.json", *mode).assert_outcomes(passed=1)
+    report = json.loads((pytester.path / "report.json").read_text())
+    (test,) = report["tests"]
+    assert "modules" not in test and "torch" in test["libraries"]
+    root = test["workloads"][0]["structure_hash"]
+    assert root in report["modules"] and len(report["modules"]) == 5
