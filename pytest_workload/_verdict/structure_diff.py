@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from .._model.canonical import Json, canonical_json
 from .._model.modules import ModuleTable, child_links
 
-#: Fields of a description that are compared one by one; any other field is compared whole.
+#: The field that links a description to its children's (walked, not compared as a value).
 _CHILDREN = "children"
 #: Paths named per grouped change before the rest are counted.
 MAX_PATHS = 3
