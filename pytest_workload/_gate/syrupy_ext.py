@@ -27,7 +27,8 @@ from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
 from .._render.failures import UPDATE_HINT, render_changes
 from .._verdict.diff import compare_documents, documents_match, missing_fields
-from .._verdict.upgrade import changed_count, upgrade_refusals
+from .._verdict.upgrade import upgrade_refusals
+from .rewrites import ACCEPT_UPGRADE_COMMAND, MIGRATE_COMMAND, rewrite_migrated, rewrite_upgraded
 from .snapshot_files import (
     NAME_MAX,
     SNAPSHOT_DIRNAME,
@@ -132,10 +133,6 @@ class SnapshotResult:
     #: The stored table this test used without checking it, which syrupy counts as passed
     #: until :func:`uncount_kept` takes it out.
     kept: str | None = None
-
-
-MIGRATE_COMMAND = "pytest --workload-snapshot --workload-migrate"
-ACCEPT_UPGRADE_COMMAND = "pytest --workload-snapshot --workload-accept-upgrade"
 
 
 def _location(assertion: SnapshotAssertion) -> str:
@@ -271,12 +268,12 @@ def check_snapshot(
         moved = _join(moved, f"rewrote corrupt workload snapshot {shown} ({stored.corrupt})")
     note = moved
     if legacy is not None and os.path.exists(location):
-        refusal, migrated = _migrate(Path(location), shown, document, legacy)
+        refusal, migrated = rewrite_migrated(Path(location), shown, document, legacy)
         if refusal is not None:
             return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
         note = _join(note, migrated)
     if accept_upgrade and not updating and os.path.exists(location):
-        refusal, accepted = _accept_upgrade(Path(location), shown, document)
+        refusal, accepted = rewrite_upgraded(Path(location), shown, document)
         if refusal is not None:
             return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
         note = _join(note, accepted)
@@ -325,71 +322,6 @@ def _corrupt(shown: str, reason: str) -> str:
     return (
         f"corrupt workload snapshot {shown}: {reason}. It is left as it is; fix it or "
         "regenerate it with `pytest --workload-snapshot --snapshot-update`"
-    )
-
-
-def _migrate(
-    path: Path, shown: str, document: SnapshotDocument, legacy: Mapping[int, SnapshotDocument]
-) -> tuple[str | None, str | None]:
-    """Rewrite an older-scheme snapshot under the current one; (refusal, note)."""
-    try:
-        stored = SnapshotDocument.from_text(read_text(path))
-    except (CorruptFileError, WorkloadDataError):
-        return None, None  # the normal check reports it
-    if stored.scheme == document.scheme:
-        return None, None
-    recorded = legacy.get(stored.scheme)
-    if recorded is None:
-        return (
-            f"cannot migrate workload snapshot {shown}: it was written by fingerprint scheme "
-            f"{stored.scheme}, which this session cannot compute (known: "
-            f"{', '.join(str(v) for v in sorted(legacy)) or 'none'}). Regenerate it with "
-            "`pytest --workload-snapshot --snapshot-update` after reviewing the change",
-            None,
-        )
-    if not documents_match(stored, recorded):
-        lines = [
-            f"refusing to migrate workload snapshot {shown} from scheme {stored.scheme} to "
-            f"{document.scheme}: under scheme {stored.scheme} the recorded workloads no longer "
-            "match the stored ones, so something changed besides the scheme:"
-        ]
-        lines += [f"  {line}" for line in render_changes(compare_documents(stored, recorded))]
-        lines.append("fix the regression first, or accept it with --snapshot-update")
-        return "\n".join(lines), None
-    write_text_atomic(path, document.to_text())
-    return None, f"migrated {shown} from fingerprint scheme {stored.scheme} to {document.scheme}"
-
-
-def _accept_upgrade(
-    path: Path, shown: str, document: SnapshotDocument
-) -> tuple[str | None, str | None]:
-    """Rewrite a snapshot whose change is only an upgrade's; (refusal, note)."""
-    try:
-        stored = SnapshotDocument.from_text(read_text(path))
-    except (CorruptFileError, WorkloadDataError):
-        return None, None  # the normal check reports it
-    if stored.scheme != document.scheme or documents_match(stored, document):
-        return None, None
-    versions = versions_line(stored.libraries, document.libraries)
-    refusals = upgrade_refusals(stored, document)
-    if refusals:
-        lines = [
-            f"refusing to accept workload snapshot {shown} as a library upgrade: more than "
-            "configuration text, attributes or class paths changed. It is left as it is:"
-        ]
-        lines += [f"  {r}" for r in refusals]
-        lines += [f"  {versions}"] if versions else []
-        lines.append("review the change, then accept it with --snapshot-update")
-        return "\n".join(lines), None
-    try:
-        write_text_atomic(path, document.to_text())
-    except FileWriteError as exc:
-        return f"workload snapshot {shown} could not be written: {exc.reason}", None
-    count = changed_count(stored, document)
-    return None, (
-        f"accepted a library upgrade in {shown}: {count} workload "
-        f"{'hash' if count == 1 else 'hashes'} rewritten; parameters, children, inputs, FLOPs "
-        f"and computations unchanged" + (f" ({versions})" if versions else "")
     )
 
 
