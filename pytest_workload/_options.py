@@ -121,6 +121,12 @@ _FLAGS = (
         "rewrite snapshots of an older fingerprint scheme under the current one, after checking "
         "every stored hash under the old scheme; needs --workload-snapshot",
     ),
+    (
+        "--workload-accept-upgrade",
+        "rewrite snapshots whose change is only a library upgrade's (configuration text, "
+        "attributes, class paths); refuse any change of parameters, children, inputs, FLOPs "
+        "or computation; needs --workload-snapshot",
+    ),
 )
 
 
@@ -236,10 +242,15 @@ def read_settings(config: pytest.Config) -> WorkloadSettings:
         device=option_value(config, "--workload-device"),
         json_path=_json_path(config, json_path),
         migrate=option_value(config, "--workload-migrate"),
+        accept_upgrade=option_value(config, "--workload-accept-upgrade"),
         rootdir=config.rootpath,
     )
-    if settings.migrate and not settings.snapshot:
-        raise pytest.UsageError("--workload-migrate needs --workload-snapshot")
+    for flag, on in (
+        ("--workload-migrate", settings.migrate),
+        ("--workload-accept-upgrade", settings.accept_upgrade),
+    ):
+        if on and not settings.snapshot:
+            raise pytest.UsageError(f"{flag} needs --workload-snapshot")
     return settings
 
 

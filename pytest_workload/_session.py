@@ -49,6 +49,7 @@ class WorkloadSettings:
     device: str = "auto"
     json_path: Path | None = None
     migrate: bool = False
+    accept_upgrade: bool = False
     rootdir: Path | None = None
 
 
@@ -77,7 +78,10 @@ class WorkloadSession:
         self.problems: list[str] = []
         self.keys = KeysGate()
         self.snapshots = SnapshotGate(
-            self.legacy_schemes, migrate=settings.migrate, rootdir=settings.rootdir
+            self.legacy_schemes,
+            migrate=settings.migrate,
+            accept_upgrade=settings.accept_upgrade,
+            rootdir=settings.rootdir,
         )
         self.perf = PerfGate(
             settings.baselines,

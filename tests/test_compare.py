@@ -248,12 +248,13 @@ def test_options_are_one_help_group_with_ini_keys_and_defaults(pytester):
         "--workload-perf-tolerance",
         "--workload-baselines",
         "--workload-migrate",
+        "--workload-accept-upgrade",
         "--workload-record",
         "--workload-report",
     ):
         assert flag.strip() in group, flag
-    assert group.count("(default: ") == 11
-    assert group.count("ini: workload_") == 11
+    assert group.count("(default: ") == 12
+    assert group.count("ini: workload_") == 12
     for ini in (
         "workload_snapshot",
         "workload_json",
@@ -264,6 +265,7 @@ def test_options_are_one_help_group_with_ini_keys_and_defaults(pytester):
         "workload_perf_tolerance",
         "workload_baselines",
         "workload_migrate",
+        "workload_accept_upgrade",
         "workload_record",
         "workload_report",
     ):

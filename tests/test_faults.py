@@ -10,6 +10,7 @@ from torch import nn
 
 import pytest_workload
 from pytest_workload import WorkloadRecorder
+from pytest_workload._model.versions import SNAPSHOT_FORMAT
 from tests.pytester_suite import lit, two_shapes
 
 KILLED = """
@@ -56,15 +57,19 @@ def test_an_unwritable_snapshot_location_is_a_clear_error(pytester, suite):
 
 
 @pytest.mark.parametrize(
-    ("field", "says", "now"),
+    ("field", "now", "says"),
     [
-        ("pytest_workload_snapshot", "snapshot format 2 (this release reads format 1)", 1),
-        ("fingerprint_scheme", "fingerprint scheme 3 (this release computes scheme 2)", 2),
+        (
+            "pytest_workload_snapshot",
+            SNAPSHOT_FORMAT,
+            f"snapshot format {SNAPSHOT_FORMAT + 1} (this release reads format {SNAPSHOT_FORMAT})",
+        ),
+        ("fingerprint_scheme", 2, "fingerprint scheme 3 (this release computes scheme 2)"),
     ],
 )
 @pytest.mark.parametrize("update", [(), ("--snapshot-update",)], ids=["check", "update"])
 def test_a_snapshot_from_a_future_release_is_an_error_and_untouched(
-    pytester, suite, field, says, now, update
+    pytester, suite, field, now, says, update
 ):
     suite(two_shapes())
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)

@@ -19,17 +19,20 @@ if TYPE_CHECKING:
 class SnapshotGate:
     """Compares (or, under ``--snapshot-update``, writes) each test's table, recorded under
     the session's scheme; with ``migrate``, also accepts a table stored by one of
-    ``legacy_schemes`` and rewrites it."""
+    ``legacy_schemes`` and rewrites it; with ``accept_upgrade``, rewrites a table whose
+    change is only a library upgrade's."""
 
     def __init__(
         self,
         legacy_schemes: Sequence[FingerprintScheme] = (),
         *,
         migrate: bool = False,
+        accept_upgrade: bool = False,
         rootdir: Path | None = None,
     ) -> None:
         self.legacy_schemes = tuple(legacy_schemes)
         self.migrate = migrate
+        self.accept_upgrade = accept_upgrade
         self.rootdir = rootdir
         #: Stored tables used but not checked (a failed test, no gate, a refused file): they
         #: must not be counted as passed.
@@ -38,9 +41,9 @@ class SnapshotGate:
     def check(self, snapshot: Snapshot, test: TestWorkloads, scheme: int) -> GateResult:
         from .syrupy_ext import check_snapshot
 
-        document = SnapshotDocument.of(scheme, test)
+        document = SnapshotDocument.of(scheme, test, test.modules, test.libraries)
         legacy = self._legacy_documents(test) if self.migrate else None
-        result = check_snapshot(snapshot, document, self.rootdir, legacy)
+        result = check_snapshot(snapshot, document, self.rootdir, legacy, self.accept_upgrade)
         if result.kept is not None:
             self.kept.append(result.kept)
         return GateResult(

@@ -23,9 +23,12 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
 from .._model.files import read_text, write_text_atomic
+from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
 from .._render.failures import UPDATE_HINT, render_changes
 from .._verdict.diff import compare_documents, documents_match, missing_fields
+from .._verdict.upgrade import upgrade_refusals
+from .rewrites import ACCEPT_UPGRADE_COMMAND, MIGRATE_COMMAND, rewrite_migrated, rewrite_upgraded
 from .snapshot_files import (
     NAME_MAX,
     SNAPSHOT_DIRNAME,
@@ -132,9 +135,6 @@ class SnapshotResult:
     kept: str | None = None
 
 
-MIGRATE_COMMAND = "pytest --workload-snapshot --workload-migrate"
-
-
 def _location(assertion: SnapshotAssertion) -> str:
     return str(
         assertion.extension.get_location(
@@ -226,13 +226,16 @@ def check_snapshot(
     document: SnapshotDocument,
     rootdir: Path | None = None,
     legacy: Mapping[int, SnapshotDocument] | None = None,
+    accept_upgrade: bool = False,
 ) -> SnapshotResult:
     """Compare (or, under ``--snapshot-update``, write) a test's table.
 
     With ``legacy`` (the recorded table under each older scheme this session can compute), a
     snapshot of an older scheme is first migrated: rewritten under the current scheme if, and
-    only if, its stored hashes still match under the scheme that wrote it. A test that
-    recorded nothing and has no stored table has nothing to check.
+    only if, its stored hashes still match under the scheme that wrote it. With
+    ``accept_upgrade``, a snapshot whose change is only a library upgrade's rewording is
+    rewritten; any other change is refused and the file left alone. A test that recorded
+    nothing and has no stored table has nothing to check.
     """
     assertion = snapshot.use_extension(WorkloadSnapshotExtension)
     location = _location(assertion)
@@ -265,10 +268,15 @@ def check_snapshot(
         moved = _join(moved, f"rewrote corrupt workload snapshot {shown} ({stored.corrupt})")
     note = moved
     if legacy is not None and os.path.exists(location):
-        refusal, migrated = _migrate(Path(location), shown, document, legacy)
+        refusal, migrated = rewrite_migrated(Path(location), shown, document, legacy)
         if refusal is not None:
             return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
         note = _join(note, migrated)
+    if accept_upgrade and not updating and os.path.exists(location):
+        refusal, accepted = rewrite_upgraded(Path(location), shown, document)
+        if refusal is not None:
+            return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
+        note = _join(note, accepted)
     if assertion == document:
         if updating:
             note = _join(note, _complete(Path(location), shown, document))
@@ -295,6 +303,8 @@ def _complete(path: Path, shown: str, document: SnapshotDocument) -> str | None:
     except (CorruptFileError, WorkloadDataError):
         return None
     missing = missing_fields(stored, document)
+    if document.modules and not stored.modules:
+        missing.append("module descriptions")
     if not missing:
         return None
     try:
@@ -315,38 +325,6 @@ def _corrupt(shown: str, reason: str) -> str:
     )
 
 
-def _migrate(
-    path: Path, shown: str, document: SnapshotDocument, legacy: Mapping[int, SnapshotDocument]
-) -> tuple[str | None, str | None]:
-    """Rewrite an older-scheme snapshot under the current one; (refusal, note)."""
-    try:
-        stored = SnapshotDocument.from_text(read_text(path))
-    except (CorruptFileError, WorkloadDataError):
-        return None, None  # the normal check reports it
-    if stored.scheme == document.scheme:
-        return None, None
-    recorded = legacy.get(stored.scheme)
-    if recorded is None:
-        return (
-            f"cannot migrate workload snapshot {shown}: it was written by fingerprint scheme "
-            f"{stored.scheme}, which this session cannot compute (known: "
-            f"{', '.join(str(v) for v in sorted(legacy)) or 'none'}). Regenerate it with "
-            "`pytest --workload-snapshot --snapshot-update` after reviewing the change",
-            None,
-        )
-    if not documents_match(stored, recorded):
-        lines = [
-            f"refusing to migrate workload snapshot {shown} from scheme {stored.scheme} to "
-            f"{document.scheme}: under scheme {stored.scheme} the recorded workloads no longer "
-            "match the stored ones, so something changed besides the scheme:"
-        ]
-        lines += [f"  {line}" for line in render_changes(compare_documents(stored, recorded))]
-        lines.append("fix the regression first, or accept it with --snapshot-update")
-        return "\n".join(lines), None
-    write_text_atomic(path, document.to_text())
-    return None, f"migrated {shown} from fingerprint scheme {stored.scheme} to {document.scheme}"
-
-
 def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument) -> str:
     """The failure message for a stored table that does not match the recorded one."""
     try:
@@ -361,6 +339,14 @@ def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument
             "with `pytest --workload-snapshot --snapshot-update`"
         )
     lines = [f"workload snapshot mismatch ({location}):"]
+    versions = versions_line(stored.libraries, document.libraries)
+    lines += [f"  {versions}"] if versions else []
     lines += [f"  {line}" for line in render_changes(compare_documents(stored, document))]
+    if not upgrade_refusals(stored, document):
+        lines.append(
+            "only configuration text, attributes or class paths changed (parameters, "
+            "children, inputs, FLOPs and computations did not): accept it with "
+            f"`{ACCEPT_UPGRADE_COMMAND}`"
+        )
     lines.append(UPDATE_HINT)
     return "\n".join(lines)

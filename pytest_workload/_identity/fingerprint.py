@@ -11,12 +11,12 @@ by an older one are migrated, never silently re-keyed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from .._model.canonical import canonical_json, sha256_hex
+from .._model.canonical import Json, canonical_json, sha256_hex
 from .._model.signature import InputSignature
 from .structure import (
     NodeFunction,
@@ -38,8 +38,13 @@ class FingerprintScheme:
     version: int
     node: NodeFunction
 
-    def structure_hash(self, module: nn.Module, memo: StructureMemo | None = None) -> str:
-        return structure_hash(module, memo, self.node)
+    def structure_hash(
+        self,
+        module: nn.Module,
+        memo: StructureMemo | None = None,
+        descriptions: MutableMapping[str, dict[str, Json]] | None = None,
+    ) -> str:
+        return structure_hash(module, memo, self.node, descriptions)
 
     def structure_hash_without_dtypes(self, module: nn.Module) -> str:
         return structure_hash_without_dtypes(module, self.node)

@@ -31,7 +31,8 @@ from collections.abc import Iterator, MutableMapping
 from types import BuiltinFunctionType, FunctionType
 from typing import TYPE_CHECKING, Final, Protocol
 
-from .._model.canonical import Json, canonical_json, sha256_hex
+from .._model.canonical import Json
+from .._model.modules import description_hash
 from .._model.signature import dtype_name, qualified_name
 from .._model.workload import ParamStats
 
@@ -98,9 +99,6 @@ NOT_ARCHITECTURE: Final = frozenset(
         "attn_dim",
     }
 )
-
-#: Keys of a module description that explain a hash but never enter it.
-DESCRIPTION_ONLY: Final = frozenset({"class_path"})
 
 
 def _attribute_value(value: object) -> object:
@@ -172,7 +170,7 @@ def structure_node(
     module: nn.Module, children: list[Json], *, dtypes: bool = True
 ) -> dict[str, Json]:
     """One module's description (its children given as hashes): every key enters its hash
-    except those in :data:`DESCRIPTION_ONLY`."""
+    except those in :data:`~pytest_workload._model.modules.DESCRIPTION_ONLY`."""
     node: dict[str, Json] = {
         "class": _short_class(module),
         "class_path": class_name(module),
@@ -196,17 +194,17 @@ class NodeFunction(Protocol):
     ) -> dict[str, Json]: ...
 
 
-def hashed_part(node: dict[str, Json]) -> dict[str, Json]:
-    """What of a module description enters its hash."""
-    return {k: v for k, v in node.items() if k not in DESCRIPTION_ONLY}
-
-
 def structure_hash(
-    module: nn.Module, memo: StructureMemo | None = None, node: NodeFunction = structure_node
+    module: nn.Module,
+    memo: StructureMemo | None = None,
+    node: NodeFunction = structure_node,
+    descriptions: MutableMapping[str, dict[str, Json]] | None = None,
 ) -> str:
     """SHA-256 structure hash of a module tree; wrappers hash as the module they wrap.
 
-    ``memo`` must only ever be used with one ``node`` function.
+    ``memo`` must only ever be used with one ``node`` function. ``descriptions``, if given,
+    receives each module's description by its hash (each module hashed with this memo; give
+    a fresh memo with a fresh ``descriptions``).
     """
     memo = {} if memo is None else memo
     target = unwrap(module)
@@ -215,10 +213,13 @@ def structure_hash(
     if cached is not None and cached[0] is target:
         return cached[1]
     children: list[Json] = [
-        [name, None if child is None else structure_hash(child, memo, node)]
+        [name, None if child is None else structure_hash(child, memo, node, descriptions)]
         for name, child in target._modules.items()
     ]
-    digest = sha256_hex(canonical_json(hashed_part(node(target, children))))
+    description = node(target, children)
+    digest = description_hash(description)
+    if descriptions is not None:
+        descriptions[digest] = description
     memo[key] = (target, digest)
     return digest
 

@@ -11,9 +11,10 @@ from .canonical import Json, canonical_json
 from .computation import Computation, computation_table, read_computations
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
+from .modules import ModuleTable, closure, modules_to_dict, read_modules
 from .signature import InputSignature, workload_key
 from .strict_json import load_json
-from .versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .versions import READABLE_SNAPSHOT_FORMATS, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .workload import Workload, check_links, read_identity
 
 
@@ -123,20 +124,32 @@ class SnapshotEntry:
 @dataclass(frozen=True)
 class SnapshotDocument:
     """A test's workload table as stored in its snapshot file, with each distinct
-    computation of its workloads once (an older snapshot has none)."""
+    computation and each distinct module description of its workloads once, and the library
+    versions it was recorded with (a format 1 snapshot has no descriptions or versions, one
+    written before computations none of those). Only the entries decide a match."""
 
     scheme: int
     entries: tuple[SnapshotEntry, ...]
     computations: Mapping[str, Computation] = field(default_factory=dict, compare=False)
+    modules: ModuleTable = field(default_factory=dict, compare=False)
+    libraries: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     @classmethod
-    def of(cls, scheme: int, workloads: Iterable[Workload]) -> SnapshotDocument:
+    def of(
+        cls,
+        scheme: int,
+        workloads: Iterable[Workload],
+        modules: ModuleTable | None = None,
+        libraries: Mapping[str, str] | None = None,
+    ) -> SnapshotDocument:
         rows = tuple(workloads)
         found = (c for w in rows if w.computation is not None for c in w.computation.closure())
         return cls(
             scheme,
             tuple(SnapshotEntry.from_workload(w) for w in rows),
             {c.hash: c for c in found},
+            closure(modules or {}, (w.structure_hash for w in rows)),
+            dict(libraries or {}),
         )
 
     def to_dict(self) -> dict[str, Json]:
@@ -145,18 +158,23 @@ class SnapshotDocument:
             "fingerprint_scheme": self.scheme,
             "workloads": [e.to_dict() for e in self.entries],
         }
+        if self.libraries:  # (none: re-written from a format 1 snapshot)
+            out["libraries"] = dict(sorted(self.libraries.items()))
         if self.computations:
             out["computations"] = dict(computation_table(list(self.computations.values())))
+        if self.modules:
+            out["modules"] = modules_to_dict(self.modules)
         return out
 
     @classmethod
     def from_dict(cls, data: object) -> SnapshotDocument:
         d = read_object(data, "snapshot")
         version = read_field(d, SNAPSHOT_FORMAT_KEY, int)
-        if version != SNAPSHOT_FORMAT:
+        if version not in READABLE_SNAPSHOT_FORMATS:
+            readable = ", ".join(map(str, READABLE_SNAPSHOT_FORMATS))
             raise WorkloadDataError(
                 f"snapshot format {version} is not supported (this release reads "
-                f"{SNAPSHOT_FORMAT}); upgrade pytest-workload or regenerate the snapshot"
+                f"{readable}); upgrade pytest-workload or regenerate the snapshot"
             )
         entries = []
         for row, data in enumerate(read_field(d, "workloads", list)):
@@ -173,12 +191,23 @@ class SnapshotDocument:
                     "operations in 'computations'"
                 )
         scheme = read_field(d, "fingerprint_scheme", int)
-        return cls(scheme=scheme, entries=tuple(entries), computations=computations)
+        libraries = read_field(d, "libraries", dict, optional=True) or {}
+        if not all(isinstance(v, str) for v in libraries.values()):
+            raise WorkloadDataError("libraries must map distribution names to versions")
+        return cls(
+            scheme=scheme,
+            entries=tuple(entries),
+            computations=computations,
+            modules=read_modules(d.get("modules", {})),
+            libraries=libraries,
+        )
 
     def to_text(self) -> str:
         """Review-friendly JSON: one field per line, signatures kept on one line."""
         lines = ["{", f'  "{SNAPSHOT_FORMAT_KEY}": {SNAPSHOT_FORMAT},']
         lines.append(f'  "fingerprint_scheme": {self.scheme},')
+        if self.libraries:
+            lines.append(f'  "libraries": {_inline(dict(sorted(self.libraries.items())))},')
         if not self.entries:
             lines.append('  "workloads": []')
         else:
@@ -189,6 +218,9 @@ class SnapshotDocument:
         if self.computations:
             lines[-1] += ","
             lines.append(_render_computations(computation_table(list(self.computations.values()))))
+        if self.modules:
+            lines[-1] += ","
+            lines.append(_render_modules(self.modules))
         lines.append("}")
         return "\n".join(lines) + "\n"
 
@@ -221,3 +253,9 @@ def _render_computations(table: dict[str, list[Json]]) -> str:
             f"    {_inline(key)}: [\n{body}\n    ]" if items else f"    {_inline(key)}: []"
         )
     return '  "computations": {\n' + ",\n".join(blocks) + "\n  }"
+
+
+def _render_modules(table: ModuleTable) -> str:
+    """One description per line: a changed module is one changed line."""
+    rows = ",\n".join(f"    {_inline(k)}: {_inline(v)}" for k, v in modules_to_dict(table).items())
+    return '  "modules": {\n' + rows + "\n  }"

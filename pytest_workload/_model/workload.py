@@ -15,6 +15,7 @@ from .computation import Computation
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .measured import Measured
+from .modules import ModuleTable, closure, modules_to_dict, read_modules
 from .signature import InputSignature, workload_key
 from .timing import Timing
 from .versions import READABLE_REPORT_SCHEMA_VERSIONS, REPORT_SCHEMA_VERSION
@@ -225,6 +226,10 @@ class TestWorkloads:
 
     nodeid: str
     workloads: tuple[Workload, ...]
+    #: The description of every module in the recorded trees, by structure hash.
+    modules: ModuleTable = field(default_factory=dict, compare=False, repr=False)
+    #: torch's version and those of the distributions that define the trees' classes.
+    libraries: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def __iter__(self) -> Iterator[Workload]:
         return iter(self.workloads)
@@ -246,13 +251,26 @@ class TestWorkloads:
             row = self.workloads.index(parent)
         return tuple(w for w in self.workloads if _called_by(w, parent, row))
 
-    def to_dict(self) -> dict[str, Json]:
-        return {"nodeid": self.nodeid, "workloads": [w.to_dict() for w in self.workloads]}
+    def to_dict(self, modules: bool = True) -> dict[str, Json]:
+        """With ``modules=False`` (the JSON report, which keeps one table for all its tests),
+        the descriptions are left out."""
+        out: dict[str, Json] = {
+            "nodeid": self.nodeid,
+            "workloads": [w.to_dict() for w in self.workloads],
+        }
+        if self.libraries:
+            out["libraries"] = dict(self.libraries)
+        if modules and self.modules:
+            out["modules"] = modules_to_dict(self.modules)
+        return out
 
     @classmethod
-    def from_dict(cls, data: object) -> TestWorkloads:
+    def from_dict(cls, data: object, modules: ModuleTable | None = None) -> TestWorkloads:
+        """``modules``: the report's table, which this test takes its descriptions from
+        (without it, the test's own ``modules`` field)."""
         d = read_object(data, "test")
         nodeid = read_field(d, "nodeid", str)
+        table = read_modules(d["modules"]) if modules is None and "modules" in d else modules
         workloads = []
         for row, data in enumerate(read_field(d, "workloads", list)):
             try:
@@ -260,7 +278,15 @@ class TestWorkloads:
             except WorkloadDataError as exc:
                 raise WorkloadDataError(f"test {nodeid!r}, workload {row}: {exc}") from None
         check_links(workloads, f"test {nodeid!r}")
-        return cls(nodeid=nodeid, workloads=tuple(workloads))
+        libraries = read_field(d, "libraries", dict, optional=True) or {}
+        if not all(isinstance(v, str) for v in libraries.values()):
+            raise WorkloadDataError(f"test {nodeid!r}: libraries must map names to versions")
+        return cls(
+            nodeid=nodeid,
+            workloads=tuple(workloads),
+            modules=closure(table or {}, (w.structure_hash for w in workloads)),
+            libraries=libraries,
+        )
 
 
 class _Linked(Protocol):
@@ -321,13 +347,24 @@ class SessionReport:
     #: What the session could not record, e.g. the tests of a crashed xdist worker.
     problems: tuple[str, ...] = ()
 
+    @property
+    def libraries(self) -> dict[str, str]:
+        """The library versions its tests recorded (torch from ``environment`` in a report
+        written before tests kept theirs)."""
+        found = {k: v for t in self.tests for k, v in t.libraries.items()}
+        torch = self.environment.get("torch") if isinstance(self.environment, dict) else None
+        if not found and isinstance(torch, str):
+            found["torch"] = torch.split("+")[0]
+        return found
+
     def to_dict(self) -> dict[str, Json]:
         return {
             "schema_version": self.schema_version,
             "fingerprint_scheme": self.scheme,
             "environment": self.environment,
             "problems": list(self.problems),
-            "tests": [t.to_dict() for t in self.tests],
+            "tests": [t.to_dict(modules=False) for t in self.tests],
+            "modules": modules_to_dict({k: v for t in self.tests for k, v in t.modules.items()}),
         }
 
     @classmethod
@@ -339,7 +376,8 @@ class SessionReport:
                 f"report schema_version {version} is not supported (this release reads "
                 f"{', '.join(map(str, READABLE_REPORT_SCHEMA_VERSIONS))})"
             )
-        tests = tuple(TestWorkloads.from_dict(t) for t in read_field(d, "tests", list))
+        modules = read_modules(d.get("modules", {}))
+        tests = tuple(TestWorkloads.from_dict(t, modules) for t in read_field(d, "tests", list))
         seen: set[str] = set()
         for test in tests:
             if test.nodeid in seen:

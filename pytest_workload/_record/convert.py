@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .._identity.libraries import library_versions
 from .._measure.replay import Measurement
 from .._measure.timing import summarize
 from .._model.measured import OBSERVED, OFF, Measured, not_measured
@@ -14,7 +15,13 @@ def to_test_workloads(nodeid: str, table: RowTable) -> TestWorkloads:
     """The rows of ``table`` in order of first call."""
     entries = sorted(table.entries(), key=lambda e: e.done.order)
     position = {e.row: i for i, e in enumerate(entries)}
-    return TestWorkloads(nodeid, tuple(_workload(e, position, table.timing) for e in entries))
+    identities = [e.done.identity for e in entries]
+    return TestWorkloads(
+        nodeid,
+        tuple(_workload(e, position, table.timing) for e in entries),
+        modules={k: v for i in identities for k, v in i.descriptions.items()},
+        libraries=library_versions(p for i in identities for p in i.packages) if entries else {},
+    )
 
 
 def _timing(entry: Entry) -> Timing | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -95,6 +95,10 @@ class Identity:
     alternates: tuple[AlternateHash, ...]
     output: Json
     device: str
+    #: Each module's description in the tree, by structure hash.
+    descriptions: Mapping[str, Mapping[str, Json]]
+    #: Top-level packages of the classes in the tree (where library versions come from).
+    packages: frozenset[str]
 
 
 _IdentityKey = tuple[int, bool, object, object, str]
@@ -174,7 +178,8 @@ class IdentityCache:
         signature = InputSignature(*described)
         watch = AttributeWatch.of(target)
         memo: StructureMemo = {}
-        structure = self.scheme.structure_hash(target, memo)
+        descriptions: dict[str, dict[str, Json]] = {}
+        structure = self.scheme.structure_hash(target, memo, descriptions)
         known = Identity(
             target=target,
             signature=signature,
@@ -189,6 +194,10 @@ class IdentityCache:
             alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
             output=self._describe_output(result),
             device=str(device),
+            descriptions=descriptions,
+            packages=frozenset(
+                type(m).__module__.partition(".")[0] for m in unwrap(target).modules()
+            ),
         )
         self._known[key] = known
         return known

@@ -63,6 +63,7 @@ def render_comparison(c: Comparison) -> list[str]:
             lines.append("  " + "  ".join(cell for cell in cells if cell))
             lines += [f"             {one_line(d)}" for d in r.details]
     lines += [one_line(line) for p in _problems(c) for line in p.splitlines()]
+    lines += [c.libraries] if c.libraries else []
     lines.append(_summary(c))
     return lines
 
@@ -79,6 +80,7 @@ def render_comparison_markdown(c: Comparison) -> list[str]:
         "",
         _summary(c),
         "",
+        *([markdown_text(c.libraries), ""] if c.libraries else []),
         "| verdict | test | workload | input | hash | time (base -> head) | ratio [95% interval] |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
 from .._model.timing import Timing
 from .._model.workload import SessionReport, TestWorkloads, Workload
@@ -50,6 +51,8 @@ class Comparison:
     collapses: tuple[Collapse, ...] = ()
     incomparable: str | None = None
     timings_compared: bool = False
+    #: The two reports' library versions, when hashes changed and the versions differ.
+    libraries: str | None = None
 
     @property
     def regressed(self) -> bool:
@@ -61,8 +64,9 @@ class Comparison:
 
 
 def _document(test: TestWorkloads | None, scheme: int) -> SnapshotDocument:
-    workloads = () if test is None else test.workloads
-    return SnapshotDocument.of(scheme, workloads)
+    if test is None:
+        return SnapshotDocument.of(scheme, ())
+    return SnapshotDocument.of(scheme, test.workloads, test.modules, test.libraries)
 
 
 def _root_timings(test: TestWorkloads | None) -> dict[str, Timing]:
@@ -162,7 +166,9 @@ def compare_reports(
         ]
     checks = KeyChecks()
     collapses = tuple(c for test in head.tests for c in checks.check(test))
-    return Comparison(tuple(rows), collapses, timings_compared=timed)
+    hashes_changed = any(r.base_hash != r.head_hash for r in rows)
+    versions = versions_line(base.libraries, head.libraries) if hashes_changed else None
+    return Comparison(tuple(rows), collapses, timings_compared=timed, libraries=versions)
 
 
 def _ordered(base: dict[str, TestWorkloads], head: dict[str, TestWorkloads]) -> Iterable[str]:

@@ -19,6 +19,7 @@ from .._model.signature import InputSignature, format_node, is_tensor_node, labe
 from .._model.snapshot import SnapshotDocument, SnapshotEntry
 from .compute_diff import compute_lines, computes_agree
 from .distance import distance_factor, nearest
+from .structure_diff import field_changes, grouped_lines
 
 ChangeKind = Literal["changed", "appeared", "vanished"]
 
@@ -238,6 +239,13 @@ def _structure_lines(
             "the stored snapshot has no structure_hash_without_dtypes (an older release wrote "
             "it), so a dtype change cannot be told apart from a structure change"
         )
+    path = new.name if new.depth else ""
+    fields = field_changes(
+        old_doc.modules, new_doc.modules, old.structure_hash, new.structure_hash, path
+    )
+    if fields:
+        lines.extend(grouped_lines(fields, new.name))
+        return lines
     paths = changed_submodules(old, new, old_doc, new_doc)
     if paths:
         lines.append("submodules whose structure changed: " + ", ".join(paths))

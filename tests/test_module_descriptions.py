@@ -1,0 +1,189 @@
+"""Module descriptions stored once (snapshot and report), field-level explanations from them,
+what counts as an upgrade, and the library versions beside them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+from torch import nn
+
+from pytest_workload import SnapshotDocument
+from pytest_workload._model.errors import WorkloadDataError
+from pytest_workload._model.library_versions import versions_line
+from pytest_workload._model.modules import description_hash, read_modules
+from pytest_workload._model.workload import SessionReport
+from pytest_workload._render.comparison import render_comparison, render_comparison_markdown
+from pytest_workload._verdict.compare import compare_reports
+from pytest_workload._verdict.diff import compare_documents
+from pytest_workload._verdict.structure_diff import field_changes, grouped_lines, own_changes
+from pytest_workload._verdict.upgrade import upgrade_refusals
+from tests.recording import record
+
+
+def deep(blocks: int = 20, **bn) -> nn.Module:
+    model = nn.Sequential(
+        *[nn.Sequential(nn.Conv2d(4, 4, 1), nn.BatchNorm2d(4, **bn)) for _ in range(blocks)]
+    )
+    return model.eval()
+
+
+def table(model: nn.Module, max_depth: int = 0):
+    return record(lambda: model(torch.rand(1, 4, 4, 4)), max_depth=max_depth, timing=False)
+
+
+def document(model: nn.Module, max_depth: int = 0) -> SnapshotDocument:
+    t = table(model, max_depth)
+    return SnapshotDocument.of(1, t, t.modules, t.libraries)
+
+
+def test_each_distinct_description_is_stored_once_whatever_the_tree_size():
+    small, large = document(deep(2)), document(deep(20))
+    # root, one block, its conv and its norm: the root differs, the block is shared
+    assert len(small.modules) == len(large.modules) == 4
+    assert all(description_hash(d) == k for k, d in large.modules.items())
+    assert large.entries[0].structure_hash in large.modules
+
+
+def test_a_snapshot_keeps_descriptions_and_libraries_through_its_text():
+    doc = document(deep(3))
+    back = SnapshotDocument.from_text(doc.to_text())
+    assert back.modules == doc.modules
+    assert back.libraries == doc.libraries and "torch" in back.libraries
+
+
+def test_a_report_stores_each_description_once_for_all_its_tests():
+    a, b = table(deep(3)), dataclasses.replace(table(deep(3)), nodeid="u")
+    report = SessionReport(scheme=1, tests=(dataclasses.replace(a, nodeid="t"), b))
+    data = report.to_dict()
+    assert "modules" not in data["tests"][0] and len(data["modules"]) == 4
+    back = SessionReport.from_dict(json.loads(json.dumps(data)))
+    assert [t.modules for t in back.tests] == [a.modules, a.modules]
+    assert back.tests[0].libraries == a.libraries
+
+
+def test_an_older_report_without_descriptions_still_reads():
+    data = SessionReport(scheme=1, tests=(table(deep(2)),)).to_dict()
+    data["schema_version"] = 2
+    del data["modules"]
+    for t in data["tests"]:
+        del t["libraries"]
+    back = SessionReport.from_dict(data)
+    assert back.tests[0].modules == {} and back.schema_version == 2
+
+
+def test_an_edited_description_or_a_missing_child_is_refused():
+    stored = json.loads(json.dumps(document(deep(2)).to_dict()["modules"]))
+    edited = dict(stored)
+    key = next(iter(edited))
+    edited[key] = {**edited[key], "config": "edited"}
+    with pytest.raises(WorkloadDataError, match="does not hash to its key"):
+        read_modules(edited)
+    root = next(k for k, d in stored.items() if len(d["children"]) == 2)
+    with pytest.raises(WorkloadDataError, match="has no stored description"):
+        read_modules({root: stored[root]})
+
+
+def test_changed_fields_are_named_and_grouped_across_modules():
+    old, new = document(deep(20)), document(deep(20, momentum=0.2))
+    changes = field_changes(
+        old.modules, new.modules, old.entries[0].structure_hash, new.entries[0].structure_hash, ""
+    )
+    assert changes is not None
+    lines = grouped_lines(changes, "model")
+    assert lines == [
+        "BatchNorm2d config '4, eps=1e-05, momentum=0.1, affine=True, bias=True, "
+        "track_running_stats=True' -> '..., momentum=0.2, ...' (20 modules: 0.1, 1.1, 2.1, ...)",
+        "BatchNorm2d attribute momentum 0.1 -> 0.2 (20 modules: 0.1, 1.1, 2.1, ...)",
+    ]
+    (change,) = compare_documents(old, new)
+    assert lines[0] in change.details
+
+
+def test_own_changes_name_each_kind_of_field():
+    a = {
+        "class": "x.A",
+        "config": "4",
+        "attributes": {"p": 1, "gone": 2},
+        "training": False,
+        "parameters": [["weight", [4, 4], "float32"], ["bias", [4], "float32"]],
+        "buffers": [],
+        "children": [],
+    }
+    b = {
+        **a,
+        "class": "y.A",
+        "config": "8",
+        "attributes": {"p": 2, "new": True},
+        "training": True,
+        "parameters": [["weight", [8, 4], "float32"], ["scale", [1], "float16"]],
+    }
+    assert own_changes(a, b) == [
+        "class x.A -> y.A",
+        "config '4' -> '8'",
+        "attribute gone removed (was 2)",
+        "attribute new added: true",
+        "attribute p 1 -> 2",
+        "mode eval -> train",
+        "parameter weight shape [4, 4] -> [8, 4]",
+        "parameter bias removed",
+        'parameter scale added: [1] "float16"',
+    ]
+
+
+def test_without_descriptions_no_field_is_guessed():
+    old, new = document(deep(2)), document(deep(2, momentum=0.2))
+    bare = dataclasses.replace(old, modules={})
+    h = (old.entries[0].structure_hash, new.entries[0].structure_hash)
+    assert field_changes(bare.modules, new.modules, *h, "") is None
+    (change,) = compare_documents(bare, new)
+    assert not any("momentum" in d for d in change.details)
+
+
+def test_an_upgrade_changes_only_wording():
+    old, model = document(deep(3)), deep(3)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.fix_init = True
+    reworded = document(model)
+    assert reworded.entries[0].hash != old.entries[0].hash
+    assert upgrade_refusals(old, reworded) == []
+    assert upgrade_refusals(dataclasses.replace(old, modules={}), reworded) == [
+        "the stored snapshot holds no module descriptions (an older release wrote it), so its "
+        "parameters and children cannot be compared"
+    ]
+
+
+def test_a_changed_shape_or_computation_is_no_upgrade():
+    old = document(deep(3))
+    wider = nn.Sequential(
+        *[nn.Sequential(nn.Conv2d(4, 4, 3, padding=1), nn.BatchNorm2d(4)) for _ in range(3)]
+    ).eval()
+    refusals = upgrade_refusals(old, document(wider))
+    assert any("parameters, buffers, children or train/eval mode changed" in r for r in refusals)
+    assert any("computation changed" in r for r in refusals)  # (no FLOPs: timing off)
+    eps = upgrade_refusals(old, document(deep(3, eps=1e-3)))
+    assert len(eps) == 1 and "computation changed (compute hash" in eps[0]
+
+
+def test_versions_are_named_in_one_line_only_when_they_differ():
+    before = {"torch": "2.11.0", "timm": "1.0.20"}
+    after = {"timm": "1.0.31", "torch": "2.12.1"}
+    assert versions_line(before, after) == (
+        "written with torch 2.11.0, timm 1.0.20; this run: torch 2.12.1, timm 1.0.31"
+    )
+    assert versions_line(before, dict(before)) is None
+    assert versions_line({}, after) is None
+
+
+def test_compare_names_the_versions_when_hashes_changed():
+    base_test = dataclasses.replace(table(deep(2)), libraries={"torch": "2.11.0"})
+    head_test = dataclasses.replace(table(deep(2, momentum=0.2)), libraries={"torch": "2.12.1"})
+    same = compare_reports(SessionReport(1, (base_test,)), SessionReport(1, (base_test,)))
+    assert same.libraries is None
+    changed = compare_reports(SessionReport(1, (base_test,)), SessionReport(1, (head_test,)))
+    assert changed.libraries == "written with torch 2.11.0; this run: torch 2.12.1"
+    assert changed.libraries in render_comparison(changed)
+    assert changed.libraries in render_comparison_markdown(changed)
