@@ -75,6 +75,9 @@ class IdentityCache:
         self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
         self._plans: dict[tuple[int, int], tuple[nn.Module, Plan]] = {}
         self._registration_watch: list[RemovableHandle] = []
+        #: bumped whenever what was read is forgotten, so a caller can tell whether an
+        #: identity it holds still stands (a lazy module registers parameters in its forward)
+        self.generation = 0
 
     def watch(self) -> None:
         """Forget what was read whenever a submodule or a parameter is registered anywhere; a
@@ -97,6 +100,7 @@ class IdentityCache:
         self._registration_watch.clear()
 
     def forget(self, *_: Any) -> None:
+        self.generation += 1
         self._known.clear()
         self._plans.clear()
         self._first_owner.clear()
