@@ -170,10 +170,11 @@ def structure_hash(
     return digest
 
 
-def structure_hash_without_dtypes(module: nn.Module) -> str:
+def structure_hash_without_dtypes(module: nn.Module, memo: StructureMemo | None = None) -> str:
     """The structure hash with parameter and buffer dtypes left out: two trees that agree on
-    it, and not on :func:`structure_hash`, differ in those dtypes and in nothing else."""
-    return structure_hash(module, node=functools.partial(structure_node, dtypes=False))
+    it, and not on :func:`structure_hash`, differ in those dtypes and in nothing else
+    (``memo`` is only ever used with this function)."""
+    return structure_hash(module, memo, functools.partial(structure_node, dtypes=False))
 
 
 def child_structure_hashes(

@@ -78,6 +78,11 @@ class IdentityCache:
         #: bumped whenever what was read is forgotten, so a caller can tell whether an
         #: identity it holds still stands (a lazy module registers parameters in its forward)
         self.generation = 0
+        # structure hashes read during one root call: its submodules complete before it, so
+        # each module of the tree is hashed once per root call, not once per recorded ancestor
+        self._memo: StructureMemo = {}
+        self._memo_without_dtypes: StructureMemo = {}
+        self._arg_names: dict[object, tuple[str, ...]] = {}
 
     def watch(self) -> None:
         """Forget what was read whenever a submodule or a parameter is registered anywhere; a
@@ -101,9 +106,16 @@ class IdentityCache:
 
     def forget(self, *_: Any) -> None:
         self.generation += 1
+        self.root_ended()
         self._known.clear()
         self._plans.clear()
         self._first_owner.clear()
+
+    def root_ended(self) -> None:
+        """Forget the structure hashes read during a root call (a tree may change between
+        calls without registering anything: ``model.half()``)."""
+        self._memo.clear()
+        self._memo_without_dtypes.clear()
 
     def plan(self, module: nn.Module, max_depth: int) -> Plan:
         cached = self._plans.get((id(module), max_depth))
@@ -129,18 +141,20 @@ class IdentityCache:
             return known
         fast_key = key[-1]
         signature = InputSignature(*described)
-        memo: StructureMemo = {}
+        memo = self._memo
         structure = self.scheme.structure_hash(target, memo)
         known = Identity(
             target=target,
             signature=signature,
             fast_key=fast_key,
             structure_hash=structure,
-            structure_hash_without_dtypes=structure_hash_without_dtypes(target),
+            structure_hash_without_dtypes=structure_hash_without_dtypes(
+                target, self._memo_without_dtypes
+            ),
             hash=self.scheme.workload_hash(structure, signature),
             class_name=class_name(target),
             params=param_stats(target),
-            arg_names=_arg_names(target),
+            arg_names=self._names_of_arguments(target),
             submodules=child_structure_hashes(target, memo, self.scheme.node),
             alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
             output=self._describe_output(result),
@@ -189,6 +203,16 @@ class IdentityCache:
         if owner is None or name not in owner._parameters:  # (deleted since)
             return None
         return owner._parameters[name]
+
+    def _names_of_arguments(self, module: nn.Module) -> tuple[str, ...]:
+        """``forward``'s positional parameter names, read once per forward function."""
+        function = getattr(module.forward, "__func__", None)
+        if function is None:
+            return _arg_names(module)
+        names = self._arg_names.get(function)
+        if names is None:
+            names = self._arg_names[function] = _arg_names(module)
+        return names
 
     def _describe_output(self, result: Any) -> Json:
         try:

@@ -98,6 +98,7 @@ class CallStack:
                 frame.first.end(None)
         self._frames.clear()
         self.plan = None
+        self._identities.root_ended()
 
     def _end_trace(self) -> Computation | None:
         trace, self._trace = self._trace, None
@@ -254,6 +255,7 @@ class CallStack:
         if self._frames:
             return False
         self.plan = None
+        self._identities.root_ended()
         return True
 
     def _now(self) -> int:
