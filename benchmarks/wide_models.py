@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -102,7 +103,7 @@ def _run(suite: Path, side: Side, recorded: bool, threads: int) -> None:
         args += ["--workload-snapshot", "--snapshot-update", "--workload-json=report.json"]
     else:
         args += ["-p", "no:workload"]
-    env = {"OMP_NUM_THREADS": str(threads), "PATH": "/usr/bin:/bin"}
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     result = subprocess.run(args, cwd=suite, capture_output=True, text=True, env=env)
     side.exit_codes.append(result.returncode)
     if result.returncode != 0:
@@ -113,7 +114,7 @@ def _run(suite: Path, side: Side, recorded: bool, threads: int) -> None:
     side.rss.append(json.loads((suite / "rss.json").read_text()))
     if recorded:
         side.json_bytes = (suite / "report.json").stat().st_size
-        snapshots = list((suite / "__snapshots__").rglob("*"))
+        snapshots = list((suite / "__workload_snapshots__").rglob("*"))
         side.snapshot_bytes = sum(p.stat().st_size for p in snapshots if p.is_file())
 
 
