@@ -14,7 +14,7 @@ from .canonical import Json
 from .computation import Computation
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
-from .measured import Measured
+from .measured import BUDGET_SPENT, Measured
 from .signature import InputSignature, workload_key
 from .timing import Timing
 from .versions import READABLE_REPORT_SCHEMA_VERSIONS, REPORT_SCHEMA_VERSION
@@ -310,6 +310,16 @@ def _called_by(w: Workload, parent: Workload, row: int) -> bool:
     return w.caller == row
 
 
+def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
+    """Workloads of ``tests`` that the session's timing budget left untimed."""
+    return sum(
+        1
+        for t in tests
+        for w in t.workloads
+        if w.measured is not None and w.measured.timing == BUDGET_SPENT
+    )
+
+
 @dataclass(frozen=True)
 class SessionReport:
     """What ``--workload-json`` writes: every test's workloads under one fingerprint scheme."""
@@ -321,14 +331,23 @@ class SessionReport:
     #: What the session could not record, e.g. the tests of a crashed xdist worker.
     problems: tuple[str, ...] = ()
 
+    @property
+    def not_timed(self) -> int:
+        """Workloads the session's timing budget left untimed."""
+        return count_not_timed(self.tests)
+
     def to_dict(self) -> dict[str, Json]:
-        return {
+        data: dict[str, Json] = {
             "schema_version": self.schema_version,
             "fingerprint_scheme": self.scheme,
             "environment": self.environment,
             "problems": list(self.problems),
-            "tests": [t.to_dict() for t in self.tests],
         }
+        not_timed = self.not_timed
+        if not_timed:  # (each of them says so in its measured.timing too)
+            data["not_timed"] = not_timed
+        data["tests"] = [t.to_dict() for t in self.tests]
+        return data
 
     @classmethod
     def from_dict(cls, data: object) -> SessionReport:
