@@ -243,6 +243,7 @@ def test_options_are_one_help_group_with_ini_keys_and_defaults(pytester):
         "--workload-json",
         "--workload-timing",
         "--workload-time-budget",
+        "--workload-session-budget",
         "--workload-device",
         "--workload-perf ",
         "--workload-perf-tolerance",
@@ -252,13 +253,14 @@ def test_options_are_one_help_group_with_ini_keys_and_defaults(pytester):
         "--workload-report",
     ):
         assert flag.strip() in group, flag
-    assert group.count("(default: ") == 11
-    assert group.count("ini: workload_") == 11
+    assert group.count("(default: ") == 12
+    assert group.count("ini: workload_") == 12
     for ini in (
         "workload_snapshot",
         "workload_json",
         "workload_timing",
         "workload_time_budget",
+        "workload_session_budget",
         "workload_device",
         "workload_perf",
         "workload_perf_tolerance",
