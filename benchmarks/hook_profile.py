@@ -28,24 +28,25 @@ from _common import markdown_table, median, print_header
 
 import pytest_workload
 from pytest_workload import WorkloadRecorder
+from pytest_workload._record.hooks import Hooks
 
 HOOKS = ("_enter", "_done", "_exit", "_watch_global")
 
 
 def wrap(name: str, spent: dict[str, list[int]]) -> Callable[[], None]:
     """Time one recorder hook; returns what puts the original back."""
-    original = getattr(WorkloadRecorder, name)
+    original = getattr(Hooks, name)
 
     @functools.wraps(original)
-    def timed(self: WorkloadRecorder, *args: Any, **kwargs: Any) -> Any:
+    def timed(self: Hooks, *args: Any, **kwargs: Any) -> Any:
         start = time.perf_counter_ns()
         try:
             return original(self, *args, **kwargs)
         finally:
             spent[name].append(time.perf_counter_ns() - start)
 
-    setattr(WorkloadRecorder, name, timed)
-    return lambda: setattr(WorkloadRecorder, name, original)
+    setattr(Hooks, name, timed)
+    return lambda: setattr(Hooks, name, original)
 
 
 def profile(model: torch.nn.Module, x: torch.Tensor, calls: int, depth: int) -> dict[str, float]:

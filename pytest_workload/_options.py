@@ -83,6 +83,11 @@ def _positive_float(value: str) -> float:
     return number(value, positive=True)
 
 
+def _optional_seconds(value: str) -> float | None:
+    """Seconds ``> 0``, or nothing (the empty ini default: no bound)."""
+    return number(value, positive=True) if value else None
+
+
 def _device(value: str) -> str:
     try:
         return check_device_spec(value)
@@ -171,6 +176,15 @@ _OPTIONS = (
         "time spent timing one workload, after at least 2 warm-up calls and 5 samples",
     ),
     _Option(
+        "--workload-session-budget",
+        "",
+        _optional_seconds,
+        "SECONDS",
+        "time all timings of the session may take (each xdist worker's own): workloads with a "
+        "timing baseline are always timed, the rest while the budget lasts; those left untimed "
+        "are counted in the report and marked in the JSON",
+    ),
+    _Option(
         "--workload-device",
         "auto",
         _device,
@@ -235,6 +249,7 @@ def read_settings(config: pytest.Config) -> WorkloadSettings:
         update=bool(config.getoption("update_snapshots", False)),
         timing=option_value(config, "--workload-timing"),
         time_budget_s=option_value(config, "--workload-time-budget"),
+        session_budget_s=option_value(config, "--workload-session-budget"),
         perf=option_value(config, "--workload-perf"),
         workers=int(getattr(config, "workerinput", {}).get("workercount", 1)),
         tolerance=option_value(config, "--workload-perf-tolerance"),

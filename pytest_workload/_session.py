@@ -17,15 +17,16 @@ from ._gate.perf import PerfGate, PerfMode
 from ._gate.snapshot import SnapshotGate
 from ._identity.describe import Describer
 from ._identity.fingerprint import CURRENT_SCHEME, FingerprintScheme
+from ._measure.budget import SessionBudget
 from ._measure.device import environment, resolve_device
 from ._measure.timing import TimingPolicy
 from ._model.baseline import BASELINE_DIRNAME
 from ._model.canonical import Json
 from ._model.files import write_report
 from ._model.notes import Note
-from ._model.workload import SessionReport, TestWorkloads
+from ._model.workload import SessionReport, TestWorkloads, count_not_timed
 from ._record.recorder import Keyer, WorkloadRecorder
-from ._render.report import render_notes, render_session, render_unchecked
+from ._render.report import render_not_timed, render_notes, render_session, render_unchecked
 from ._verdict.drift import DEFAULT_TOLERANCE
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ class WorkloadSettings:
     update: bool = False
     timing: bool = True
     time_budget_s: float = TimingPolicy.budget_s
+    #: seconds all timings of this process may take (None: no bound)
+    session_budget_s: float | None = None
     perf: PerfMode = "on"
     workers: int = 1
     tolerance: float = DEFAULT_TOLERANCE
@@ -89,6 +92,11 @@ class WorkloadSession:
             update=settings.update,
             workers=settings.workers,
         )
+        self.budget = (
+            None
+            if settings.session_budget_s is None
+            else SessionBudget(settings.session_budget_s, self._gated)
+        )
         self._device: torch.device | None = None
         self._tests: dict[str, TestWorkloads] = {}
         self._order: dict[str, int] = {}
@@ -119,6 +127,11 @@ class WorkloadSession:
             self._device = resolve_device(self.settings.device)
         return self._device
 
+    def _gated(self, workload_hash: str, device: str) -> bool:
+        """Whether the perf gate judges this workload: the session budget never skips it."""
+        gated = self.settings.snapshot and self.settings.perf != "off"
+        return gated and self.perf.has_baseline(workload_hash, device)
+
     def timing_policy(self, tolerance: float) -> TimingPolicy | None:
         """How to time a test's workloads; where the perf gate will judge them, a timing it
         would fail is re-timed first."""
@@ -141,7 +154,7 @@ class WorkloadSession:
         recorder.stop()
         tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
-            for problem in recorder.measure(self.timing_policy(tolerance)):
+            for problem in recorder.measure(self.timing_policy(tolerance), self.budget):
                 self.perf_notes.append(Note(recorder.nodeid, problem))
         test = recorder.workloads()
         self.add(test)
@@ -226,6 +239,12 @@ class WorkloadSession:
             update=self.settings.update,
             recorded=sum(1 for t in self.tests if t.workloads),
         )
+
+    def not_timed_line(self) -> str | None:
+        """How many workloads the session's timing budget left untimed, if any."""
+        count = count_not_timed(self.tests)
+        budget = self.settings.session_budget_s
+        return render_not_timed(count, budget) if count and budget is not None else None
 
     def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> Path | None:
         """Write the JSON report (``extend`` may add fields to it first)."""

@@ -232,6 +232,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "workload performance")
         for note in perf_notes:
             terminalreporter.write_line(note)
+    not_timed = session.not_timed_line()
+    if not_timed is not None:
+        terminalreporter.write_line(not_timed)
     unchecked = session.unchecked_line()
     if unchecked is not None:
         terminalreporter.write_line(unchecked)

@@ -122,3 +122,39 @@ def test_ended_recorder_refuses_new_tracking(tiny):
 def test_bad_max_depth_is_rejected(bad):
     with pytest.raises(ValueError, match="max_depth must be an int >= 0"):
         WorkloadRecorder("t", max_depth=bad)
+
+
+class Owner(nn.Module):
+    """Children called at top level through methods other than ``forward``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer1 = nn.Sequential(nn.Linear(4, 4))
+        self.layer2 = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+        self.head = nn.Linear(4, 2)
+
+    def forward_features(self, x):
+        return self.layer2(self.layer1(x))
+
+    def forward_head(self, x):
+        return self.head(x)
+
+
+def test_children_called_by_a_method_of_their_owner_are_named_by_their_path():
+    model = Owner().eval()
+    x = torch.rand(1, 4)
+    table = record(lambda: model.forward_head(model.forward_features(x)))
+    assert [w.name for w in table.roots()] == ["model.layer1", "model.layer2", "model.head"]
+
+
+def test_an_owner_no_frame_names_is_named_by_its_class():
+    x = torch.rand(1, 4)
+    table = record(lambda: Owner().eval().forward_features(x))
+    assert [w.name for w in table.roots()] == ["Owner.layer1", "Owner.layer2"]
+
+
+def test_a_child_the_caller_names_keeps_that_name():
+    model = Owner().eval()
+    features = model.layer1
+    table = record(lambda: features(torch.rand(1, 4)))
+    assert [w.name for w in table.roots()] == ["features"]

@@ -48,6 +48,14 @@ class PerfGate:
                 failures += self._check_workload(w, tolerance, notes)
         return GateResult(tuple(failures), tuple(notes))
 
+    def has_baseline(self, workload_hash: str, device: str) -> bool:
+        """Whether a stored baseline on ``device`` judges this workload (an unreadable store
+        counts: timing the workload lets :meth:`check` say what is wrong with it)."""
+        try:
+            return self._store(device).get(workload_hash) is not None
+        except CorruptFileError:
+            return True
+
     def suspect(self, workload_hash: str, timing: Timing, tolerance: float) -> bool:
         """Whether a fresh timing would fail against its baseline, or looks slower than the
         tolerance though load excuses it: the timing loop re-times it then

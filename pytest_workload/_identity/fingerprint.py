@@ -46,8 +46,10 @@ class FingerprintScheme:
     ) -> str:
         return structure_hash(module, memo, self.node, descriptions)
 
-    def structure_hash_without_dtypes(self, module: nn.Module) -> str:
-        return structure_hash_without_dtypes(module, self.node)
+    def structure_hash_without_dtypes(
+        self, module: nn.Module, memo: StructureMemo | None = None
+    ) -> str:
+        return structure_hash_without_dtypes(module, memo, self.node)
 
     def workload_hash(self, structure: str, signature: InputSignature) -> str:
         return sha256_hex(canonical_json([self.version, structure, signature.to_dict()]))

@@ -224,10 +224,13 @@ def structure_hash(
     return digest
 
 
-def structure_hash_without_dtypes(module: nn.Module, node: NodeFunction = structure_node) -> str:
+def structure_hash_without_dtypes(
+    module: nn.Module, memo: StructureMemo | None = None, node: NodeFunction = structure_node
+) -> str:
     """The structure hash with parameter and buffer dtypes left out: two trees that agree on
-    it, and not on :func:`structure_hash`, differ in those dtypes and in nothing else."""
-    return structure_hash(module, node=functools.partial(node, dtypes=False))
+    it, and not on :func:`structure_hash`, differ in those dtypes and in nothing else
+    (``memo`` is only ever used with this function and one ``node``)."""
+    return structure_hash(module, memo, functools.partial(node, dtypes=False))
 
 
 def child_structure_hashes(

@@ -10,11 +10,13 @@ calls' times when a replay could change state it cannot put back. Every outcome 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .._model.measured import (
+    BUDGET_SPENT,
     FIRST_CALL,
     NOT_MEASURED,
     OBSERVED,
@@ -24,6 +26,7 @@ from .._model.measured import (
     not_measured,
 )
 from .._model.timing import Timing
+from .budget import SessionBudget
 from .context import CallContext, mismatch
 from .replay import Measurement, replay
 from .timing import TimingPolicy, summarize
@@ -110,15 +113,32 @@ def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measu
     return _done(call, result.timing, REPLAYED if policy else OFF, None, result)
 
 
+def _untimed(call: RecordedCall) -> tuple[Measurement, str | None]:
+    """A workload the session's budget leaves untimed: FLOPs only, marked as such."""
+    measured, line = measure_call(call, None)
+    how = measured.measured
+    if how is None or how.timing != OFF:  # (it could not have been timed anyway: says why)
+        return measured, line
+    return replace(measured, measured=replace(how, timing=BUDGET_SPENT)), line
+
+
 def measure_calls(
-    calls: Sequence[RecordedCall], policy: TimingPolicy | None
+    calls: Sequence[RecordedCall],
+    policy: TimingPolicy | None,
+    budget: SessionBudget | None = None,
 ) -> tuple[list[Measurement], list[str]]:
-    """A measurement per call (timing unless ``policy`` is None), and lines for the report,
-    one per workload whose measurement is missing or approximate."""
+    """A measurement per call (timing unless ``policy`` is None, or ``budget`` declines it),
+    and lines for the report, one per workload whose measurement is missing or approximate
+    (those the budget left untimed are counted in the report instead)."""
     measurements, lines = [], []
     for call in calls:
         bound = None if policy is None else policy.for_workload(call.workload_hash)
-        measured, line = measure_call(call, bound)
+        if bound is None or budget is None:
+            measured, line = measure_call(call, bound)
+        elif budget.admits(call.workload_hash, call.device):
+            measured, line = budget.charge(functools.partial(measure_call, call, bound))
+        else:
+            measured, line = _untimed(call)
         measurements.append(measured)
         if line is not None:
             lines.append(f"{call.name} ({call.class_name}): {line}")

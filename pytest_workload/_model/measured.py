@@ -19,6 +19,8 @@ FIRST_CALL: Final = "first call"
 OFF: Final = "off"
 #: The prefix of a reason something was not obtained.
 NOT_MEASURED: Final = "not measured: "
+#: Timing left out because the session's timing budget was used up.
+BUDGET_SPENT: Final = NOT_MEASURED + "the session's timing budget was spent"
 
 
 def not_measured(reason: str) -> str:

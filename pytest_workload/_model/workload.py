@@ -14,7 +14,7 @@ from .canonical import Json
 from .computation import Computation
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
-from .measured import Measured
+from .measured import BUDGET_SPENT, Measured
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
 from .signature import InputSignature, workload_key
 from .timing import Timing
@@ -336,6 +336,16 @@ def _called_by(w: Workload, parent: Workload, row: int) -> bool:
     return w.caller == row
 
 
+def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
+    """Workloads of ``tests`` that the session's timing budget left untimed."""
+    return sum(
+        1
+        for t in tests
+        for w in t.workloads
+        if w.measured is not None and w.measured.timing == BUDGET_SPENT
+    )
+
+
 @dataclass(frozen=True)
 class SessionReport:
     """What ``--workload-json`` writes: every test's workloads under one fingerprint scheme."""
@@ -357,15 +367,24 @@ class SessionReport:
             found["torch"] = torch.split("+")[0]
         return found
 
+    @property
+    def not_timed(self) -> int:
+        """Workloads the session's timing budget left untimed."""
+        return count_not_timed(self.tests)
+
     def to_dict(self) -> dict[str, Json]:
-        return {
+        data: dict[str, Json] = {
             "schema_version": self.schema_version,
             "fingerprint_scheme": self.scheme,
             "environment": self.environment,
             "problems": list(self.problems),
-            "tests": [t.to_dict(modules=False) for t in self.tests],
-            "modules": modules_to_dict({k: v for t in self.tests for k, v in t.modules.items()}),
         }
+        not_timed = self.not_timed
+        if not_timed:  # (each of them says so in its measured.timing too)
+            data["not_timed"] = not_timed
+        data["tests"] = [t.to_dict(modules=False) for t in self.tests]
+        data["modules"] = modules_to_dict({k: v for t in self.tests for k, v in t.modules.items()})
+        return data
 
     @classmethod
     def from_dict(cls, data: object) -> SessionReport:

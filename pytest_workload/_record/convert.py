@@ -6,20 +6,22 @@ from .._identity.libraries import library_versions
 from .._measure.replay import Measurement
 from .._measure.timing import summarize
 from .._model.measured import OBSERVED, OFF, Measured, not_measured
+from .._model.modules import ModuleTable, closure
 from .._model.timing import Timing
 from .._model.workload import TestWorkloads, UserKey, Workload
 from .rows import Entry, RowTable
 
 
-def to_test_workloads(nodeid: str, table: RowTable) -> TestWorkloads:
-    """The rows of ``table`` in order of first call."""
+def to_test_workloads(nodeid: str, table: RowTable, descriptions: ModuleTable) -> TestWorkloads:
+    """The rows of ``table`` in order of first call, with the descriptions of their trees
+    (taken from ``descriptions``, every module description the test read)."""
     entries = sorted(table.entries(), key=lambda e: e.done.order)
     position = {e.row: i for i, e in enumerate(entries)}
     identities = [e.done.identity for e in entries]
     return TestWorkloads(
         nodeid,
         tuple(_workload(e, position, table.timing) for e in entries),
-        modules={k: v for i in identities for k, v in i.descriptions.items()},
+        modules=closure(descriptions, (i.structure_hash for i in identities)),
         libraries=library_versions(p for i in identities for p in i.packages) if entries else {},
     )
 

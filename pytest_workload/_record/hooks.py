@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from torch import nn
     from torch.utils.hooks import RemovableHandle
 
+    from .plan import Plan
+
 
 def _register_global_pre(hook: Any) -> RemovableHandle:
     from torch.nn.modules.module import register_module_forward_pre_hook
@@ -50,6 +52,8 @@ class Hooks:
         self._tracked: dict[int, tuple[nn.Module, int]] = {}
         self._scripted_watch: RemovableHandle | None = None
         self._hooked: dict[int, tuple[nn.Module, list[RemovableHandle]]] = {}
+        # plans whose members all have their hooks: a root's later calls skip the loop
+        self._hooked_plans: dict[int, Plan] = {}
         self._script_hooks: list[RemovableHandle] = []
 
     def watch_all(self) -> None:
@@ -83,6 +87,7 @@ class Hooks:
             for handle in handles:
                 handle.remove()
         self._hooked.clear()
+        self._hooked_plans.clear()
         self._tracked.clear()
         self._stack.clear()
 
@@ -125,9 +130,10 @@ class Hooks:
                 register_module_forward_hook(self._done, with_kwargs=True),
                 register_module_forward_hook(self._exit, always_call=True),
             ]
-        else:
+        elif self._hooked_plans.get(id(plan)) is not plan:
             for member, _, _, _ in plan.members.values():
                 self._ensure_hooked(member)
+            self._hooked_plans[id(plan)] = plan
         self._stack.open_root(module, args, kwargs, plan)
 
     def _close_root(self) -> None:
@@ -171,9 +177,11 @@ class Hooks:
     def _done(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
-        if self._stack and self._stack.top().module is module and self._on_thread():
-            self._errors.guarded(self._stack.complete, self._stack.top(), args, kwargs, result)
+        frame = self._stack.current()
+        if frame is not None and frame.module is module and self._on_thread():
+            self._errors.guarded(self._stack.complete, frame, args, kwargs, result)
 
     def _exit(self, module: nn.Module, *_: Any) -> None:
-        if self._stack and self._stack.top().module is module and self._on_thread():
+        frame = self._stack.current()
+        if frame is not None and frame.module is module and self._on_thread():
             self._errors.guarded(self._pop)

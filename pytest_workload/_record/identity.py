@@ -4,14 +4,15 @@ Reading a module's structure costs a tree walk, so it is done once per (module, 
 mode, parameter dtype, device, inputs) and once per root plan. Whenever a submodule or a
 parameter is registered anywhere (a head replaced, a block re-parameterised) the cache is
 dropped, so the next call reads its structure afresh. A plain attribute set between two calls
-(``model[1].p = 0.5``) is seen by an :class:`AttributeWatch`, checked on every cached call.
+(``model[1].p = 0.5``) is seen by an :class:`AttributeWatch`, checked whenever a cached
+identity is looked up: once per root call, as it opens, and once per recorded submodule call.
 """
 
 from __future__ import annotations
 
 import inspect
 import operator
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -95,8 +96,6 @@ class Identity:
     alternates: tuple[AlternateHash, ...]
     output: Json
     device: str
-    #: Each module's description in the tree, by structure hash.
-    descriptions: Mapping[str, Mapping[str, Json]]
     #: Top-level packages of the classes in the tree (where library versions come from).
     packages: frozenset[str]
 
@@ -120,9 +119,17 @@ class IdentityCache:
         self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
         self._plans: dict[tuple[int, int], tuple[nn.Module, Plan]] = {}
         self._registration_watch: list[RemovableHandle] = []
-        # the identity known() found and checked before a root's call, which identity() then
-        # returns after that call without checking its tree's attributes a second time
-        self._checked: Identity | None = None
+        #: bumped whenever what was read is forgotten, so a caller can tell whether an
+        #: identity it holds still stands (a lazy module registers parameters in its forward)
+        self.generation = 0
+        # structure hashes read during one root call: its submodules complete before it, so
+        # each module of the tree is hashed once per root call, not once per recorded ancestor
+        self._memo: StructureMemo = {}
+        self._memo_without_dtypes: StructureMemo = {}
+        self._arg_names: dict[object, tuple[str, ...]] = {}
+        #: every module description read in this test, by its hash (content-addressed, so
+        #: never stale: kept when the memo is dropped)
+        self.descriptions: dict[str, dict[str, Json]] = {}
 
     def watch(self) -> None:
         """Forget what was read whenever a submodule or a parameter is registered anywhere; a
@@ -145,10 +152,17 @@ class IdentityCache:
         self._registration_watch.clear()
 
     def forget(self, *_: Any) -> None:
-        self._checked = None
+        self.generation += 1
+        self.root_ended()
         self._known.clear()
         self._plans.clear()
         self._first_owner.clear()
+
+    def root_ended(self) -> None:
+        """Forget the structure hashes read during a root call (a tree may change between
+        calls without registering anything: ``model.half()``)."""
+        self._memo.clear()
+        self._memo_without_dtypes.clear()
 
     def plan(self, module: nn.Module, max_depth: int) -> Plan:
         cached = self._plans.get((id(module), max_depth))
@@ -170,31 +184,28 @@ class IdentityCache:
         new; the structure is read afresh then, so ``model.half()`` between calls counts."""
         key, device = self._key(target, described, call)
         known = self._known.get(key)
-        if known is not None and known is self._checked:
-            self._checked = None
-            return known
         if known is not None and known.target is target and known.watch.unchanged():
             return known
         signature = InputSignature(*described)
         watch = AttributeWatch.of(target)
-        memo: StructureMemo = {}
-        descriptions: dict[str, dict[str, Json]] = {}
-        structure = self.scheme.structure_hash(target, memo, descriptions)
+        memo = self._memo
+        structure = self.scheme.structure_hash(target, memo, self.descriptions)
         known = Identity(
             target=target,
             signature=signature,
             watch=watch,
             structure_hash=structure,
-            structure_hash_without_dtypes=self.scheme.structure_hash_without_dtypes(target),
+            structure_hash_without_dtypes=self.scheme.structure_hash_without_dtypes(
+                target, self._memo_without_dtypes
+            ),
             hash=self.scheme.workload_hash(structure, signature),
             class_name=class_name(target),
             params=param_stats(target),
-            arg_names=_arg_names(target),
+            arg_names=self._names_of_arguments(target),
             submodules=child_structure_hashes(target, memo, self.scheme.node),
             alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
             output=self._describe_output(result),
             device=str(device),
-            descriptions=descriptions,
             packages=frozenset(
                 type(m).__module__.partition(".")[0] for m in unwrap(target).modules()
             ),
@@ -212,7 +223,6 @@ class IdentityCache:
         known = self._known.get(self._key(target, described, call)[0])
         if known is None or known.target is not target or not known.watch.unchanged():
             return None
-        self._checked = known
         return known
 
     def _key(
@@ -247,6 +257,16 @@ class IdentityCache:
         if owner is None or name not in owner._parameters:  # (deleted since)
             return None
         return owner._parameters[name]
+
+    def _names_of_arguments(self, module: nn.Module) -> tuple[str, ...]:
+        """``forward``'s positional parameter names, read once per forward function."""
+        function = getattr(module.forward, "__func__", None)
+        if function is None:
+            return _arg_names(module)
+        names = self._arg_names.get(function)
+        if names is None:
+            names = self._arg_names[function] = _arg_names(module)
+        return names
 
     def _describe_output(self, result: Any) -> Json:
         try:

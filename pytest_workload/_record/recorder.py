@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from .._identity.describe import Describer
 from .._identity.fingerprint import CURRENT_SCHEME, FingerprintScheme
+from .._measure.budget import SessionBudget
 from .._measure.context import mismatch, trained_as
 from .._measure.first_call import FirstCall
 from .._measure.orchestrate import RecordedCall, measure_calls
@@ -76,6 +77,7 @@ class WorkloadRecorder:
         self._errors = ErrorLog()
         self._rows = RowTable(timing=timing)
         identities = IdentityCache(scheme, alternates, describe)
+        self._identities: IdentityCache | None = identities
         stack = CallStack(
             identities, self._rows, self._errors, describe=describe, keyer=keyer, rootdir=rootdir
         )
@@ -131,7 +133,8 @@ class WorkloadRecorder:
         """The workloads recorded so far, parents before children, in order of first call."""
         if self._released is not None:
             return self._released
-        return to_test_workloads(self.nodeid, self._rows)
+        assert self._identities is not None  # (dropped only once released)
+        return to_test_workloads(self.nodeid, self._rows, self._identities.descriptions)
 
     def __iter__(self) -> Iterator[Workload]:
         return iter(self.workloads())
@@ -139,15 +142,18 @@ class WorkloadRecorder:
     def __len__(self) -> int:
         return len(self.workloads()) if self._released is not None else len(self._rows)
 
-    def measure(self, policy: TimingPolicy | None) -> list[str]:
+    def measure(
+        self, policy: TimingPolicy | None, budget: SessionBudget | None = None
+    ) -> list[str]:
         """Measure each new top-level workload once recording has ended (timing unless
-        ``policy`` is None; FLOPs where its first call could not count them); returns a line
-        per workload whose measurement is missing or approximate."""
+        ``policy`` is None or the session's ``budget`` declines it; FLOPs where its first call
+        could not count them); returns a line per workload whose measurement is missing or
+        approximate."""
         if not self._stopped:
             raise RuntimeError("measure() replays calls, so recording must have ended")
         taken = self._rows.take_first_calls()
         calls = [self._recorded_call(entry, module, first) for entry, module, first in taken]
-        measurements, problems = measure_calls(calls, policy)
+        measurements, problems = measure_calls(calls, policy, budget)
         for (entry, _, _), measured in zip(taken, measurements, strict=True):
             entry.measurement = measured
         return problems
@@ -160,6 +166,7 @@ class WorkloadRecorder:
             self._released = self.workloads()
         self._rows = RowTable(timing=self.timing)
         self._hooks = None
+        self._identities = None
 
     def _recorded_call(self, entry: Entry, module: nn.Module, first: FirstCall) -> RecordedCall:
         identity = entry.done.identity

@@ -24,15 +24,13 @@ from .._model.computation import Computation
 from .._model.errors import UndescribableInputError
 from .callsite import call_site
 from .errors import ErrorLog
-from .identity import IdentityCache
+from .identity import Identity, IdentityCache
 from .plan import Plan
 from .rows import TRACED_CALLS, Done, RowTable
 from .traced import RootTrace
 
 if TYPE_CHECKING:
     from torch import nn
-
-_UNTRACED = contextlib.nullcontext()
 
 #: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
@@ -55,6 +53,10 @@ class Frame:
     computation: Computation | None = None
     done: Done | None = None
     children: list[Done] = field(default_factory=list)
+    # a root's identity when its inputs were seen before, looked up once as the call opens,
+    # valid while the identity cache's generation stays the same
+    identity: Identity | None = None
+    generation: int = 0
 
 
 class CallStack:
@@ -84,8 +86,9 @@ class CallStack:
     def __bool__(self) -> bool:
         return bool(self._frames)
 
-    def top(self) -> Frame:
-        return self._frames[-1]
+    def current(self) -> Frame | None:
+        """The innermost call in progress, if any (one look-up for the hooks' hot path)."""
+        return self._frames[-1] if self._frames else None
 
     def clear(self) -> None:
         """Drop the running root, if any."""
@@ -95,6 +98,7 @@ class CallStack:
                 frame.first.end(None)
         self._frames.clear()
         self.plan = None
+        self._identities.root_ended()
 
     def _end_trace(self) -> Computation | None:
         trace, self._trace = self._trace, None
@@ -105,7 +109,11 @@ class CallStack:
     ) -> None:
         frame = Frame(module, plan.target, "", 0, True, next(self._order))
         self._describe_into(frame, args, kwargs)
-        traced = self._traced_calls(frame, args, kwargs) if frame.record else TRACED_CALLS
+        traced = TRACED_CALLS
+        if frame.record:
+            frame.identity = self._known(frame, args, kwargs)
+            frame.generation = self._identities.generation
+            traced = -1 if frame.identity is None else self._rows.root_traced(frame.identity)
         if traced == -1 or (traced < TRACED_CALLS and plan.opaque is None):
             self._errors.guarded(self._begin_trace, frame, args, kwargs, plan, traced == -1)
         self.plan = plan
@@ -130,15 +138,14 @@ class CallStack:
         if frame.first is not None:
             frame.first.counts = trace.counts
 
-    def _traced_calls(
+    def _known(
         self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> int:
-        """How many calls of this root's workload were traced; -1 when it may be a new
-        workload (a cheap look-up, never a miss)."""
+    ) -> Identity | None:
+        """The root's identity if its workload is known already (a cheap look-up); None when
+        it may be a new workload, whose calls are traced."""
         if frame.args is None or frame.kwargs is None or kwargs is None:
-            return -1
-        known = self._identities.known(frame.target, (frame.args, frame.kwargs), (args, kwargs))
-        return -1 if known is None else self._rows.root_traced(known)
+            return None
+        return self._identities.known(frame.target, (frame.args, frame.kwargs), (args, kwargs))
 
     def push_sub(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         assert self.plan is not None
@@ -153,12 +160,18 @@ class CallStack:
             parent.record and depth <= self.plan.max_depth,
             next(self._order),
         )
-        with self._paused() if self._trace is not None else _UNTRACED:
-            if frame.record:
-                self._describe_into(frame, args, kwargs)
-            self._frames.append(frame)
-            frame.span = frame.record and self._trace is not None and self._trace.open_span()
+        if self._trace is None:
+            self._push(frame, args, kwargs)
+        else:
+            with self._paused():
+                self._push(frame, args, kwargs)
+                frame.span = frame.record and self._trace.open_span()
         frame.start_ns = self._now()
+
+    def _push(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if frame.record:
+            self._describe_into(frame, args, kwargs)
+        self._frames.append(frame)
 
     @contextlib.contextmanager
     def _paused(self) -> Iterator[None]:
@@ -177,14 +190,17 @@ class CallStack:
     ) -> None:
         elapsed = self._now() - frame.start_ns
         trace = self._trace
-        with self._paused() if self._trace is not None else _UNTRACED:
+        if trace is None:  # (untraced calls are the hot path)
+            self._complete(frame, args, kwargs, result, elapsed)
+            return
+        with self._paused():
             if frame is self._frames[0]:
                 frame.computation = self._end_trace()
-            elif frame.span and trace is not None:
+            elif frame.span:
                 frame.computation = trace.close_span(frame.name)
                 frame.span = False
             self._complete(frame, args, kwargs, result, elapsed)
-        if frame.done is not None and trace is not None:
+        if frame.done is not None:
             frame.done.traced = True
             unknown = trace.unknown
             frame.done.computation = None if trace.building or unknown else frame.computation
@@ -200,9 +216,11 @@ class CallStack:
             self._describe_into(frame, None, kwargs)
         if not frame.record or frame.args is None or frame.kwargs is None:
             return
-        identity = self._identities.identity(
-            frame.target, (frame.args, frame.kwargs), (args, kwargs), result
-        )
+        identity = frame.identity
+        if identity is None or frame.generation != self._identities.generation:
+            identity = self._identities.identity(
+                frame.target, (frame.args, frame.kwargs), (args, kwargs), result
+            )
         name, location, first = frame.name, None, None
         if frame.depth == 0 and not self._rows.has_root(identity):
             name, location = call_site(frame.module, frame.target, self._rootdir)
@@ -217,12 +235,16 @@ class CallStack:
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
-        with self._paused() if self._trace is not None else _UNTRACED:
+        if self._trace is None:
             frame = self._frames.pop()
-            if frame.span and self._trace is not None:
-                self._trace.close_span(None)  # (the call raised: its operations stay its caller's)
-        if not self._frames:
-            self._end_trace()
+        else:
+            with self._paused():
+                frame = self._frames.pop()
+                if frame.span:
+                    # (the call raised: its operations stay its caller's)
+                    self._trace.close_span(None)
+            if not self._frames:
+                self._end_trace()
         if frame.first is not None:
             frame.first.end(None)  # (the call raised: it is not recorded)
         if frame.done is not None:
@@ -233,6 +255,7 @@ class CallStack:
         if self._frames:
             return False
         self.plan = None
+        self._identities.root_ended()
         return True
 
     def _now(self) -> int:

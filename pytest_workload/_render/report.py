@@ -110,6 +110,16 @@ def render_summary(tests: Sequence[TestWorkloads], collapses: int) -> list[str]:
     ]
 
 
+def render_not_timed(count: int, budget_s: float) -> str:
+    """The line that says the session's timing budget left workloads untimed."""
+    these = "workload was" if count == 1 else "workloads were"
+    return (
+        f"pytest-workload: {count} {these} not timed: the session's timing budget "
+        f"(--workload-session-budget={budget_s:g}) was spent; each has its hashes and FLOPs, "
+        'and says so in the JSON report ("measured": {"timing": "not measured: ..."})'
+    )
+
+
 def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
     """``record_property`` pairs for a test's workloads, for JUnit XML and CI dashboards."""
     props: list[tuple[str, str]] = []
