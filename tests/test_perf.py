@@ -123,14 +123,16 @@ def test_an_injected_3x_slowdown_fails_with_the_numbers(pytester, sleepy, inject
 
 
 def test_an_injected_10x_sleep_fails_on_any_machine(pytester, sleepy):
-    """Real clocks: a slowdown so large no load hides it (strict, so none excuses it)."""
+    """Real clocks: a slowdown so large no load hides it (strict, so none excuses it). Which
+    evidence decides depends on the machine (a loaded one inflates the thread CPU time of the
+    sleeping call too), so only the outcome is asserted; the tests below inject the clocks."""
     sleepy(sleep=0.01)
     strict = ("--workload-snapshot", "--workload-perf=strict")
     pytester.runpytest(*strict, "--snapshot-update", "-o", "workload_time_budget=0.3")
     sleepy(sleep=0.1)
     result = pytester.runpytest(*strict)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["  decided by wall *x, thread CPU time *x: the extra time *"])
+    result.stdout.fnmatch_lines(["performance regression: *", "  decided by *x*"])
 
 
 def test_unchanged_reruns_pass(pytester, sleepy, injected):
