@@ -48,6 +48,17 @@ def test_each_distinct_description_is_stored_once_whatever_the_tree_size():
     assert large.entries[0].structure_hash in large.modules
 
 
+def test_every_row_s_tree_is_described_when_submodules_were_hashed_first():
+    """Recorded submodules complete before their root and share its call's memo, so the root's
+    hash reuses theirs: the descriptions still cover every row's whole tree, on every call."""
+    model = nn.Sequential(deep(2), nn.Sequential(deep(1), nn.ReLU()))
+    t = record(lambda: [model(torch.rand(1, 4, 4, 4)) for _ in range(3)], max_depth=1, timing=False)
+    distinct = {CURRENT_SCHEME.structure_hash(m) for m in model.modules()}
+    assert set(t.modules) == distinct
+    assert {w.structure_hash for w in t.workloads} <= distinct
+    read_modules(json.loads(json.dumps(dict(t.modules))))  # (every child it names is there)
+
+
 def test_a_snapshot_keeps_descriptions_and_libraries_through_its_text():
     doc = document(deep(3))
     back = SnapshotDocument.from_text(doc.to_text())
