@@ -22,10 +22,11 @@ from ._model.errors import (
     WorkloadWarning,
 )
 from ._model.files import read_report
+from ._model.report import SessionReport
 from ._model.signature import InputSignature, workload_key
 from ._model.snapshot import SnapshotDocument
 from ._model.timing import Timing
-from ._model.workload import ParamStats, SessionReport, TestWorkloads, Workload
+from ._model.workload import ParamStats, TestWorkloads, Workload
 from ._record.recorder import WorkloadRecorder
 from ._verdict.distance import distance_factor, nearest
 

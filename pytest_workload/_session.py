@@ -24,7 +24,8 @@ from ._model.baseline import BASELINE_DIRNAME
 from ._model.canonical import Json
 from ._model.files import write_report
 from ._model.notes import Note
-from ._model.workload import SessionReport, TestWorkloads, count_not_timed
+from ._model.report import SessionReport, count_not_timed
+from ._model.workload import TestWorkloads
 from ._record.recorder import Keyer, WorkloadRecorder
 from ._render.report import render_not_timed, render_notes, render_session, render_unchecked
 from ._verdict.drift import DEFAULT_TOLERANCE

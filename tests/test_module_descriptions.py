@@ -15,7 +15,7 @@ from pytest_workload._identity.fingerprint import CURRENT_SCHEME
 from pytest_workload._model.errors import WorkloadDataError
 from pytest_workload._model.library_versions import versions_line
 from pytest_workload._model.modules import description_hash, read_modules
-from pytest_workload._model.workload import SessionReport
+from pytest_workload._model.report import SessionReport
 from pytest_workload._render.comparison import render_comparison, render_comparison_markdown
 from pytest_workload._verdict.compare import compare_reports
 from pytest_workload._verdict.diff import compare_documents

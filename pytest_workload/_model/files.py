@@ -28,8 +28,8 @@ from typing import Final, TypeVar
 
 from .canonical import Json
 from .errors import CorruptFileError, FileWriteError, FutureFormatError, WorkloadDataError
+from .report import SessionReport
 from .strict_json import InvalidJsonError, load_json
-from .workload import SessionReport
 
 T = TypeVar("T")
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .._model.library_versions import versions_line
+from .._model.report import SessionReport
 from .._model.snapshot import SnapshotDocument
 from .._model.timing import Timing
-from .._model.workload import SessionReport, TestWorkloads, Workload
+from .._model.workload import TestWorkloads, Workload
 from .collapse import Collapse, KeyChecks
 from .diff import Change, compare_documents
 from .drift import DEFAULT_TOLERANCE, Drift, judge

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from .._model.canonical import Json
 from .._model.errors import WorkloadError
-from .._model.workload import SessionReport, TestWorkloads
+from .._model.report import SessionReport
+from .._model.workload import TestWorkloads
 from .collapse import Collapse, KeyChecks
 from .compare import same_device
 

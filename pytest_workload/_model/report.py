@@ -1,0 +1,89 @@
+"""The JSON report: every test's workloads of one session, under one fingerprint scheme."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .canonical import Json
+from .errors import WorkloadDataError
+from .fields import read_field, read_object
+from .measured import BUDGET_SPENT
+from .modules import modules_to_dict, read_modules
+from .versions import READABLE_REPORT_SCHEMA_VERSIONS, REPORT_SCHEMA_VERSION
+from .workload import TestWorkloads
+
+
+def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
+    """Workloads of ``tests`` that the session's timing budget left untimed."""
+    return sum(
+        1
+        for t in tests
+        for w in t.workloads
+        if w.measured is not None and w.measured.timing == BUDGET_SPENT
+    )
+
+
+@dataclass(frozen=True)
+class SessionReport:
+    """What ``--workload-json`` writes: every test's workloads under one fingerprint scheme."""
+
+    scheme: int
+    tests: tuple[TestWorkloads, ...]
+    schema_version: int = REPORT_SCHEMA_VERSION
+    environment: Json = None
+    #: What the session could not record, e.g. the tests of a crashed xdist worker.
+    problems: tuple[str, ...] = ()
+
+    @property
+    def libraries(self) -> dict[str, str]:
+        """The library versions its tests recorded (torch from ``environment`` in a report
+        written before tests kept theirs)."""
+        found = {k: v for t in self.tests for k, v in t.libraries.items()}
+        torch = self.environment.get("torch") if isinstance(self.environment, dict) else None
+        if not found and isinstance(torch, str):
+            found["torch"] = torch.split("+")[0]
+        return found
+
+    @property
+    def not_timed(self) -> int:
+        """Workloads the session's timing budget left untimed."""
+        return count_not_timed(self.tests)
+
+    def to_dict(self) -> dict[str, Json]:
+        data: dict[str, Json] = {
+            "schema_version": self.schema_version,
+            "fingerprint_scheme": self.scheme,
+            "environment": self.environment,
+            "problems": list(self.problems),
+        }
+        not_timed = self.not_timed
+        if not_timed:  # (each of them says so in its measured.timing too)
+            data["not_timed"] = not_timed
+        data["tests"] = [t.to_dict(modules=False) for t in self.tests]
+        data["modules"] = modules_to_dict({k: v for t in self.tests for k, v in t.modules.items()})
+        return data
+
+    @classmethod
+    def from_dict(cls, data: object) -> SessionReport:
+        d = read_object(data, "report")
+        version = read_field(d, "schema_version", int)
+        if version not in READABLE_REPORT_SCHEMA_VERSIONS:
+            raise WorkloadDataError(
+                f"report schema_version {version} is not supported (this release reads "
+                f"{', '.join(map(str, READABLE_REPORT_SCHEMA_VERSIONS))})"
+            )
+        modules = read_modules(d.get("modules", {}))
+        tests = tuple(TestWorkloads.from_dict(t, modules) for t in read_field(d, "tests", list))
+        seen: set[str] = set()
+        for test in tests:
+            if test.nodeid in seen:
+                raise WorkloadDataError(f"test {test.nodeid!r} is listed twice")
+            seen.add(test.nodeid)
+        return cls(
+            scheme=read_field(d, "fingerprint_scheme", int),
+            tests=tests,
+            schema_version=version,
+            environment=d.get("environment"),
+            problems=tuple(str(p) for p in read_field(d, "problems", list, optional=True) or ()),
+        )
