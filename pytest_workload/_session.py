@@ -63,6 +63,8 @@ class Outcome:
 
     failures: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
+    #: How many of ``failures`` are performance regressions.
+    regressions: int = 0
 
 
 class WorkloadSession:
@@ -80,6 +82,9 @@ class WorkloadSession:
         self.notes: list[Note] = []
         self.perf_notes: list[Note] = []
         self.problems: list[str] = []
+        #: Tests the workload gate failed, and the performance regressions among their failures.
+        self.gate_failed = 0
+        self.regressions = 0
         self.keys = KeysGate()
         self.snapshots = SnapshotGate(
             self.legacy_schemes,
@@ -177,11 +182,16 @@ class WorkloadSession:
             result = self.snapshots.check(snapshot, test, self.scheme.version)
             failures += result.failures
             self.notes += (Note(test.nodeid, n) for n in result.notes)
+        regressions = 0
         if self.settings.perf != "off" and writes:
             result = self.perf.check(test, tolerance)
             failures += result.failures
+            regressions = result.regressions
             self.perf_notes += (Note(test.nodeid, n) for n in result.notes)
-        return Outcome(failures=tuple(failures))
+        if failures:
+            self.gate_failed += 1
+            self.regressions += regressions
+        return Outcome(failures=tuple(failures), regressions=regressions)
 
     def add(self, test: TestWorkloads) -> None:
         """Keep a test's workloads (recorded here, or sent by an xdist worker)."""

@@ -23,7 +23,7 @@ from ._options import (
     read_settings,
 )
 from ._record.recorder import Keyer, WorkloadRecorder
-from ._render.report import junit_properties, render_summary
+from ._render.report import junit_properties, render_gate, render_summary
 from ._session import WorkloadSession
 from ._verdict.collapse import KeyChecks
 from .xdist import WORKER_OUTPUT_KEY, WorkerMerge, WorkerPayload
@@ -208,7 +208,8 @@ def _report_lines(config: pytest.Config, session: WorkloadSession) -> list[str]:
         return session.terminal_lines()
     checks = KeyChecks()
     collapses = sum(len(checks.check(test)) for test in session.tests)
-    return render_summary(session.tests, collapses) if recorded else []
+    gate = render_gate(session.settings.snapshot, session.gate_failed, session.regressions)
+    return render_summary(session.tests, collapses, gate) if recorded else []
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -28,6 +28,9 @@ class WorkerPayload:
     environment: Json = None
     #: Stored tables the worker used without checking them.
     kept: tuple[str, ...] = ()
+    #: Tests the workload gate failed, and the performance regressions among their failures.
+    gate_failed: int = 0
+    regressions: int = 0
 
     @classmethod
     def of(cls, session: WorkloadSession) -> WorkerPayload:
@@ -37,6 +40,8 @@ class WorkerPayload:
             tuple(session.perf_notes),
             session.environment(),
             tuple(session.snapshots.kept),
+            session.gate_failed,
+            session.regressions,
         )
 
     def to_dict(self) -> dict[str, Json]:
@@ -46,6 +51,8 @@ class WorkerPayload:
             "perf_notes": [n.to_dict() for n in self.perf_notes],
             "environment": self.environment,
             "kept": list(self.kept),
+            "gate_failed": self.gate_failed,
+            "regressions": self.regressions,
         }
 
     @classmethod
@@ -58,7 +65,16 @@ class WorkerPayload:
             tuple(Note.from_dict(n) for n in data.get("perf_notes", ())),
             data.get("environment"),
             tuple(str(k) for k in data.get("kept", ())),
+            _count(data, "gate_failed"),
+            _count(data, "regressions"),
         )
+
+
+def _count(data: dict[str, Any], key: str) -> int:
+    value = data.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise WorkloadDataError(f"xdist worker payload: {key!r} must be a count, got {value!r:.40}")
+    return value
 
 
 class WorkerMerge:
@@ -91,6 +107,8 @@ class WorkerMerge:
         self.session.notes.extend(payload.notes)
         self.session.perf_notes.extend(payload.perf_notes)
         self.session.snapshots.kept.extend(payload.kept)
+        self.session.gate_failed += payload.gate_failed
+        self.session.regressions += payload.regressions
 
     def check_across_workers(self) -> list[str]:
         """Collapses between tests that ran on different workers: no worker saw both, so the

@@ -122,6 +122,16 @@ def test_an_injected_3x_slowdown_fails_with_the_numbers(pytester, sleepy, inject
     )
 
 
+def test_the_summary_counts_the_regression(pytester, sleepy, injected):
+    sleepy()
+    injected(0.01)
+    baseline(pytester)
+    injected(0.03)
+    result = pytester.runpytest(*GATE, "--workload-report=summary")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["workload gate: 1 test failed it, with 1 performance regression"])
+
+
 def test_an_injected_10x_sleep_fails_on_any_machine(pytester, sleepy):
     """Real clocks: a slowdown so large no load hides it (strict, so none excuses it). Which
     evidence decides depends on the machine (a loaded one inflates the thread CPU time of the

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.pytester_suite import MODELS, SUITE_INI
+from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES
 
 MANY = """
 @pytest.mark.workloads
@@ -29,6 +29,7 @@ def test_a_large_session_gets_counts_not_trees(pytester):
             "*= Workloads discovered =*",
             "21 tests recorded 21 workloads (21 top-level, 21 distinct hashes); no collapse "
             "across the session",
+            "workload gate off: nothing was checked (--workload-snapshot checks)",
             "each test's tree: -v or --workload-report=tree; every field: --workload-json=PATH",
         ]
     )
@@ -59,6 +60,24 @@ def test_collapses_are_counted(pytester):
     _suite(pytester, 2)
     result = pytester.runpytest("--workload-timing=off", "--workload-report=summary")
     result.stdout.fnmatch_lines(["2 tests recorded 2 workloads (*); 1 collapse across the session"])
+
+
+@pytest.mark.parametrize("mode", ["no-xdist", "n2"])
+def test_the_gate_s_failures_are_counted_from_every_process(pytester, mode):
+    _suite(pytester, 21)
+    gate = ("--workload-timing=off", "--workload-snapshot", *XDIST_MODES[mode])
+    pytester.runpytest(*gate, "--snapshot-update").assert_outcomes(passed=21)
+    passing = pytester.runpytest(*gate)
+    passing.assert_outcomes(passed=21)
+    passing.stdout.fnmatch_lines(["workload gate: no test failed it"])
+    # two tests now call their model at another shape: their snapshots no longer match
+    moved = MANY.replace("COUNT", "21").replace("size, size)", "size, size + (size in (9, 20)))")
+    pytester.makepyfile(test_many=MODELS + moved)
+    failing = pytester.runpytest(*gate)
+    failing.assert_outcomes(passed=19, failed=2)
+    failing.stdout.fnmatch_lines(
+        ["workload gate: 2 tests failed it, with 0 performance regressions"]
+    )
 
 
 def test_a_bad_report_mode_is_a_usage_error(pytester):

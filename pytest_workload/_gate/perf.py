@@ -43,10 +43,11 @@ class PerfGate:
     def check(self, test: TestWorkloads, tolerance: float) -> GateResult:
         failures: list[str] = []
         notes: list[str] = []
+        regressions: list[str] = []
         for w in test.roots():
             if w.timing is not None:
-                failures += self._check_workload(w, tolerance, notes)
-        return GateResult(tuple(failures), tuple(notes))
+                failures += self._check_workload(w, tolerance, notes, regressions)
+        return GateResult(tuple(failures), tuple(notes), len(regressions))
 
     def has_baseline(self, workload_hash: str, device: str) -> bool:
         """Whether a stored baseline on ``device`` judges this workload (an unreadable store
@@ -95,7 +96,9 @@ class PerfGate:
             )
         return None
 
-    def _check_workload(self, w: Workload, tolerance: float, notes: list[str]) -> list[str]:
+    def _check_workload(
+        self, w: Workload, tolerance: float, notes: list[str], regressions: list[str]
+    ) -> list[str]:
         assert w.timing is not None
         store = self._store(w.timing.device)
         try:
@@ -132,6 +135,7 @@ class PerfGate:
         elif drift.kind == "regression":
             message = render_regression(w, baseline.timing, drift, store.device.describe())
             if self._relaxed is None:
+                regressions.append(message)
                 return [message]
             notes.append(f"{message}\n  ({self._relaxed})")
         else:

@@ -11,3 +11,5 @@ class GateResult:
 
     failures: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    #: How many of ``failures`` are performance regressions (the session summary counts them).
+    regressions: int = 0

@@ -94,8 +94,25 @@ def render_session(tests: Sequence[TestWorkloads]) -> list[str]:
     return lines
 
 
-def render_summary(tests: Sequence[TestWorkloads], collapses: int) -> list[str]:
-    """The section for a large suite: counts, and where the full tree is."""
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def render_gate(gated: bool, failed: int, regressions: int) -> str:
+    """What the workload gate found, never a check that did not run."""
+    if not gated:
+        return "workload gate off: nothing was checked (--workload-snapshot checks)"
+    if not failed:
+        return "workload gate: no test failed it"
+    return (
+        f"workload gate: {_count(failed, 'test')} failed it, with "
+        f"{_count(regressions, 'performance regression')}"
+    )
+
+
+def render_summary(tests: Sequence[TestWorkloads], collapses: int, gate: str) -> list[str]:
+    """The section for a large suite: counts, what the gate found, and where the full tree
+    is."""
     recorded = [t for t in tests if t.workloads]
     workloads = [w for t in recorded for w in t]
     roots = sum(1 for w in workloads if w.parent is None)
@@ -106,6 +123,7 @@ def render_summary(tests: Sequence[TestWorkloads], collapses: int) -> list[str]:
     return [
         f"{len(recorded)} tests recorded {len(workloads)} workloads ({roots} top-level, "
         f"{distinct} distinct hashes); {found} across the session",
+        gate,
         "each test's tree: -v or --workload-report=tree; every field: --workload-json=PATH",
     ]
 
