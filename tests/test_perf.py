@@ -199,7 +199,7 @@ def test_missing_baseline_is_a_note_not_a_failure(pytester, sleepy):
     result.stdout.fnmatch_lines(
         lit(
             "*- workload performance -*",
-            "test_sleepy.py::test_sleepy: no timing baseline for model (test_sleepy.Sleepy), "
+            "test_sleepy.py::test_sleepy: no timing baseline for test_sleepy.Sleepy, "
             "input (float32[1, 4]), hash * on cpu *; record one with "
             "`pytest --workload-snapshot --snapshot-update -p no:xdist`",
         )
@@ -271,7 +271,7 @@ def test_nearest_compatible_baseline_is_a_note(pytester, sleepy):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "*: no timing baseline for model (test_sleepy.Sleepy), input (float32[4, 4])*; nearest "
+            "*: no timing baseline for test_sleepy.Sleepy, input (float32[4, 4])*; nearest "
             "compatible baseline: model (float32[1, 4]) (*) at distance factor 4, so about * "
             "expected if time scales with size; record one with `*`"
         )

@@ -86,6 +86,12 @@ def test_linear(i):
     nn.Linear(4, 2)(torch.rand(1, 4))
 
 
+@pytest.mark.workloads
+def test_linear_named():
+    first = nn.Linear(4, 2)  # the same workload under another name: still one note
+    first(torch.rand(1, 4))
+
+
 @pytest.mark.parametrize("i", range(2))
 @pytest.mark.workloads
 def test_conv(i):
@@ -97,16 +103,16 @@ def test_a_note_is_shown_once_per_workload_with_its_test_and_command(pytester, m
     pytester.makeini("[pytest]\nworkload_time_budget = 0.01\n")
     pytester.makepyfile(test_notes=NOTES)
     result = pytester.runpytest(*mode, "--workload-snapshot", "--workload-perf=strict")
-    result.assert_outcomes(failed=5)  # no snapshots yet; the perf gate still runs
+    result.assert_outcomes(failed=6)  # no snapshots yet; the perf gate still runs
     command = "`pytest --workload-snapshot --snapshot-update -p no:xdist`"
     result.stdout.fnmatch_lines(
         lit(
             "*- workload performance -*",
-            "test_notes.py::test_linear[0] (and 2 more tests): no timing baseline for * "
-            f"(torch.nn.modules.linear.Linear), input (float32[1, 4]), hash * on cpu *; "
+            "test_notes.py::test_linear[0] (and 3 more tests): no timing baseline for "
+            f"torch.nn.modules.linear.Linear, input (float32[1, 4]), hash * on cpu *; "
             f"record one with {command}",
-            "test_notes.py::test_conv[0] (and 1 more test): no timing baseline for * "
-            f"(torch.nn.modules.conv.Conv2d), input (float32[1, 3, 4, 4]), hash * on cpu *; "
+            "test_notes.py::test_conv[0] (and 1 more test): no timing baseline for "
+            f"torch.nn.modules.conv.Conv2d, input (float32[1, 3, 4, 4]), hash * on cpu *; "
             f"record one with {command}",
         )
     )

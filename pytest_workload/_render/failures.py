@@ -189,8 +189,10 @@ def render_contended(w: Workload, baseline: Timing, drift: Drift) -> str:
 def render_missing_baseline(
     w: Workload, device: str, nearest: tuple[Baseline, float] | None
 ) -> str:
-    # the same text in every test that runs the workload, so the session shows it once
-    line = f"no timing baseline for {_workload_title(w)} on {device}"
+    # the same text in every test that runs the workload (whatever a test calls its model),
+    # so the session shows it once
+    workload = f"{w.class_name}, input {w.input_signature.format()}, hash {short(w.hash)}"
+    line = f"no timing baseline for {workload} on {device}"
     if nearest is not None:
         other, factor = nearest
         expected = other.timing.median_s * factor
