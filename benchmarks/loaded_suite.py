@@ -165,8 +165,9 @@ def count_baselines(project: Path) -> int:
 def run_pytest(project: Path, label: str, extra: list[str], load: Load | None) -> Run:
     xml = project / f"junit-{label}.xml"
     command = [
-        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "-q",
-        "--workload-snapshot", f"--junitxml={xml}", *extra,
+        # not -q: it hides the performance notes, where "not judged" drifts are counted
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist",
+        "--workload-report=summary", "--workload-snapshot", f"--junitxml={xml}", *extra,
     ]  # fmt: skip
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, text=True)
