@@ -258,6 +258,9 @@ def test_the_gate_retimes_what_it_would_fail_or_what_looks_slower(tmp_path):
     assert gate_with_baseline(tmp_path, "strict").suspect(h, timed(100.0, cpu=1.0, load=0.99), 0.2)
     assert not gate.suspect("0" * 64, timed(9.0), 0.2)  # no baseline
     assert not PerfGate(tmp_path, update=True).suspect(h, timed(9.0), 0.2)
+    # xdist workers sharing the machine: the gate is relaxed to notes, so nothing is re-timed
+    assert not PerfGate(tmp_path, workers=2).suspect(h, timed(1.5, cpu=1.5, load=0.0), 0.2)
+    assert PerfGate(tmp_path, mode="strict", workers=2).suspect(h, timed(1.5, cpu=1.5), 0.2)
 
 
 def test_the_failure_says_which_evidence_decided(tmp_path):
