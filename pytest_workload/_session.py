@@ -63,8 +63,6 @@ class Outcome:
 
     failures: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
-    #: How many of ``failures`` are performance regressions.
-    regressions: int = 0
 
 
 class WorkloadSession:
@@ -191,7 +189,7 @@ class WorkloadSession:
         if failures:
             self.gate_failed += 1
             self.regressions += regressions
-        return Outcome(failures=tuple(failures), regressions=regressions)
+        return Outcome(failures=tuple(failures))
 
     def add(self, test: TestWorkloads) -> None:
         """Keep a test's workloads (recorded here, or sent by an xdist worker)."""
