@@ -8,6 +8,7 @@ from typing import Any
 
 from ._model.canonical import Json
 from ._model.errors import WorkloadDataError
+from ._model.fields import read_field
 from ._model.notes import Note
 from ._model.workload import TestWorkloads
 from ._render.failures import render_collapse
@@ -65,16 +66,9 @@ class WorkerPayload:
             tuple(Note.from_dict(n) for n in data.get("perf_notes", ())),
             data.get("environment"),
             tuple(str(k) for k in data.get("kept", ())),
-            _count(data, "gate_failed"),
-            _count(data, "regressions"),
+            read_field(data, "gate_failed", int, optional=True) or 0,
+            read_field(data, "regressions", int, optional=True) or 0,
         )
-
-
-def _count(data: dict[str, Any], key: str) -> int:
-    value = data.get(key, 0)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise WorkloadDataError(f"xdist worker payload: {key!r} must be a count, got {value!r:.40}")
-    return value
 
 
 class WorkerMerge:

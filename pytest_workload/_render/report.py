@@ -117,9 +117,7 @@ def render_summary(tests: Sequence[TestWorkloads], collapses: int, gate: str) ->
     workloads = [w for t in recorded for w in t]
     roots = sum(1 for w in workloads if w.parent is None)
     distinct = len({w.hash for w in workloads})
-    found = (
-        "no collapse" if not collapses else f"{collapses} collapse{'s' if collapses > 1 else ''}"
-    )
+    found = "no collapse" if not collapses else _count(collapses, "collapse")
     return [
         f"{len(recorded)} tests recorded {len(workloads)} workloads ({roots} top-level, "
         f"{distinct} distinct hashes); {found} across the session",
@@ -153,7 +151,7 @@ def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
 
 
 def _snapshots(count: int) -> str:
-    return f"{count} workload snapshot{'s' if count != 1 else ''}"
+    return _count(count, "workload snapshot")
 
 
 def render_unchecked(kept: int, *, gate: bool, update: bool, recorded: int) -> str | None:
@@ -190,6 +188,6 @@ def render_notes(notes: Sequence[Note]) -> list[str]:
     lines = []
     for text, nodeids in seen.items():
         more = len(nodeids) - 1
-        where = nodeids[0] + (f" (and {more} more test{'s' if more > 1 else ''})" if more else "")
+        where = nodeids[0] + (f" (and {_count(more, 'more test')})" if more else "")
         lines.append(f"{where}: {text}")
     return lines
