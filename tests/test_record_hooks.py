@@ -139,3 +139,40 @@ def test_registration_hooks_are_gone_after_recording():
     before = len(torch_module._global_module_registration_hooks)
     record(lambda: nn.Linear(2, 2)(torch.rand(1, 2)))
     assert len(torch_module._global_module_registration_hooks) == before
+
+
+def test_calls_made_while_an_exception_is_handled_are_told_from_calls_that_raise():
+    model = nn.Linear(2, 2)
+    recorder = WorkloadRecorder("t")
+    with recorder.recording(all_roots=True):
+        try:
+            raise LookupError("handled by the test")
+        except LookupError:
+            model(torch.rand(1, 2))  # returns: recorded
+            with pytest.raises(RuntimeError):
+                model(torch.rand(1, 5))  # raises: not recorded
+            model(torch.rand(1, 2))
+    assert [(w.input_signature.format(), w.calls) for w in recorder.workloads()] == [
+        ("(float32[1, 2])", 2)
+    ]
+    assert no_hooks_left(model)
+
+
+def test_a_users_global_hook_fires_for_every_call_while_recording():
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    seen: list[str] = []
+    handle = torch_module.register_module_forward_pre_hook(
+        lambda m, args: seen.append(type(m).__name__)
+    )
+    try:
+        for _ in range(3):
+            model(torch.rand(1, 2))
+        expected, seen[:] = list(seen), []
+        recorder = WorkloadRecorder("t")
+        with recorder.recording(all_roots=True):
+            for _ in range(3):
+                model(torch.rand(1, 2))
+    finally:
+        handle.remove()
+    assert seen == expected
+    assert no_hooks_left(model)

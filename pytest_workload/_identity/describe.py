@@ -13,7 +13,7 @@ import enum
 import hashlib
 import math
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard
 
 from .._model.canonical import Json, canonical_json
@@ -208,3 +208,55 @@ def describe_kwargs(
         return ()
     describer = _Describer(custom)
     return tuple((k, describer.describe(kwargs[k], f"kwargs[{k!r}]")) for k in sorted(kwargs))
+
+
+#: Argument types whose value is their description (``float`` is keyed by ``hex()``, which
+#: tells ``-0.0`` from ``0.0`` as the canonical JSON does).
+_SCALARS: Final = frozenset({bool, int, str, type(None)})
+
+
+def _value_key(value: object, tensor: type) -> Hashable | None:
+    cls = type(value)
+    if cls is tensor:
+        try:
+            if value.is_quantized:  # type: ignore[attr-defined]  # (its scheme is described)
+                return None
+            return (value.shape, value.dtype, value.layout)  # type: ignore[attr-defined]
+        except RuntimeError:  # a nested tensor has no sizes
+            return None
+    if cls in _SCALARS:
+        return (cls, value)
+    if cls is float:
+        return (cls, value.hex())  # type: ignore[attr-defined]
+    if cls is tuple or cls is list:
+        items = []
+        for item in value:  # type: ignore[attr-defined]
+            key = _value_key(item, tensor)
+            if key is None:
+                return None
+            items.append(key)
+        return (cls, tuple(items))
+    return None
+
+
+def inputs_key(args: Sequence[object], kwargs: Mapping[str, object]) -> Hashable | None:
+    """A process-local key of a call's inputs: two calls with equal keys have equal
+    descriptions. None where only describing the inputs can tell (anything but plain tensors,
+    Python scalars, and tuples and lists of them). A few attribute reads per argument, so a
+    repeated call is recognised without describing it again."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    tensor = torch.Tensor
+    keys = []
+    for value in args:
+        key = _value_key(value, tensor)
+        if key is None:
+            return None
+        keys.append(key)
+    for name in sorted(kwargs) if kwargs else ():
+        key = _value_key(kwargs[name], tensor)
+        if key is None:
+            return None
+        keys.append((name, key))
+    return (len(args), tuple(keys))

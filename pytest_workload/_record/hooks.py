@@ -3,19 +3,20 @@
 A *root* is a module called while no recorded module is running. While no root runs, one
 global forward pre-hook watches for new roots. A module seen as a root gets hooks of its own,
 and so do its submodules down to the depth recorded; they stay until recording ends, so a
-repeated call costs three hook calls and no registration. While a root runs, the global hook
-is removed: every other module keeps torch's hook-free fast path.
+repeated call costs two hook calls and no registration. While a root runs, the global hook
+is taken out of torch's table: every other module keeps torch's hook-free fast path.
 """
 
 from __future__ import annotations
 
-import threading
+import sys
+from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 from .._identity.structure import is_scripted
 from .errors import ErrorLog
 from .identity import IdentityCache
-from .stack import CallStack
+from .stack import CallStack, Frame
 
 if TYPE_CHECKING:
     from torch import nn
@@ -49,6 +50,8 @@ class Hooks:
         self._watch_all = False
         self._stopped = False
         self._global_watch: RemovableHandle | None = None
+        # torch's table of global pre-hooks, where the watch is taken out while a root runs
+        self._global_hooks: dict[int, Any] = {}
         self._tracked: dict[int, tuple[nn.Module, int]] = {}
         self._scripted_watch: RemovableHandle | None = None
         self._hooked: dict[int, tuple[nn.Module, list[RemovableHandle]]] = {}
@@ -58,7 +61,7 @@ class Hooks:
 
     def watch_all(self) -> None:
         """Open a root for every module called at top level."""
-        self._thread = threading.get_ident()
+        self._thread = get_ident()
         self._watch_all = True
         self._identities.watch()
         self._install_global_watch()
@@ -66,7 +69,7 @@ class Hooks:
     def track(self, module: nn.Module, max_depth: int) -> None:
         """Open a root for calls of ``module``."""
         if self._thread is None:
-            self._thread = threading.get_ident()
+            self._thread = get_ident()
         self._identities.watch()
         self._tracked[id(module)] = (module, max_depth)
         if not is_scripted(module):
@@ -96,6 +99,19 @@ class Hooks:
     def _install_global_watch(self) -> None:
         if self._global_watch is None and self._watch_all and not self._stopped:
             self._global_watch = _register_global_pre(self._watch_global)
+            table = self._global_watch.hooks_dict_ref()
+            assert table is not None  # (torch's module-level table lives as long as torch)
+            self._global_hooks = table
+
+    def _suspend_global_watch(self) -> None:
+        """While a root runs (registered once; taken out of torch's table and put back, which
+        costs a dict operation where registering costs a handle)."""
+        if self._global_watch is not None:
+            self._global_hooks.pop(self._global_watch.id, None)
+
+    def _resume_global_watch(self) -> None:
+        if self._global_watch is not None:
+            self._global_hooks[self._global_watch.id] = self._watch_global
 
     def _remove_global_watch(self) -> None:
         if self._global_watch is not None:
@@ -109,7 +125,6 @@ class Hooks:
             module,
             [
                 module.register_forward_pre_hook(self._enter, with_kwargs=True),
-                module.register_forward_hook(self._done, with_kwargs=True),
                 module.register_forward_hook(self._exit, with_kwargs=True, always_call=True),
             ],
         )
@@ -122,13 +137,12 @@ class Hooks:
         max_depth: int,
     ) -> None:
         plan = self._identities.plan(module, max_depth)
-        self._remove_global_watch()
+        self._suspend_global_watch()
         if plan.scripted:
             from torch.nn.modules.module import register_module_forward_hook
 
             self._script_hooks = [
-                register_module_forward_hook(self._done, with_kwargs=True),
-                register_module_forward_hook(self._exit, always_call=True),
+                register_module_forward_hook(self._exit, with_kwargs=True, always_call=True)
             ]
         elif self._hooked_plans.get(id(plan)) is not plan:
             for member, _, _, _ in plan.members.values():
@@ -141,30 +155,38 @@ class Hooks:
             handle.remove()
         self._script_hooks = []
 
-    def _pop(self) -> None:
-        if self._stack.pop():
-            self._close_root()
-            self._install_global_watch()
+    def _finish(self, frame: Frame, args: tuple[Any, ...], rest: tuple[Any, ...]) -> None:
+        """The call ended: record it if it returned (else it raised), then close it."""
+        try:
+            # torch calls the hook from its exception handler when the forward raised
+            if sys.exc_info()[1] is frame.ambient:
+                self._stack.complete(frame, args, rest[0], rest[1])
+        finally:
+            if self._stack.pop():
+                if self._script_hooks:
+                    self._close_root()
+                self._resume_global_watch()
 
     # -- the hooks themselves ---------------------------------------------------------------
 
-    def _on_thread(self) -> bool:
-        return threading.get_ident() == self._thread
-
     def _watch_global(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         # A hooked module's own pre-hook opens its call, with its keyword arguments.
-        if not self._stack and id(module) not in self._hooked and self._on_thread():
+        if (
+            not self._stack.frames
+            and id(module) not in self._hooked
+            and get_ident() == self._thread
+        ):
             self._errors.guarded(self._open_root, module, args, None, self._max_depth)
 
     def _watch_tracked_scripted(self, module: nn.Module, args: tuple[Any, ...]) -> None:
-        if not self._stack and id(module) in self._tracked and self._on_thread():
+        if not self._stack.frames and id(module) in self._tracked and get_ident() == self._thread:
             depth = self._tracked[id(module)][1]
             self._errors.guarded(self._open_root, module, args, None, depth)
 
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if not self._on_thread():
+        if get_ident() != self._thread:
             return
-        if self._stack:
+        if self._stack.frames:
             plan = self._stack.plan
             if plan is not None and id(module) in plan.members:
                 self._errors.guarded(self._stack.push_sub, module, args, kwargs)
@@ -174,14 +196,9 @@ class Hooks:
             depth = self._max_depth if tracked is None else tracked[1]
             self._errors.guarded(self._open_root, module, args, kwargs, depth)
 
-    def _done(
-        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
-    ) -> None:
-        frame = self._stack.current()
-        if frame is not None and frame.module is module and self._on_thread():
-            self._errors.guarded(self._stack.complete, frame, args, kwargs, result)
-
-    def _exit(self, module: nn.Module, *_: Any) -> None:
-        frame = self._stack.current()
-        if frame is not None and frame.module is module and self._on_thread():
-            self._errors.guarded(self._pop)
+    def _exit(self, module: nn.Module, args: tuple[Any, ...], *rest: Any) -> None:
+        """Called as a call returns or raises (``rest``: kwargs and the result; torch gives a
+        global always-called hook no kwargs when the forward raised)."""
+        frames = self._stack.frames
+        if frames and frames[-1].module is module and get_ident() == self._thread:
+            self._errors.guarded(self._finish, frames[-1], args, rest)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -70,12 +70,12 @@ class AttributeWatch:
 
     def unchanged(self) -> bool:
         try:
-            return all(
-                len(state) == size and getter(state) == values
-                for state, size, getter, values in self.seen
-            )
+            for state, size, getter, values in self.seen:  # (checked on every call)
+                if len(state) != size or getter(state) != values:
+                    return False
         except Exception:  # deleted since (KeyError), or a value that == cannot compare
             return False
+        return True
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,7 @@ class Identity:
     packages: frozenset[str]
 
 
-_IdentityKey = tuple[int, bool, object, object, str]
+_IdentityKey = tuple[int, bool, object, object, Hashable]
 
 
 class IdentityCache:
@@ -176,13 +176,15 @@ class IdentityCache:
         self,
         target: nn.Module,
         described: tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]],
+        inputs: Hashable,
         call: tuple[tuple[Any, ...], dict[str, Any]],
         result: Any,
     ) -> Identity:
-        """The identity of a call of ``target`` with inputs ``described`` (as JSON) and
-        ``call`` (as passed), computed when (module, mode, parameter dtype, device, inputs) is
-        new; the structure is read afresh then, so ``model.half()`` between calls counts."""
-        key, device = self._key(target, described, call)
+        """The identity of a call of ``target`` with inputs ``described`` (as JSON; ``inputs``
+        is their process-local key) and ``call`` (as passed), computed when (module, mode,
+        parameter dtype, device, inputs) is new; the structure is read afresh then, so
+        ``model.half()`` between calls counts."""
+        key, device = self._key(target, inputs, call)
         known = self._known.get(key)
         if known is not None and known.target is target and known.watch.unchanged():
             return known
@@ -214,30 +216,22 @@ class IdentityCache:
         return known
 
     def known(
-        self,
-        target: nn.Module,
-        described: tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]],
-        call: tuple[tuple[Any, ...], dict[str, Any]],
+        self, target: nn.Module, inputs: Hashable, call: tuple[tuple[Any, ...], dict[str, Any]]
     ) -> Identity | None:
         """The identity of such a call if one was computed already (a cheap look-up)."""
-        known = self._known.get(self._key(target, described, call)[0])
+        known = self._known.get(self._key(target, inputs, call)[0])
         if known is None or known.target is not target or not known.watch.unchanged():
             return None
         return known
 
     def _key(
-        self,
-        target: nn.Module,
-        described: tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]],
-        call: tuple[tuple[Any, ...], dict[str, Any]],
+        self, target: nn.Module, inputs: Hashable, call: tuple[tuple[Any, ...], dict[str, Any]]
     ) -> tuple[_IdentityKey, object]:
         first = self._first_parameter(target)
         # a module without parameters runs where its inputs are
         device = device_of(target, *call) if first is None else first.device
         dtype = None if first is None else first.dtype
-        # repr, not JSON: a process-local key that costs little per call and still tells True,
-        # 1 and 1.0 apart (rows are told apart by the signature's canonical form)
-        return (id(target), target.training, dtype, device, repr(described)), device
+        return (id(target), target.training, dtype, device, inputs), device
 
     def _first_parameter(self, target: nn.Module) -> Parameter | None:
         """``next(target.parameters())`` without walking the tree on every call: where it

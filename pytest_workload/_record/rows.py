@@ -114,6 +114,8 @@ class RowTable:
     def __init__(self, *, timing: bool) -> None:
         self.timing = timing
         self._entries: dict[_EntryKey, Entry] = {}
+        # root rows by the identity object last seen for them (it is kept, so its id stands)
+        self._roots: dict[int, tuple[Identity, Entry]] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -122,13 +124,16 @@ class RowTable:
         """Every row, in order of creation."""
         return list(self._entries.values())
 
-    def has_root(self, identity: Identity) -> bool:
-        return _entry_key(None, identity, 0, "") in self._entries
-
-    def root_traced(self, identity: Identity) -> int:
-        """How many calls of a root workload were traced; -1 when it has no row yet."""
+    def root(self, identity: Identity) -> Entry | None:
+        """A root workload's row, if it has one (looked up by the identity object first: a
+        repeated call's path)."""
+        cached = self._roots.get(id(identity))
+        if cached is not None and cached[0] is identity:
+            return cached[1]
         entry = self._entries.get(_entry_key(None, identity, 0, ""))
-        return -1 if entry is None else entry.traced
+        if entry is not None:
+            self._roots[id(identity)] = (identity, entry)
+        return entry
 
     def take_first_calls(self) -> list[tuple[Entry, nn.Module, FirstCall]]:
         """The first call of each new top-level row, handed over once (the row keeps none)."""
@@ -148,19 +153,31 @@ class RowTable:
             if not done.traced:
                 entry.compute_unknown = UNTRACED
                 _depends_on_data(caller)
-        entry.calls += 1
-        entry.total_ns += done.elapsed_ns
-        entry.untimed |= not _clock_times(done.identity.device)
         if done.traced:
             entry.add_traced(done)
-        if self.timing and done.first is None:  # (a first call ran under FLOP counting)
-            entry.samples_ns.append(done.elapsed_ns)
-        if done.user_key is not None:
-            seen = entry.user_keys.setdefault(
-                canonical_json(done.user_key), [done.user_key, entry.calls, 0]
-            )
+        sample = done.first is None  # (a first call ran under FLOP counting)
+        self.count(entry, done.identity, done.elapsed_ns, done.user_key, done.children, sample)
+
+    def count(
+        self,
+        entry: Entry,
+        identity: Identity,
+        elapsed_ns: int,
+        user_key: Json,
+        children: list[Done],
+        sample: bool = True,
+    ) -> None:
+        """Count a call of ``entry``'s workload as ``identity`` (and, under its row, the calls
+        it made); ``sample``: its time is a timing sample."""
+        entry.calls += 1
+        entry.total_ns += elapsed_ns
+        entry.untimed |= not _clock_times(identity.device)
+        if self.timing and sample:
+            entry.samples_ns.append(elapsed_ns)
+        if user_key is not None:
+            seen = entry.user_keys.setdefault(canonical_json(user_key), [user_key, entry.calls, 0])
             seen[2] += 1
-        for child in done.children:
+        for child in children:
             self.add(entry, child)
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._identity.describe import Describer, describe_args, describe_kwargs
+from .._identity.describe import Describer, describe_args, describe_kwargs, inputs_key
 from .._identity.structure import class_name
 from .._measure.first_call import FirstCall
 from .._model.canonical import Json, canonical_json
@@ -26,7 +27,7 @@ from .callsite import call_site
 from .errors import ErrorLog
 from .identity import Identity, IdentityCache
 from .plan import Plan
-from .rows import TRACED_CALLS, Done, RowTable
+from .rows import TRACED_CALLS, Done, Entry, RowTable
 from .traced import RootTrace
 
 if TYPE_CHECKING:
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
 
 #: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
+
+
+def _untimed() -> int:
+    return 0
 
 
 @dataclass(slots=True)
@@ -57,6 +62,12 @@ class Frame:
     # valid while the identity cache's generation stays the same
     identity: Identity | None = None
     generation: int = 0
+    # the process-local key of its described inputs, once both args and kwargs are
+    key: Hashable = None
+    # a root's row when its workload has one already, looked up as the call opens
+    entry: Entry | None = None
+    # the exception being handled where the call began (another one as it ends: it raised)
+    ambient: BaseException | None = None
 
 
 class CallStack:
@@ -78,25 +89,22 @@ class CallStack:
         self._describe = describe
         self._keyer = keyer
         self._rootdir = str(rootdir) if rootdir is not None else None
-        self._frames: list[Frame] = []
+        #: the calls in progress, innermost last (read by the hooks on every call)
+        self.frames: list[Frame] = []
+        self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else _untimed
+        # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
+        self._seen: dict[Hashable, tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]]] = {}
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
 
-    def __bool__(self) -> bool:
-        return bool(self._frames)
-
-    def current(self) -> Frame | None:
-        """The innermost call in progress, if any (one look-up for the hooks' hot path)."""
-        return self._frames[-1] if self._frames else None
-
     def clear(self) -> None:
         """Drop the running root, if any."""
         self._end_trace()
-        for frame in self._frames:
+        for frame in self.frames:
             if frame.first is not None:
                 frame.first.end(None)
-        self._frames.clear()
+        self.frames.clear()
         self.plan = None
         self._identities.root_ended()
 
@@ -108,17 +116,23 @@ class CallStack:
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None, plan: Plan
     ) -> None:
         frame = Frame(module, plan.target, "", 0, True, next(self._order))
+        frame.ambient = sys.exc_info()[1]
         self._describe_into(frame, args, kwargs)
         traced = TRACED_CALLS
         if frame.record:
-            frame.identity = self._known(frame, args, kwargs)
-            frame.generation = self._identities.generation
-            traced = -1 if frame.identity is None else self._rows.root_traced(frame.identity)
+            # its workload may be known already (a cheap look-up); if not, the call is traced
+            if frame.key is not None and kwargs is not None:
+                frame.identity = self._identities.known(frame.target, frame.key, (args, kwargs))
+                frame.generation = self._identities.generation
+            if frame.identity is not None:
+                frame.entry = self._rows.root(frame.identity)
+            traced = -1 if frame.entry is None else frame.entry.traced
         if traced == -1 or (traced < TRACED_CALLS and plan.opaque is None):
+            frame.entry = None  # (a traced call is filed with its operations, as a Done)
             self._errors.guarded(self._begin_trace, frame, args, kwargs, plan, traced == -1)
         self.plan = plan
-        self._frames.append(frame)
-        frame.start_ns = self._now()
+        self.frames.append(frame)
+        frame.start_ns = self._clock()
 
     def _begin_trace(
         self,
@@ -138,19 +152,10 @@ class CallStack:
         if frame.first is not None:
             frame.first.counts = trace.counts
 
-    def _known(
-        self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any] | None
-    ) -> Identity | None:
-        """The root's identity if its workload is known already (a cheap look-up); None when
-        it may be a new workload, whose calls are traced."""
-        if frame.args is None or frame.kwargs is None or kwargs is None:
-            return None
-        return self._identities.known(frame.target, (frame.args, frame.kwargs), (args, kwargs))
-
     def push_sub(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         assert self.plan is not None
         _, path, static_depth, target = self.plan.members[id(module)]
-        parent = self._frames[-1]
+        parent = self.frames[-1]
         depth = max(static_depth, parent.depth + 1)
         frame = Frame(
             module,
@@ -160,18 +165,19 @@ class CallStack:
             parent.record and depth <= self.plan.max_depth,
             next(self._order),
         )
+        frame.ambient = sys.exc_info()[1]
         if self._trace is None:
             self._push(frame, args, kwargs)
         else:
             with self._paused():
                 self._push(frame, args, kwargs)
                 frame.span = frame.record and self._trace.open_span()
-        frame.start_ns = self._now()
+        frame.start_ns = self._clock()
 
     def _push(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if frame.record:
             self._describe_into(frame, args, kwargs)
-        self._frames.append(frame)
+        self.frames.append(frame)
 
     @contextlib.contextmanager
     def _paused(self) -> Iterator[None]:
@@ -188,13 +194,13 @@ class CallStack:
     def complete(
         self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
-        elapsed = self._now() - frame.start_ns
+        elapsed = self._clock() - frame.start_ns
         trace = self._trace
         if trace is None:  # (untraced calls are the hot path)
             self._complete(frame, args, kwargs, result, elapsed)
             return
         with self._paused():
-            if frame is self._frames[0]:
+            if frame is self.frames[0]:
                 frame.computation = self._end_trace()
             elif frame.span:
                 frame.computation = trace.close_span(frame.name)
@@ -218,11 +224,19 @@ class CallStack:
             return
         identity = frame.identity
         if identity is None or frame.generation != self._identities.generation:
+            described = (frame.args, frame.kwargs)
             identity = self._identities.identity(
-                frame.target, (frame.args, frame.kwargs), (args, kwargs), result
+                frame.target, described, frame.key, (args, kwargs), result
             )
+        elif frame.entry is not None:
+            # a known root's untraced call: counted into its row (the repeated-call path)
+            user_key = None
+            if self._keyer is not None:
+                user_key = self._user_key(frame.entry.done.name, frame.module, args, kwargs)
+            self._rows.count(frame.entry, identity, elapsed, user_key, frame.children)
+            return
         name, location, first = frame.name, None, None
-        if frame.depth == 0 and not self._rows.has_root(identity):
+        if frame.depth == 0 and self._rows.root(identity) is None:
             name, location = call_site(frame.module, frame.target, self._rootdir)
             if frame.first is not None and frame.first.context is not None:
                 first = (frame.module, frame.first)
@@ -231,39 +245,43 @@ class CallStack:
         )
         frame.done.first = first
         if self._keyer is not None:
-            frame.done.user_key = self._user_key(frame, args, kwargs)
+            frame.done.user_key = self._user_key(name, frame.module, args, kwargs)
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
         if self._trace is None:
-            frame = self._frames.pop()
+            frame = self.frames.pop()
         else:
             with self._paused():
-                frame = self._frames.pop()
+                frame = self.frames.pop()
                 if frame.span:
                     # (the call raised: its operations stay its caller's)
                     self._trace.close_span(None)
-            if not self._frames:
+            if not self.frames:
                 self._end_trace()
         if frame.first is not None:
             frame.first.end(None)  # (the call raised: it is not recorded)
         if frame.done is not None:
-            if self._frames:
-                self._frames[-1].children.append(frame.done)
+            if self.frames:
+                self.frames[-1].children.append(frame.done)
             else:
                 self._rows.add(None, frame.done)
-        if self._frames:
+        if self.frames:
             return False
         self.plan = None
         self._identities.root_ended()
         return True
 
-    def _now(self) -> int:
-        return time.perf_counter_ns() if self._rows.timing else 0
-
     def _describe_into(
         self, frame: Frame, args: tuple[Any, ...] | None, kwargs: dict[str, Any] | None
     ) -> None:
+        """Describe a call's inputs (``args`` None: described already; ``kwargs`` None: not
+        known yet) and, once both are, key them; inputs seen before are not described again."""
+        key = None if args is None or kwargs is None else inputs_key(args, kwargs)
+        seen = None if key is None else self._seen.get(key)
+        if seen is not None:
+            (frame.args, frame.kwargs), frame.key = seen, key
+            return
         try:
             if args is not None:
                 frame.args = describe_args(args, self._describe)
@@ -277,13 +295,25 @@ class CallStack:
                 name, location = frame.name, None
             where = f" called at {location}" if location else ""
             self._errors.add(f"{name} ({class_name(frame.target)}){where}: {exc}")
+            return
+        if frame.args is None or frame.kwargs is None:
+            return
+        if key is None:
+            # repr, not JSON: a process-local key that costs little and still tells True, 1 and
+            # 1.0 apart (rows are told apart by the signature's canonical form)
+            key = repr((frame.args, frame.kwargs))
+        else:
+            self._seen[key] = (frame.args, frame.kwargs)
+        frame.key = key
 
-    def _user_key(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Json:
-        assert self._keyer is not None and frame.done is not None
+    def _user_key(
+        self, name: str, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Json:
+        assert self._keyer is not None
         try:
-            key = self._keyer(frame.module, args, kwargs)
+            key = self._keyer(module, args, kwargs)
             canonical_json(key)
         except Exception as exc:
-            self._errors.add(f"pytest_workload_key failed for {frame.done.name}: {exc!r}")
+            self._errors.add(f"pytest_workload_key failed for {name}: {exc!r}")
             return None
         return key
