@@ -31,6 +31,7 @@ from .._model.errors import UndescribableInputError
 from .._model.signature import InputSignature
 from .._model.workload import AlternateHash, ParamStats
 from .plan import Plan, build_plan
+from .traced import untraced
 
 if TYPE_CHECKING:
     from torch import nn
@@ -188,14 +189,20 @@ class IdentityCache:
         known = self._known.get(key)
         if known is not None and known.target is target and known.watch.unchanged():
             return known
-        signature = InputSignature(*described)
-        watch = AttributeWatch.of(target)
+        with untraced():
+            known = self._read(target, InputSignature(*described), result, str(device))
+        self._known[key] = known
+        return known
+
+    def _read(
+        self, target: nn.Module, signature: InputSignature, result: Any, device: str
+    ) -> Identity:
         memo = self._memo
         structure = self.scheme.structure_hash(target, memo, self.descriptions)
-        known = Identity(
+        return Identity(
             target=target,
             signature=signature,
-            watch=watch,
+            watch=AttributeWatch.of(target),
             structure_hash=structure,
             structure_hash_without_dtypes=self.scheme.structure_hash_without_dtypes(
                 target, self._memo_without_dtypes
@@ -207,13 +214,11 @@ class IdentityCache:
             submodules=child_structure_hashes(target, memo, self.scheme.node),
             alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
             output=self._describe_output(result),
-            device=str(device),
+            device=device,
             packages=frozenset(
                 type(m).__module__.partition(".")[0] for m in unwrap(target).modules()
             ),
         )
-        self._known[key] = known
-        return known
 
     def known(
         self, target: nn.Module, inputs: Hashable, call: tuple[tuple[Any, ...], dict[str, Any]]

@@ -8,11 +8,10 @@ row table with its completed children.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import sys
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +27,7 @@ from .errors import ErrorLog
 from .identity import Identity, IdentityCache
 from .plan import Plan
 from .rows import TRACED_CALLS, Done, Entry, RowTable
-from .traced import RootTrace
+from .traced import RootTrace, untraced
 
 if TYPE_CHECKING:
     from torch import nn
@@ -169,7 +168,7 @@ class CallStack:
         if self._trace is None:
             self._push(frame, args, kwargs)
         else:
-            with self._paused():
+            with untraced():  # (only when tracing: untraced calls are the hot path)
                 self._push(frame, args, kwargs)
                 frame.span = frame.record and self._trace.open_span()
         frame.start_ns = self._clock()
@@ -179,18 +178,6 @@ class CallStack:
             self._describe_into(frame, args, kwargs)
         self.frames.append(frame)
 
-    @contextlib.contextmanager
-    def _paused(self) -> Iterator[None]:
-        """The recorder's own work inside a traced call is not the model's computation (only
-        entered when tracing: untraced calls are the hot path)."""
-        trace = self._trace
-        assert trace is not None
-        trace.pause(True)
-        try:
-            yield
-        finally:
-            trace.pause(False)
-
     def complete(
         self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
@@ -199,7 +186,7 @@ class CallStack:
         if trace is None:  # (untraced calls are the hot path)
             self._complete(frame, args, kwargs, result, elapsed)
             return
-        with self._paused():
+        with untraced():
             if frame is self.frames[0]:
                 frame.computation = self._end_trace()
             elif frame.span:
@@ -252,7 +239,7 @@ class CallStack:
         if self._trace is None:
             frame = self.frames.pop()
         else:
-            with self._paused():
+            with untraced():
                 frame = self.frames.pop()
                 if frame.span:
                     # (the call raised: its operations stay its caller's)
@@ -283,10 +270,11 @@ class CallStack:
             (frame.args, frame.kwargs), frame.key = seen, key
             return
         try:
-            if args is not None:
-                frame.args = describe_args(args, self._describe)
-            if kwargs is not None:
-                frame.kwargs = describe_kwargs(kwargs, self._describe)
+            with untraced():  # (a subclass's input reads the same in any call)
+                if args is not None:
+                    frame.args = describe_args(args, self._describe)
+                if kwargs is not None:
+                    frame.kwargs = describe_kwargs(kwargs, self._describe)
         except UndescribableInputError as exc:
             frame.record = False
             if frame.depth == 0:

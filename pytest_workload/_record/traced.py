@@ -8,7 +8,7 @@ every workload of the call says why it has no compute hash.
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack
 from typing import TYPE_CHECKING, Any
 
 from .._identity.structure import is_compiled
@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from torch import nn
 
     from .plan import Plan
+
+
+def untraced() -> AbstractContextManager[None]:
+    """Around the recorder's own tensor reads: no function mode (the tracer's, or one the test
+    entered) and no tensor subclass sees them, so they are never the program's operations and
+    read the same in a traced call as in any other."""
+    from torch._C import DisableTorchFunction
+
+    return DisableTorchFunction()
 
 
 class RootTrace:
@@ -56,11 +65,6 @@ class RootTrace:
     @property
     def traces_ops(self) -> bool:
         return self._trace is not None
-
-    def pause(self, paused: bool) -> None:
-        """While the recorder's own hook code runs, its torch calls are not the model's."""
-        if self._trace is not None:
-            self._trace.active = not paused
 
     def open_span(self) -> bool:
         if self._trace is None:
