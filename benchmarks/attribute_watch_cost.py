@@ -41,7 +41,7 @@ def main() -> None:
     }
     rows = []
     for name, model in models.items():
-        watch = AttributeWatch.of(model)
+        watch = AttributeWatch.of(model, {})
         items = list(range(len(watch.seen)))
 
         def bare(items: list[int] = items) -> bool:

@@ -39,11 +39,15 @@ _MODULE_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", 
 
 
 def _copy(container: Any) -> Any:
-    return container.copy()
+    # (most of a module's containers are empty hook tables: nothing to copy)
+    return container.copy() if container else None
 
 
 def _same(container: Any, saved: Any) -> bool:
-    """Equal by identity of the elements (``==`` on tensors compares values)."""
+    """Equal by identity of the elements (``==`` on tensors compares values); ``saved`` None
+    stands for empty."""
+    if saved is None:
+        return not container
     if isinstance(container, dict):
         return container.keys() == saved.keys() and all(v is saved[k] for k, v in container.items())
     if isinstance(container, list):
@@ -57,6 +61,8 @@ def _put_back(container: Any, saved: Any) -> None:
     if _same(container, saved):
         return
     container.clear()
+    if saved is None:
+        return
     if isinstance(container, list):
         container.extend(saved)
     else:
@@ -145,7 +151,9 @@ def _hooks_suspended(modules: Sequence[nn.Module]) -> Iterator[None]:
     from torch.nn.modules import module as torch_module
 
     tables = [getattr(torch_module, name) for name in _GLOBAL_HOOKS if hasattr(torch_module, name)]
-    tables += [getattr(m, name) for m in modules for name in _MODULE_HOOKS]
+    # (a module's empty table has nothing to suspend; what the replay adds to it, the
+    # module's restored state takes out)
+    tables += [t for m in modules for t in (getattr(m, n) for n in _MODULE_HOOKS) if t]
     saved = [table.copy() for table in tables]
     for table in tables:
         table.clear()

@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 
 
 _Getter = Callable[[dict[str, Any]], object]
+_Watched = tuple[dict[str, Any], int, _Getter, object]
+#: Each module's watched attributes and its subtree's, read once per root call (its nested
+#: identities share them), keyed by id; the module is kept so the id stands.
+WatchMemo = dict[int, tuple["nn.Module", tuple[_Watched, ...]]]
 
 
 def _nothing(state: dict[str, Any]) -> None:
@@ -53,21 +57,13 @@ class AttributeWatch:
     an attribute replaced by an equal value (``self.shape = x.shape`` in every forward) is
     not a change. A value mutated in place (a list attribute appended to) is not seen."""
 
-    seen: tuple[tuple[dict[str, Any], int, _Getter, object], ...]
+    seen: tuple[_Watched, ...]
 
     @classmethod
-    def of(cls, module: nn.Module) -> AttributeWatch:
+    def of(cls, module: nn.Module, memo: WatchMemo) -> AttributeWatch:
         from torch import Tensor
 
-        seen = []
-        for m in unwrap(module).modules():
-            state = vars(m)
-            # tensors never enter a structure hash (a scripted module keeps none of its
-            # attributes here, not even "training")
-            names = [k for k, v in state.items() if k[0] != "_" and not isinstance(v, Tensor)]
-            getter = operator.itemgetter(*names) if names else _nothing
-            seen.append((state, len(state), getter, getter(state)))
-        return cls(tuple(seen))
+        return cls(_subtree(unwrap(module), memo, Tensor))
 
     def unchanged(self) -> bool:
         try:
@@ -127,6 +123,7 @@ class IdentityCache:
         # each module of the tree is hashed once per root call, not once per recorded ancestor
         self._memo: StructureMemo = {}
         self._memo_without_dtypes: StructureMemo = {}
+        self._watch_memo: WatchMemo = {}
         self._arg_names: dict[object, tuple[str, ...]] = {}
         #: every module description read in this test, by its hash (content-addressed, so
         #: never stale: kept when the memo is dropped)
@@ -164,6 +161,7 @@ class IdentityCache:
         calls without registering anything: ``model.half()``)."""
         self._memo.clear()
         self._memo_without_dtypes.clear()
+        self._watch_memo.clear()
 
     def plan(self, module: nn.Module, max_depth: int) -> Plan:
         cached = self._plans.get((id(module), max_depth))
@@ -202,7 +200,7 @@ class IdentityCache:
         return Identity(
             target=target,
             signature=signature,
-            watch=AttributeWatch.of(target),
+            watch=AttributeWatch.of(target, self._watch_memo),
             structure_hash=structure,
             structure_hash_without_dtypes=self.scheme.structure_hash_without_dtypes(
                 target, self._memo_without_dtypes
@@ -273,6 +271,23 @@ class IdentityCache:
         except UndescribableInputError:
             return None  # outputs are informative only; an opaque one is not an error
         return described[0]
+
+
+def _subtree(module: nn.Module, memo: WatchMemo, tensor: type) -> tuple[_Watched, ...]:
+    cached = memo.get(id(module))
+    if cached is not None and cached[0] is module:
+        return cached[1]
+    state = vars(module)
+    # tensors never enter a structure hash (a scripted module keeps none of its attributes
+    # here, not even "training")
+    names = [k for k, v in state.items() if k[0] != "_" and not isinstance(v, tensor)]
+    getter: _Getter = operator.itemgetter(*names) if names else _nothing
+    seen: list[_Watched] = [(state, len(state), getter, getter(state))]
+    for child in module._modules.values():
+        if child is not None:
+            seen += _subtree(child, memo, tensor)
+    memo[id(module)] = (module, tuple(seen))
+    return memo[id(module)][1]
 
 
 def _arg_names(module: nn.Module) -> tuple[str, ...]:
