@@ -8,11 +8,13 @@ every round; all pairs run in one process, and each pair gives one ratio. (Noise
 VM comes in phases of a few hundred ms, during which every call is slower, so only sessions
 right next to each other see the same machine.)
 
-* **hot path**: the fastest (``--stat median``: the median) per-call time of calls 2..N of a
-  session (short sessions, many rounds). The recorder deduplicates calls with one signature, so
-  these calls only run the hooks (and at depth >= 1 describe each submodule's inputs); this is
-  the per-call overhead, reported as a ratio and in µs per call. The A/A row (plain against
-  plain) shows the machine's noise floor.
+* **hot path**: the fastest (``--stat median``: the median) per-call time of calls
+  ``--from``..N of a session (short sessions, many rounds); this is the per-call overhead,
+  reported as a ratio and in µs per call. The A/A row (plain against plain) shows the machine's
+  noise floor. A workload's first two calls are traced; its next three are *observed* (at depth
+  >= 1 each submodule's call is hooked, described and looked up); after those it has *settled*
+  (its submodules run unhooked). ``--from 6`` (the default) measures settled calls, ``--from 3
+  --calls 5`` the observed ones.
 * **first call**: the first forward of a session, where the recorder reads the structure
   (hashes every module once), parameter counts and the call site. Reported as extra ms over a
   plain forward, together with entering and leaving the ``recording`` block.
@@ -91,6 +93,7 @@ def session(
     model: nn.Module,
     x: torch.Tensor,
     calls: int,
+    start: int,
     depth: int | None,
     res: SideResult,
     recorder_timing: bool,
@@ -110,11 +113,12 @@ def session(
         t1 = wall()
         model(x)
         t2 = wall()
-        for _ in range(calls - 1):
+        for call in range(2, calls + 1):
             w, c = wall(), cpu()
             model(x)
-            cpus.append(cpu() - c)
-            walls.append(wall() - w)
+            if call >= start:
+                cpus.append(cpu() - c)
+                walls.append(wall() - w)
         t3 = wall()
     t4 = wall()
     res.first_s.append((t2 - t1) / 1e9)
@@ -156,6 +160,7 @@ def bench(
     name: str,
     rounds: int,
     calls: int,
+    start: int,
     depths: list[int],
     recorder_timing: bool,
     stat: Stat,
@@ -176,7 +181,7 @@ def bench(
             for i, (key, depth) in enumerate(others):
                 pair = [(plains[key], None), (results[key], depth)]
                 for res, d in pair if (r + i) % 2 == 0 else pair[::-1]:
-                    session(model, x, calls, d, res, recorder_timing, stat)
+                    session(model, x, calls, start, d, res, recorder_timing, stat)
             if (r + 1) % 20 == 0 or r + 1 == rounds:
                 print(f"{name}: round {r + 1}/{rounds} done", flush=True)
     return Bench(name, label, results, plains)
@@ -212,7 +217,14 @@ def main(argv: list[str] | None = None) -> None:
         f"(default: mobilenetv2_035 resnet18 {LINEAR13} {TINY})",
     )
     parser.add_argument("--rounds", type=int, default=None, help="alternated rounds (default 60)")
-    parser.add_argument("--calls", type=int, default=4, help="forwards per session (4)")
+    parser.add_argument("--calls", type=int, default=9, help="forwards per session (9)")
+    parser.add_argument(
+        "--from",
+        dest="start",
+        type=int,
+        default=6,
+        help="first call of the hot path, counted from 1 (6: settled calls; 3: observed ones)",
+    )
     parser.add_argument("--depths", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument(
@@ -242,8 +254,11 @@ def main(argv: list[str] | None = None) -> None:
     stat: Stat = min if args.stat == "min" else median
     torch.set_num_threads(args.threads)
 
+    if not 2 <= args.start <= args.calls:
+        parser.error("--from must be between 2 and --calls")
     benches = [
-        bench(m, rounds, args.calls, args.depths, args.recorder_timing, stat) for m in models
+        bench(m, rounds, args.calls, args.start, args.depths, args.recorder_timing, stat)
+        for m in models
     ]
     clock, other = args.clock, ("wall" if args.clock == "cpu" else "cpu")
 
@@ -253,7 +268,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{rounds} rounds; per round and side, a pair of adjacent sessions of {args.calls} "
         "forwards (plain and the side, order flipping every round); "
         f"WorkloadRecorder(timing={args.recorder_timing}), recording(all_roots=True); "
-        f"torch.no_grad. Hot path = {args.stat} per-call time of calls 2..{args.calls} in a "
+        f"torch.no_grad. Hot path = {args.stat} per-call time of calls {args.start}.."
+        f"{args.calls} in a "
         f"session; ratios are per pair, side/plain. Verdict on the {clock} clock. "
         f"Targets: timm models <= {TARGET}x at depth 0 and <= {TARGETS['depth 2']}x at depth "
         f"2; {LINEAR13} at most +{LINEAR13_TARGET_US:g} µs per call at depth 0.\n"
@@ -300,7 +316,7 @@ def main(argv: list[str] | None = None) -> None:
             )
             if side.calls != args.calls or side.errors:
                 print(f"WARNING {b.label} {key}: {side.calls} calls, errors {side.errors}")
-    print("### Hot path (per call, calls 2..N of a session)\n")
+    print(f"### Hot path (per call, calls {args.start}..{args.calls} of a session)\n")
     print(
         markdown_table(
             [

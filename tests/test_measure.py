@@ -162,7 +162,8 @@ def test_a_forward_that_writes_outside_its_module_is_timed_from_its_calls():
     x = torch.rand(3)
     (w,), (line,) = measured(lambda: [model(x) for _ in range(4)])
     assert SIDE.tolist() == [4.0] * 3  # the test's own calls, no replay
-    assert w.timing is not None and w.timing.source == "recorded calls" and w.timing.n == 3
+    # calls 3 and 4: the first two ran under the tracer, which slows them
+    assert w.timing is not None and w.timing.source == "recorded calls" and w.timing.n == 2
     assert w.measured.timing == "observed calls (add_ wrote to a tensor outside the module)"
     assert line.endswith("timed from its observed calls: " + w.measured.timing[16:-1])
 

@@ -44,6 +44,14 @@ def _measured(entry: Entry, timing: bool) -> Measured | None:
         how = OFF
     elif entry.untimed:
         how = not_measured("it ran off the CPU, where a clock around a call does not time it")
+    elif not entry.samples_ns:
+        how = not_measured("its calls were traced (which slows them): a later call times it")
+    elif entry.counted:
+        observed = len(entry.samples_ns)
+        how = (
+            f"{OBSERVED} ({observed} of {entry.calls}: the later calls of a settled root run "
+            "its submodules unhooked)"
+        )
     else:
         how = OBSERVED
     return Measured(how, not_measured("FLOPs are counted for top-level workloads"))
@@ -65,7 +73,8 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         params=identity.params,
         arg_names=identity.arg_names,
         location=done.location,
-        total_time_s=entry.total_ns / 1e9 if timing and not entry.untimed else None,
+        # (calls counted from a settled root's were not timed: no total)
+        total_time_s=None if not timing or entry.untimed or entry.counted else entry.total_ns / 1e9,
         submodules=identity.submodules,
         user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
         alternates=identity.alternates,

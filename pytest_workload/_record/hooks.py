@@ -14,6 +14,7 @@ from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
 from .._identity.structure import is_scripted
+from .detach import Detached
 from .errors import ErrorLog
 from .identity import IdentityCache
 from .stack import CallStack, Frame
@@ -55,8 +56,11 @@ class Hooks:
         self._tracked: dict[int, tuple[nn.Module, int]] = {}
         self._scripted_watch: RemovableHandle | None = None
         self._hooked: dict[int, tuple[nn.Module, list[RemovableHandle]]] = {}
-        # plans whose members all have their hooks: a root's later calls skip the loop
-        self._hooked_plans: dict[int, Plan] = {}
+        # plans whose members all have their hooks (a root's later calls skip the loop), with
+        # its submodules and their hooks
+        self._hooked_plans: dict[int, tuple[Plan, list[tuple[nn.Module, list[RemovableHandle]]]]]
+        self._hooked_plans = {}
+        self._detached = Detached()
         self._script_hooks: list[RemovableHandle] = []
 
     def watch_all(self) -> None:
@@ -80,6 +84,7 @@ class Hooks:
     def remove_all(self) -> None:
         """Remove every hook; a root still running is dropped. Idempotent."""
         self._stopped = True
+        self._detached.forget()
         self._remove_global_watch()
         self._identities.unwatch()
         if self._scripted_watch is not None:
@@ -144,11 +149,27 @@ class Hooks:
             self._script_hooks = [
                 register_module_forward_hook(self._exit, with_kwargs=True, always_call=True)
             ]
-        elif self._hooked_plans.get(id(plan)) is not plan:
+        elif self._hooked_plans.get(id(plan), (None,))[0] is not plan:
             for member, _, _, _ in plan.members.values():
                 self._ensure_hooked(member)
-            self._hooked_plans[id(plan)] = plan
+            self._hooked_plans[id(plan)] = (plan, self._submodules(plan))
         self._stack.open_root(module, args, kwargs, plan)
+        if plan.scripted:
+            return
+        submodules = self._hooked_plans[id(plan)][1]
+        if self._stack.frames and self._stack.frames[0].settled:
+            self._detached.take_out(id(plan), submodules)
+        elif submodules or id(module) in self._detached:
+            self._detached.put_back([id(module), *(id(m) for m, _ in submodules)])
+
+    def _submodules(self, plan: Plan) -> list[tuple[nn.Module, list[RemovableHandle]]]:
+        """A plan's submodules whose hooks a settled root may take out (a tracked module keeps
+        its own, which open its calls)."""
+        return [
+            self._hooked[id(member)]
+            for member, path, _, _ in plan.members.values()
+            if path and id(member) not in self._tracked
+        ]
 
     def _close_root(self) -> None:
         for handle in self._script_hooks:
@@ -170,10 +191,11 @@ class Hooks:
     # -- the hooks themselves ---------------------------------------------------------------
 
     def _watch_global(self, module: nn.Module, args: tuple[Any, ...]) -> None:
-        # A hooked module's own pre-hook opens its call, with its keyword arguments.
+        # A hooked module's own pre-hook opens its call, with its keyword arguments (unless a
+        # settled root took its hooks out).
         if (
             not self._stack.frames
-            and id(module) not in self._hooked
+            and (id(module) not in self._hooked or id(module) in self._detached)
             and get_ident() == self._thread
         ):
             self._errors.guarded(self._open_root, module, args, None, self._max_depth)
@@ -186,9 +208,13 @@ class Hooks:
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if get_ident() != self._thread:
             return
-        if self._stack.frames:
+        frames = self._stack.frames
+        if frames:
             plan = self._stack.plan
-            if plan is not None and id(module) in plan.members:
+            # (a settled root's submodules are not recorded; a call of the root itself within
+            # it is, so that its own end is told from the root's)
+            settled = frames[0].settled and module is not frames[0].module
+            if plan is not None and id(module) in plan.members and not settled:
                 self._errors.guarded(self._stack.push_sub, module, args, kwargs)
             return
         tracked = self._tracked.get(id(module))

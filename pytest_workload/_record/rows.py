@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 #: Calls of a root workload whose operations are traced: the first, and one more to tell a
 #: forward whose operations depend on the data (later calls run untraced).
 TRACED_CALLS = 2
+#: Untraced calls of a root workload observed with its submodules' hooks: once this many in a
+#: row made the same submodule calls, the root *settles*: its later calls run with those hooks
+#: suspended, and add the calls its observed ones made to the submodules' rows (untimed).
+OBSERVED_CALLS = 3
 UNTRACED = "first run in a call that was not traced (its caller's operations depend on the data)"
 
 
@@ -49,7 +53,7 @@ class Done:
     building: bool = False
 
 
-@dataclass
+@dataclass(eq=False)
 class Entry:
     """One row: a workload under one calling row, with its calls summed."""
 
@@ -71,6 +75,18 @@ class Entry:
     computation: Computation | None = None
     compute_unknown: str | None = None
     data_dependent: bool = False
+    # a root's submodule rows with how often its last observed call ran each, and how many
+    # observed calls in a row ran the same
+    per_call: dict[Entry, int] = field(default_factory=dict)
+    steady: int = 0
+    # calls counted from a settled root's, not observed (so not timed)
+    counted: int = 0
+
+    @property
+    def settled(self) -> bool:
+        """A root whose observed calls ran the same submodule calls, and whose traced ones
+        the same operations: its later calls need no submodule hooks."""
+        return self.steady >= OBSERVED_CALLS and not self.data_dependent
 
     def add_traced(self, done: Done) -> None:
         if done.building:  # (the next call is traced in its place)
@@ -144,8 +160,9 @@ class RowTable:
                 taken.append((entry, *first))
         return taken
 
-    def add(self, caller: Entry | None, done: Done) -> None:
-        """Count a completed call (and, under its row, the calls it made)."""
+    def add(self, caller: Entry | None, done: Done, tally: dict[Entry, int] | None = None) -> None:
+        """Count a completed call (and, under its row, the calls it made); ``tally`` counts
+        the rows' calls of one observed root call."""
         key = _entry_key(caller, done.identity, done.depth, done.name)
         entry = self._entries.get(key)
         if entry is None:
@@ -155,8 +172,13 @@ class RowTable:
                 _depends_on_data(caller)
         if done.traced:
             entry.add_traced(done)
-        sample = done.first is None  # (a first call ran under FLOP counting)
-        self.count(entry, done.identity, done.elapsed_ns, done.user_key, done.children, sample)
+        if tally is not None:
+            tally[entry] = tally.get(entry, 0) + 1
+        # (a traced call ran under the tracer, and a first call copied its inputs first)
+        sample = done.first is None and not done.traced
+        self.count(
+            entry, done.identity, done.elapsed_ns, done.user_key, done.children, sample, tally
+        )
 
     def count(
         self,
@@ -166,6 +188,7 @@ class RowTable:
         user_key: Json,
         children: list[Done],
         sample: bool = True,
+        tally: dict[Entry, int] | None = None,
     ) -> None:
         """Count a call of ``entry``'s workload as ``identity`` (and, under its row, the calls
         it made); ``sample``: its time is a timing sample."""
@@ -178,7 +201,29 @@ class RowTable:
             seen = entry.user_keys.setdefault(canonical_json(user_key), [user_key, entry.calls, 0])
             seen[2] += 1
         for child in children:
-            self.add(entry, child)
+            self.add(entry, child, tally)
+
+    def observe(
+        self,
+        entry: Entry,
+        identity: Identity,
+        elapsed_ns: int,
+        user_key: Json,
+        children: list[Done],
+    ) -> None:
+        """Count an untraced call of a known root, its submodules' calls recorded."""
+        tally: dict[Entry, int] = {}
+        self.count(entry, identity, elapsed_ns, user_key, children, tally=tally)
+        entry.steady = entry.steady + 1 if tally == entry.per_call else 1
+        entry.per_call = tally
+
+    def count_settled(self, entry: Entry, identity: Identity, elapsed_ns: int) -> None:
+        """Count a settled root's call, its submodules unhooked: their rows get the calls its
+        observed ones made."""
+        self.count(entry, identity, elapsed_ns, None, [])
+        for sub, calls in entry.per_call.items():
+            sub.calls += calls
+            sub.counted += calls
 
 
 def _depends_on_data(caller: Entry | None) -> None:

@@ -67,6 +67,8 @@ class Frame:
     entry: Entry | None = None
     # the exception being handled where the call began (another one as it ends: it raised)
     ambient: BaseException | None = None
+    # a settled root's call: its submodules run unhooked (see rows.OBSERVED_CALLS)
+    settled: bool = False
 
 
 class CallStack:
@@ -129,6 +131,9 @@ class CallStack:
         if traced == -1 or (traced < TRACED_CALLS and plan.opaque is None):
             frame.entry = None  # (a traced call is filed with its operations, as a Done)
             self._errors.guarded(self._begin_trace, frame, args, kwargs, plan, traced == -1)
+        elif frame.entry is not None and frame.entry.settled and self._keyer is None:
+            # (with a key hook every call is keyed, its submodules' too)
+            frame.settled = True
         self.plan = plan
         self.frames.append(frame)
         frame.start_ns = self._clock()
@@ -215,12 +220,16 @@ class CallStack:
             identity = self._identities.identity(
                 frame.target, described, frame.key, (args, kwargs), result
             )
+        elif frame.settled:
+            assert frame.entry is not None
+            self._rows.count_settled(frame.entry, identity, elapsed)
+            return
         elif frame.entry is not None:
             # a known root's untraced call: counted into its row (the repeated-call path)
             user_key = None
             if self._keyer is not None:
                 user_key = self._user_key(frame.entry.done.name, frame.module, args, kwargs)
-            self._rows.count(frame.entry, identity, elapsed, user_key, frame.children)
+            self._rows.observe(frame.entry, identity, elapsed, user_key, frame.children)
             return
         name, location, first = frame.name, None, None
         if frame.depth == 0 and self._rows.root(identity) is None:
