@@ -1,6 +1,7 @@
 """The hook lifecycle: recording changes nothing and leaves no hook behind, whatever the model
 does (raises, recurses, runs compiled, scripted, wrapped or on another thread)."""
 
+import contextlib
 import threading
 import warnings
 
@@ -8,6 +9,7 @@ import pytest
 import torch
 from torch import nn
 from torch.nn.modules import module as torch_module
+from torch.overrides import TorchFunctionMode
 
 from pytest_workload import WorkloadRecorder
 from tests.models import TinyNet
@@ -176,3 +178,28 @@ def test_a_users_global_hook_fires_for_every_call_while_recording():
         handle.remove()
     assert seen == expected
     assert no_hooks_left(model)
+
+
+class _SeenOps(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.seen.append(getattr(func, "__name__", repr(func)))
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_function_mode_the_test_enters_sees_the_same_operations_while_recording():
+    def ops(recorder):
+        model = nn.Sequential(nn.Linear(2, 2), nn.ReLU()).eval()
+        mode = _SeenOps()
+        recording = recorder.recording(all_roots=True) if recorder else contextlib.nullcontext()
+        with recording, mode:
+            for _ in range(8):  # traced, observed and settled calls
+                model(torch.ones(1, 2))
+        return mode.seen
+
+    plain = ops(None)
+    assert plain.count("linear") == 8
+    assert ops(WorkloadRecorder("t", max_depth=1)) == plain

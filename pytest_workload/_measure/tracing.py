@@ -125,9 +125,14 @@ def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 
 
 def _mode_class() -> type:
+    from torch._C import DisableTorchFunction
     from torch.overrides import TorchFunctionMode
 
     class Tracing(TorchFunctionMode):
+        """Around each operation the tracer's own reads (shapes, storages) run with torch
+        functions disabled: a function mode the test entered (below this one) sees the
+        operation, once, and none of them."""
+
         def __init__(self, trace: Trace) -> None:
             super().__init__()
             self.trace = trace
@@ -140,9 +145,10 @@ def _mode_class() -> type:
             if not trace.active:
                 return func(*args, **kwargs)
             try:
-                name = op_name(func)
-                dispatch = _needs_dispatch(name, args, kwargs)
-                trace.check_writes(func, name, args, kwargs)
+                with DisableTorchFunction():
+                    name = op_name(func)
+                    dispatch = _needs_dispatch(name, args, kwargs)
+                    trace.check_writes(func, name, args, kwargs)
             except Exception as exc:  # (a failure of the tracer must not reach the forward)
                 trace.fail(exc)
                 return func(*args, **kwargs)
@@ -152,10 +158,12 @@ def _mode_class() -> type:
             else:
                 out, flops = func(*args, **kwargs), None
             try:
-                if any(True for _ in tensors_in((out,))) or _wrote(name, func, args, kwargs):
-                    trace.allow(out, args)
-                    trace.record(func, args, kwargs)
-                    trace.flops += _counted(name, args, kwargs, out) if flops is None else flops
+                with DisableTorchFunction():
+                    if any(True for _ in tensors_in((out,))) or _wrote(name, func, args, kwargs):
+                        trace.allow(out, args)
+                        trace.record(func, args, kwargs)
+                        counted = _counted(name, args, kwargs, out) if flops is None else flops
+                        trace.flops += counted
             except Exception as exc:
                 trace.fail(exc)
             return out

@@ -10,6 +10,7 @@ is taken out of torch's table: every other module keeps torch's hook-free fast p
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from .detach import Detached
 from .errors import ErrorLog
 from .identity import IdentityCache
 from .stack import CallStack, Frame
+from .traced import untraced
 
 if TYPE_CHECKING:
     from torch import nn
@@ -30,6 +32,10 @@ def _register_global_pre(hook: Any) -> RemovableHandle:
     from torch.nn.modules.module import register_module_forward_pre_hook
 
     return register_module_forward_pre_hook(hook)
+
+
+def _no_function_mode() -> bool:
+    return False
 
 
 class Hooks:
@@ -62,11 +68,15 @@ class Hooks:
         self._hooked_plans = {}
         self._detached = Detached()
         self._script_hooks: list[RemovableHandle] = []
+        # whether a function mode is on (the test's, or the tracer's), which would see the
+        # recorder's own reads of tensors (torch's check, once torch is imported)
+        self._function_mode: Callable[[], bool] = _no_function_mode
 
     def watch_all(self) -> None:
         """Open a root for every module called at top level."""
         self._thread = get_ident()
         self._watch_all = True
+        self._watch_modes()
         self._identities.watch()
         self._install_global_watch()
 
@@ -74,12 +84,18 @@ class Hooks:
         """Open a root for calls of ``module``."""
         if self._thread is None:
             self._thread = get_ident()
+        self._watch_modes()
         self._identities.watch()
         self._tracked[id(module)] = (module, max_depth)
         if not is_scripted(module):
             self._ensure_hooked(module)  # its own pre-hook opens its calls as roots
         elif self._scripted_watch is None:
             self._scripted_watch = _register_global_pre(self._watch_tracked_scripted)
+
+    def _watch_modes(self) -> None:
+        from torch._C import _is_torch_function_mode_enabled
+
+        self._function_mode = _is_torch_function_mode_enabled
 
     def remove_all(self) -> None:
         """Remove every hook; a root still running is dropped. Idempotent."""
@@ -190,6 +206,16 @@ class Hooks:
 
     # -- the hooks themselves ---------------------------------------------------------------
 
+    def _run(self, fn: Callable[..., object], *args: Any) -> None:
+        """Run a hook's work, never raising; where a function mode is on (the test's, or the
+        tracer's), with torch functions disabled, so that it sees none of the recorder's
+        reads."""
+        if self._function_mode():
+            with untraced():
+                self._errors.guarded(fn, *args)
+        else:
+            self._errors.guarded(fn, *args)
+
     def _watch_global(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         # A hooked module's own pre-hook opens its call, with its keyword arguments (unless a
         # settled root took its hooks out).
@@ -198,12 +224,12 @@ class Hooks:
             and (id(module) not in self._hooked or id(module) in self._detached)
             and get_ident() == self._thread
         ):
-            self._errors.guarded(self._open_root, module, args, None, self._max_depth)
+            self._run(self._open_root, module, args, None, self._max_depth)
 
     def _watch_tracked_scripted(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         if not self._stack.frames and id(module) in self._tracked and get_ident() == self._thread:
             depth = self._tracked[id(module)][1]
-            self._errors.guarded(self._open_root, module, args, None, depth)
+            self._run(self._open_root, module, args, None, depth)
 
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if get_ident() != self._thread:
@@ -215,16 +241,16 @@ class Hooks:
             # it is, so that its own end is told from the root's)
             settled = frames[0].settled and module is not frames[0].module
             if plan is not None and id(module) in plan.members and not settled:
-                self._errors.guarded(self._stack.push_sub, module, args, kwargs)
+                self._run(self._stack.push_sub, module, args, kwargs)
             return
         tracked = self._tracked.get(id(module))
         if tracked is not None or self._watch_all:
             depth = self._max_depth if tracked is None else tracked[1]
-            self._errors.guarded(self._open_root, module, args, kwargs, depth)
+            self._run(self._open_root, module, args, kwargs, depth)
 
     def _exit(self, module: nn.Module, args: tuple[Any, ...], *rest: Any) -> None:
         """Called as a call returns or raises (``rest``: kwargs and the result; torch gives a
         global always-called hook no kwargs when the forward raised)."""
         frames = self._stack.frames
         if frames and frames[-1].module is module and get_ident() == self._thread:
-            self._errors.guarded(self._finish, frames[-1], args, rest)
+            self._run(self._finish, frames[-1], args, rest)

@@ -170,12 +170,9 @@ class CallStack:
             next(self._order),
         )
         frame.ambient = sys.exc_info()[1]
-        if self._trace is None:
-            self._push(frame, args, kwargs)
-        else:
-            with untraced():  # (only when tracing: untraced calls are the hot path)
-                self._push(frame, args, kwargs)
-                frame.span = frame.record and self._trace.open_span()
+        self._push(frame, args, kwargs)
+        if self._trace is not None:
+            frame.span = frame.record and self._trace.open_span()
         frame.start_ns = self._clock()
 
     def _push(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
