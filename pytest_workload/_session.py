@@ -158,7 +158,8 @@ class WorkloadSession:
         recorder.stop()
         tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
-            for problem in recorder.measure(self.timing_policy(tolerance), self.budget):
+            policy = self.timing_policy(tolerance)
+            for problem in recorder.measure(policy, self.budget, replays=self.perf.replays):
                 self.perf_notes.append(Note(recorder.nodeid, problem))
         test = recorder.workloads()
         self.add(test)
