@@ -324,6 +324,7 @@ def test_sleepy():
     relaxed.assert_outcomes(passed=1)
     # beside another worker it is not replayed, so no timing of it is judged
     relaxed.stdout.no_fnmatch_line("*performance regression*")
+    relaxed.stdout.fnmatch_lines(["*1 top-level workload was not replayed for timing: *"])
     strict = pytester.runpytest("-n", "2", "--workload-snapshot", "--workload-perf=strict")
     strict.assert_outcomes(failed=1)
 

@@ -393,6 +393,7 @@ def pytest_sessionfinish(session):
 def _comparable(report: dict) -> dict:
     """The report less how it was timed: xdist workers replay nothing for timing, so they
     time otherwise and pin no allocator."""
+    report.pop("not_replayed", None)
     report["environment"].pop("allocator")
     for test in report["tests"]:
         for w in test["workloads"]:
