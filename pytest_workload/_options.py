@@ -198,8 +198,9 @@ _OPTIONS = (
         _perf_mode,
         "on|off|strict",
         "with --workload-snapshot, fail on timing regressions against the baselines; with "
-        "several xdist workers or other processes loading the machine 'on' only reports them, "
-        "'strict' fails anyway; 'off' keeps every hash check",
+        "other processes loading the machine 'on' only reports them, 'strict' fails anyway; "
+        "with several xdist workers only 'strict' replays workloads for timing and judges them; "
+        "'off' keeps every hash check",
     ),
     _Option(
         "--workload-perf-tolerance",

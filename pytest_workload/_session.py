@@ -24,10 +24,16 @@ from ._model.baseline import BASELINE_DIRNAME
 from ._model.canonical import Json
 from ._model.files import write_report
 from ._model.notes import Note
-from ._model.report import SessionReport, count_not_timed
+from ._model.report import SessionReport, count_not_replayed, count_not_timed
 from ._model.workload import TestWorkloads
 from ._record.recorder import Keyer, WorkloadRecorder
-from ._render.report import render_not_timed, render_notes, render_session, render_unchecked
+from ._render.report import (
+    render_not_replayed,
+    render_not_timed,
+    render_notes,
+    render_session,
+    render_unchecked,
+)
 from ._verdict.drift import DEFAULT_TOLERANCE
 
 if TYPE_CHECKING:
@@ -158,7 +164,8 @@ class WorkloadSession:
         recorder.stop()
         tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
-            for problem in recorder.measure(self.timing_policy(tolerance), self.budget):
+            policy = self.timing_policy(tolerance)
+            for problem in recorder.measure(policy, self.budget, replays=self.perf.replays):
                 self.perf_notes.append(Note(recorder.nodeid, problem))
         test = recorder.workloads()
         self.add(test)
@@ -254,6 +261,12 @@ class WorkloadSession:
         count = count_not_timed(self.tests)
         budget = self.settings.session_budget_s
         return render_not_timed(count, budget) if count and budget is not None else None
+
+    def not_replayed_line(self) -> str | None:
+        """How many top-level workloads were not replayed for timing beside other xdist
+        workers, if any (counted over every worker's tests)."""
+        count = count_not_replayed(self.tests)
+        return render_not_replayed(count) if count else None
 
     def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> Path | None:
         """Write the JSON report (``extend`` may add fields to it first)."""

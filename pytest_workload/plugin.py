@@ -233,9 +233,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "workload performance")
         for note in perf_notes:
             terminalreporter.write_line(note)
-    not_timed = session.not_timed_line()
-    if not_timed is not None:
-        terminalreporter.write_line(not_timed)
+    for counted in (session.not_timed_line(), session.not_replayed_line()):
+        if counted is not None:
+            terminalreporter.write_line(counted)
     unchecked = session.unchecked_line()
     if unchecked is not None:
         terminalreporter.write_line(unchecked)

@@ -258,9 +258,17 @@ def test_the_gate_retimes_what_it_would_fail_or_what_looks_slower(tmp_path):
     assert gate_with_baseline(tmp_path, "strict").suspect(h, timed(100.0, cpu=1.0, load=0.99), 0.2)
     assert not gate.suspect("0" * 64, timed(9.0), 0.2)  # no baseline
     assert not PerfGate(tmp_path, update=True).suspect(h, timed(9.0), 0.2)
-    # xdist workers sharing the machine: the gate is relaxed to notes, so nothing is re-timed
-    assert not PerfGate(tmp_path, workers=2).suspect(h, timed(1.5, cpu=1.5, load=0.0), 0.2)
+    # strict xdist workers replay and gate their timings: a suspect is re-timed there too
     assert PerfGate(tmp_path, mode="strict", workers=2).suspect(h, timed(1.5, cpu=1.5), 0.2)
+
+
+def test_only_strict_xdist_workers_replay_workloads_for_timing(tmp_path):
+    assert PerfGate(tmp_path).replays
+    assert PerfGate(tmp_path, mode="off").replays
+    assert PerfGate(tmp_path, mode="strict", workers=2).replays
+    # beside other workers a timing is biased whatever the gate does with it
+    assert not PerfGate(tmp_path, workers=2).replays
+    assert not PerfGate(tmp_path, mode="off", workers=2).replays
 
 
 def test_the_failure_says_which_evidence_decided(tmp_path):

@@ -169,7 +169,13 @@ def test_plain():
 def test_a_replay_that_raises_leaves_outcomes_and_snapshots_alone(pytester, mode):
     pytester.makeini(SUITE_INI)
     pytester.makepyfile(test_second=SECOND_CALL)
-    update = ("--workload-snapshot", "--snapshot-update", "--workload-json=r.json")
+    # strict: xdist workers replay only then (an update fails no timing, it writes baselines)
+    update = (
+        "--workload-snapshot",
+        "--snapshot-update",
+        "--workload-perf=strict",
+        "--workload-json=r.json",
+    )
     first = pytester.runpytest(*mode, *update)
     first.assert_outcomes(passed=3)
     snapshots = sorted((pytester.path / "__workload_snapshots__").rglob("*.workloads"))

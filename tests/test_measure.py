@@ -12,6 +12,7 @@ from torch import nn
 
 from pytest_workload import WorkloadRecorder
 from pytest_workload._measure.timing import TimingPolicy
+from pytest_workload._model.measured import XDIST_NOT_MEASURED, XDIST_OBSERVED
 
 POLICY = TimingPolicy(budget_s=0.01)
 
@@ -40,12 +41,12 @@ class Branchy(nn.Module):
         return self.lin(x)
 
 
-def measured(fn, policy=POLICY):
+def measured(fn, policy=POLICY, replays=True):
     """The workloads of ``fn()`` measured after it, and the report lines."""
     recorder = WorkloadRecorder("t")
     with recorder.recording(all_roots=True):
         fn()
-    lines = recorder.measure(policy)
+    lines = recorder.measure(policy, replays=replays)
     return recorder.workloads(), lines
 
 
@@ -180,6 +181,31 @@ def test_a_compiled_module_is_counted_by_a_replay_of_its_original():
     compiled = torch.compile(model, backend="eager")
     (w,), lines = measured(lambda: compiled(torch.rand(2, 4)), policy=None)
     assert lines == [] and w.flops == 2 * 2 * 4 * 4 and w.measured.flops == "replayed"
+
+
+def test_without_replays_a_workload_is_timed_from_the_calls_the_test_made():
+    model = Once(RuntimeError("replayed"))
+    (w,), lines = measured(lambda: model(torch.rand(3)), replays=False)
+    assert lines == [] and model.calls == 1
+    assert w.timing is None  # its one call ran under the tracer
+    assert w.measured.timing == XDIST_NOT_MEASURED and w.measured.flops == "first call"
+
+
+def test_without_replays_a_compiled_module_is_still_counted_by_a_replay_of_its_original():
+    model = nn.Linear(4, 4)
+    compiled = torch.compile(model, backend="eager")
+    (w,), lines = measured(lambda: [compiled(torch.rand(2, 4)) for _ in range(3)], replays=False)
+    assert lines == [] and w.flops == 2 * 2 * 4 * 4 and w.measured.flops == "replayed"
+    assert w.measured.timing == XDIST_OBSERVED and w.timing.source == "recorded calls"
+
+
+def test_without_replays_a_forward_that_writes_outside_keeps_its_own_reason():
+    model = WritesOutside()
+    SIDE.zero_()
+    x = torch.rand(3)
+    (w,), _ = measured(lambda: [model(x) for _ in range(4)], replays=False)
+    assert SIDE.tolist() == [4.0] * 3
+    assert w.measured.timing == "observed calls (add_ wrote to a tensor outside the module)"
 
 
 def _recorded_and_released() -> tuple[weakref.ref[nn.Module], WorkloadRecorder, object]:

@@ -132,7 +132,9 @@ def test_workloads_with_a_baseline_are_timed_whatever_the_budget_left(shapes):
 
 
 def test_each_xdist_worker_has_the_budget_and_the_controller_counts(shapes):
-    timings, report, _ = _timings(shapes, *XDIST_MODES["n2"], "--workload-session-budget=1e-9")
+    # strict: xdist workers replay for timing only then (test_xdist_replays.py)
+    strict = ("--workload-perf=strict", "--workload-session-budget=1e-9")
+    timings, report, _ = _timings(shapes, *XDIST_MODES["n2"], *strict)
     untimed = sum(1 for t in timings.values() if t == BUDGET_SPENT)
     assert 2 <= untimed <= 3  # (one timed per worker that ran a test)
     assert report["not_timed"] == untimed

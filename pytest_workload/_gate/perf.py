@@ -22,8 +22,9 @@ from .._verdict.drift import CONTENDED_LOAD, Drift, judge, worth_retiming
 from .baselines import BaselineStore
 from .result import GateResult
 
-#: ``on`` gates timings (relaxed to notes when xdist workers share the machine), ``strict``
-#: gates them even then, ``off`` leaves timings to the report.
+#: ``on`` gates timings (relaxed to notes when xdist workers share the machine, where nothing
+#: is replayed for timing), ``strict`` replays and gates them even then, ``off`` leaves timings
+#: to the report.
 PerfMode = Literal["on", "off", "strict"]
 
 
@@ -48,7 +49,9 @@ class PerfGate:
         notes: list[str] = []
         regressions: list[str] = []
         for w in test.roots():
-            if w.timing is not None:
+            # not replayed beside other xdist workers: the session counts those, no check ran
+            unreplayed = w.measured is not None and w.measured.unreplayed_for_xdist
+            if w.timing is not None and not unreplayed:
                 failures += self._check_workload(w, tolerance, notes, regressions)
         return GateResult(tuple(failures), tuple(notes), len(regressions))
 
@@ -64,9 +67,9 @@ class PerfGate:
         """Whether a fresh timing would fail against its baseline, or looks slower than the
         tolerance though load excuses it: the timing loop re-times it then
         (``TimingPolicy.suspect``), so a burst of load is outvoted and a real regression gets
-        the samples that prove it. Not where the timing cannot fail (under update, or
-        relaxed for xdist workers sharing the machine): re-timing would only cost time."""
-        if self.update or self._relaxed is not None:
+        the samples that prove it. Not under update, where the timing cannot fail:
+        re-timing would only cost time (relaxed for xdist, nothing is replayed at all)."""
+        if self.update:
             return False
         try:
             baseline = self._store(timing.device).get(workload_hash)
@@ -88,6 +91,13 @@ class PerfGate:
             identity = device_identity(torch.device(device))
             self._stores[device] = BaselineStore(self.baselines, identity)
         return self._stores[device]
+
+    @property
+    def replays(self) -> bool:
+        """Whether top-level workloads are replayed for timing: not where the gate is relaxed
+        (xdist workers share the cores, the mode is not strict), whose timings are biased and
+        could gate nothing; they are timed from the test's own calls there, and not judged."""
+        return self._relaxed is None
 
     @property
     def _relaxed(self) -> str | None:

@@ -4,7 +4,8 @@ Per workload, in order of first call: FLOPs come from its first call where they 
 there. A replay times it (and counts FLOPs for a compiled module) under the captured state,
 isolated from the program; it is refused when the module no longer computes what the call
 computed (its structure, a dtype or a device changed since), and replaced by the observed
-calls' times when a replay could change state it cannot put back. Every outcome is said in a
+calls' times when a replay could change state it cannot put back, or when xdist workers share
+the cores (a replayed timing there is biased, and gates nothing). Every outcome is said in a
 ``Measured`` and, where something is missing or approximate, in a line for the report.
 """
 
@@ -19,11 +20,13 @@ from .._model.measured import (
     BUDGET_SPENT,
     FIRST_CALL,
     NOT_MEASURED,
-    OBSERVED,
     OFF,
     REPLAYED,
+    XDIST_NOT_MEASURED,
+    XDIST_OBSERVED,
     Measured,
     not_measured,
+    observed,
 )
 from .._model.timing import Timing
 from .budget import SessionBudget
@@ -60,11 +63,12 @@ class RecordedCall:
     observed_s: tuple[float, ...] = ()
 
 
-def _observed(call: RecordedCall, why: str) -> tuple[Timing | None, str]:
-    """The observed calls' timing, and how it was obtained."""
+def _observed(call: RecordedCall, how: str, unobserved: str) -> tuple[Timing | None, str]:
+    """The observed calls' timing and ``how`` it was obtained; None and ``unobserved`` where
+    no call was observed."""
     if not call.observed_s:
-        return None, not_measured(f"{why}, and no call was observed untraced")
-    return summarize(list(call.observed_s), call.device, "recorded calls"), f"{OBSERVED} ({why})"
+        return None, unobserved
+    return summarize(list(call.observed_s), call.device, "recorded calls"), how
 
 
 def _done(
@@ -93,7 +97,11 @@ def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measu
         if policy is None:
             line = None if call.flops is not None else not_measured(call.unsafe)
             return _done(call, None, OFF, line, none)
-        timing, how = _observed(call, call.unsafe)
+        timing, how = _observed(
+            call,
+            observed(call.unsafe),
+            not_measured(f"{call.unsafe}, and no call was observed untraced"),
+        )
         line = f"timed from its observed calls: {call.unsafe}" if timing else how
         return _done(call, timing, how, line, none)
     if policy is None and call.flops is not None and not call.device.startswith("cuda"):
@@ -122,18 +130,36 @@ def _untimed(call: RecordedCall) -> tuple[Measurement, str | None]:
     return replace(measured, measured=replace(how, timing=BUDGET_SPENT)), line
 
 
+def _unreplayed(call: RecordedCall, policy: TimingPolicy) -> tuple[Measurement, str | None]:
+    """A workload timed beside other xdist workers: from the calls the test made, never by a
+    replay (FLOPs as always: a replay counts them where the first call could not)."""
+    if call.unsafe is not None:  # (never replayed: timed from its observed calls, says why)
+        return measure_call(call, policy)
+    measured, line = measure_call(call, None)
+    how = measured.measured
+    if how is None or how.timing != OFF:  # (it could not have been timed anyway: says why)
+        return measured, line
+    timing, why = _observed(call, XDIST_OBSERVED, XDIST_NOT_MEASURED)
+    return replace(measured, timing=timing, measured=replace(how, timing=why)), line
+
+
 def measure_calls(
     calls: Sequence[RecordedCall],
     policy: TimingPolicy | None,
     budget: SessionBudget | None = None,
+    *,
+    replays: bool = True,
 ) -> tuple[list[Measurement], list[str]]:
-    """A measurement per call (timing unless ``policy`` is None, or ``budget`` declines it),
-    and lines for the report, one per workload whose measurement is missing or approximate
-    (those the budget left untimed are counted in the report instead)."""
+    """A measurement per call (timing unless ``policy`` is None, or ``budget`` declines it;
+    from the calls the test made where ``replays`` is False), and lines for the report, one
+    per workload whose measurement is missing or approximate (those the budget left untimed,
+    or that were not replayed, are counted in the report instead)."""
     measurements, lines = [], []
     for call in calls:
         bound = None if policy is None else policy.for_workload(call.workload_hash)
-        if bound is None or budget is None:
+        if bound is not None and not replays:
+            measured, line = _unreplayed(call, bound)
+        elif bound is None or budget is None:
             measured, line = measure_call(call, bound)
         elif budget.admits(call.workload_hash, call.device):
             measured, line = budget.charge(functools.partial(measure_call, call, bound))

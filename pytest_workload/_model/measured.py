@@ -21,10 +21,27 @@ OFF: Final = "off"
 NOT_MEASURED: Final = "not measured: "
 #: Timing left out because the session's timing budget was used up.
 BUDGET_SPENT: Final = NOT_MEASURED + "the session's timing budget was spent"
+#: Why a top-level workload was not replayed for timing: beside other xdist workers (the drift
+#: gate relaxed) a replayed timing is biased, and could gate nothing.
+XDIST_SHARED: Final = (
+    "xdist workers share the cores: replays are left to a run in one process or to "
+    "--workload-perf=strict"
+)
 
 
 def not_measured(reason: str) -> str:
     return NOT_MEASURED + reason
+
+
+def observed(why: str) -> str:
+    """Timing from the calls the test made, and why the workload was not replayed."""
+    return f"{OBSERVED} ({why})"
+
+
+#: How a top-level workload that xdist left unreplayed was timed: from the test's own calls,
+#: or not at all where none was observed.
+XDIST_OBSERVED: Final = observed(XDIST_SHARED)
+XDIST_NOT_MEASURED: Final = not_measured(f"no call was observed untraced, and {XDIST_SHARED}")
 
 
 def _check(value: str, what: str, allowed: tuple[str, ...]) -> str:
@@ -46,6 +63,12 @@ class Measured:
     def __post_init__(self) -> None:
         _check(self.timing, "measured.timing", (REPLAYED, OBSERVED, OFF))
         _check(self.flops, "measured.flops", (FIRST_CALL, REPLAYED))
+
+    @property
+    def unreplayed_for_xdist(self) -> bool:
+        """Whether the timing was not replayed because xdist workers shared the cores: it is
+        judged against no baseline, and the session counts it."""
+        return self.timing in (XDIST_OBSERVED, XDIST_NOT_MEASURED)
 
     def to_dict(self) -> dict[str, Json]:
         return {"timing": self.timing, "flops": self.flops}

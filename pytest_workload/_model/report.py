@@ -24,6 +24,16 @@ def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
     )
 
 
+def count_not_replayed(tests: Sequence[TestWorkloads]) -> int:
+    """Top-level workloads of ``tests`` not replayed for timing, beside other xdist workers."""
+    return sum(
+        1
+        for t in tests
+        for w in t.workloads
+        if w.measured is not None and w.measured.unreplayed_for_xdist
+    )
+
+
 @dataclass(frozen=True)
 class SessionReport:
     """What ``--workload-json`` writes: every test's workloads under one fingerprint scheme."""
@@ -50,6 +60,11 @@ class SessionReport:
         """Workloads the session's timing budget left untimed."""
         return count_not_timed(self.tests)
 
+    @property
+    def not_replayed(self) -> int:
+        """Top-level workloads not replayed for timing, beside other xdist workers."""
+        return count_not_replayed(self.tests)
+
     def to_dict(self) -> dict[str, Json]:
         data: dict[str, Json] = {
             "schema_version": self.schema_version,
@@ -60,6 +75,9 @@ class SessionReport:
         not_timed = self.not_timed
         if not_timed:  # (each of them says so in its measured.timing too)
             data["not_timed"] = not_timed
+        not_replayed = self.not_replayed
+        if not_replayed:  # (likewise)
+            data["not_replayed"] = not_replayed
         data["tests"] = [t.to_dict(modules=False) for t in self.tests]
         data["modules"] = modules_to_dict({k: v for t in self.tests for k, v in t.modules.items()})
         return data

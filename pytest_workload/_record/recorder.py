@@ -143,17 +143,21 @@ class WorkloadRecorder:
         return len(self.workloads()) if self._released is not None else len(self._rows)
 
     def measure(
-        self, policy: TimingPolicy | None, budget: SessionBudget | None = None
+        self,
+        policy: TimingPolicy | None,
+        budget: SessionBudget | None = None,
+        *,
+        replays: bool = True,
     ) -> list[str]:
         """Measure each new top-level workload once recording has ended (timing unless
-        ``policy`` is None or the session's ``budget`` declines it; FLOPs where its first call
-        could not count them); returns a line per workload whose measurement is missing or
-        approximate."""
+        ``policy`` is None or the session's ``budget`` declines it, from the test's own calls
+        where ``replays`` is False; FLOPs where its first call could not count them); returns a
+        line per workload whose measurement is missing or approximate."""
         if not self._stopped:
             raise RuntimeError("measure() replays calls, so recording must have ended")
         taken = self._rows.take_first_calls()
         calls = [self._recorded_call(entry, module, first) for entry, module, first in taken]
-        measurements, problems = measure_calls(calls, policy, budget)
+        measurements, problems = measure_calls(calls, policy, budget, replays=replays)
         for (entry, _, _), measured in zip(taken, measurements, strict=True):
             entry.measurement = measured
         return problems

@@ -136,6 +136,18 @@ def render_not_timed(count: int, budget_s: float) -> str:
     )
 
 
+def render_not_replayed(count: int) -> str:
+    """The line that says top-level workloads were not replayed beside other xdist workers."""
+    these = "workload was" if count == 1 else "workloads were"
+    return (
+        f"pytest-workload: {count} top-level {these} not replayed for timing: xdist workers "
+        "share the cores, which biases timings, so each is timed from its test's own calls "
+        "where any were observed, neither judged against a baseline nor written as one, and "
+        'says so in the JSON report ("measured": {"timing": ...}); for replayed timings run '
+        "in one process (-p no:xdist) or pass --workload-perf=strict"
+    )
+
+
 def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
     """``record_property`` pairs for a test's workloads, for JUnit XML and CI dashboards."""
     props: list[tuple[str, str]] = []
