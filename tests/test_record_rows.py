@@ -87,7 +87,8 @@ def test_submodules_off_the_cpu_report_no_timing():
 
 def test_a_module_moved_off_the_cpu_between_calls_reports_no_timing():
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
-    on_cpu = record(lambda: model(torch.rand(2, 4)), max_depth=1)
+    # (three calls: the first two are traced, and a traced call is not a timing)
+    on_cpu = record(lambda: [model(torch.rand(2, 4)) for _ in range(3)], max_depth=1)
     assert [w.timing.device for w in on_cpu if w.depth == 1] == ["cpu", "cpu"]
 
     def calls():
