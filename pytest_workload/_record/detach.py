@@ -23,13 +23,11 @@ class Detached:
     """The recorder's submodule hooks that are out of torch's tables, by module."""
 
     def __init__(self) -> None:
-        self._out: dict[int, list[_Taken]] = {}
+        #: the hooks out, by module id (read on every root call: no method in between)
+        self.out: dict[int, list[_Taken]] = {}
         # bumped whenever hooks go back in: a plan taken out before must be taken out again
         self._generation = 0
         self._settled: dict[int, int] = {}
-
-    def __contains__(self, module_id: int) -> bool:
-        return module_id in self._out
 
     def take_out(
         self, plan_id: int, members: list[tuple[nn.Module, list[RemovableHandle]]]
@@ -40,14 +38,14 @@ class Detached:
         if self._settled.get(plan_id) == self._generation:
             return
         for module, handles in members:
-            if id(module) in self._out:
+            if id(module) in self.out:
                 continue
             tables = [handle.hooks_dict_ref() for handle in handles]
             if all(
                 table is not None and len(table) == 1 and handle.id in table
                 for table, handle in zip(tables, handles, strict=True)
             ):
-                self._out[id(module)] = [
+                self.out[id(module)] = [
                     (table, handle.id, table.pop(handle.id))
                     for table, handle in zip(tables, handles, strict=True)
                     if table is not None
@@ -56,7 +54,7 @@ class Detached:
 
     def put_back(self, module_ids: list[int]) -> None:
         """Put the hooks of these modules back in, where they are out."""
-        back = [self._out.pop(i) for i in module_ids if i in self._out]
+        back = [self.out.pop(i) for i in module_ids if i in self.out]
         for taken in back:
             for table, key, hook in taken:
                 table[key] = hook
@@ -65,5 +63,5 @@ class Detached:
 
     def forget(self) -> None:
         """Recording ended: the hooks are being removed (a hook that is out needs nothing)."""
-        self._out.clear()
+        self.out.clear()
         self._settled.clear()

@@ -175,7 +175,7 @@ class Hooks:
         submodules = self._hooked_plans[id(plan)][1]
         if self._stack.frames and self._stack.frames[0].settled:
             self._detached.take_out(id(plan), submodules)
-        elif submodules or id(module) in self._detached:
+        elif submodules or id(module) in self._detached.out:
             self._detached.put_back([id(module), *(id(m) for m, _ in submodules)])
 
     def _submodules(self, plan: Plan) -> list[tuple[nn.Module, list[RemovableHandle]]]:
@@ -221,7 +221,7 @@ class Hooks:
         # settled root took its hooks out).
         if (
             not self._stack.frames
-            and (id(module) not in self._hooked or id(module) in self._detached)
+            and (id(module) not in self._hooked or id(module) in self._detached.out)
             and get_ident() == self._thread
         ):
             self._run(self._open_root, module, args, None, self._max_depth)

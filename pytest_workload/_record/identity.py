@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import operator
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -97,7 +97,7 @@ class Identity:
     packages: frozenset[str]
 
 
-_IdentityKey = tuple[int, bool, object, object, Hashable]
+_IdentityKey = tuple[int, bool, object, object, str]
 
 
 class IdentityCache:
@@ -175,14 +175,14 @@ class IdentityCache:
         self,
         target: nn.Module,
         described: tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]],
-        inputs: Hashable,
+        inputs: str,
         call: tuple[tuple[Any, ...], dict[str, Any]],
         result: Any,
     ) -> Identity:
         """The identity of a call of ``target`` with inputs ``described`` (as JSON; ``inputs``
-        is their process-local key) and ``call`` (as passed), computed when (module, mode,
-        parameter dtype, device, inputs) is new; the structure is read afresh then, so
-        ``model.half()`` between calls counts."""
+        is its process-local key, the ``repr`` of ``described``) and ``call`` (as passed),
+        computed when (module, mode, parameter dtype, device, inputs) is new; the structure is
+        read afresh then, so ``model.half()`` between calls counts."""
         key, device = self._key(target, inputs, call)
         known = self._known.get(key)
         if known is not None and known.target is target and known.watch.unchanged():
@@ -219,7 +219,7 @@ class IdentityCache:
         )
 
     def known(
-        self, target: nn.Module, inputs: Hashable, call: tuple[tuple[Any, ...], dict[str, Any]]
+        self, target: nn.Module, inputs: str, call: tuple[tuple[Any, ...], dict[str, Any]]
     ) -> Identity | None:
         """The identity of such a call if one was computed already (a cheap look-up)."""
         known = self._known.get(self._key(target, inputs, call)[0])
@@ -228,7 +228,7 @@ class IdentityCache:
         return known
 
     def _key(
-        self, target: nn.Module, inputs: Hashable, call: tuple[tuple[Any, ...], dict[str, Any]]
+        self, target: nn.Module, inputs: str, call: tuple[tuple[Any, ...], dict[str, Any]]
     ) -> tuple[_IdentityKey, object]:
         first = self._first_parameter(target)
         # a module without parameters runs where its inputs are

@@ -40,6 +40,10 @@ def _untimed() -> int:
     return 0
 
 
+#: A call's described positional and keyword arguments.
+_Described = tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]]
+
+
 @dataclass(slots=True)
 class Frame:
     module: nn.Module
@@ -62,7 +66,7 @@ class Frame:
     identity: Identity | None = None
     generation: int = 0
     # the process-local key of its described inputs, once both args and kwargs are
-    key: Hashable = None
+    key: str | None = None
     # a root's row when its workload has one already, looked up as the call opens
     entry: Entry | None = None
     # the exception being handled where the call began (another one as it ends: it raised)
@@ -94,7 +98,7 @@ class CallStack:
         self.frames: list[Frame] = []
         self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else _untimed
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
-        self._seen: dict[Hashable, tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]]] = {}
+        self._seen: dict[Hashable, tuple[_Described, str]] = {}
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
@@ -209,7 +213,7 @@ class CallStack:
             frame.first.end(kwargs)
         if frame.kwargs is None and frame.record:
             self._describe_into(frame, None, kwargs)
-        if not frame.record or frame.args is None or frame.kwargs is None:
+        if not frame.record or frame.args is None or frame.kwargs is None or frame.key is None:
             return
         identity = frame.identity
         if identity is None or frame.generation != self._identities.generation:
@@ -270,10 +274,10 @@ class CallStack:
     ) -> None:
         """Describe a call's inputs (``args`` None: described already; ``kwargs`` None: not
         known yet) and, once both are, key them; inputs seen before are not described again."""
-        key = None if args is None or kwargs is None else inputs_key(args, kwargs)
-        seen = None if key is None else self._seen.get(key)
+        raw = None if args is None or kwargs is None else inputs_key(args, kwargs)
+        seen = None if raw is None else self._seen.get(raw)
         if seen is not None:
-            (frame.args, frame.kwargs), frame.key = seen, key
+            (frame.args, frame.kwargs), frame.key = seen
             return
         try:
             with untraced():  # (a subclass's input reads the same in any call)
@@ -292,13 +296,12 @@ class CallStack:
             return
         if frame.args is None or frame.kwargs is None:
             return
-        if key is None:
-            # repr, not JSON: a process-local key that costs little and still tells True, 1 and
-            # 1.0 apart (rows are told apart by the signature's canonical form)
-            key = repr((frame.args, frame.kwargs))
-        else:
-            self._seen[key] = (frame.args, frame.kwargs)
-        frame.key = key
+        # repr, not JSON: a process-local key that still tells True, 1 and 1.0 apart (rows are
+        # told apart by the signature's canonical form), the same however the call was opened;
+        # computed once per distinct raw inputs
+        frame.key = repr((frame.args, frame.kwargs))
+        if raw is not None:
+            self._seen[raw] = ((frame.args, frame.kwargs), frame.key)
 
     def _user_key(
         self, name: str, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
