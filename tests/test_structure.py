@@ -13,7 +13,10 @@ from pytest_workload._identity.structure import (
     NOT_ARCHITECTURE,
     child_structure_hashes,
     param_stats,
+    structure_node,
 )
+from pytest_workload._identity.structure import structure_hash as _structure_hash
+from pytest_workload._model.modules import hash_without_dtypes
 from tests.models import TinyNet
 
 
@@ -220,3 +223,44 @@ def test_scheme_1_still_hashes_what_it_always_did():
         "cbb155ca748ee09e9393f8ceb496f95e184520dbc5f7ed7cb82a0984a02a54e9"
     )
     assert SCHEME_1.version == 1 and CURRENT_SCHEME.version == 2
+
+
+def _walk_without_dtypes(module: nn.Module) -> str:
+    """The structure hash taken by walking the tree with dtypes dropped from each node (the
+    reference for the hash read from the descriptions)."""
+
+    def node(m, children):
+        described = structure_node(m, children)
+        for key in ("parameters", "buffers"):
+            described[key] = [e[:2] for e in described[key]]
+        return described
+
+    return structure_hash(module, None, node)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: net(0),
+        lambda: nn.Sequential(nn.Linear(2, 3, bias=False), nn.BatchNorm1d(3), nn.LazyLinear(2)),
+        lambda: nn.Sequential(nn.Linear(2, 2), None, nn.Sequential(nn.ReLU())),
+    ],
+    ids=["tinynet", "no-bias-buffers-lazy", "none-child"],
+)
+def test_the_hash_without_dtypes_read_from_descriptions_is_that_of_the_tree(make):
+    model = make()
+    for cast in (lambda m: m, lambda m: m.to(torch.bfloat16)):
+        tree = cast(model)
+        table: dict = {}
+        full = _structure_hash(tree, {}, structure_node, table)
+        assert hash_without_dtypes(table, full, {}) == _walk_without_dtypes(tree)
+
+
+def test_only_dtypes_are_left_out_of_the_hash_without_dtypes():
+    def without(model):
+        table: dict = {}
+        return hash_without_dtypes(table, _structure_hash(model, {}, structure_node, table), {})
+
+    assert without(net(0)) == without(net(0).to(torch.bfloat16))
+    assert without(net(0)) != without(net(0, channels=8))
+    assert structure_hash(net(0)) != structure_hash(net(0).to(torch.bfloat16))

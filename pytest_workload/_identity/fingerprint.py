@@ -22,7 +22,6 @@ from .structure import (
     NodeFunction,
     StructureMemo,
     structure_hash,
-    structure_hash_without_dtypes,
     structure_node,
 )
 from .structure_v1 import structure_node_v1
@@ -45,11 +44,6 @@ class FingerprintScheme:
         descriptions: MutableMapping[str, dict[str, Json]] | None = None,
     ) -> str:
         return structure_hash(module, memo, self.node, descriptions)
-
-    def structure_hash_without_dtypes(
-        self, module: nn.Module, memo: StructureMemo | None = None
-    ) -> str:
-        return structure_hash_without_dtypes(module, memo, self.node)
 
     def workload_hash(self, structure: str, signature: InputSignature) -> str:
         return sha256_hex(canonical_json([self.version, structure, signature.to_dict()]))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import enum
-import functools
 import math
 import re
 from collections.abc import Iterator, MutableMapping
@@ -137,7 +136,7 @@ def _attributes(module: nn.Module) -> dict[str, Json]:
     return out
 
 
-def tensor_entries(named: Iterator[tuple[str, object]], dtypes: bool) -> list[Json]:
+def tensor_entries(named: Iterator[tuple[str, object]]) -> list[Json]:
     from torch.nn.parameter import is_lazy
 
     entries: list[Json] = []
@@ -149,7 +148,7 @@ def tensor_entries(named: Iterator[tuple[str, object]], dtypes: bool) -> list[Js
         else:
             shape: list[Json] = [int(d) for d in tensor.shape]  # type: ignore[attr-defined]
             dtype = dtype_name(tensor.dtype)  # type: ignore[attr-defined]
-            entries.append([name, shape, dtype] if dtypes else [name, shape])
+            entries.append([name, shape, dtype])
     return entries
 
 
@@ -166,9 +165,7 @@ def _scripted_code(module: nn.Module) -> str | None:
     return None
 
 
-def structure_node(
-    module: nn.Module, children: list[Json], *, dtypes: bool = True
-) -> dict[str, Json]:
+def structure_node(module: nn.Module, children: list[Json]) -> dict[str, Json]:
     """One module's description (its children given as hashes): every key enters its hash
     except those in :data:`~pytest_workload._model.modules.DESCRIPTION_ONLY`."""
     node: dict[str, Json] = {
@@ -176,8 +173,8 @@ def structure_node(
         "class_path": class_name(module),
         "attributes": _attributes(module),
         "training": module.training,
-        "parameters": tensor_entries(iter(module._parameters.items()), dtypes),
-        "buffers": tensor_entries(iter(module._buffers.items()), dtypes),
+        "parameters": tensor_entries(iter(module._parameters.items())),
+        "buffers": tensor_entries(iter(module._buffers.items())),
         "children": children,
     }
     if is_scripted(module):
@@ -186,12 +183,9 @@ def structure_node(
 
 
 class NodeFunction(Protocol):
-    """Builds the description of one module from the module and its children's hashes;
-    ``dtypes=False`` leaves parameter and buffer dtypes out."""
+    """Builds the description of one module from the module and its children's hashes."""
 
-    def __call__(
-        self, module: nn.Module, children: list[Json], *, dtypes: bool = True
-    ) -> dict[str, Json]: ...
+    def __call__(self, module: nn.Module, children: list[Json]) -> dict[str, Json]: ...
 
 
 def structure_hash(
@@ -222,15 +216,6 @@ def structure_hash(
         descriptions[digest] = description
     memo[key] = (target, digest)
     return digest
-
-
-def structure_hash_without_dtypes(
-    module: nn.Module, memo: StructureMemo | None = None, node: NodeFunction = structure_node
-) -> str:
-    """The structure hash with parameter and buffer dtypes left out: two trees that agree on
-    it, and not on :func:`structure_hash`, differ in those dtypes and in nothing else
-    (``memo`` is only ever used with this function and one ``node``)."""
-    return structure_hash(module, memo, functools.partial(node, dtypes=False))
 
 
 def child_structure_hashes(

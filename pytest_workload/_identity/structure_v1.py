@@ -65,9 +65,7 @@ def _config(module: nn.Module) -> str:
     return ADDRESS.sub("0x?", text)
 
 
-def structure_node_v1(
-    module: nn.Module, children: list[Json], *, dtypes: bool = True
-) -> dict[str, Json]:
+def structure_node_v1(module: nn.Module, children: list[Json]) -> dict[str, Json]:
     """Everything about one module (its children given as hashes) that entered its scheme-1
     hash."""
     return {
@@ -75,7 +73,7 @@ def structure_node_v1(
         "config": _config(module),
         "attributes": _attributes(module),
         "training": module.training,
-        "parameters": tensor_entries(iter(module._parameters.items()), dtypes),
-        "buffers": tensor_entries(iter(module._buffers.items()), dtypes),
+        "parameters": tensor_entries(iter(module._parameters.items())),
+        "buffers": tensor_entries(iter(module._buffers.items())),
         "children": children,
     }

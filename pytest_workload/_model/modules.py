@@ -31,6 +31,32 @@ def description_hash(description: Mapping[str, Json]) -> str:
     )
 
 
+def hash_without_dtypes(table: ModuleTable, structure_hash: str, memo: dict[str, str]) -> str:
+    """The structure hash of the tree with this hash, its parameter and buffer dtypes left out,
+    from the tree's descriptions in ``table`` (each distinct one once: ``memo`` maps hashes to
+    theirs, and never goes stale). Two trees that agree on it, and not on their structure
+    hashes, differ in those dtypes and in nothing else."""
+    found = memo.get(structure_hash)
+    if found is not None:
+        return found
+    description = table[structure_hash]
+    stripped = dict(description)
+    for key in ("parameters", "buffers"):
+        entries = description.get(key)
+        if isinstance(entries, list):  # ([name, shape, dtype], or [name, None] for no tensor)
+            stripped[key] = [e[:2] if isinstance(e, list) and len(e) == 3 else e for e in entries]
+    children = description.get("children")
+    if isinstance(children, list):
+        stripped["children"] = [
+            [link[0], hash_without_dtypes(table, link[1], memo)]
+            if isinstance(link, list) and len(link) == 2 and isinstance(link[1], str)
+            else link
+            for link in children
+        ]
+    memo[structure_hash] = found = description_hash(stripped)
+    return found
+
+
 def child_links(description: Mapping[str, Json]) -> Iterator[tuple[str, str]]:
     """``(name, structure hash)`` of the children a description names (None ones left out)."""
     children = description.get("children")

@@ -28,6 +28,7 @@ from .._identity.structure import (
 from .._measure.replay import device_of
 from .._model.canonical import Json
 from .._model.errors import UndescribableInputError
+from .._model.modules import hash_without_dtypes
 from .._model.signature import InputSignature
 from .._model.workload import AlternateHash, ParamStats
 from .plan import Plan, build_plan
@@ -122,7 +123,8 @@ class IdentityCache:
         # structure hashes read during one root call: its submodules complete before it, so
         # each module of the tree is hashed once per root call, not once per recorded ancestor
         self._memo: StructureMemo = {}
-        self._memo_without_dtypes: StructureMemo = {}
+        # structure hashes without dtypes, by structure hash (read from the descriptions)
+        self._without_dtypes: dict[str, str] = {}
         self._watch_memo: WatchMemo = {}
         self._arg_names: dict[object, tuple[str, ...]] = {}
         #: every module description read in this test, by its hash (content-addressed, so
@@ -160,7 +162,6 @@ class IdentityCache:
         """Forget the structure hashes read during a root call (a tree may change between
         calls without registering anything: ``model.half()``)."""
         self._memo.clear()
-        self._memo_without_dtypes.clear()
         self._watch_memo.clear()
 
     def plan(self, module: nn.Module, max_depth: int) -> Plan:
@@ -202,8 +203,8 @@ class IdentityCache:
             signature=signature,
             watch=AttributeWatch.of(target, self._watch_memo),
             structure_hash=structure,
-            structure_hash_without_dtypes=self.scheme.structure_hash_without_dtypes(
-                target, self._memo_without_dtypes
+            structure_hash_without_dtypes=hash_without_dtypes(
+                self.descriptions, structure, self._without_dtypes
             ),
             hash=self.scheme.workload_hash(structure, signature),
             class_name=class_name(target),
