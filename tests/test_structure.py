@@ -264,3 +264,15 @@ def test_only_dtypes_are_left_out_of_the_hash_without_dtypes():
     assert without(net(0)) == without(net(0).to(torch.bfloat16))
     assert without(net(0)) != without(net(0, channels=8))
     assert structure_hash(net(0)) != structure_hash(net(0).to(torch.bfloat16))
+
+
+def test_param_stats_count_a_parameter_shared_by_two_children_once():
+    shared = nn.Linear(4, 4)
+    tied = nn.Sequential(shared, nn.ReLU(), shared)
+    two = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+    two[1].weight = two[0].weight  # (a tied weight, the biases apart)
+    assert param_stats(tied).count == 20
+    assert param_stats(two).count == 16 + 4 + 4
+    assert param_stats(two).bytes == (16 + 4 + 4) * 4
+    memo: dict = {}
+    assert param_stats(two[0], memo).count == 20 and param_stats(two, memo).count == 24

@@ -37,6 +37,7 @@ from .._model.workload import ParamStats
 
 if TYPE_CHECKING:
     from torch import nn
+    from torch.nn import Parameter
 
 
 ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]+")
@@ -230,16 +231,39 @@ def child_structure_hashes(
     )
 
 
-def param_stats(module: nn.Module) -> ParamStats:
-    """Count and bytes of every distinct parameter in the tree (shared ones counted once)."""
+#: A module's subtree parameters: its distinct parameters by id, with their count, bytes and
+#: dtypes (the module kept, so that its id stands).
+_Params = tuple["nn.Module", dict[int, "Parameter"], int, int, frozenset[str]]
+#: Each module's subtree parameters, read once per root call, by module id.
+StatsMemo = MutableMapping[int, _Params]
+
+
+def param_stats(module: nn.Module, memo: StatsMemo | None = None) -> ParamStats:
+    """Count and bytes of every distinct parameter in the tree (shared ones counted once),
+    built from each child's (``memo``, if given, keeps them for the trees of one root call)."""
+    _, _, count, size, dtypes = _subtree_params(unwrap(module), {} if memo is None else memo)
+    return ParamStats(count=count, bytes=size, dtypes=tuple(sorted(dtypes)))
+
+
+def _subtree_params(module: nn.Module, memo: StatsMemo) -> _Params:
+    cached = memo.get(id(module))
+    if cached is not None and cached[0] is module:
+        return cached
     from torch.nn.parameter import is_lazy
 
-    count = size = 0
-    dtypes = set()
-    for p in unwrap(module).parameters():
-        if is_lazy(p):
-            continue
-        count += p.numel()
-        size += p.numel() * p.element_size()
-        dtypes.add(dtype_name(p.dtype))
-    return ParamStats(count=count, bytes=size, dtypes=tuple(sorted(dtypes)))
+    own = {id(p): p for p in module._parameters.values() if p is not None and not is_lazy(p)}
+    parts = [_subtree_params(c, memo) for c in module._modules.values() if c is not None]
+    found = dict(own)
+    for part in parts:
+        found.update(part[1])
+    if len(found) == len(own) + sum(len(part[1]) for part in parts):
+        # (no parameter is shared between the parts: their sums add up)
+        count = sum(p.numel() for p in own.values()) + sum(part[2] for part in parts)
+        size = sum(p.numel() * p.element_size() for p in own.values()) + sum(p[3] for p in parts)
+        dtypes = frozenset(dtype_name(p.dtype) for p in own.values()).union(*(p[4] for p in parts))
+    else:
+        count = sum(p.numel() for p in found.values())
+        size = sum(p.numel() * p.element_size() for p in found.values())
+        dtypes = frozenset(dtype_name(p.dtype) for p in found.values())
+    memo[id(module)] = result = (module, found, count, size, dtypes)
+    return result

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._identity.describe import Describer, describe_args
 from .._identity.fingerprint import FingerprintScheme
 from .._identity.structure import (
+    StatsMemo,
     StructureMemo,
     child_structure_hashes,
     class_name,
@@ -126,6 +127,7 @@ class IdentityCache:
         # structure hashes without dtypes, by structure hash (read from the descriptions)
         self._without_dtypes: dict[str, str] = {}
         self._watch_memo: WatchMemo = {}
+        self._stats_memo: StatsMemo = {}
         self._arg_names: dict[object, tuple[str, ...]] = {}
         #: every module description read in this test, by its hash (content-addressed, so
         #: never stale: kept when the memo is dropped)
@@ -163,6 +165,7 @@ class IdentityCache:
         calls without registering anything: ``model.half()``)."""
         self._memo.clear()
         self._watch_memo.clear()
+        self._stats_memo.clear()
 
     def plan(self, module: nn.Module, max_depth: int) -> Plan:
         cached = self._plans.get((id(module), max_depth))
@@ -208,7 +211,7 @@ class IdentityCache:
             ),
             hash=self.scheme.workload_hash(structure, signature),
             class_name=class_name(target),
-            params=param_stats(target),
+            params=param_stats(target, self._stats_memo),
             arg_names=self._names_of_arguments(target),
             submodules=child_structure_hashes(target, memo, self.scheme.node),
             alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
