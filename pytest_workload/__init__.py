@@ -22,6 +22,7 @@ from ._model.errors import (
     WorkloadWarning,
 )
 from ._model.files import read_report
+from ._model.paths import compress_paths, expand_paths
 from ._model.report import SessionReport
 from ._model.signature import InputSignature, workload_key
 from ._model.snapshot import SnapshotDocument
@@ -52,7 +53,9 @@ __all__ = [
     "WorkloadError",
     "WorkloadRecorder",
     "WorkloadWarning",
+    "compress_paths",
     "distance_factor",
+    "expand_paths",
     "nearest",
     "read_report",
     "structure_hash",

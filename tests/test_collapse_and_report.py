@@ -122,19 +122,23 @@ def test_report_tree_shows_each_child_once_under_its_caller():
     tree = [line.split(" (executed")[0] for line in lines if "(executed" in line]
     assert tree == [
         "    model",
-        "            a",
-        "                    a.0",
-        "                    a.1",
-        "            b",
-        "                    b.0",
-        "                    b.1",
+        "            a, b",
+        "                    a.0, b.0",
+        "                    a.1, b.1",
     ]
+    assert "            a, b (executed 2×)" in lines
 
 
-def test_callers_survive_json_and_older_json_links_by_hash():
+def test_callers_and_paths_survive_json_and_older_json_links_by_hash():
     table = twins_table()
     data = table.to_dict()
-    assert [w["caller"] for w in data["workloads"]] == [None, 0, 1, 1, 0, 4, 4]
+    assert [w["caller"] for w in data["workloads"]] == [None, 0, 1, 1]
+    assert [w["paths"] for w in data["workloads"]] == [
+        ["model"],
+        ["a", "b"],
+        ["a.0", "b.0"],
+        ["a.1", "b.1"],
+    ]
     copy = TestWorkloads.from_dict(data)
     assert copy == table
     assert table.children(copy.workloads[1]) == table.children(table.workloads[1])
@@ -142,7 +146,7 @@ def test_callers_survive_json_and_older_json_links_by_hash():
         del w["caller"]
     older = TestWorkloads.from_dict(data)
     a = older.workloads[1]
-    assert [w.name for w in older.children(a)] == ["a.0", "a.1", "b.0", "b.1"]
+    assert [w.name for w in older.children(a)] == ["a.0", "a.1"]
 
 
 @pytest.mark.parametrize("caller", [1, 5, -1])
@@ -158,12 +162,12 @@ def test_snapshot_of_identical_siblings_matches_itself_only():
         return SnapshotDocument.of(1, table)
 
     full = document(twins_table())
-    b0 = full.entries[5]
-    assert b0.identity == full.entries[2].identity  # a.0 and b.0 look alike in a snapshot
+    assert [e.label for e in full.entries] == ["model", "a, b", "a.0, b.0", "a.1, b.1"]
     assert documents_match(full, document(twins_table()))
     assert compare_documents(full, document(twins_table())) == []
-    missing_b0 = SnapshotDocument(1, full.entries[:5] + full.entries[6:], full.computations)
+    a0 = dataclasses.replace(full.entries[2], paths=("a.0",))
+    missing_b0 = SnapshotDocument(1, (*full.entries[:2], a0, full.entries[3]), full.computations)
     assert not documents_match(full, missing_b0)
-    assert [(c.kind, c.entry.name) for c in compare_documents(full, missing_b0)] == [
-        ("vanished", "b.0")
+    assert [(c.kind, c.entry.label, c.details) for c in compare_documents(full, missing_b0)] == [
+        ("changed", "a.0", ("paths a.0, b.0 -> a.0",))
     ]

@@ -87,9 +87,9 @@ def test_relu_to_gelu_fails_naming_the_operation(pytester, blocks, mode):
             "      blocks.1: relu -> gelu at op 2",
             "  changed:  blocks (torch.nn.modules.container.Sequential) * -> *",
             "*",
-            "  changed:  blocks.0 (test_blocks.Block) * -> *",
+            "  changed:  blocks.[0-1] (test_blocks.Block) * -> *",
             "      computation changed (compute hash * -> *)",
-            "      blocks.0: relu -> gelu at op 2",
+            "      blocks.[0-1]: relu -> gelu at op 2",
         )
     )
     assert _snapshot(pytester) == stored  # a failing gate writes nothing
@@ -103,9 +103,9 @@ def test_an_added_residual_fails_naming_the_add(pytester, blocks):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "  changed:  blocks.0 (test_blocks.Block) * -> *",
+            "  changed:  blocks.[0-1] (test_blocks.Block) * -> *",
             "      computation changed (compute hash * -> *)",
-            "      blocks.0: + add(float32[1, 8], float32[1, 8]) at op 3",
+            "      blocks.[0-1]: + add(float32[1, 8], float32[1, 8]) at op 3",
         )
     )
 

@@ -1,9 +1,10 @@
+import json
 from dataclasses import replace
 
 import torch
 from torch import nn
 
-from pytest_workload import SnapshotDocument, WorkloadRecorder
+from pytest_workload import SnapshotDocument, WorkloadRecorder, expand_paths
 from pytest_workload._identity.describe import describe_args, describe_kwargs
 from pytest_workload._model.signature import InputSignature
 from pytest_workload._verdict.diff import compare_documents, diff_signatures, documents_match
@@ -160,3 +161,58 @@ def test_a_snapshot_from_before_dtypes_were_kept_says_structure_changed():
     model.to(torch.bfloat16)
     (change,) = compare_documents(older, document(lambda: model(x.bfloat16()), max_depth=0))
     assert change.details[0].startswith("structure changed (structure hash ")
+
+
+def per_path(doc: SnapshotDocument, layout: int = 2) -> str:
+    """The document as a format 1 or 2 snapshot held it: an entry per path."""
+    data = doc.to_dict()
+    entries = []
+    for entry in data["workloads"]:
+        patterns = entry.pop("paths")
+        entries += [{**entry, "name": p} for p in expand_paths(patterns)]
+    return json.dumps({**data, "pytest_workload_snapshot": layout, "workloads": entries})
+
+
+def stack(count: int) -> nn.Module:
+    return nn.Sequential(*[nn.Sequential(nn.Linear(4, 4), nn.ReLU()) for _ in range(count)])
+
+
+def test_an_entry_per_path_is_folded_into_one_entry_per_workload_when_read():
+    model = stack(3)
+    new = document(lambda: model(torch.rand(2, 4)), max_depth=2)
+    assert [e.patterns for e in new.entries] == [["model"], ["[0-2]"], ["[0-2].0"], ["[0-2].1"]]
+    for layout in (1, 2):
+        old = SnapshotDocument.from_text(per_path(new, layout))
+        assert old.format == layout and old.entries == new.entries
+        assert documents_match(old, new) and compare_documents(old, new) == []
+    assert SnapshotDocument.from_text(new.to_text()).format == 3
+
+
+def test_entries_that_differ_in_more_than_their_name_are_not_folded():
+    model = stack(2)
+    new = document(lambda: model(torch.rand(2, 4)), max_depth=1)
+    data = json.loads(per_path(new))
+    first, second = data["workloads"][1:]
+    second["user_key"] = True
+    first["user_key"] = 1  # (equal in Python, two keys in JSON)
+    old = SnapshotDocument.from_text(json.dumps(data))
+    assert [e.paths for e in old.entries] == [("model",), ("0",), ("1",)]
+    del first["user_key"], second["user_key"]
+    second["compute_hash"] = data["workloads"][0]["compute_hash"]
+    old = SnapshotDocument.from_text(json.dumps(data))
+    assert [e.paths for e in old.entries] == [("model",), ("0",), ("1",)]
+    assert not documents_match(old, new)
+
+
+def test_identical_stacks_under_two_names_are_one_entry_with_two_patterns():
+    class Two(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = stack(2), stack(2)
+
+        def forward(self, x):
+            return self.b(self.a(x) * 2)
+
+    model = Two()
+    doc = document(lambda: model(torch.rand(2, 4)), max_depth=2)
+    assert [e.label for e in doc.entries] == ["model", "a, b", "a.[0-1], b.[0-1]"]

@@ -66,6 +66,9 @@ FORGED_REPORTS = {
     "Infinity": lambda t: t.replace('"depth": 0', '"depth": Infinity', 1),
     "a duplicate nodeid": lambda t: t.replace('"tests": [', '"tests": [' + _first_test(t) + ", "),
     "a root with a bogus parent": lambda t: t.replace('"parent": null', '"parent": "bogus"', 1),
+    "a malformed path pattern": lambda t: t.replace('"paths": ["stem"]', '"paths": ["st[em"]'),
+    "a huge path pattern": lambda t: t.replace('"paths": ["stem"]', '"paths": ["[0-9999999]"]'),
+    "a name among no path": lambda t: t.replace('"paths": ["stem"]', '"paths": ["head"]'),
 }
 
 
@@ -85,6 +88,26 @@ def test_compare_rejects_a_forged_report_naming_the_file(tmp_path, capsys, forge
 
 
 # 7. Stored data is checked against what it claims --------------------------------------------
+
+
+def test_a_hand_edited_path_pattern_is_corrupt_and_rewritten_only_by_update(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    text = stored(pytester).read_text()
+    edited = text.replace('"paths": ["stem"]', '"paths": ["stem", "blocks.[2,1]"]', 1)
+    assert edited != text
+    stored(pytester).write_text(edited)
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*corrupt workload snapshot __workload_snap*test_two_shapes.workloads: workload 1: "
+            "path pattern 'blocks.[2,1]': '1' overlaps, touches or precedes the range before it*"
+        )
+    )
+    assert stored(pytester).read_text() == edited
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    assert stored(pytester).read_text() == text
 
 
 def test_a_hand_edited_input_that_no_longer_matches_its_hash_is_corrupt(pytester, suite):
@@ -116,6 +139,7 @@ def test_markdown_escapes_names(tmp_path, capsys):
     head = tmp_path / "head.json"
     data = json.loads(base.read_text())
     data["tests"][0]["workloads"][0]["name"] = fake
+    data["tests"][0]["workloads"][0]["paths"] = [fake]
     data["tests"][0]["nodeid"] = "t.py::test[`</code>*x*]"
     head.write_text(json.dumps(data))
     main(["compare", str(base), str(head), "--format", "markdown"])

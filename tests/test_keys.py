@@ -197,7 +197,7 @@ def pytest_workload_update_json(config, report):
     pytester.runpytest("--workload-json=r.json").assert_outcomes(passed=1)
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["ci"] == {"commit": "abc123"}
-    assert report["schema_version"] == 3
+    assert report["schema_version"] == 4
 
 
 OLD_RELEASE = """

@@ -3,6 +3,8 @@ they both hold, read with the same strictness."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from pytest_workload import InputSignature, ParamStats, Workload, WorkloadDataError
@@ -77,3 +79,59 @@ def test_a_schema_1_report_is_still_read_without_measured():
     report["tests"] = [{"nodeid": "t.py::t", "workloads": [data]}]
     read = SessionReport.from_dict(report)
     assert read.schema_version == 1 and read.tests[0].workloads[0].measured is None
+
+
+def _layer(name: str, paths: tuple[str, ...] = ()) -> Workload:
+    return dataclasses.replace(
+        _workload(), name=name, paths=paths, depth=1, parent="b" * 64, hash="e" * 64
+    )
+
+
+def test_paths_are_stored_compressed_and_read_back_name_first():
+    layer = _layer("blocks.10", ("blocks.10", "blocks.0", "blocks.2", "blocks.1"))
+    assert layer.to_dict()["paths"] == ["blocks.[0-2,10]"]
+    assert layer.label == "blocks.[0-2,10]" and _workload().label == "model"
+    for cls, data in ((Workload, layer.to_dict()), (SnapshotEntry, _entry(layer))):
+        read = cls.from_dict(data)
+        assert read.paths == ("blocks.10", "blocks.0", "blocks.1", "blocks.2")
+        assert read.name == "blocks.10"
+    assert Workload.from_dict(layer.to_dict()) == dataclasses.replace(
+        layer, paths=("blocks.10", "blocks.0", "blocks.1", "blocks.2")
+    )
+    assert _workload().paths == ("model",)  # no paths given: its name
+    with pytest.raises(ValueError, match="the first path 'a' must be the name 'b'"):
+        dataclasses.replace(_workload(), name="b", paths=("a", "b"))
+
+
+def _entry(w: Workload) -> dict:
+    return SnapshotEntry.from_workload(w).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("paths", "message"),
+    [
+        (["blocks.[0-2]"], "name 'model' is not one of its paths"),
+        (["model", "[2-1]"], "path pattern '\\[2-1\\]': range '2-1' is not written"),
+        (["model", "model"], "path 'model' is listed twice"),
+        ("model", "field 'paths' must be list"),
+        ([["model"]], "a path pattern must be a string, got list"),
+    ],
+)
+def test_both_readers_reject_paths_that_are_malformed_or_miss_the_name(paths, message):
+    for cls, data in _both():
+        data["paths"] = paths
+        with pytest.raises(WorkloadDataError, match=message):
+            cls.from_dict(data)
+
+
+def test_a_schema_3_report_reads_each_row_as_its_one_path():
+    from pytest_workload import SessionReport
+
+    data = _layer("blocks.0").to_dict()
+    del data["paths"]
+    report = {"schema_version": 3, "fingerprint_scheme": 2, "tests": []}
+    report["tests"] = [{"nodeid": "t.py::t", "workloads": [_workload().to_dict(), data]}]
+    del report["tests"][0]["workloads"][0]["paths"]
+    read = SessionReport.from_dict(report)
+    assert [w.paths for w in read.tests[0]] == [("model",), ("blocks.0",)]
+    assert read.schema_version == 3

@@ -43,7 +43,7 @@ def test_json_report_has_the_pinned_fields(pytester, suite, mode):
     suite(two_shapes())
     pytester.runpytest(*mode, "--workload-json=out/report.json").assert_outcomes(passed=1)
     data = json.loads((pytester.path / "out" / "report.json").read_text())
-    assert data["schema_version"] == 3
+    assert data["schema_version"] == 4
     (test,) = data["tests"]
     assert test["nodeid"] == "test_models.py::test_two_shapes"
     roots = [w for w in test["workloads"] if w["parent"] is None]
@@ -447,6 +447,6 @@ def test_crash():
         )
     )
     report = json.loads((pytester.path / "r.json").read_text())
-    assert report["schema_version"] == 3
+    assert report["schema_version"] == 4
     (problem,) = report["problems"]
     assert "test_models.py::test_crash" in problem

@@ -14,7 +14,7 @@ def test_shared_submodules_and_module_lists():
         def __init__(self):
             super().__init__()
             self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
-            self.shared = nn.Linear(4, 4)
+            self.shared = nn.Linear(4, 4, bias=False)
 
         def forward(self, x):
             for layer in self.layers:
@@ -22,9 +22,68 @@ def test_shared_submodules_and_module_lists():
             return self.shared(self.shared(x))
 
     table = record(lambda: Net()(torch.rand(2, 4)), max_depth=1)
-    rows = [(w.name, w.depth, w.calls) for w in table]
-    assert rows == [("Net", 0, 1), ("layers.0", 1, 1), ("layers.1", 1, 1), ("shared", 1, 2)]
-    assert len({w.hash for w in table if w.depth == 1}) == 1
+    rows = [(w.name, w.paths, w.depth, w.calls) for w in table]
+    assert rows == [
+        ("Net", ("Net",), 0, 1),
+        ("layers.0", ("layers.0", "layers.1"), 1, 2),
+        ("shared", ("shared",), 1, 2),
+    ]
+    assert len({w.hash for w in table if w.depth == 1}) == 2
+
+
+def test_identical_layers_are_one_row_with_every_path_and_their_calls_summed():
+    model = nn.Sequential(*[nn.Sequential(*[nn.Linear(4, 4) for _ in range(3)]) for _ in range(4)])
+    table = record(lambda: [model(torch.rand(2, 4)) for _ in range(3)], max_depth=2)
+    root, blocks, layers = table.workloads
+    assert (root.paths, root.calls) == (("model",), 3)
+    assert blocks.paths == ("0", "1", "2", "3") and blocks.calls == 12
+    assert layers.paths == tuple(f"{b}.{i}" for b in range(4) for i in range(3))
+    assert layers.calls == 36 and (layers.caller, blocks.caller) == (1, 0)
+    assert (blocks.label, layers.label) == ("[0-3]", "[0-3].[0-2]")
+    # every path's untraced calls (the first two calls of the model are traced)
+    assert layers.timing is not None and layers.timing.n == 12
+    assert layers.total_time_s is not None and layers.total_time_s >= layers.timing.median_s
+    assert layers.compute_hash is not None and not layers.data_dependent
+    assert [w.label for w in table.children(blocks)] == ["[0-3].[0-2]"]
+
+
+def test_a_path_that_ran_other_operations_marks_its_workload_data_dependent():
+    class Gate(nn.Module):
+        def forward(self, x, flag):
+            return x.relu() if flag.item() else x.tanh()
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gates = nn.ModuleList([Gate(), Gate()])
+
+        def forward(self, x):
+            return self.gates[1](self.gates[0](x, torch.tensor(1)), torch.tensor(0))
+
+    root, gates = record(lambda: Net()(torch.rand(2, 4)), max_depth=1)
+    assert gates.paths == ("gates.0", "gates.1") and gates.data_dependent
+    assert not root.data_dependent  # one call: nothing to compare it with
+
+
+def test_a_known_workload_at_a_new_path_in_an_untraced_call_marks_its_callers():
+    class Depth(nn.Module):
+        """Runs as many identical layers as its input asks for."""
+
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+
+        def forward(self, x):
+            for layer in self.layers[: int(x[0, 0].item())]:
+                x = layer(x)
+            return x
+
+    model = Depth()
+    # the first two calls (traced) run two layers, the third (untraced) all three
+    inputs = [torch.full((2, 4), n) for n in (2.0, 2.0, 3.0)]
+    root, layers = record(lambda: [model(x) for x in inputs], max_depth=1)
+    assert layers.paths == ("layers.0", "layers.1", "layers.2")
+    assert root.data_dependent and not layers.data_dependent
 
 
 def test_module_called_several_times_dedupes(tiny):
@@ -33,24 +92,52 @@ def test_module_called_several_times_dedupes(tiny):
     assert {w.calls for w in table} == {5}
 
 
-def test_children_of_identical_siblings_stay_under_their_own_caller():
+def test_identical_siblings_are_one_row_and_their_children_one_row_under_it():
     table = record(lambda: twins()(torch.rand(2, 4)), max_depth=2)
     (root,) = table.roots()
-    a, b = table.children(root)
-    assert a.hash == b.hash
-    assert [w.name for w in table.children(a)] == ["a.0", "a.1"]
-    assert [w.name for w in table.children(b)] == ["b.0", "b.1"]
-    rows = table.workloads
-    assert [(w.name, None if w.caller is None else rows[w.caller].name) for w in rows] == [
-        ("Sequential", None),
-        ("a", "Sequential"),
-        ("a.0", "a"),
-        ("a.1", "a"),
-        ("b", "Sequential"),
-        ("b.0", "b"),
-        ("b.1", "b"),
+    (branch,) = table.children(root)
+    assert (branch.paths, branch.calls) == (("a", "b"), 2)
+    assert [(w.paths, w.calls) for w in table.children(branch)] == [
+        (("a.0", "b.0"), 2),
+        (("a.1", "b.1"), 2),
     ]
-    assert {w.parent for w in rows if w.depth == 2} == {a.hash}  # the pinned field is a hash
+    rows = table.workloads
+    assert [(w.label, None if w.caller is None else rows[w.caller].label) for w in rows] == [
+        ("Sequential", None),
+        ("a, b", "Sequential"),
+        ("a.0, b.0", "a, b"),
+        ("a.1, b.1", "a, b"),
+    ]
+    assert {w.parent for w in rows if w.depth == 2} == {branch.hash}  # the pinned field is a hash
+
+
+class Scaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, scale):
+        return self.fc(x) * scale
+
+
+def test_children_of_two_workloads_of_one_kind_stay_under_their_own_caller():
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = Scaled(), Scaled()
+
+        def forward(self, x):
+            return self.b(self.a(x, 1.0), 2.0)  # a and b: two workloads (scale is an input)
+
+    rows = record(lambda: Net()(torch.rand(2, 4)), max_depth=2).workloads
+    assert [(w.label, None if w.caller is None else rows[w.caller].label) for w in rows] == [
+        ("Net", None),
+        ("a", "Net"),
+        ("a.fc", "a"),
+        ("b", "Net"),
+        ("b.fc", "b"),
+    ]
+    assert rows[2].hash == rows[4].hash and rows[1].hash != rows[3].hash
 
 
 class KwargBlindScheme(FingerprintScheme):

@@ -160,6 +160,8 @@ def test_a_format_1_snapshot_still_matches_and_update_adds_the_descriptions(pyte
     data = json.loads(stored.read_text())
     data["pytest_workload_snapshot"] = 1
     del data["modules"], data["libraries"]
+    for entry in data["workloads"]:
+        del entry["paths"]
     stored.write_text(json.dumps(data, indent=2))
     pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
 
@@ -171,9 +173,14 @@ def test_a_format_1_snapshot_still_matches_and_update_adds_the_descriptions(pyte
     _norms(suite)
     updated = pytester.runpytest("--workload-snapshot", "--snapshot-update")
     updated.assert_outcomes(passed=1)
-    updated.stdout.fnmatch_lines(lit("*added module descriptions to __workload_snapshots__*"))
+    updated.stdout.fnmatch_lines(
+        lit(
+            "*added module descriptions, paths (one entry per workload, with every path that "
+            "ran it) to __workload_snapshots__*"
+        )
+    )
     rewritten = json.loads(stored.read_text())
-    assert rewritten["pytest_workload_snapshot"] == 2 and rewritten["modules"]
+    assert rewritten["pytest_workload_snapshot"] == 3 and rewritten["modules"]
 
 
 def test_the_report_holds_every_description_once_also_from_xdist_workers(pytester, suite, mode):

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._identity.fingerprint import FingerprintScheme
-from .._model.snapshot import SnapshotDocument, SnapshotEntry
+from .._model.snapshot import SnapshotDocument, SnapshotEntry, fold
 from .._model.workload import TestWorkloads
 from .result import GateResult
 
@@ -68,7 +68,7 @@ class SnapshotGate:
             alternate = {
                 w.hash: a for w in test for a in w.alternates if a.scheme == scheme.version
             }
-            entries = tuple(
+            entries = fold(
                 dataclasses.replace(
                     SnapshotEntry.from_workload(w),
                     structure_hash=alternate[w.hash].structure_hash,

@@ -73,7 +73,7 @@ def _unverified(stored: SnapshotDocument) -> str | None:
         computed = scheme.workload_hash(e.structure_hash, e.input_signature)
         if computed != e.hash:
             return (
-                f"workload {i} ({e.name}) stores hash {short(e.hash)}, but its structure hash "
+                f"workload {i} ({e.label}) stores hash {short(e.hash)}, but its structure hash "
                 f"and input {e.input_signature.format()} give {short(computed)} under "
                 f"fingerprint scheme {stored.scheme}"
             )

@@ -25,6 +25,7 @@ from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
 from .._model.files import read_text, write_text_atomic
 from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
+from .._model.versions import SNAPSHOT_FORMAT
 from .._render.failures import UPDATE_HINT, render_changes
 from .._verdict.diff import compare_documents, documents_match, missing_fields
 from .._verdict.upgrade import upgrade_refusals
@@ -297,7 +298,7 @@ def check_snapshot(
 
 def _complete(path: Path, shown: str, document: SnapshotDocument) -> str | None:
     """Under ``--snapshot-update``, rewrite a matching table that lacks fields this release
-    stores (syrupy leaves a matching file alone)."""
+    stores, or keeps an entry per path (syrupy leaves a matching file alone)."""
     try:
         stored = SnapshotDocument.from_text(read_text(path))
     except (CorruptFileError, WorkloadDataError):
@@ -305,6 +306,8 @@ def _complete(path: Path, shown: str, document: SnapshotDocument) -> str | None:
     missing = missing_fields(stored, document)
     if document.modules and not stored.modules:
         missing.append("module descriptions")
+    if stored.format < SNAPSHOT_FORMAT:
+        missing.append("paths (one entry per workload, with every path that ran it)")
     if not missing:
         return None
     try:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any
 
 from .canonical import Json, canonical_json
@@ -12,17 +13,19 @@ from .computation import Computation, computation_table, read_computations
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
+from .paths import compress_paths, name_first, paths_label
 from .signature import InputSignature, workload_key
 from .strict_json import load_json
 from .versions import READABLE_SNAPSHOT_FORMATS, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
-from .workload import Workload, check_links, read_identity
+from .workload import Workload, check_links, check_paths, read_identity
 
 
 @dataclass(frozen=True)
 class SnapshotEntry:
     """One workload as the snapshot keeps it: identity plus what a reviewer reads.
 
-    Nothing machine- or run-dependent (timings, call counts, call sites) is stored.
+    Nothing machine- or run-dependent (timings, call counts, call sites) is stored. ``name``
+    is its first path, ``paths`` every path that ran it (see :class:`Workload`).
     """
 
     name: str
@@ -44,10 +47,24 @@ class SnapshotEntry:
     #: data-dependent (see :mod:`.._verdict.diff`).
     compute_hash: str | None = None
     data_dependent: bool = False
+    paths: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", check_paths(self.name, self.paths))
 
     @property
     def key(self) -> list[Json]:
         return workload_key(self.structure_hash, self.input_signature)
+
+    @cached_property
+    def patterns(self) -> list[str]:
+        """``paths`` compressed, as stored."""
+        return compress_paths(self.paths)
+
+    @cached_property
+    def label(self) -> str:
+        """Its name, or for several paths their patterns (``blocks.[0-49]``)."""
+        return paths_label(self.paths, self.patterns)
 
     @property
     def identity(self) -> tuple[str | None, str, int, str]:
@@ -76,11 +93,13 @@ class SnapshotEntry:
             structure_hash_without_dtypes=w.structure_hash_without_dtypes,
             compute_hash=w.compute_hash,
             data_dependent=w.data_dependent,
+            paths=w.paths,
         )
 
     def to_dict(self) -> dict[str, Json]:
         out: dict[str, Json] = {
             "name": self.name,
+            "paths": list(self.patterns),
             "class": self.class_name,
             "depth": self.depth,
             "parent": self.parent,
@@ -121,18 +140,45 @@ class SnapshotEntry:
         )
 
 
+def _fold_key(entry: SnapshotEntry) -> tuple[object, ...]:
+    """Every stored field but the paths (a user key by its canonical JSON: 1 is not True)."""
+    return tuple(
+        canonical_json(entry.user_key) if f.name == "user_key" else getattr(entry, f.name)
+        for f in fields(entry)
+        if f.name not in ("name", "paths")
+    )
+
+
+def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
+    """One entry per workload: entries equal in every stored field but their paths (the
+    rows of identical layers, which a format 1 or 2 snapshot and a schema 1 to 3 report keep
+    one per path) as the first of them, with every path."""
+    folded: dict[tuple[object, ...], list[SnapshotEntry]] = {}
+    for entry in entries:
+        folded.setdefault(_fold_key(entry), []).append(entry)
+    return tuple(
+        same[0]
+        if len(same) == 1
+        else replace(same[0], paths=name_first(same[0].name, (p for e in same for p in e.paths)))
+        for same in folded.values()
+    )
+
+
 @dataclass(frozen=True)
 class SnapshotDocument:
     """A test's workload table as stored in its snapshot file, with each distinct
     computation and each distinct module description of its workloads once, and the library
     versions it was recorded with (a format 1 snapshot has no descriptions or versions, one
-    written before computations none of those). Only the entries decide a match."""
+    written before computations none of those). Only the entries decide a match; they are
+    folded (see :func:`fold`) by :meth:`of` and :meth:`from_dict`."""
 
     scheme: int
     entries: tuple[SnapshotEntry, ...]
     computations: Mapping[str, Computation] = field(default_factory=dict, compare=False)
     modules: ModuleTable = field(default_factory=dict, compare=False)
     libraries: Mapping[str, str] = field(default_factory=dict, compare=False)
+    #: The layout it was read from (older ones are rewritten by ``--snapshot-update``).
+    format: int = field(default=SNAPSHOT_FORMAT, compare=False)
 
     @classmethod
     def of(
@@ -146,7 +192,7 @@ class SnapshotDocument:
         found = (c for w in rows if w.computation is not None for c in w.computation.closure())
         return cls(
             scheme,
-            tuple(SnapshotEntry.from_workload(w) for w in rows),
+            fold(SnapshotEntry.from_workload(w) for w in rows),
             {c.hash: c for c in found},
             closure(modules or {}, (w.structure_hash for w in rows)),
             dict(libraries or {}),
@@ -196,10 +242,11 @@ class SnapshotDocument:
             raise WorkloadDataError("libraries must map distribution names to versions")
         return cls(
             scheme=scheme,
-            entries=tuple(entries),
+            entries=fold(entries),
             computations=computations,
             modules=read_modules(d.get("modules", {})),
             libraries=libraries,
+            format=version,
         )
 
     def to_text(self) -> str:

@@ -6,19 +6,22 @@ from typing import Final
 
 #: Version of the JSON report layout (``--workload-json``); bumped on incompatible changes.
 #: 2 added ``measured`` to each workload; 3 the ``modules`` table (each distinct module
-#: description once) and each test's ``libraries``.
-REPORT_SCHEMA_VERSION: Final = 3
+#: description once) and each test's ``libraries``; 4 one row per distinct workload under its
+#: calling row, with every path that ran it in ``paths`` (compressed patterns).
+REPORT_SCHEMA_VERSION: Final = 4
 
 #: Report versions this release reads (a version 1 report has no ``measured`` fields, one
-#: before 3 no module descriptions or library versions).
-READABLE_REPORT_SCHEMA_VERSIONS: Final = (1, 2, 3)
+#: before 3 no module descriptions or library versions, one before 4 a row per path).
+READABLE_REPORT_SCHEMA_VERSIONS: Final = (1, 2, 3, 4)
 
 #: Layout version of a snapshot file (independent of the fingerprint scheme it records).
-#: 2 added ``libraries`` and the ``modules`` table.
-SNAPSHOT_FORMAT: Final = 2
+#: 2 added ``libraries`` and the ``modules`` table; 3 one entry per distinct workload, with
+#: every path that ran it in ``paths``.
+SNAPSHOT_FORMAT: Final = 3
 
-#: Snapshot layouts this release reads (format 1 has no libraries or module descriptions).
-READABLE_SNAPSHOT_FORMATS: Final = (1, 2)
+#: Snapshot layouts this release reads (format 1 has no libraries or module descriptions;
+#: formats 1 and 2 keep an entry per path, folded into one per workload when read).
+READABLE_SNAPSHOT_FORMATS: Final = (1, 2, 3)
 
 #: The field of a snapshot file that holds its layout version.
 SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"

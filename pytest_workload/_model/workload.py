@@ -16,6 +16,7 @@ from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .measured import Measured
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
+from .paths import compress_paths, expand_paths, name_first, paths_label
 from .signature import InputSignature, workload_key
 from .timing import Timing
 
@@ -83,14 +84,38 @@ class AlternateHash:
         )
 
 
+def read_paths(d: Mapping[str, Any]) -> tuple[str, ...]:
+    """``name`` and the paths its ``paths`` patterns stand for (just ``name`` when they are
+    absent: written before workloads kept every path, one row per path)."""
+    name = read_field(d, "name", str)
+    patterns = read_field(d, "paths", list, optional=True)
+    if patterns is None:
+        return (name,)
+    paths = expand_paths(patterns)
+    if name not in paths:
+        raise WorkloadDataError(f"name {name!r} is not one of its paths")
+    return name_first(name, paths)
+
+
+def check_paths(name: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+    """A workload's paths, its name first: ``(name,)`` when none are given."""
+    if not paths:
+        return (name,)
+    if paths[0] != name:
+        raise ValueError(f"the first path {paths[0]!r} must be the name {name!r}")
+    return paths
+
+
 def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
     """The fields a report's workload and a snapshot's entry share, read by one set of rules,
     as keyword arguments for either class."""
     submodules = read_field(d, "submodules", dict, optional=True) or {}
     if not all(isinstance(v, str) for v in submodules.values()):
         raise WorkloadDataError("submodules must map names to structure hashes")
+    paths = read_paths(d)
     return {
-        "name": read_field(d, "name", str),
+        "name": paths[0],
+        "paths": paths,
         "class_name": read_field(d, "class", str),
         "depth": read_field(d, "depth", int),
         "parent": read_field(d, "parent", str, optional=True),
@@ -110,8 +135,9 @@ class Workload:
     """One workload as seen in one test, under one calling workload.
 
     ``parent`` is the caller's hash; ``caller`` is the caller's row (its index in the test's
-    workloads), which tells apart identical callers such as two equal transformer layers.
-    Both are None for a root; ``caller`` is also None in reports written before it existed.
+    workloads). Both are None for a root; ``caller`` is also None in reports written before
+    it existed. A submodule workload that several paths ran (two identical layers) is one row
+    with every path in ``paths``; its counts and timings are over all of them.
     """
 
     name: str
@@ -148,10 +174,26 @@ class Workload:
     #: The operations themselves, in this process only (the snapshot stores them, the JSON
     #: report only their hash).
     computation: Computation | None = field(default=None, compare=False, repr=False)
+    #: Every path that ran it: ``name`` (the first to run) first, the others in natural
+    #: order; empty means ``(name,)``. A root has one, its call site's name.
+    paths: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", check_paths(self.name, self.paths))
 
     @property
     def key(self) -> list[Json]:
         return workload_key(self.structure_hash, self.input_signature)
+
+    @cached_property
+    def patterns(self) -> list[str]:
+        """``paths`` compressed, as stored."""
+        return compress_paths(self.paths)
+
+    @cached_property
+    def label(self) -> str:
+        """Its name, or for several paths their patterns (``blocks.[0-49]``)."""
+        return paths_label(self.paths, self.patterns)
 
     @property
     def user_key(self) -> Json:
@@ -161,6 +203,7 @@ class Workload:
     def to_dict(self) -> dict[str, Json]:
         return {
             "name": self.name,
+            "paths": list(self.patterns),
             "class": self.class_name,
             "depth": self.depth,
             "parent": self.parent,

@@ -7,6 +7,7 @@ from .._measure.replay import Measurement
 from .._measure.timing import summarize
 from .._model.measured import OBSERVED, OFF, Measured, not_measured
 from .._model.modules import ModuleTable, closure
+from .._model.paths import name_first
 from .._model.timing import Timing
 from .._model.workload import TestWorkloads, UserKey, Workload
 from .rows import Entry, RowTable
@@ -88,6 +89,7 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         data_dependent=entry.data_dependent,
         compute_unknown=_compute_unknown(entry),
         computation=entry.computation,
+        paths=name_first(done.name, entry.paths),
     )
 
 

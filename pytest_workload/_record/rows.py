@@ -1,9 +1,10 @@
 """The row table: completed calls aggregated into one row per workload and caller.
 
 Rows are keyed by what a workload *is* (structure and inputs), not by its hash, so a scheme
-whose hashes collapse cannot merge rows and hide the collapse. Roots are named by their first
-call site; submodules keep their path, so three identical layers stay three rows, and their
-calling row, so a layer's children stay under that layer.
+whose hashes collapse cannot merge rows and hide the collapse, and by their calling row, so a
+layer's children stay under that layer. Roots are named by their first call site; a
+submodule row keeps every path that ran it, so three identical layers are one row with three
+paths, and their children one row under it.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class Entry:
     # the calling row; rows are numbered in order of creation
     caller: Entry | None
     row: int
+    # every path that ran it, in order of first call (a root keeps its call site's name)
+    paths: dict[str, None]
     calls: int = 0
     total_ns: int = 0
     # a call the clock around it could not time (one that ran off the CPU)
@@ -104,18 +107,12 @@ def _differ(a: Computation | None, b: Computation | None) -> bool:
     return a is not None and b is not None and a.hash != b.hash
 
 
-_EntryKey = tuple[int | None, str, str, int, str]
+_EntryKey = tuple[int | None, str, str, int]
 
 
-def _entry_key(caller: Entry | None, identity: Identity, depth: int, name: str) -> _EntryKey:
+def _entry_key(caller: Entry | None, identity: Identity, depth: int) -> _EntryKey:
     row = None if caller is None else caller.row
-    return (
-        row,
-        identity.structure_hash,
-        identity.signature.canonical,
-        depth,
-        name if depth else "",
-    )
+    return (row, identity.structure_hash, identity.signature.canonical, depth)
 
 
 def _clock_times(device: str) -> bool:
@@ -146,7 +143,7 @@ class RowTable:
         cached = self._roots.get(id(identity))
         if cached is not None and cached[0] is identity:
             return cached[1]
-        entry = self._entries.get(_entry_key(None, identity, 0, ""))
+        entry = self._entries.get(_entry_key(None, identity, 0))
         if entry is not None:
             self._roots[id(identity)] = (identity, entry)
         return entry
@@ -163,12 +160,16 @@ class RowTable:
     def add(self, caller: Entry | None, done: Done, tally: dict[Entry, int] | None = None) -> None:
         """Count a completed call (and, under its row, the calls it made); ``tally`` counts
         the rows' calls of one observed root call."""
-        key = _entry_key(caller, done.identity, done.depth, done.name)
+        key = _entry_key(caller, done.identity, done.depth)
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = Entry(done, caller, len(self._entries))
+            entry = self._entries[key] = Entry(done, caller, len(self._entries), {done.name: None})
             if not done.traced:
                 entry.compute_unknown = UNTRACED
+                _depends_on_data(caller)
+        elif done.depth and done.name not in entry.paths:
+            entry.paths[done.name] = None
+            if not done.traced:
                 _depends_on_data(caller)
         if done.traced:
             entry.add_traced(done)
@@ -227,7 +228,8 @@ class RowTable:
 
 
 def _depends_on_data(caller: Entry | None) -> None:
-    """A call of known workloads ran a new one: their operations depend on the data."""
+    """A call of known workloads ran a new one, or a known one at a new path: their
+    operations depend on the data."""
     while caller is not None:
         caller.data_dependent = True
         caller = caller.caller

@@ -15,7 +15,7 @@ from .report import _INDENT, format_duration
 
 
 def _describe(w: Workload) -> str:
-    return f"{w.name} ({w.class_name}), input {w.input_signature.format()}"
+    return f"{w.label} ({w.class_name}), input {w.input_signature.format()}"
 
 
 def render_collapse(collapse: Collapse) -> str:
@@ -54,7 +54,7 @@ def render_collapse(collapse: Collapse) -> str:
 
 def _entry_title(change: Change) -> str:
     e = change.entry
-    return f"{e.name} ({e.class_name})"
+    return f"{e.label} ({e.class_name})"
 
 
 #: Submodule changes listed per message before the rest are summarised in a count.
@@ -99,7 +99,7 @@ UPDATE_HINT = "run `pytest --workload-snapshot --snapshot-update` to accept the 
 
 
 def _workload_title(w: Workload) -> str:
-    return f"{w.name} ({w.class_name}), input {w.input_signature.format()}, hash {short(w.hash)}"
+    return f"{w.label} ({w.class_name}), input {w.input_signature.format()}, hash {short(w.hash)}"
 
 
 _TIMES = {1: "once", 2: "twice"}

@@ -64,7 +64,7 @@ def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
             None if w.peak_memory_bytes is None else f"{w.peak_memory_bytes / 1e6:.1f} MB",
         ),
     ]
-    lines = [f"{indent}{w.name} ({executed})"]
+    lines = [f"{indent}{w.label} ({executed})"]
     lines += [f"{indent}{_INDENT}{k + ':':<13}{v}" for k, v in fields if v is not None]
     return lines
 

@@ -30,7 +30,8 @@ REGRESSIONS: frozenset[Verdict] = frozenset({"changed", "removed", "slower"})
 
 @dataclass(frozen=True)
 class Row:
-    """One workload of one test, in the base report, the head report, or both."""
+    """One workload of one test, in the base report, the head report, or both; ``name`` is
+    its path, or its path patterns where several paths ran it."""
 
     nodeid: str
     name: str
@@ -91,7 +92,7 @@ def _change_row(nodeid: str, change: Change) -> Row:
     verdict = _CHANGE_VERDICTS[change.kind]
     return Row(
         nodeid,
-        e.name,
+        e.label,
         e.class_name,
         e.depth,
         e.input_signature.format(),
@@ -112,7 +113,7 @@ def _timed_row(
         verdict = "contended" if contended else _DRIFT_VERDICTS[drift.kind]
     return Row(
         nodeid,
-        w.name,
+        w.label,
         w.class_name,
         w.depth,
         w.input_signature.format(),

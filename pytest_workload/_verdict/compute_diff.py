@@ -43,7 +43,7 @@ def compute_lines(
     if names_only and _names(a) == _names(b):
         return []
     lines: list[str] = []
-    diff_operations(a, b, old.name, lines, names_only=names_only)
+    diff_operations(a, b, old.label, lines, names_only=names_only)
     if len(lines) > MAX_OP_LINES:
         lines = [*lines[:MAX_OP_LINES], f"... and {len(lines) - MAX_OP_LINES} more differences"]
     return [head, *lines]

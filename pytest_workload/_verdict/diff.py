@@ -44,6 +44,13 @@ def flops_agree(a: int | None, b: int | None) -> bool:
     return a == b
 
 
+def paths_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
+    """The same paths ran a submodule workload (a layer more or fewer of the same kind is a
+    change). A root's one path is its call site's name, which renaming a variable changes:
+    not compared."""
+    return a.depth == 0 or a.patterns == b.patterns
+
+
 @dataclass(frozen=True)
 class Change:
     """One difference between a stored and a recorded table."""
@@ -79,7 +86,7 @@ def _unmatched(
     entries: tuple[SnapshotEntry, ...], others: tuple[SnapshotEntry, ...]
 ) -> list[SnapshotEntry]:
     """Entries with no counterpart in ``others`` (each used once): the same identity, and
-    FLOPs and computations that agree."""
+    FLOPs, computations and paths that agree."""
     pool: defaultdict[Hashable, list[SnapshotEntry]] = defaultdict(list)
     for other in others:
         pool[other.identity].append(other)
@@ -90,7 +97,9 @@ def _unmatched(
             (
                 o
                 for o in candidates
-                if flops_agree(o.flops, entry.flops) and computes_agree(o, entry)
+                if flops_agree(o.flops, entry.flops)
+                and computes_agree(o, entry)
+                and paths_agree(o, entry)
             ),
             None,
         )
@@ -117,6 +126,7 @@ def compare_documents(old: SnapshotDocument, new: SnapshotDocument) -> list[Chan
             more_than_the_caller
             or not flops_agree(best.flops, entry.flops)
             or not computes_agree(best, entry)
+            or not paths_agree(best, entry)
         ):
             details = tuple(explain_entry(best, entry, old, new))
             changes.append(Change("changed", best, entry, details))
@@ -147,7 +157,7 @@ def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
     if found is not None:
         e = stored[canonical_json(found[0])]
         return [
-            f"nearest stored workload: {e.name} {e.input_signature.format()} at distance "
+            f"nearest stored workload: {e.label} {e.input_signature.format()} at distance "
             f"factor {found[1]:g}"
         ]
     reverse = [(distance_factor(e.key, entry.key), k) for k, e in stored.items()]
@@ -156,19 +166,19 @@ def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
         return []
     e = stored[smaller[1]]
     return [
-        f"nearest stored workload: {e.name} {e.input_signature.format()}, {smaller[0]:g}x "
+        f"nearest stored workload: {e.label} {e.input_signature.format()}, {smaller[0]:g}x "
         "this one (distance factor)"
     ]
 
 
 def _children(doc: SnapshotDocument, parent: SnapshotEntry) -> dict[str, SnapshotEntry]:
     """Recorded children of ``parent``: linked by its hash, and below depth 1 also by path,
-    since two identical layers share a hash (``a`` must not adopt ``b.0``)."""
-    prefix = f"{parent.name}." if parent.depth else ""
+    since two layers of one kind share a hash (``a`` must not adopt ``b.0``)."""
+    prefixes = tuple(f"{p}." for p in parent.paths) if parent.depth else ("",)
     return {
         e.name: e
         for e in doc.entries
-        if e.parent == parent.hash and e.depth == parent.depth + 1 and e.name.startswith(prefix)
+        if e.parent == parent.hash and e.depth == parent.depth + 1 and e.name.startswith(prefixes)
     }
 
 
@@ -217,6 +227,8 @@ def explain_entry(
         lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
     if old.param_bytes != new.param_bytes:
         lines.append(f"parameter bytes {_count(old.param_bytes)} -> {_count(new.param_bytes)}")
+    if not paths_agree(old, new):
+        lines.append(f"paths {old.label} -> {new.label}")
     if not computes_agree(old, new):
         lines.extend(compute_lines(old, new, old_doc, new_doc))
     if not lines:

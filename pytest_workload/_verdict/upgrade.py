@@ -3,9 +3,9 @@
 An upgrade may reword a module's configuration text, add or change its plain attributes, or
 move its class to another module; it must leave alone everything the computation depends on:
 each workload's parameters, buffers, children and train/eval mode (compared through the stored
-module descriptions, down the whole tree), its input signature, parameter bytes, FLOPs and
-computation fingerprint. ``--workload-accept-upgrade`` rewrites a snapshot only when
-:func:`upgrade_refusals` finds nothing.
+module descriptions, down the whole tree), its input signature, parameter bytes, FLOPs,
+computation fingerprint and the paths that ran it. ``--workload-accept-upgrade`` rewrites a
+snapshot only when :func:`upgrade_refusals` finds nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from .._model.canonical import Json, canonical_json, sha256_hex
 from .._model.hashes import short
 from .._model.modules import ModuleTable, child_links
 from .._model.snapshot import SnapshotDocument, SnapshotEntry
+from .diff import paths_agree
 
 #: Description fields an upgrade may change: the wording, never the computation.
 REWORDING = frozenset({"class", "config", "attributes"})
@@ -61,7 +62,9 @@ def _entry_refusal(
         what.append(f"computation changed (compute hash {hashes[0]} -> {hashes[1]})")
     if canonical_json(old.user_key) != canonical_json(new.user_key):
         what.append("user key changed")
-    return [f"{new.name} ({new.class_name}): {w}" for w in what]
+    if not paths_agree(old, new):
+        what.append(f"paths {old.label} -> {new.label}")
+    return [f"{new.label} ({new.class_name}): {w}" for w in what]
 
 
 def upgrade_refusals(stored: SnapshotDocument, recorded: SnapshotDocument) -> list[str]:
@@ -81,7 +84,7 @@ def upgrade_refusals(stored: SnapshotDocument, recorded: SnapshotDocument) -> li
     refusals: list[str] = []
     for old, new in zip(stored.entries, recorded.entries, strict=True):
         if (old.name, old.depth) != (new.name, new.depth):
-            refusals.append(f"stored workload {old.name} is not the recorded {new.name}")
+            refusals.append(f"stored workload {old.label} is not the recorded {new.label}")
             continue
         skeletons = (
             _skeleton(stored.modules, old.structure_hash, memos[0]),
