@@ -57,6 +57,13 @@ def hash_without_dtypes(table: ModuleTable, structure_hash: str, memo: dict[str,
     return found
 
 
+def top_packages(table: ModuleTable) -> set[str]:
+    """The top-level packages of the classes the descriptions name (where library versions
+    come from)."""
+    paths = (d.get("class_path") for d in table.values())
+    return {p.partition(".")[0] for p in paths if isinstance(p, str)}
+
+
 def child_links(description: Mapping[str, Json]) -> Iterator[tuple[str, str]]:
     """``(name, structure hash)`` of the children a description names (None ones left out)."""
     children = description.get("children")

@@ -6,7 +6,7 @@ from .._identity.libraries import library_versions
 from .._measure.replay import Measurement
 from .._measure.timing import summarize
 from .._model.measured import OBSERVED, OFF, Measured, not_measured
-from .._model.modules import ModuleTable, closure
+from .._model.modules import ModuleTable, closure, top_packages
 from .._model.paths import name_first
 from .._model.timing import Timing
 from .._model.workload import TestWorkloads, UserKey, Workload
@@ -18,12 +18,12 @@ def to_test_workloads(nodeid: str, table: RowTable, descriptions: ModuleTable) -
     (taken from ``descriptions``, every module description the test read)."""
     entries = sorted(table.entries(), key=lambda e: e.done.order)
     position = {e.row: i for i, e in enumerate(entries)}
-    identities = [e.done.identity for e in entries]
+    modules = closure(descriptions, (e.done.identity.structure_hash for e in entries))
     return TestWorkloads(
         nodeid,
         tuple(_workload(e, position, table.timing) for e in entries),
-        modules=closure(descriptions, (i.structure_hash for i in identities)),
-        libraries=library_versions(p for i in identities for p in i.packages) if entries else {},
+        modules=modules,
+        libraries=library_versions(top_packages(modules)) if entries else {},
     )
 
 

@@ -95,8 +95,6 @@ class Identity:
     alternates: tuple[AlternateHash, ...]
     output: Json
     device: str
-    #: Top-level packages of the classes in the tree (where library versions come from).
-    packages: frozenset[str]
 
 
 _IdentityKey = tuple[int, bool, object, object, str]
@@ -217,9 +215,6 @@ class IdentityCache:
             alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
             output=self._describe_output(result),
             device=device,
-            packages=frozenset(
-                type(m).__module__.partition(".")[0] for m in unwrap(target).modules()
-            ),
         )
 
     def known(
