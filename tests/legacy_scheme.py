@@ -10,8 +10,8 @@ from pytest_workload import FingerprintScheme
 from pytest_workload._identity.structure_v1 import structure_node_v1
 
 
-def _node_without_attributes(module, children, *, dtypes=True):
-    node = structure_node_v1(module, children, dtypes=dtypes)
+def _node_without_attributes(module, children):
+    node = structure_node_v1(module, children)
     del node["attributes"]
     return node
 
