@@ -28,4 +28,8 @@ class ErrorLog:
         try:
             fn(*args)
         except Exception:
-            self.add("internal error while recording:\n" + traceback.format_exc())
+            self.internal()
+
+    def internal(self) -> None:
+        """Log the exception being handled: the recorder failed (never the model)."""
+        self.add("internal error while recording:\n" + traceback.format_exc())

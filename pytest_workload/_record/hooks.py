@@ -174,7 +174,8 @@ class Hooks:
             return
         submodules = self._hooked_plans[id(plan)][1]
         if self._stack.frames and self._stack.frames[0].settled:
-            self._detached.take_out(id(plan), submodules)
+            if submodules:
+                self._detached.take_out(id(plan), submodules)
         elif submodules or id(module) in self._detached.out:
             self._detached.put_back([id(module), *(id(m) for m, _ in submodules)])
 
@@ -210,11 +211,14 @@ class Hooks:
         """Run a hook's work, never raising; where a function mode is on (the test's, or the
         tracer's), with torch functions disabled, so that it sees none of the recorder's
         reads."""
-        if self._function_mode():
-            with untraced():
-                self._errors.guarded(fn, *args)
-        else:
-            self._errors.guarded(fn, *args)
+        try:
+            if self._function_mode():
+                with untraced():
+                    fn(*args)
+            else:
+                fn(*args)
+        except Exception:
+            self._errors.internal()
 
     def _watch_global(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         # A hooked module's own pre-hook opens its call, with its keyword arguments (unless a

@@ -84,12 +84,9 @@ class Entry:
     steady: int = 0
     # calls counted from a settled root's, not observed (so not timed)
     counted: int = 0
-
-    @property
-    def settled(self) -> bool:
-        """A root whose observed calls ran the same submodule calls, and whose traced ones
-        the same operations: its later calls need no submodule hooks."""
-        return self.steady >= OBSERVED_CALLS and not self.data_dependent
+    #: A root whose observed calls ran the same submodule calls, and whose traced ones the same
+    #: operations: its later calls need no submodule hooks.
+    settled: bool = False
 
     def add_traced(self, done: Done) -> None:
         if done.building:  # (the next call is traced in its place)
@@ -217,6 +214,7 @@ class RowTable:
         self.count(entry, identity, elapsed_ns, user_key, children, tally=tally)
         entry.steady = entry.steady + 1 if tally == entry.per_call else 1
         entry.per_call = tally
+        entry.settled = entry.steady >= OBSERVED_CALLS and not entry.data_dependent
 
     def count_settled(self, entry: Entry, identity: Identity, elapsed_ns: int) -> None:
         """Count a settled root's call, its submodules unhooked: their rows get the calls its
@@ -232,4 +230,5 @@ def _depends_on_data(caller: Entry | None) -> None:
     operations depend on the data."""
     while caller is not None:
         caller.data_dependent = True
+        caller.settled = False
         caller = caller.caller
