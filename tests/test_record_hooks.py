@@ -12,6 +12,7 @@ from torch.nn.modules import module as torch_module
 from torch.overrides import TorchFunctionMode
 
 from pytest_workload import WorkloadRecorder
+from pytest_workload._record.stack import CallStack
 from tests.models import TinyNet
 from tests.recording import no_hooks_left, record
 
@@ -203,3 +204,17 @@ def test_a_function_mode_the_test_enters_sees_the_same_operations_while_recordin
     plain = ops(None)
     assert plain.count("linear") == 8
     assert ops(WorkloadRecorder("t", max_depth=1)) == plain
+
+
+def test_a_root_the_recorder_failed_to_open_leaves_new_roots_watched(monkeypatch):
+    def failing(*_):
+        raise RuntimeError("injected")
+
+    recorder = WorkloadRecorder("t")
+    with recorder.recording(all_roots=True):
+        with monkeypatch.context() as patched:
+            patched.setattr(CallStack, "open_root", failing)
+            nn.Linear(2, 2)(torch.rand(1, 2))
+        nn.Linear(3, 3)(torch.rand(1, 3))
+    assert [w.input_signature.format() for w in recorder.workloads()] == ["(float32[1, 3])"]
+    assert len(recorder.errors) == 1 and "injected" in recorder.errors[0]

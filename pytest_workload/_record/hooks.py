@@ -41,9 +41,8 @@ def _no_function_mode() -> bool:
 class Hooks:
     """Registers and removes every hook of one recording; the hooks feed ``stack``.
 
-    Hooks run inside the model's forward: each routes its work through ``errors.guarded``
-    and never raises. Calls from threads other than the one that started recording are
-    ignored.
+    Hooks run inside the model's forward: each routes its work through :meth:`_run` and
+    never raises. Calls from threads other than the one that started recording are ignored.
     """
 
     def __init__(
@@ -169,7 +168,12 @@ class Hooks:
             for member, _, _, _ in plan.members.values():
                 self._ensure_hooked(member)
             self._hooked_plans[id(plan)] = (plan, self._submodules(plan))
-        self._stack.open_root(module, args, kwargs, plan)
+        try:
+            self._stack.open_root(module, args, kwargs, plan)
+        finally:
+            if not self._stack.frames:  # (it failed before the call was opened)
+                self._close_root()
+                self._resume_global_watch()
         if plan.scripted:
             return
         submodules = self._hooked_plans[id(plan)][1]
