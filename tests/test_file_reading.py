@@ -90,41 +90,36 @@ def test_compare_rejects_a_forged_report_naming_the_file(tmp_path, capsys, forge
 # 7. Stored data is checked against what it claims --------------------------------------------
 
 
-def test_a_hand_edited_path_pattern_is_corrupt_and_rewritten_only_by_update(pytester, suite):
-    suite(two_shapes())
-    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
-    text = stored(pytester).read_text()
-    edited = text.replace('"paths": ["stem"]', '"paths": ["stem", "blocks.[2,1]"]', 1)
-    assert edited != text
-    stored(pytester).write_text(edited)
-    result = pytester.runpytest(*GATE)
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        lit(
+@pytest.mark.parametrize(
+    ("stored_text", "edited_text", "message"),
+    [
+        (
+            '"paths": ["stem"]',
+            '"paths": ["stem", "blocks.[2,1]"]',
             "*corrupt workload snapshot __workload_snap*test_two_shapes.workloads: workload 1: "
-            "path pattern 'blocks.[2,1]': '1' overlaps, touches or precedes the range before it*"
-        )
-    )
-    assert stored(pytester).read_text() == edited
-    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
-    assert stored(pytester).read_text() == text
-
-
-def test_a_hand_edited_input_that_no_longer_matches_its_hash_is_corrupt(pytester, suite):
+            "path pattern 'blocks.[2,1]': '1' overlaps, touches or precedes the range before it*",
+        ),
+        (
+            '"tensor": [1, 3, 16, 16]',
+            '"tensor": [1, 3, 17, 16]',
+            "*corrupt workload snapshot *: workload * stores hash *, but its structure hash and "
+            "input (float32[1, 3, 17, 16]) give * under fingerprint scheme 2*",
+        ),
+    ],
+    ids=["path-pattern", "input-against-its-hash"],
+)
+def test_a_hand_edited_snapshot_is_corrupt_and_rewritten_only_by_update(
+    pytester, suite, stored_text, edited_text, message
+):
     suite(two_shapes())
     pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
     text = stored(pytester).read_text()
-    edited = text.replace('"tensor": [1, 3, 16, 16]', '"tensor": [1, 3, 17, 16]', 1)
+    edited = text.replace(stored_text, edited_text, 1)
     assert edited != text
     stored(pytester).write_text(edited)
     result = pytester.runpytest(*GATE)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        lit(
-            "*corrupt workload snapshot *: workload * stores hash *, but its structure hash and "
-            "input (float32[1, 3, 17, 16]) give * under fingerprint scheme 2*"
-        )
-    )
+    result.stdout.fnmatch_lines(lit(message))
     assert stored(pytester).read_text() == edited
     pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
     assert stored(pytester).read_text() == text

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from typing import Final
 
 from .errors import WorkloadDataError
@@ -109,9 +110,21 @@ def name_first(name: str, paths: Iterable[str]) -> tuple[str, ...]:
     return (name, *sorted({p for p in paths if p != name}, key=natural_key))
 
 
-def paths_label(paths: Sequence[str], patterns: Sequence[str]) -> str:
-    """A workload's paths for people: its one path as it is, or its patterns."""
-    return paths[0] if len(paths) == 1 else ", ".join(patterns)
+class Paths:
+    """For a frozen record with ``paths`` (a workload, a snapshot entry): its paths
+    compressed, and labelled for people, each worked out once."""
+
+    paths: tuple[str, ...]
+
+    @cached_property
+    def patterns(self) -> list[str]:
+        """``paths`` compressed, as stored."""
+        return compress_paths(self.paths)
+
+    @cached_property
+    def label(self) -> str:
+        """Its one path as it is, or for several their patterns (``blocks.[0-49]``)."""
+        return self.paths[0] if len(self.paths) == 1 else ", ".join(self.patterns)
 
 
 def _malformed(pattern: str, why: str) -> WorkloadDataError:

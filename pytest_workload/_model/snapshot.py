@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from functools import cached_property
 from typing import Any
 
 from .canonical import Json, canonical_json
@@ -13,7 +12,7 @@ from .computation import Computation, computation_table, read_computations
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
-from .paths import compress_paths, name_first, paths_label
+from .paths import Paths, name_first
 from .signature import InputSignature, workload_key
 from .strict_json import load_json
 from .versions import READABLE_SNAPSHOT_FORMATS, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
@@ -21,7 +20,7 @@ from .workload import Workload, check_links, check_paths, read_identity
 
 
 @dataclass(frozen=True)
-class SnapshotEntry:
+class SnapshotEntry(Paths):
     """One workload as the snapshot keeps it: identity plus what a reviewer reads.
 
     Nothing machine- or run-dependent (timings, call counts, call sites) is stored. ``name``
@@ -55,16 +54,6 @@ class SnapshotEntry:
     @property
     def key(self) -> list[Json]:
         return workload_key(self.structure_hash, self.input_signature)
-
-    @cached_property
-    def patterns(self) -> list[str]:
-        """``paths`` compressed, as stored."""
-        return compress_paths(self.paths)
-
-    @cached_property
-    def label(self) -> str:
-        """Its name, or for several paths their patterns (``blocks.[0-49]``)."""
-        return paths_label(self.paths, self.patterns)
 
     @property
     def identity(self) -> tuple[str | None, str, int, str]:

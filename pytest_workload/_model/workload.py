@@ -16,7 +16,7 @@ from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .measured import Measured
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
-from .paths import compress_paths, expand_paths, name_first, paths_label
+from .paths import Paths, expand_paths, name_first
 from .signature import InputSignature, workload_key
 from .timing import Timing
 
@@ -131,7 +131,7 @@ def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Workload:
+class Workload(Paths):
     """One workload as seen in one test, under one calling workload.
 
     ``parent`` is the caller's hash; ``caller`` is the caller's row (its index in the test's
@@ -184,16 +184,6 @@ class Workload:
     @property
     def key(self) -> list[Json]:
         return workload_key(self.structure_hash, self.input_signature)
-
-    @cached_property
-    def patterns(self) -> list[str]:
-        """``paths`` compressed, as stored."""
-        return compress_paths(self.paths)
-
-    @cached_property
-    def label(self) -> str:
-        """Its name, or for several paths their patterns (``blocks.[0-49]``)."""
-        return paths_label(self.paths, self.patterns)
 
     @property
     def user_key(self) -> Json:
