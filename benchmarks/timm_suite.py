@@ -3,13 +3,15 @@
 The timm source distribution of the installed timm version is fetched from the package
 registry (``pip download --no-binary``) into a scratch directory, never into this repository,
 and a slice of its ``test_model_forward`` and ``test_model_forward_features`` tests (the first
-``--tests`` ids among small architectures, in collection order) runs five ways in one sitting:
+``--tests`` ids among small architectures, in collection order) runs six ways in one sitting:
 
 1. ``-p no:workload``: the reference outcomes and wall time;
 2. ``--workload-record=all --workload-snapshot --snapshot-update``: snapshots written;
 3. the same without ``--snapshot-update``: every snapshot must pass again (stable on rerun);
 4. the same with ``-n 2``: every snapshot must pass under xdist too;
-5. ``--workload-record=all --workload-timing=off``: recording alone, no replay.
+5. ``-p no:workload -n 2``: the reference for the ``-n 2`` run (two workers on two cores run
+   slower than one process);
+6. ``--workload-record=all --workload-timing=off``: recording alone, no replay.
 
 Outcomes are compared test by test (JUnit XML); the table gives wall times and the ratio to
 the reference. Run: ``python benchmarks/timm_suite.py [--tests 64] [--workdir DIR]``.
@@ -127,6 +129,7 @@ def main() -> int:
         ("record=all, gate, --snapshot-update", "update", (*gate, "--snapshot-update")),
         ("record=all, gate, rerun", "rerun", gate),
         ("record=all, gate, -n 2", "xdist", (*gate[:2], "-n", "2")),
+        ("reference, -n 2 (-p no:workload)", "off-xdist", ("-p", "no:workload", "-n", "2")),
         (
             "record=all, timing off",
             "untimed",
