@@ -95,6 +95,9 @@ class Identity:
     alternates: tuple[AlternateHash, ...]
     output: Json
     device: str
+    #: Whether a clock read around a call times its execution: on CUDA or MPS the call
+    #: returns once its kernels are launched, long before they finish.
+    clocked: bool
 
 
 _IdentityKey = tuple[int, bool, object, object, str]
@@ -127,6 +130,8 @@ class IdentityCache:
         self._watch_memo: WatchMemo = {}
         self._stats_memo: StatsMemo = {}
         self._arg_names: dict[object, tuple[str, ...]] = {}
+        #: whether the running root call read a tree (forgotten as it ends)
+        self.read = False
         #: every module description read in this test, by its hash (content-addressed, so
         #: never stale: kept when the memo is dropped)
         self.descriptions: dict[str, dict[str, Json]] = {}
@@ -161,6 +166,7 @@ class IdentityCache:
     def root_ended(self) -> None:
         """Forget the structure hashes read during a root call (a tree may change between
         calls without registering anything: ``model.half()``)."""
+        self.read = False
         self._memo.clear()
         self._watch_memo.clear()
         self._stats_memo.clear()
@@ -197,6 +203,7 @@ class IdentityCache:
     def _read(
         self, target: nn.Module, signature: InputSignature, result: Any, device: str
     ) -> Identity:
+        self.read = True
         memo = self._memo
         structure = self.scheme.structure_hash(target, memo, self.descriptions)
         return Identity(
@@ -215,6 +222,7 @@ class IdentityCache:
             alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
             output=self._describe_output(result),
             device=device,
+            clocked=device == "cpu",
         )
 
     def known(

@@ -112,12 +112,6 @@ def _entry_key(caller: Entry | None, identity: Identity, depth: int) -> _EntryKe
     return (row, identity.structure_hash, identity.signature.canonical, depth)
 
 
-def _clock_times(device: str) -> bool:
-    """Whether a clock read around a call on ``device`` times its execution: on CUDA or MPS
-    the call returns once its kernels are launched, long before they finish."""
-    return device == "cpu"
-
-
 class RowTable:
     """Rows in order of creation; ``timing`` says whether call durations are kept."""
 
@@ -192,7 +186,7 @@ class RowTable:
         it made); ``sample``: its time is a timing sample."""
         entry.calls += 1
         entry.total_ns += elapsed_ns
-        entry.untimed |= not _clock_times(identity.device)
+        entry.untimed |= not identity.clocked
         if self.timing and sample:
             entry.samples_ns.append(elapsed_ns)
         if user_key is not None:

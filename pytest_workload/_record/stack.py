@@ -266,7 +266,8 @@ class CallStack:
         if self.frames:
             return False
         self.plan = None
-        self._identities.root_ended()
+        if self._identities.read:
+            self._identities.root_ended()
         return True
 
     def _describe_into(
