@@ -1,10 +1,11 @@
 """Recording: which modules run during a test, with which inputs.
 
 ``WorkloadRecorder`` is the facade a test sees; the work is done by its parts: ``hooks``
-(which torch hooks exist and when), ``stack`` (the calls in progress), ``identity`` (what a
-call's workload is, cached until a module tree changes), ``rows`` (calls aggregated per
-workload and caller), ``callsite`` (where a root was called from) and ``convert`` (rows to
-stored data). Measuring happens after the test, in ``_measure.orchestrate``.
+(which torch hooks exist and when), ``detach`` (a settled root's submodule hooks, taken out),
+``stack`` (the calls in progress), ``identity`` (what a call's workload is, cached until a
+module tree changes), ``rows`` (calls aggregated per workload and caller), ``callsite`` (where
+a root was called from) and ``convert`` (rows to stored data). Measuring happens after the
+test, in ``_measure.orchestrate``.
 
 A call that raises is not recorded, nor are the calls it made; the exception reaches the caller
 untouched. Errors of the recorder itself (an input it cannot describe, an internal failure) are

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 TRACED_CALLS = 2
 #: Untraced calls of a root workload observed with its submodules' hooks: once this many in a
 #: row made the same submodule calls, the root *settles*: its later calls run with those hooks
-#: suspended, and add the calls its observed ones made to the submodules' rows (untimed).
+#: taken out, and add the calls its observed ones made to the submodules' rows (untimed).
 OBSERVED_CALLS = 3
 UNTRACED = "first run in a call that was not traced (its caller's operations depend on the data)"
 
