@@ -85,3 +85,12 @@ def test_a_bad_report_mode_is_a_usage_error(pytester):
     result = pytester.runpytest("--workload-report=full")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*expected 'auto', 'tree' or 'summary', got 'full'*"])
+
+
+def test_the_summary_counts_one_of_a_kind_in_the_singular(pytester):
+    pytester.makeini(SUITE_INI)
+    body = "\n\n@pytest.mark.workloads\ndef test_one():\n    Net().eval()(torch.rand(1, 3, 8, 8))\n"
+    pytester.makepyfile(test_one=MODELS + body)
+    result = pytester.runpytest("--workload-report=summary")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["1 test recorded 1 workload (1 top-level, 1 distinct hash); *"])

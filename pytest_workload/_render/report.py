@@ -118,9 +118,10 @@ def render_summary(tests: Sequence[TestWorkloads], collapses: int, gate: str) ->
     roots = sum(1 for w in workloads if w.parent is None)
     distinct = len({w.hash for w in workloads})
     found = "no collapse" if not collapses else _count(collapses, "collapse")
+    hashes = f"{distinct} distinct hash{'' if distinct == 1 else 'es'}"
     return [
-        f"{len(recorded)} tests recorded {len(workloads)} workloads ({roots} top-level, "
-        f"{distinct} distinct hashes); {found} across the session",
+        f"{_count(len(recorded), 'test')} recorded {_count(len(workloads), 'workload')} "
+        f"({roots} top-level, {hashes}); {found} across the session",
         gate,
         "each test's tree: -v or --workload-report=tree; every field: --workload-json=PATH",
     ]
