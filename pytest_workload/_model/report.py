@@ -2,36 +2,31 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .canonical import Json
 from .errors import WorkloadDataError
 from .fields import read_field, read_object
-from .measured import BUDGET_SPENT
+from .measured import BUDGET_SPENT, Measured
 from .modules import modules_to_dict, read_modules
 from .versions import READABLE_REPORT_SCHEMA_VERSIONS, REPORT_SCHEMA_VERSION
 from .workload import TestWorkloads
 
 
+def _count(tests: Sequence[TestWorkloads], how: Callable[[Measured], bool]) -> int:
+    """Workloads of ``tests`` whose ``measured`` says ``how``."""
+    return sum(1 for t in tests for w in t.workloads if w.measured is not None and how(w.measured))
+
+
 def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
     """Workloads of ``tests`` that the session's timing budget left untimed."""
-    return sum(
-        1
-        for t in tests
-        for w in t.workloads
-        if w.measured is not None and w.measured.timing == BUDGET_SPENT
-    )
+    return _count(tests, lambda m: m.timing == BUDGET_SPENT)
 
 
 def count_not_replayed(tests: Sequence[TestWorkloads]) -> int:
     """Top-level workloads of ``tests`` not replayed for timing, beside other xdist workers."""
-    return sum(
-        1
-        for t in tests
-        for w in t.workloads
-        if w.measured is not None and w.measured.unreplayed_for_xdist
-    )
+    return _count(tests, lambda m: m.unreplayed_for_xdist)
 
 
 @dataclass(frozen=True)
