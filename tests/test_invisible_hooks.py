@@ -74,7 +74,7 @@ def seen(request):
 
 
 def tables(module):
-    return [[name, [len(getattr(m, name)) for name in TABLES]] for name, m in module.named_modules()]
+    return [[path, [len(getattr(m, t)) for t in TABLES]] for path, m in module.named_modules()]
 
 
 def values(tensor):
