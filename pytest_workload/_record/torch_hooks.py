@@ -126,15 +126,21 @@ def tracing_checks() -> Callable[[], bool]:
     or a fake, proxy or functional tensor mode: non-strict ``torch.export``, ``make_fx``,
     functionalization): a call then is no workload."""
     from torch._C import _get_dispatch_mode, _get_tracing_state, _TorchDispatchModeKey
-    from torch.fx._symbolic_trace import is_fx_symbolic_tracing
+    from torch.fx._symbolic_trace import _get_is_fx_tracing
 
-    keys = tuple(_TorchDispatchModeKey.__members__.values())
+    fake, proxy, functional = (
+        _TorchDispatchModeKey.FAKE,
+        _TorchDispatchModeKey.PROXY,
+        _TorchDispatchModeKey.FUNCTIONAL,
+    )
 
-    def tracing() -> bool:
+    def tracing() -> bool:  # (once per call at top level: no generator, no nested check)
         return (
             _get_tracing_state() is not None
-            or is_fx_symbolic_tracing()
-            or any(_get_dispatch_mode(key) is not None for key in keys)
+            or _get_is_fx_tracing()
+            or _get_dispatch_mode(fake) is not None
+            or _get_dispatch_mode(proxy) is not None
+            or _get_dispatch_mode(functional) is not None
         )
 
     return tracing
