@@ -17,6 +17,26 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
+from typing import Any
+
+
+def baseline_package(checkout: str) -> Any:
+    """The ``pytest_workload`` package of another checkout (``--baseline``), imported under
+    another name, so that a benchmark times it and this one side by side in one process."""
+    import importlib.util
+    from pathlib import Path
+
+    package = Path(checkout) / "pytest_workload"
+    spec = importlib.util.spec_from_file_location(
+        "pytest_workload_baseline",
+        package / "__init__.py",
+        submodule_search_locations=[str(package)],
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def quantile(values: Sequence[float], q: float) -> float:

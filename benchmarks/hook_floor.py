@@ -14,9 +14,10 @@ thread's CPU clock:
   root settled (the calls timed are past its first five).
 
 The third side is the floor of the recorder's hook design; the fourth minus the third is the
-recorder's own work per root call.
+recorder's own work per root call. ``--baseline CHECKOUT`` adds a fifth side, the recorder of
+another checkout of this repository (say, main), timed in the same rounds.
 
-Run: ``python benchmarks/hook_floor.py [--rounds 25]``.
+Run: ``python benchmarks/hook_floor.py [--rounds 25] [--baseline ../main]``.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from _common import markdown_table, median, print_header
+from _common import baseline_package, markdown_table, median, print_header
 from torch import nn
 from torch.nn.modules.module import register_module_forward_pre_hook
 from torch.utils.hooks import RemovableHandle
@@ -82,8 +83,8 @@ def with_hooks(model: nn.Module, x: torch.Tensor, watch: bool) -> int:
             globals_.close()
 
 
-def recorded(model: nn.Module, x: torch.Tensor) -> int:
-    recorder = WorkloadRecorder("benchmarks::hook_floor", timing=False)
+def recorded(model: nn.Module, x: torch.Tensor, recorder_class: type = WorkloadRecorder) -> int:
+    recorder = recorder_class("benchmarks::hook_floor", timing=False)
     with recorder.recording(all_roots=True):
         return fastest(model, x)
 
@@ -91,6 +92,7 @@ def recorded(model: nn.Module, x: torch.Tensor) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument("--baseline", help="another checkout whose recorder is timed too")
     args = parser.parse_args()
     torch.set_num_threads(1)
     model = nn.Sequential(*[nn.Linear(8, 8) for _ in range(12)]).eval()
@@ -101,6 +103,9 @@ def main() -> None:
         "no-op hooks + global watch": lambda: with_hooks(model, x, watch=True),
         "recorder, depth 0": lambda: recorded(model, x),
     }
+    if args.baseline:
+        baseline = baseline_package(args.baseline).WorkloadRecorder
+        sides["baseline recorder, depth 0"] = lambda: recorded(model, x, baseline)
     times: dict[str, list[int]] = {name: [] for name in sides}
     with torch.no_grad():
         fastest(model, x, 200)

@@ -35,7 +35,10 @@ The tiny MLP shows the recorder's per-call work with warm caches and little nois
 model the same Python work runs after the convolution kernels have evicted the caches, and
 costs several times more per call, so the tiny MLP's µs do not carry over.
 
-Run: ``python benchmarks/recording_overhead.py [--quick]``.
+``--baseline CHECKOUT`` adds, for each depth, the recorder of another checkout of this
+repository (say, main) as a side of its own, paired and timed in the same rounds.
+
+Run: ``python benchmarks/recording_overhead.py [--quick] [--baseline ../main]``.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from dataclasses import dataclass, field
 
 import torch
 from _common import (
+    baseline_package,
     bootstrap_median_ci,
     markdown_table,
     median,
@@ -98,11 +102,12 @@ def session(
     res: SideResult,
     recorder_timing: bool,
     stat: Stat,
+    recorder_class: type = WorkloadRecorder,
 ) -> None:
     recorder = None
     ctx: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
     if depth is not None:
-        recorder = WorkloadRecorder(
+        recorder = recorder_class(
             "benchmarks::recording_overhead", max_depth=depth, timing=recorder_timing
         )
         ctx = recorder.recording(all_roots=True)
@@ -164,24 +169,28 @@ def bench(
     depths: list[int],
     recorder_timing: bool,
     stat: Stat,
+    baseline: type | None = None,
 ) -> Bench:
     """Pairs of adjacent sessions (plain and one other side), their order flipping every
     round: noise on this kind of machine comes in phases of a few hundred ms, so only sessions
     right next to each other see the same machine."""
     label, model, x = build(name)
-    others: list[tuple[str, int | None]] = [(CONTROL, None)]
-    others += [(f"depth {d}", d) for d in depths]
+    others: list[tuple[str, int | None, type]] = [(CONTROL, None, WorkloadRecorder)]
+    for d in depths:
+        others.append((f"depth {d}", d, WorkloadRecorder))
+        if baseline is not None:
+            others.append((f"depth {d} (baseline)", d, baseline))
     # one plain result per pair, so every ratio is taken within its pair
-    results = {key: SideResult() for key, _ in others}
-    plains = {key: SideResult() for key, _ in others}
+    results = {key: SideResult() for key, _, _ in others}
+    plains = {key: SideResult() for key, _, _ in others}
     with torch.no_grad():
         for _ in range(3):
             model(x)
         for r in range(rounds):
-            for i, (key, depth) in enumerate(others):
+            for i, (key, depth, recorder_class) in enumerate(others):
                 pair = [(plains[key], None), (results[key], depth)]
                 for res, d in pair if (r + i) % 2 == 0 else pair[::-1]:
-                    session(model, x, calls, start, d, res, recorder_timing, stat)
+                    session(model, x, calls, start, d, res, recorder_timing, stat, recorder_class)
             if (r + 1) % 20 == 0 or r + 1 == rounds:
                 print(f"{name}: round {r + 1}/{rounds} done", flush=True)
     return Bench(name, label, results, plains)
@@ -244,6 +253,7 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="WorkloadRecorder(timing=True), the plugin's default with --workload-timing=on",
     )
+    parser.add_argument("--baseline", help="another checkout whose recorder is timed too")
     args = parser.parse_args(argv)
     models = args.models or (
         ["mobilenetv2_035", LINEAR13]
@@ -256,8 +266,9 @@ def main(argv: list[str] | None = None) -> None:
 
     if not 2 <= args.start <= args.calls:
         parser.error("--from must be between 2 and --calls")
+    baseline = baseline_package(args.baseline).WorkloadRecorder if args.baseline else None
     benches = [
-        bench(m, rounds, args.calls, args.start, args.depths, args.recorder_timing, stat)
+        bench(m, rounds, args.calls, args.start, args.depths, args.recorder_timing, stat, baseline)
         for m in models
     ]
     clock, other = args.clock, ("wall" if args.clock == "cpu" else "cpu")

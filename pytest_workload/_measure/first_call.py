@@ -56,13 +56,12 @@ class FirstCall:
         self,
         target: nn.Module,
         args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
+        kwargs: dict[str, Any],
     ) -> None:
         self._target: nn.Module | None = target
         self.context: CallContext | None = None
-        (self.args, self.kwargs), copied = copy_inputs((args, kwargs or {}))
+        (self.args, self.kwargs), copied = copy_inputs((args, kwargs))
         self.unsafe: str | None = None if copied else "an input is an object it cannot copy"
-        self._kwargs_known = kwargs is not None
         #: what counts the call's FLOPs and sees its writes (set once its tracing began)
         self.counts: Counted | None = None
         self.ended = False
@@ -73,19 +72,14 @@ class FirstCall:
             return None
         return self.counts.flops
 
-    def end(self, kwargs: dict[str, Any] | None) -> None:
-        """The call returned (its tracing has ended): capture its state. Idempotent.
-        ``kwargs`` are the call's, copied now when its pre-hook could not see them (a global
-        hook's); None when the call raised (nothing is captured then: it is not recorded)."""
+    def end(self, *, returned: bool) -> None:
+        """The call ended (its tracing has ended): capture its state if it returned (if it
+        raised, nothing is: it is not recorded). Idempotent."""
         if self.ended:
             return
         self.ended = True
-        if self._target is not None and kwargs is not None:
+        if self._target is not None and returned:
             self.context = capture(self._target)
         self._target = None
-        if not self._kwargs_known and kwargs is not None:
-            self.kwargs, copied = copy_inputs(kwargs)
-            if not copied:
-                self.unsafe = "an input is an object it cannot copy"
         if self.counts is not None and self.counts.foreign_write is not None:
             self.unsafe = self.counts.foreign_write

@@ -1,45 +1,46 @@
 """The hook lifecycle: which torch hooks exist while a test records, and what they call.
 
-A *root* is a module called while no recorded module is running. While no root runs, one
-global forward pre-hook watches for new roots. A module seen as a root gets hooks of its own,
-and so do its submodules down to the depth recorded; they stay until recording ends, so a
-repeated call costs two hook calls and no registration. While a root runs, the global hook
-is taken out of torch's table: every other module keeps torch's hook-free fast path.
+A *root* is a module called while no recorded module is running. While no root runs, a
+global watch (:class:`.torch_hooks.GlobalWatch`) looks at every call and opens a root for
+the calls recorded (every one, or the tracked modules'). Only while a root runs do it and its
+submodules down to the depth recorded hold hooks of the recorder's; they are put in as it
+opens and taken out as it returns or raises, so between calls the model is the one the test
+built. A settled root's submodules get none (see ``rows.OBSERVED_CALLS``). While a root runs
+the watch is out of torch's table: every other module keeps torch's hook-free fast path.
+
+While the test traces or compiles its model (dynamo, ``torch.jit.trace``, fx, fake tensors)
+no root is opened: the watch is the only hook such a tracer meets, and it does nothing.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
-from .._identity.structure import is_scripted
-from .detach import Detached
 from .errors import ErrorLog
 from .identity import IdentityCache
 from .stack import CallStack, Frame
+from .torch_hooks import (
+    CallHooks,
+    GlobalWatch,
+    compiling_check,
+    function_mode_check,
+    tracing_checks,
+)
 from .traced import untraced
 
 if TYPE_CHECKING:
     from torch import nn
-    from torch.utils.hooks import RemovableHandle
-
-    from .plan import Plan
 
 
-def _register_global_pre(hook: Any) -> RemovableHandle:
-    from torch.nn.modules.module import register_module_forward_pre_hook
-
-    return register_module_forward_pre_hook(hook)
-
-
-def _no_function_mode() -> bool:
+def _never() -> bool:
     return False
 
 
 class Hooks:
-    """Registers and removes every hook of one recording; the hooks feed ``stack``.
+    """Puts in and takes out every hook of one recording; the hooks feed ``stack``.
 
     Hooks run inside the model's forward: each routes its work through :meth:`_run` and
     never raises. Calls from threads other than the one that started recording are ignored.
@@ -55,159 +56,91 @@ class Hooks:
         self._thread: int | None = None
         self._watch_all = False
         self._stopped = False
-        self._global_watch: RemovableHandle | None = None
-        # torch's table of global pre-hooks, where the watch is taken out while a root runs
-        self._global_hooks: dict[int, Any] = {}
         self._tracked: dict[int, tuple[nn.Module, int]] = {}
-        self._scripted_watch: RemovableHandle | None = None
-        self._hooked: dict[int, tuple[nn.Module, list[RemovableHandle]]] = {}
-        # plans whose members all have their hooks (a root's later calls skip the loop), with
-        # its submodules and their hooks
-        self._hooked_plans: dict[int, tuple[Plan, list[tuple[nn.Module, list[RemovableHandle]]]]]
-        self._hooked_plans = {}
-        self._detached = Detached()
-        self._script_hooks: list[RemovableHandle] = []
+        self._watch: GlobalWatch | None = None
+        self._calls: CallHooks | None = None
+        # the running root's modules whose hooks are in
+        self._hooked: Sequence[nn.Module] = ()
+        self._compiling: Callable[[], bool] = _never
+        self._tracing: Callable[[], bool] = _never
         # whether a function mode is on (the test's, or the tracer's), which would see the
-        # recorder's own reads of tensors (torch's check, once torch is imported)
-        self._function_mode: Callable[[], bool] = _no_function_mode
+        # recorder's own reads of tensors
+        self._function_mode: Callable[[], bool] = _never
 
     def watch_all(self) -> None:
         """Open a root for every module called at top level."""
         self._thread = get_ident()
         self._watch_all = True
-        self._watch_modes()
-        self._identities.watch()
-        self._install_global_watch()
+        self._start()
 
     def track(self, module: nn.Module, max_depth: int) -> None:
         """Open a root for calls of ``module``."""
         if self._thread is None:
             self._thread = get_ident()
-        self._watch_modes()
-        self._identities.watch()
         self._tracked[id(module)] = (module, max_depth)
-        if not is_scripted(module):
-            self._ensure_hooked(module)  # its own pre-hook opens its calls as roots
-        elif self._scripted_watch is None:
-            self._scripted_watch = _register_global_pre(self._watch_tracked_scripted)
+        self._start()
 
-    def _watch_modes(self) -> None:
-        from torch._C import _is_torch_function_mode_enabled
-
-        self._function_mode = _is_torch_function_mode_enabled
+    def _start(self) -> None:
+        if self._watch is not None or self._stopped:
+            return
+        self._compiling = compiling_check()
+        self._tracing = tracing_checks()
+        self._function_mode = function_mode_check()
+        self._identities.watch()
+        self._calls = CallHooks(self._enter, self._exit)
+        self._watch = GlobalWatch(self._watch_call, self._open_call)
 
     def remove_all(self) -> None:
         """Remove every hook; a root still running is dropped. Idempotent."""
         self._stopped = True
-        self._detached.forget()
-        self._remove_global_watch()
+        if self._watch is not None:
+            self._watch.remove()
+            self._watch = None
         self._identities.unwatch()
-        if self._scripted_watch is not None:
-            self._scripted_watch.remove()
-            self._scripted_watch = None
-        self._close_root()
-        for _, handles in self._hooked.values():
-            for handle in handles:
-                handle.remove()
-        self._hooked.clear()
-        self._hooked_plans.clear()
+        if self._calls is not None:
+            self._calls.take_out(self._hooked)
+            self._calls.take_out_left()
+        self._hooked = ()
         self._tracked.clear()
         self._stack.clear()
-
-    # -- registration -----------------------------------------------------------------------
-
-    def _install_global_watch(self) -> None:
-        if self._global_watch is None and self._watch_all and not self._stopped:
-            self._global_watch = _register_global_pre(self._watch_global)
-            table = self._global_watch.hooks_dict_ref()
-            assert table is not None  # (torch's module-level table lives as long as torch)
-            self._global_hooks = table
-
-    def _suspend_global_watch(self) -> None:
-        """While a root runs (registered once; taken out of torch's table and put back, which
-        costs a dict operation where registering costs a handle)."""
-        if self._global_watch is not None:
-            self._global_hooks.pop(self._global_watch.id, None)
-
-    def _resume_global_watch(self) -> None:
-        if self._global_watch is not None:
-            self._global_hooks[self._global_watch.id] = self._watch_global
-
-    def _remove_global_watch(self) -> None:
-        if self._global_watch is not None:
-            self._global_watch.remove()
-            self._global_watch = None
-
-    def _ensure_hooked(self, module: nn.Module) -> None:
-        if id(module) in self._hooked:
-            return
-        self._hooked[id(module)] = (
-            module,
-            [
-                module.register_forward_pre_hook(self._enter, with_kwargs=True),
-                module.register_forward_hook(self._exit, with_kwargs=True, always_call=True),
-            ],
-        )
 
     def _open_root(
         self,
         module: nn.Module,
         args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
+        kwargs: dict[str, Any],
         max_depth: int,
     ) -> None:
+        assert self._watch is not None and self._calls is not None  # (the watch called)
         plan = self._identities.plan(module, max_depth)
-        self._suspend_global_watch()
-        if plan.scripted:
-            from torch.nn.modules.module import register_module_forward_hook
-
-            self._script_hooks = [
-                register_module_forward_hook(self._exit, with_kwargs=True, always_call=True)
-            ]
-        elif self._hooked_plans.get(id(plan), (None,))[0] is not plan:
-            for member, _, _, _ in plan.members.values():
-                self._ensure_hooked(member)
-            self._hooked_plans[id(plan)] = (plan, self._submodules(plan))
+        self._watch.suspend()
         try:
             self._stack.open_root(module, args, kwargs, plan)
         finally:
             if not self._stack.frames:  # (it failed before the call was opened)
-                self._close_root()
-                self._resume_global_watch()
-        if plan.scripted:
-            return
-        submodules = self._hooked_plans[id(plan)][1]
-        if self._stack.frames and self._stack.frames[0].settled:
-            if submodules:
-                self._detached.take_out(id(plan), submodules)
-        elif submodules or id(module) in self._detached.out:
-            self._detached.put_back([id(module), *(id(m) for m, _ in submodules)])
+                self._watch.resume()
+        # (a settled root's submodules are not recorded; the root keeps its own, so that a
+        # call of it within it is told from its own end)
+        self._hooked = (module,) if self._stack.frames[0].settled else plan.modules
+        self._calls.put_in(self._hooked)
 
-    def _submodules(self, plan: Plan) -> list[tuple[nn.Module, list[RemovableHandle]]]:
-        """A plan's submodules whose hooks a settled root may take out (a tracked module keeps
-        its own, which open its calls)."""
-        return [
-            self._hooked[id(member)]
-            for member, path, _, _ in plan.members.values()
-            if path and id(member) not in self._tracked
-        ]
+    def _end_root(self, module: nn.Module, raised: bool) -> None:
+        if self._calls is not None:
+            self._calls.take_out(self._hooked, module if raised else None)
+        self._hooked = ()
+        if self._watch is not None:
+            self._watch.resume()
 
-    def _close_root(self) -> None:
-        for handle in self._script_hooks:
-            handle.remove()
-        self._script_hooks = []
-
-    def _finish(self, frame: Frame, args: tuple[Any, ...], rest: tuple[Any, ...]) -> None:
+    def _finish(self, frame: Frame, args: tuple[Any, ...], kwargs: Any, result: Any) -> None:
         """The call ended: record it if it returned (else it raised), then close it."""
+        # torch calls the hook from its exception handler when the forward raised
+        returned = sys.exc_info()[1] is frame.ambient
         try:
-            # torch calls the hook from its exception handler when the forward raised
-            if sys.exc_info()[1] is frame.ambient:
-                self._stack.complete(frame, args, rest[0], rest[1])
+            if returned:
+                self._stack.complete(frame, args, kwargs, result)
         finally:
             if self._stack.pop():
-                if self._script_hooks:
-                    self._close_root()
-                self._resume_global_watch()
+                self._end_root(frame.module, not returned)
 
     # -- the hooks themselves ---------------------------------------------------------------
 
@@ -224,41 +157,36 @@ class Hooks:
         except Exception:
             self._errors.internal()
 
-    def _watch_global(self, module: nn.Module, args: tuple[Any, ...]) -> None:
-        # A hooked module's own pre-hook opens its call, with its keyword arguments (unless a
-        # settled root took its hooks out).
+    def _watch_call(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        if self._compiling():  # (first: dynamo traces the rest away)
+            return
         if (
             not self._stack.frames
-            and (id(module) not in self._hooked or id(module) in self._detached.out)
             and get_ident() == self._thread
+            and (self._watch_all or id(module) in self._tracked)
+            and not self._tracing()
+            and self._watch is not None
         ):
-            self._run(self._open_root, module, args, None, self._max_depth)
+            self._watch.pass_kwargs(module)
 
-    def _watch_tracked_scripted(self, module: nn.Module, args: tuple[Any, ...]) -> None:
-        if not self._stack.frames and id(module) in self._tracked and get_ident() == self._thread:
-            depth = self._tracked[id(module)][1]
-            self._run(self._open_root, module, args, None, depth)
+    def _open_call(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
+    ) -> None:
+        if kwargs is None or self._watch is None:  # (the watch did not pass this call on)
+            return
+        self._watch.kwargs_passed(module)
+        tracked = self._tracked.get(id(module))
+        depth = self._max_depth if tracked is None else tracked[1]
+        self._run(self._open_root, module, args, kwargs, depth)
 
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if get_ident() != self._thread:
-            return
-        frames = self._stack.frames
-        if frames:
-            plan = self._stack.plan
-            # (a settled root's submodules are not recorded; a call of the root itself within
-            # it is, so that its own end is told from the root's)
-            settled = frames[0].settled and module is not frames[0].module
-            if plan is not None and id(module) in plan.members and not settled:
-                self._run(self._stack.push_sub, module, args, kwargs)
-            return
-        tracked = self._tracked.get(id(module))
-        if tracked is not None or self._watch_all:
-            depth = self._max_depth if tracked is None else tracked[1]
-            self._run(self._open_root, module, args, kwargs, depth)
+        if self._stack.frames and get_ident() == self._thread:
+            self._run(self._stack.push_sub, module, args, kwargs)
 
-    def _exit(self, module: nn.Module, args: tuple[Any, ...], *rest: Any) -> None:
-        """Called as a call returns or raises (``rest``: kwargs and the result; torch gives a
-        global always-called hook no kwargs when the forward raised)."""
+    def _exit(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        """Called as a call returns or raises (then with no result)."""
         frames = self._stack.frames
         if frames and frames[-1].module is module and get_ident() == self._thread:
-            self._run(self._finish, frames[-1], args, rest)
+            self._run(self._finish, frames[-1], args, kwargs, result)

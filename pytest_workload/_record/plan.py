@@ -21,10 +21,11 @@ class Plan:
     """How calls of one root module are recorded; built once per recording."""
 
     target: nn.Module
-    scripted: bool
     max_depth: int
     # id -> (module, path, depth, unwrapped module) for the root (path "") and its submodules
     members: dict[int, tuple[nn.Module, str, int, nn.Module]]
+    # the modules of ``members``, which hold the recorder's hooks while an unsettled root runs
+    modules: tuple[nn.Module, ...] = ()
     # why a function mode cannot see the operations its calls run (it is, or contains, a
     # compiled or scripted module); None when it can
     opaque: str | None = None
@@ -32,10 +33,11 @@ class Plan:
 
 def build_plan(module: nn.Module, max_depth: int) -> Plan:
     target = unwrap(module)
-    plan = Plan(target, is_scripted(module), max_depth, {id(module): (module, "", 0, target)})
-    if not plan.scripted and not is_compiled(module):
+    plan = Plan(target, max_depth, {id(module): (module, "", 0, target)})
+    if not is_scripted(module) and not is_compiled(module):
         for sub, path, depth in subtree(target, max_depth):
             plan.members[id(sub)] = (sub, path, depth, unwrap(sub))
+    plan.modules = tuple(member for member, _, _, _ in plan.members.values())
     plan.opaque = _opaque(module, plan)
     return plan
 

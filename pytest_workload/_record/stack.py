@@ -108,7 +108,7 @@ class CallStack:
         self._end_trace()
         for frame in self.frames:
             if frame.first is not None:
-                frame.first.end(None)
+                frame.first.end(returned=False)
         self.frames.clear()
         self.plan = None
         self._identities.root_ended()
@@ -118,7 +118,7 @@ class CallStack:
         return None if trace is None else trace.end()
 
     def open_root(
-        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None, plan: Plan
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan
     ) -> None:
         frame = Frame(module, plan.target, "", 0, True, next(self._order))
         frame.ambient = sys.exc_info()[1]
@@ -126,7 +126,7 @@ class CallStack:
         traced = TRACED_CALLS
         if frame.record:
             # its workload may be known already (a cheap look-up); if not, the call is traced
-            if frame.key is not None and kwargs is not None:
+            if frame.key is not None:
                 frame.identity = self._identities.known(frame.target, frame.key, (args, kwargs))
                 frame.generation = self._identities.generation
             if frame.identity is not None:
@@ -146,7 +146,7 @@ class CallStack:
         self,
         frame: Frame,
         args: tuple[Any, ...],
-        kwargs: dict[str, Any] | None,
+        kwargs: dict[str, Any],
         plan: Plan,
         first: bool,
     ) -> None:
@@ -210,9 +210,7 @@ class CallStack:
         self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, elapsed: int
     ) -> None:
         if frame.first is not None:
-            frame.first.end(kwargs)
-        if frame.kwargs is None and frame.record:
-            self._describe_into(frame, None, kwargs)
+            frame.first.end(returned=True)
         if not frame.record or frame.args is None or frame.kwargs is None or frame.key is None:
             return
         identity = frame.identity
@@ -257,7 +255,7 @@ class CallStack:
             if not self.frames:
                 self._end_trace()
         if frame.first is not None:
-            frame.first.end(None)  # (the call raised: it is not recorded)
+            frame.first.end(returned=False)  # (the call raised: it is not recorded)
         if frame.done is not None:
             if self.frames:
                 self.frames[-1].children.append(frame.done)
@@ -270,22 +268,17 @@ class CallStack:
             self._identities.root_ended()
         return True
 
-    def _describe_into(
-        self, frame: Frame, args: tuple[Any, ...] | None, kwargs: dict[str, Any] | None
-    ) -> None:
-        """Describe a call's inputs (``args`` None: described already; ``kwargs`` None: not
-        known yet) and, once both are, key them; inputs seen before are not described again."""
-        raw = None if args is None or kwargs is None else inputs_key(args, kwargs)
+    def _describe_into(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Describe a call's inputs and key them; inputs seen before are not described again."""
+        raw = inputs_key(args, kwargs)
         seen = None if raw is None else self._seen.get(raw)
         if seen is not None:
             (frame.args, frame.kwargs), frame.key = seen
             return
         try:
             with untraced():  # (a subclass's input reads the same in any call)
-                if args is not None:
-                    frame.args = describe_args(args, self._describe)
-                if kwargs is not None:
-                    frame.kwargs = describe_kwargs(kwargs, self._describe)
+                frame.args = describe_args(args, self._describe)
+                frame.kwargs = describe_kwargs(kwargs, self._describe)
         except UndescribableInputError as exc:
             frame.record = False
             if frame.depth == 0:
@@ -295,11 +288,8 @@ class CallStack:
             where = f" called at {location}" if location else ""
             self._errors.add(f"{name} ({class_name(frame.target)}){where}: {exc}")
             return
-        if frame.args is None or frame.kwargs is None:
-            return
         # repr, not JSON: a process-local key that still tells True, 1 and 1.0 apart (rows are
-        # told apart by the signature's canonical form), the same however the call was opened;
-        # computed once per distinct raw inputs
+        # told apart by the signature's canonical form), computed once per distinct raw inputs
         frame.key = repr((frame.args, frame.kwargs))
         if raw is not None:
             self._seen[raw] = ((frame.args, frame.kwargs), frame.key)

@@ -1,0 +1,153 @@
+"""Every torch internal the recorder's hooks rely on, named here and checked by
+``tests/test_torch_hooks.py`` (which fails when a torch release changes one).
+
+``Module._call_impl`` reads a module's hook tables as each call runs: its forward pre-hooks
+(copied, with the global ones, into a tuple before the first runs) before its forward, and its
+forward hooks after it (iterated live when the forward raised). A hook put into these tables
+under a key of the recorder's own as a call opens, and taken out as it ends, costs a few dict
+operations and leaves the tables as they were: between calls a module holds no hook of the
+recorder's, so ``torch.jit.script``, ``copy.deepcopy``, ``pickle`` and code reading the tables
+see the module the test built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.utils.hooks import RemovableHandle
+
+
+def _fresh_key() -> int:
+    """A key no hook handle of this process has or will have (handles count up from one
+    counter)."""
+    from collections import OrderedDict
+
+    from torch.utils.hooks import RemovableHandle
+
+    return RemovableHandle(OrderedDict()).id
+
+
+class CallHooks:
+    """A pre-hook and an always-called forward hook, both given the call's kwargs, put into
+    modules' tables for the duration of one root call."""
+
+    def __init__(self, enter: Callable[..., None], exit_: Callable[..., None]) -> None:
+        self._key = _fresh_key()
+        self._enter = enter
+        self._exit = exit_
+        # modules whose forward hook could not be taken out as their call raised
+        self._left: list[nn.Module] = []
+
+    def put_in(self, modules: Sequence[nn.Module]) -> None:
+        if self._left:
+            self.take_out(self._left)
+            self._left = []
+        key, enter, exit_ = self._key, self._enter, self._exit
+        for module in modules:
+            module._forward_pre_hooks[key] = enter
+            module._forward_pre_hooks_with_kwargs[key] = True
+            module._forward_hooks[key] = exit_
+            module._forward_hooks_with_kwargs[key] = True
+            module._forward_hooks_always_called[key] = True
+
+    def take_out(self, modules: Sequence[nn.Module], raising: nn.Module | None = None) -> None:
+        """Take the hooks out of ``modules``; ``raising``: the module whose forward raised,
+        whose forward hooks torch is iterating (the running hook is its last)."""
+        key = self._key
+        for module in modules:
+            module._forward_pre_hooks.pop(key, None)
+            module._forward_pre_hooks_with_kwargs.pop(key, None)
+            hooks = module._forward_hooks
+            # An ordered dict's iterator past its last entry no longer checks for changes; one
+            # with a hook after ours (added during the call) would raise, so that waits.
+            if module is raising and hooks and next(reversed(hooks)) != key:
+                self._left.append(module)
+                continue
+            hooks.pop(key, None)
+            module._forward_hooks_with_kwargs.pop(key, None)
+            module._forward_hooks_always_called.pop(key, None)
+
+    def take_out_left(self) -> None:
+        self.take_out(self._left)
+        self._left = []
+
+
+class GlobalWatch:
+    """Two global forward pre-hooks, side by side, that open root calls. Torch gives a global
+    pre-hook no kwargs; ``watch`` decides whether a call opens a root and, if it does, names
+    ``open`` in that module's table of pre-hooks given kwargs, which torch reads only as it
+    calls each hook: ``open`` then receives the call's kwargs, and takes its name out."""
+
+    def __init__(self, watch: Callable[..., None], open_: Callable[..., None]) -> None:
+        from torch.nn.modules.module import register_module_forward_pre_hook
+
+        self._handles: list[RemovableHandle] = [
+            register_module_forward_pre_hook(hook) for hook in (watch, open_)
+        ]
+        self._entries = [(self._handles[0].id, watch), (self._handles[1].id, open_)]
+        table = self._handles[0].hooks_dict_ref()
+        assert table is not None  # (torch's module-level table lives as long as torch)
+        self._table: dict[int, Any] = table
+        self._open_key = self._handles[1].id
+
+    def pass_kwargs(self, module: nn.Module) -> None:
+        module._forward_pre_hooks_with_kwargs[self._open_key] = True
+
+    def kwargs_passed(self, module: nn.Module) -> None:
+        module._forward_pre_hooks_with_kwargs.pop(self._open_key, None)
+
+    def suspend(self) -> None:
+        """While a root runs (every other module keeps torch's hook-free path)."""
+        for key, _ in self._entries:
+            self._table.pop(key, None)
+
+    def resume(self) -> None:
+        for key, hook in self._entries:
+            self._table[key] = hook
+
+    def remove(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+
+def compiling_check() -> Callable[[], bool]:
+    """Whether dynamo is tracing (torch.compile, strict torch.export): the watch's first
+    question, which dynamo answers as a constant, so that it traces the watch as a no-op."""
+    from torch.compiler import is_compiling
+
+    return is_compiling
+
+
+def tracing_checks() -> Callable[[], bool]:
+    """A check whether the test traces its model (``torch.jit.trace``, ``fx.symbolic_trace``,
+    or a fake, proxy or functional tensor mode: non-strict ``torch.export``, ``make_fx``,
+    functionalization): a call then is no workload."""
+    from torch._C import _get_dispatch_mode, _get_tracing_state, _TorchDispatchModeKey
+    from torch.fx._symbolic_trace import _get_is_fx_tracing
+
+    fake, proxy, functional = (
+        _TorchDispatchModeKey.FAKE,
+        _TorchDispatchModeKey.PROXY,
+        _TorchDispatchModeKey.FUNCTIONAL,
+    )
+
+    def tracing() -> bool:  # (once per call at top level: no generator, no nested check)
+        return (
+            _get_tracing_state() is not None
+            or _get_is_fx_tracing()
+            or _get_dispatch_mode(fake) is not None
+            or _get_dispatch_mode(proxy) is not None
+            or _get_dispatch_mode(functional) is not None
+        )
+
+    return tracing
+
+
+def function_mode_check() -> Callable[[], bool]:
+    """Whether a function mode is on (the test's, or the recorder's tracer)."""
+    from torch._C import _is_torch_function_mode_enabled
+
+    return _is_torch_function_mode_enabled
