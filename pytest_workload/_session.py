@@ -6,6 +6,7 @@ A collector: the gates (``_gate``) decide, this class keeps what they said. No p
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,13 @@ class Outcome:
     warnings: tuple[str, ...] = ()
 
 
+def _baseline_root(settings: WorkloadSettings) -> Path | None:
+    """The rootdir, which baseline writes never leave; a baseline directory configured
+    outside it is its own root."""
+    root, directory = settings.rootdir, Path(os.path.normpath(settings.baselines))
+    return root if root is None or directory.is_relative_to(root) else directory
+
+
 class WorkloadSession:
     """Collects every test's workloads and what the gates said of them."""
 
@@ -101,6 +109,7 @@ class WorkloadSession:
             mode=settings.perf,
             update=settings.update,
             workers=settings.workers,
+            within=_baseline_root(settings),
         )
         self.budget = (
             None

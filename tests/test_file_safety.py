@@ -333,3 +333,73 @@ def test_a_snapshot_in_the_old_location_is_moved(pytester, suite):
         lit("*: moved __snapshots__*test_two_shapes.workloads to __workload_snapshots__*")
     )
     assert stored(pytester).read_bytes() == content and not old.exists()
+
+
+# 7. Writes never leave the rootdir -----------------------------------------------------------
+
+
+def test_a_write_through_a_symlink_out_of_its_root_is_refused_naming_both(tmp_path):
+    root, away = tmp_path / "root", tmp_path / "away"
+    root.mkdir()
+    away.mkdir()
+    (away / "file.json").write_bytes(b"kept\n")
+    (root / "link.json").symlink_to(away / "file.json")
+    (root / "dir").symlink_to(away)
+    for path in (root / "link.json", root / "dir" / "new" / "file.json"):
+        with pytest.raises(FileWriteError) as raised:
+            write_text_atomic(path, "{}\n", within=root)
+        real = os.path.realpath(path)
+        assert str(raised.value) == (
+            f"cannot write {path}: it leads to {real}, outside {root}; nothing is written there"
+        )
+    assert sorted(os.listdir(away)) == ["file.json"]
+    assert (away / "file.json").read_bytes() == b"kept\n"
+    (root / "inside.json").symlink_to(root / "real.json")
+    write_text_atomic(root / "inside.json", "{}\n", within=root)
+    assert (root / "real.json").read_bytes() == b"{}\n"
+
+
+def test_a_snapshot_symlink_out_of_the_rootdir_is_refused_and_left(pytester, suite, mode):
+    suite(two_shapes())
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    outside = pytester.path.parent / f"{pytester.path.name}-outside.json"
+    outside.write_bytes(b"not a snapshot\n")
+    link = stored(pytester)
+    os.unlink(link)
+    os.symlink(outside, link)
+    for args in (UPDATE, GATE):
+        result = pytester.runpytest(*mode, *args)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "*workload snapshot __workload_snapshots__/test_models/test_two_shapes.workloads "
+                f"leads to {outside}, outside the rootdir {pytester.path}: it is left as it is*"
+            ]
+        )
+        no_traceback(result)
+        assert os.readlink(link) == str(outside)
+        assert outside.read_bytes() == b"not a snapshot\n"
+
+
+def test_a_snapshot_directory_out_of_the_rootdir_gets_nothing(pytester, suite):
+    suite(two_shapes())
+    away = pytester.path.parent / f"{pytester.path.name}-away"
+    away.mkdir()
+    (pytester.path / "__workload_snapshots__").symlink_to(away)
+    result = pytester.runpytest(*UPDATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*leads to {away}/test_models/test_two_shapes.workloads*"])
+    assert list(away.iterdir()) == []
+
+
+def test_a_baseline_directory_symlinked_out_of_the_rootdir_gets_nothing(pytester, suite):
+    suite(two_shapes())
+    away = pytester.path.parent / f"{pytester.path.name}-baselines"
+    away.mkdir()
+    (pytester.path / "__workload_baselines__").symlink_to(away)
+    result = pytester.runpytest(*UPDATE, "--workload-perf=strict", "-p", "no:xdist")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*timing baseline not written: cannot write *: it leads to {away}/*, outside *"]
+    )
+    assert list(away.iterdir()) == []

@@ -6,7 +6,10 @@ What is written where depends on what the path is:
   so an interrupted run leaves the file old or new, never half-written. An existing file keeps
   its permission bits (and, where the process may, its owner); a new one gets them from the
   umask, as ``open`` would give them.
-- a symlink: the same, at the file it points to; the link stays a link.
+- a symlink: the same, at the file it points to; the link stays a link. A file of the plugin's
+  own trees (snapshots, baselines) is written only inside its root (the rootdir): a symlink, of
+  the file or of a directory above it, that leads outside is a :class:`FileWriteError` naming
+  both paths.
 - ``-``, a FIFO, a character device or a socket: written directly, never replaced.
 - a directory, or anything that cannot be written: a :class:`FileWriteError` naming the path.
 
@@ -84,14 +87,34 @@ def _is_stream(path: Path) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
 
 
-def write_text_atomic(path: Path, text: str, *, make_parents: bool = True) -> None:
+def outside(path: Path, root: Path) -> str | None:
+    """Where ``path`` really is when symlinks take it out of ``root``; None when it stays in."""
+    real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return None if real == real_root or real_root in real.parents else str(real)
+
+
+def confined(path: Path, root: Path) -> None:
+    """A FileWriteError naming both paths if writing ``path`` would leave ``root``."""
+    real = outside(path, root)
+    if real is not None:
+        raise FileWriteError(
+            str(path), OSError(f"it leads to {real}, outside {root}; nothing is written there")
+        )
+
+
+def write_text_atomic(
+    path: Path, text: str, *, make_parents: bool = True, within: Path | None = None
+) -> None:
     """Write ``text`` to ``path`` as the module docstring says; FileWriteError if it cannot.
     ``make_parents``: create missing directories (the plugin's own trees), or refuse (a path
-    a user typed, where a missing directory is more likely a typo)."""
+    a user typed, where a missing directory is more likely a typo). ``within``: the root the
+    write must not leave through a symlink."""
     if str(path) == STDOUT:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    if within is not None:
+        confined(path, within)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         if target.is_dir():
