@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import threading
 
 import pytest
+import torch
 
 from pytest_workload._gate.snapshot_files import NAME_MAX, SNAPSHOT_SUFFIX, snapshot_stem
 from pytest_workload._model.errors import FileWriteError
@@ -163,6 +165,7 @@ def test_two_shapes():
 
 COLLAPSING_KEY = """
 import pytest
+import torch
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_workload_key(module, args, kwargs):
@@ -403,3 +406,83 @@ def test_a_baseline_directory_symlinked_out_of_the_rootdir_gets_nothing(pytester
         [f"*timing baseline not written: cannot write *: it leads to {away}/*, outside *"]
     )
     assert list(away.iterdir()) == []
+
+
+# 8. What is written reads back -------------------------------------------------------------
+
+HUGE = """
+class Huge:
+    pass
+
+
+class Takes(nn.Module):
+    def forward(self, x, extra):
+        return x
+
+
+class Wide(Net):
+    def __init__(self):
+        super().__init__()
+        self.big = 10**70
+
+
+@pytest.mark.workloads
+def test_huge_input():
+    Takes()(torch.rand(1, 3, 8, 8), Huge())
+
+
+@pytest.mark.workloads
+def test_huge_attribute():
+    Wide()(torch.rand(1, 3, 8, 8))
+"""
+
+HUGE_HOOK = """
+from test_models import Huge
+
+
+def pytest_workload_describe(value):
+    return {"n": 10**70} if isinstance(value, Huge) else None
+"""
+
+
+def test_a_value_no_reader_accepts_is_refused_with_its_path_and_never_written(
+    pytester, suite, mode
+):
+    suite(HUGE)
+    pytester.makeconftest(HUGE_HOOK)
+    stored(pytester, "test_huge_input").parent.mkdir(parents=True)
+    kept = stored(pytester, "test_huge_input")
+    kept.write_bytes(b"the user's own bytes\n")
+    result = pytester.runpytest(*mode, *UPDATE, "--workload-json=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*could not record: Takes * cannot describe input args[1] of type test_models.Huge: "
+            'pytest_workload_describe returned an integer of more than 64 digits at ["n"], '
+            "which no snapshot may hold"
+        )
+    )
+    assert kept.read_bytes() == b"the user's own bytes\n"
+    written = snapshots(pytester)
+    assert (
+        b'"big": "0x' in written["__workload_snapshots__/test_models/test_huge_attribute.workloads"]
+    )
+    again = pytester.runpytest(*mode, *UPDATE, "--workload-json=r.json")
+    again.assert_outcomes(passed=1, failed=1)
+    assert snapshots(pytester) == written
+    pytester.runpytest(*mode, *GATE, "-k", "attribute").assert_outcomes(passed=1)
+    compared = pytester.run(sys.executable, "-m", "pytest_workload", "compare", "r.json", "r.json")
+    assert compared.ret == 0
+
+
+def test_a_key_no_reader_accepts_is_refused_naming_the_hook():
+    from torch import nn
+
+    from pytest_workload import WorkloadRecorder
+
+    recorder = WorkloadRecorder("t.py::test", max_depth=0, keyer=lambda *_: [10**70])
+    with recorder.recording(all_roots=True):
+        nn.Linear(2, 2)(torch.rand(1, 2))
+    assert recorder.errors == (
+        "pytest_workload_key returned an integer of more than 64 digits at [0] for Linear",
+    )

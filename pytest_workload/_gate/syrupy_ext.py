@@ -253,6 +253,14 @@ def check_snapshot(
         )
     if not document.entries and not os.path.exists(location):
         return SnapshotResult(note=moved)
+    try:
+        SnapshotDocument.from_text(document.to_text())
+    except WorkloadDataError as exc:  # what is written must read back, never as corrupt
+        return SnapshotResult(
+            failure=f"workload snapshot {shown} not written: the recorded table would not read "
+            f"back ({exc})",
+            kept=keep_snapshot(snapshot).kept,
+        )
     stored = inspect_stored(Path(location), document.scheme)
     if stored.too_new is not None:
         return SnapshotResult(
