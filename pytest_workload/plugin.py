@@ -256,12 +256,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
     config = session.config
     workload_session = config.stash[SESSION_KEY]
-    stopped_early = session.shouldstop or session.shouldfail
+    stopped_early = session.shouldstop or session.shouldfail or config.stash[MERGE_KEY].crashed
     if (stopped_early or exitstatus == pytest.ExitCode.INTERRUPTED) and hasattr(
         config.option, "no_cleanup"
     ):
-        # Tests that never ran did not use their snapshots: an update cut short must not
-        # delete them (syrupy's own --snapshot-no-cleanup).
+        # Tests that never ran, or whose crashed worker never reported, did not use their
+        # snapshots as far as syrupy knows: such an update must not delete them (syrupy's own
+        # --snapshot-no-cleanup).
         config.option.no_cleanup = True
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
