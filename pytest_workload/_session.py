@@ -277,9 +277,8 @@ class WorkloadSession:
         count = count_not_replayed(self.tests)
         return render_not_replayed(count) if count else None
 
-    def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> Path | None:
-        """Write the JSON report (``extend`` may add fields to it first)."""
+    def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> str | None:
+        """Write the JSON report (``extend`` may add fields to it first); why it was written
+        without ``extend``'s changes, if it was."""
         path = self.settings.json_path
-        if path is not None:
-            write_report(path, self.report(), extend)
-        return path
+        return None if path is None else write_report(path, self.report(), extend)

@@ -84,7 +84,7 @@ def _ask(custom: Describer, value: object, path: str) -> Json:
     """The user's description, checked to be JSON here, where the argument path is known."""
     try:
         described = custom(value)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
         reason = f"pytest_workload_describe failed: {exc!r}"
         raise UndescribableInputError(path, type(value), reason) from None
     try:

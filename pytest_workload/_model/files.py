@@ -20,6 +20,7 @@ Nothing read is ever unpickled, and every read goes through
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import stat
@@ -130,14 +131,29 @@ def write_text_atomic(
         raise FileWriteError(str(path), exc) from None
 
 
+def _report_text(data: dict[str, Json]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def write_report(
     path: Path, report: SessionReport, extend: Callable[[dict[str, Json]], None] | None = None
-) -> None:
-    """Write a report as JSON; ``extend`` may add fields to the dict first."""
+) -> str | None:
+    """Write a report as JSON; ``extend`` may add fields to the dict first. Where it raises,
+    or leaves a report the readers refuse, the report is written without its changes, and
+    the returned line says why."""
     data = report.to_dict()
+    text, refused = _report_text(data), None
     if extend is not None:
-        extend(data)
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        extended = copy.deepcopy(data)
+        try:
+            extend(extended)
+            extended_text = _report_text(extended)
+            SessionReport.from_dict(load_json(extended_text))
+            text = extended_text
+        except (Exception, SystemExit) as exc:
+            refused = repr(exc)
+    write_text_atomic(path, text)
+    return refused
 
 
 def read_text(path: Path) -> str:

@@ -312,7 +312,7 @@ class CallStack:
         try:
             key = self._keyer(module, args, kwargs)
             canonical_json(key)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
             self._errors.add(f"pytest_workload_key failed for {name}: {exc!r}")
             return None
         refused = out_of_bounds(key)
