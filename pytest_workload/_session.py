@@ -6,6 +6,7 @@ A collector: the gates (``_gate``) decide, this class keeps what they said. No p
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,6 +72,13 @@ class Outcome:
     warnings: tuple[str, ...] = ()
 
 
+def _baseline_root(settings: WorkloadSettings) -> Path | None:
+    """The rootdir, which baseline writes never leave; a baseline directory configured
+    outside it is its own root."""
+    root, directory = settings.rootdir, Path(os.path.normpath(settings.baselines))
+    return root if root is None or directory.is_relative_to(root) else directory
+
+
 class WorkloadSession:
     """Collects every test's workloads and what the gates said of them."""
 
@@ -101,6 +109,7 @@ class WorkloadSession:
             mode=settings.perf,
             update=settings.update,
             workers=settings.workers,
+            within=_baseline_root(settings),
         )
         self.budget = (
             None
@@ -268,9 +277,8 @@ class WorkloadSession:
         count = count_not_replayed(self.tests)
         return render_not_replayed(count) if count else None
 
-    def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> Path | None:
-        """Write the JSON report (``extend`` may add fields to it first)."""
+    def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> str | None:
+        """Write the JSON report (``extend`` may add fields to it first); why it was written
+        without ``extend``'s changes, if it was."""
         path = self.settings.json_path
-        if path is not None:
-            write_report(path, self.report(), extend)
-        return path
+        return None if path is None else write_report(path, self.report(), extend)

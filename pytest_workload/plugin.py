@@ -256,12 +256,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
     config = session.config
     workload_session = config.stash[SESSION_KEY]
-    stopped_early = session.shouldstop or session.shouldfail
+    stopped_early = session.shouldstop or session.shouldfail or config.stash[MERGE_KEY].crashed
     if (stopped_early or exitstatus == pytest.ExitCode.INTERRUPTED) and hasattr(
         config.option, "no_cleanup"
     ):
-        # Tests that never ran did not use their snapshots: an update cut short must not
-        # delete them (syrupy's own --snapshot-no-cleanup).
+        # Tests that never ran, or whose crashed worker never reported, did not use their
+        # snapshots as far as syrupy knows: such an update must not delete them (syrupy's own
+        # --snapshot-no-cleanup).
         config.option.no_cleanup = True
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
@@ -272,17 +273,24 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
         if config.stash[MERGE_KEY].check_across_workers() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         try:
-            workload_session.write_json(
+            refused = workload_session.write_json(
                 lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
             )
         except FileWriteError as exc:
-            _json_not_written(session, exc)
+            _json_not_written(session, f"JSON report not written: {exc}")
+        else:
+            if refused is not None:
+                _json_not_written(
+                    session,
+                    f"pytest_workload_update_json failed ({refused}); the JSON report is "
+                    "written without its changes",
+                )
 
 
-def _json_not_written(session: pytest.Session, exc: FileWriteError) -> None:
+def _json_not_written(session: pytest.Session, why: str) -> None:
     """Said in one line in the terminal summary, which comes after this hook; a usage error,
-    since the report asked for is missing."""
-    session.config.stash[JSON_ERROR_KEY] = f"pytest-workload: JSON report not written: {exc}"
+    since the report asked for is missing, or lacks what a hook was to add."""
+    session.config.stash[JSON_ERROR_KEY] = f"pytest-workload: {why}"
     if session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
 

@@ -78,6 +78,8 @@ class WorkerMerge:
         self.session = session
         self._worker_of: dict[str, str] = {}
         self._ran_on: dict[str, dict[str, None]] = {}
+        #: Workers that crashed or were killed: their tests' uses of snapshots never arrived.
+        self.crashed: list[str] = []
 
     def ran_on(self, worker: str, nodeid: str) -> None:
         """Note that a test ran on a worker, to name it if that worker crashes."""
@@ -86,11 +88,19 @@ class WorkerMerge:
     def merge(self, worker: str, data: Any) -> None:
         """Take in what one worker recorded; a crashed worker sent nothing."""
         if data is None:
+            self.crashed.append(worker)
             ran = list(self._ran_on.get(worker, {}))
+            kept = (
+                "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
+                "with --snapshot-no-cleanup)"
+                if self.session.settings.update
+                else ""
+            )
             self.session.problems.append(
                 f"xdist worker {worker} sent no workload data (it crashed or was killed): the "
                 "workloads of its tests are missing from this report"
                 + (f": {', '.join(ran)}" if ran else "")
+                + kept
             )
             return
         payload = WorkerPayload.from_dict(data)

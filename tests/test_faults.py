@@ -40,6 +40,50 @@ def test_a_killed_update_leaves_every_snapshot_old_or_new(pytester, suite):
     pytester.runpytest("--workload-snapshot", "-k", "not killed").assert_outcomes(passed=2)
 
 
+SIX = """
+@pytest.mark.workloads
+@pytest.mark.parametrize("n", range(6))
+def test_six(n):
+    import os
+    if n == 3 and os.path.exists("kill"):
+        os.kill(os.getpid(), 9)
+    nn.Linear(2, n + 1)(torch.rand(1, 2))
+"""
+
+
+def _snapshot_bytes(pytester):
+    folder = pytester.path / "__workload_snapshots__"
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.*"))}
+
+
+def test_a_crashed_xdist_worker_deletes_no_snapshot_and_says_so(pytester, suite):
+    suite(SIX)
+    update = ("-n", "2", "-p", "no:randomly", "--workload-snapshot", "--snapshot-update", "-rA")
+    (pytester.path / "kill").touch()
+    first = pytester.runpytest_subprocess(*update)
+    first.assert_outcomes(passed=5, failed=1)
+    written = _snapshot_bytes(pytester)
+    # each passed test's snapshot is written as it passes: the crash loses none of them
+    assert sorted(written) == [f"test_models/test_six[{n}].workloads" for n in (0, 1, 2, 4, 5)]
+    (pytester.path / "kill").unlink()
+    pytester.runpytest_subprocess(*update).assert_outcomes(passed=6)
+    written = _snapshot_bytes(pytester)
+    assert len(written) == 6
+    (pytester.path / "kill").touch()
+    crashed = pytester.runpytest_subprocess(*update)
+    crashed.assert_outcomes(passed=5, failed=1)
+    assert _snapshot_bytes(pytester) == written
+    crashed.stdout.fnmatch_lines(
+        lit(
+            "xdist worker gw* sent no workload data (it crashed or was killed): the workloads "
+            "of its tests are missing from this report: *test_models.py::test_six[3]*; no "
+            "snapshot was deleted as unused, since its tests' uses are unknown (as with "
+            "--snapshot-no-cleanup)"
+        )
+    )
+    assert "deleted." not in crashed.stdout.str()
+
+
 def test_an_unwritable_snapshot_location_is_a_clear_error(pytester, suite):
     suite(two_shapes())
     # root may write anywhere, so block the file with a directory of the same name

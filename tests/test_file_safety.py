@@ -11,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 import threading
 
 import pytest
+import torch
 
 from pytest_workload._gate.snapshot_files import NAME_MAX, SNAPSHOT_SUFFIX, snapshot_stem
 from pytest_workload._model.errors import FileWriteError
@@ -163,6 +165,7 @@ def test_two_shapes():
 
 COLLAPSING_KEY = """
 import pytest
+import torch
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_workload_key(module, args, kwargs):
@@ -333,3 +336,153 @@ def test_a_snapshot_in_the_old_location_is_moved(pytester, suite):
         lit("*: moved __snapshots__*test_two_shapes.workloads to __workload_snapshots__*")
     )
     assert stored(pytester).read_bytes() == content and not old.exists()
+
+
+# 7. Writes never leave the rootdir -----------------------------------------------------------
+
+
+def test_a_write_through_a_symlink_out_of_its_root_is_refused_naming_both(tmp_path):
+    root, away = tmp_path / "root", tmp_path / "away"
+    root.mkdir()
+    away.mkdir()
+    (away / "file.json").write_bytes(b"kept\n")
+    (root / "link.json").symlink_to(away / "file.json")
+    (root / "dir").symlink_to(away)
+    for path in (root / "link.json", root / "dir" / "new" / "file.json"):
+        with pytest.raises(FileWriteError) as raised:
+            write_text_atomic(path, "{}\n", within=root)
+        real = os.path.realpath(path)
+        assert str(raised.value) == (
+            f"cannot write {path}: it leads to {real}, outside {root}; nothing is written there"
+        )
+    assert sorted(os.listdir(away)) == ["file.json"]
+    assert (away / "file.json").read_bytes() == b"kept\n"
+    (root / "inside.json").symlink_to(root / "real.json")
+    write_text_atomic(root / "inside.json", "{}\n", within=root)
+    assert (root / "real.json").read_bytes() == b"{}\n"
+
+
+def test_a_snapshot_symlink_out_of_the_rootdir_is_refused_and_left(pytester, suite, mode):
+    suite(two_shapes())
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    outside = pytester.path.parent / f"{pytester.path.name}-outside.json"
+    outside.write_bytes(b"not a snapshot\n")
+    link = stored(pytester)
+    os.unlink(link)
+    os.symlink(outside, link)
+    for args in (UPDATE, GATE):
+        result = pytester.runpytest(*mode, *args)
+        result.assert_outcomes(failed=1)
+        result.stdout.fnmatch_lines(
+            [
+                "*workload snapshot __workload_snapshots__/test_models/test_two_shapes.workloads "
+                f"leads to {outside}, outside the rootdir {pytester.path}: it is left as it is*"
+            ]
+        )
+        no_traceback(result)
+        assert os.readlink(link) == str(outside)
+        assert outside.read_bytes() == b"not a snapshot\n"
+
+
+def test_a_snapshot_directory_out_of_the_rootdir_gets_nothing(pytester, suite):
+    suite(two_shapes())
+    away = pytester.path.parent / f"{pytester.path.name}-away"
+    away.mkdir()
+    (pytester.path / "__workload_snapshots__").symlink_to(away)
+    result = pytester.runpytest(*UPDATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*leads to {away}/test_models/test_two_shapes.workloads*"])
+    assert list(away.iterdir()) == []
+
+
+def test_a_baseline_directory_symlinked_out_of_the_rootdir_gets_nothing(pytester, suite):
+    suite(two_shapes())
+    away = pytester.path.parent / f"{pytester.path.name}-baselines"
+    away.mkdir()
+    (pytester.path / "__workload_baselines__").symlink_to(away)
+    result = pytester.runpytest(*UPDATE, "--workload-perf=strict", "-p", "no:xdist")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [f"*timing baseline not written: cannot write *: it leads to {away}/*, outside *"]
+    )
+    assert list(away.iterdir()) == []
+
+
+# 8. What is written reads back -------------------------------------------------------------
+
+HUGE = """
+class Huge:
+    pass
+
+
+class Takes(nn.Module):
+    def forward(self, x, extra):
+        return x
+
+
+class Wide(Net):
+    def __init__(self):
+        super().__init__()
+        self.big = 10**70
+
+
+@pytest.mark.workloads
+def test_huge_input():
+    Takes()(torch.rand(1, 3, 8, 8), Huge())
+
+
+@pytest.mark.workloads
+def test_huge_attribute():
+    Wide()(torch.rand(1, 3, 8, 8))
+"""
+
+HUGE_HOOK = """
+from test_models import Huge
+
+
+def pytest_workload_describe(value):
+    return {"n": 10**70} if isinstance(value, Huge) else None
+"""
+
+
+def test_a_value_no_reader_accepts_is_refused_with_its_path_and_never_written(
+    pytester, suite, mode
+):
+    suite(HUGE)
+    pytester.makeconftest(HUGE_HOOK)
+    stored(pytester, "test_huge_input").parent.mkdir(parents=True)
+    kept = stored(pytester, "test_huge_input")
+    kept.write_bytes(b"the user's own bytes\n")
+    result = pytester.runpytest(*mode, *UPDATE, "--workload-json=r.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*could not record: Takes * cannot describe input args[1] of type test_models.Huge: "
+            'pytest_workload_describe returned an integer of more than 64 digits at ["n"], '
+            "which no snapshot may hold"
+        )
+    )
+    assert kept.read_bytes() == b"the user's own bytes\n"
+    written = snapshots(pytester)
+    assert (
+        b'"big": "0x' in written["__workload_snapshots__/test_models/test_huge_attribute.workloads"]
+    )
+    again = pytester.runpytest(*mode, *UPDATE, "--workload-json=r.json")
+    again.assert_outcomes(passed=1, failed=1)
+    assert snapshots(pytester) == written
+    pytester.runpytest(*mode, *GATE, "-k", "attribute").assert_outcomes(passed=1)
+    compared = pytester.run(sys.executable, "-m", "pytest_workload", "compare", "r.json", "r.json")
+    assert compared.ret == 0
+
+
+def test_a_key_no_reader_accepts_is_refused_naming_the_hook():
+    from torch import nn
+
+    from pytest_workload import WorkloadRecorder
+
+    recorder = WorkloadRecorder("t.py::test", max_depth=0, keyer=lambda *_: [10**70])
+    with recorder.recording(all_roots=True):
+        nn.Linear(2, 2)(torch.rand(1, 2))
+    assert recorder.errors == (
+        "pytest_workload_key returned an integer of more than 64 digits at [0] for Linear",
+    )

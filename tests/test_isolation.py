@@ -10,6 +10,7 @@ import pytest
 from tests.pytester_suite import SUITE_INI
 
 STATEFUL = """
+import itertools
 import json
 import random
 
@@ -57,6 +58,22 @@ class Dice(nn.Module):
         return x + torch.rand(1) + random.random() + float(np.random.rand())
 
 
+class Drawing(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rng = random.Random(0)
+        self.np_rng = np.random.default_rng(0)
+        self.legacy_rng = np.random.RandomState(0)
+        self.generator = torch.Generator().manual_seed(0)
+        self.counter = itertools.count(1)
+        self.step = itertools.count(0.5, 0.25)
+
+    def forward(self, x):
+        noise = torch.rand(x.shape, generator=self.generator)
+        drawn = self.rng.random() + self.np_rng.random() + self.legacy_rng.rand()
+        return x + noise + drawn + next(self.counter) + next(self.step)
+
+
 HOOK_CALLS = {"module": 0, "global": 0}
 INPUT = {}
 
@@ -66,6 +83,8 @@ def models():
     torch.manual_seed(0)
     models = {"counting": Counting(), "mutating": Mutating(), "momentum": Momentum()}
     models["dice"] = Dice()
+    models["drawing"] = Drawing()
+    models["drawing"].again = models["drawing"].counter  # one count under two names
     models["counting"].register_forward_hook(lambda *_: count_hook("module"))
     return models
 
@@ -86,12 +105,13 @@ def test_calls(models):
     random.seed(0)
     np.random.seed(0)
     models["dice"](torch.zeros(1))
+    models["drawing"](torch.zeros(2))
     INPUT["handle"] = handle
 
 
 def test_reads(models):
     INPUT["handle"].remove()
-    counting, momentum = models["counting"], models["momentum"]
+    counting, momentum, drawing = models["counting"], models["momentum"], models["drawing"]
     state = {
         "module hook": HOOK_CALLS["module"],
         "global hook": HOOK_CALLS["global"],
@@ -103,6 +123,15 @@ def test_reads(models):
         "numpy": float(np.random.rand()),
         "torch": torch.rand(1).item(),
         "momentum": [p.sum().item() for p in momentum.key.parameters()],
+        "module generators": [
+            drawing.rng.random(),
+            drawing.np_rng.random(),
+            drawing.legacy_rng.rand(),
+            torch.rand(1, generator=drawing.generator).item(),
+            next(drawing.counter),
+            next(drawing.again),
+            next(drawing.step),
+        ],
     }
     with open("state.json", "w") as out:
         json.dump(state, out)
@@ -126,6 +155,7 @@ def test_a_later_test_reads_the_state_it_reads_without_the_plugin(pytester, dist
     off = _state(pytester, "-p", "no:workload", "-p", "no:xdist")
     on = _state(pytester, *distribution)
     assert off["module hook"] == 1 and off["calls"] == 1 and off["input"] == [2, 2, 2]
+    assert off["module generators"][4:] == [2, 3, 0.75]
     assert on == off
 
 
@@ -293,3 +323,20 @@ def test_a_keyboard_interrupt_in_a_replay_stops_the_run_and_deletes_no_snapshot(
     assert interrupted.ret == pytest.ExitCode.INTERRUPTED
     interrupted.stdout.fnmatch_lines(["*KeyboardInterrupt*"])
     assert [p.read_text() for p in snapshots if p.exists()] == texts
+
+
+def test_a_count_that_cannot_be_copied_refuses_the_replay_and_is_left_as_it_was():
+    import itertools
+    from fractions import Fraction
+
+    from torch import nn
+
+    from pytest_workload._measure.isolation import NotIsolableError, isolated
+
+    module = nn.Module()
+    module.counter = counter = itertools.count(Fraction(1, 2))
+    refused = pytest.raises(NotIsolableError, match=r"attribute counter is count\(Fraction")
+    with refused, isolated([module]):
+        next(module.counter)
+    assert module.counter is counter
+    assert next(counter) == Fraction(1, 2)

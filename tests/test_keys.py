@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
@@ -148,19 +149,7 @@ def test_key_hook_errors_are_reported(pytester, suite):
     )
 
 
-def test_describe_hook_makes_a_custom_input_part_of_the_signature(pytester, suite):
-    pytester.makeconftest(
-        """
-from test_models import Tokenizer
-
-
-def pytest_workload_describe(value):
-    if isinstance(value, Tokenizer):
-        return {"vocab": value.vocab}
-"""
-    )
-    suite(
-        """
+TOKENIZER = """
 class Tokenizer:
     def __init__(self, vocab):
         self.vocab = vocab
@@ -177,7 +166,20 @@ def test_custom():
     model(torch.rand(1), Tokenizer(100))
     model(torch.rand(1), Tokenizer(200))
 """
+
+
+def test_describe_hook_makes_a_custom_input_part_of_the_signature(pytester, suite):
+    pytester.makeconftest(
+        """
+from test_models import Tokenizer
+
+
+def pytest_workload_describe(value):
+    if isinstance(value, Tokenizer):
+        return {"vocab": value.vocab}
+"""
     )
+    suite(TOKENIZER)
     pytester.runpytest("--workload-json=r.json").assert_outcomes(passed=1)
     workloads = json.loads((pytester.path / "r.json").read_text())["tests"][0]["workloads"]
     assert [w["input"] for w in workloads] == [
@@ -198,6 +200,68 @@ def pytest_workload_update_json(config, report):
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["ci"] == {"commit": "abc123"}
     assert report["schema_version"] == 4
+
+
+FAILING_UPDATE_JSON = {
+    "raises": ('raise RuntimeError("boom")', "RuntimeError('boom')"),
+    "exits": ("raise SystemExit(3)", "SystemExit(3)"),
+    "nan": ('report["tests"][0]["workloads"][0]["flops"] = float("nan")', "ValueError("),
+    "tests=5": ('report["tests"] = 5', "WorkloadDataError("),
+}
+
+
+@pytest.mark.parametrize("how", list(FAILING_UPDATE_JSON))
+def test_a_failing_update_json_hook_is_one_line_and_the_report_is_written_without_it(
+    pytester, suite, how
+):
+    body, says = FAILING_UPDATE_JSON[how]
+    pytester.makeconftest(
+        f"""
+def pytest_workload_update_json(config, report):
+    report["ci"] = {{"commit": "abc123"}}
+    {body}
+"""
+    )
+    suite(two_shapes())
+    mode = ("-n", "2") if how == "raises" else ("-p", "no:xdist")
+    result = pytester.runpytest(*mode, "--workload-json=r.json")
+    result.assert_outcomes(passed=1)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        lit(
+            f"pytest-workload: pytest_workload_update_json failed ({says}*); the JSON report is "
+            "written without its changes"
+        )
+    )
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert "ci" not in report and report["tests"][0]["nodeid"] == "test_models.py::test_two_shapes"
+    compared = pytester.run(sys.executable, "-m", "pytest_workload", "compare", "r.json", "r.json")
+    assert compared.ret == 0
+
+
+def test_a_describe_hook_that_exits_fails_the_test_naming_the_hook(pytester, suite):
+    pytester.makeconftest(
+        """
+from test_models import Tokenizer
+
+
+def pytest_workload_describe(value):
+    if isinstance(value, Tokenizer):
+        raise SystemExit(3)
+"""
+    )
+    suite(TOKENIZER)
+    result = pytester.runpytest("--workload-snapshot", "--snapshot-update")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*cannot describe input args[1] of type test_models.Tokenizer: "
+            "pytest_workload_describe failed: SystemExit(3)*"
+        )
+    )
+    assert "Traceback" not in result.stdout.str()
+    assert not (pytester.path / "__workload_snapshots__").exists()
 
 
 OLD_RELEASE = """

@@ -19,9 +19,11 @@ from .._model.files import read_json_file, write_text_atomic
 class BaselineStore:
     """The baselines of one device identity under a directory."""
 
-    def __init__(self, root: Path, device: DeviceIdentity) -> None:
+    def __init__(self, root: Path, device: DeviceIdentity, within: Path | None = None) -> None:
         self.device = device
         self.directory = root / device.slug
+        #: The root no write leaves through a symlink.
+        self.within = within
         self._all: list[Baseline] | None = None
         #: Files :meth:`all` could not read, as errors naming them (each reported once).
         self.unreadable: list[CorruptFileError] = []
@@ -55,7 +57,8 @@ class BaselineStore:
 
     def put(self, baseline: Baseline) -> Path:
         path = self.path(baseline.hash)
-        write_text_atomic(path, json.dumps(baseline.to_dict(), indent=2, ensure_ascii=False) + "\n")
+        text = json.dumps(baseline.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        write_text_atomic(path, text, within=self.within)
         self._all = None
         return path
 

@@ -32,9 +32,16 @@ class PerfGate:
     """Judges drift against stored baselines and, under ``update``, writes them."""
 
     def __init__(
-        self, baselines: Path, *, mode: PerfMode = "on", update: bool = False, workers: int = 1
+        self,
+        baselines: Path,
+        *,
+        mode: PerfMode = "on",
+        update: bool = False,
+        workers: int = 1,
+        within: Path | None = None,
     ) -> None:
         self.baselines = baselines
+        self.within = within
         self.mode = mode
         self.update = update
         self.workers = workers
@@ -89,7 +96,7 @@ class PerfGate:
 
         if device not in self._stores:
             identity = device_identity(torch.device(device))
-            self._stores[device] = BaselineStore(self.baselines, identity)
+            self._stores[device] = BaselineStore(self.baselines, identity, self.within)
         return self._stores[device]
 
     @property

@@ -22,7 +22,7 @@ from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
-from .._model.files import read_text, write_text_atomic
+from .._model.files import outside, read_text, write_text_atomic
 from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
 from .._model.versions import SNAPSHOT_FORMAT
@@ -244,8 +244,23 @@ def check_snapshot(
     moved, refusal = _adopt_legacy(assertion, rootdir)
     if refusal is not None:
         return SnapshotResult(failure=refusal)
+    real = None if rootdir is None else outside(Path(location), rootdir)
+    if real is not None:
+        return SnapshotResult(
+            failure=f"workload snapshot {shown} leads to {real}, outside the rootdir {rootdir}: "
+            "it is left as it is and nothing is written there, also under --snapshot-update",
+            kept=keep_snapshot(snapshot).kept,
+        )
     if not document.entries and not os.path.exists(location):
         return SnapshotResult(note=moved)
+    try:
+        SnapshotDocument.from_text(document.to_text())
+    except WorkloadDataError as exc:  # what is written must read back, never as corrupt
+        return SnapshotResult(
+            failure=f"workload snapshot {shown} not written: the recorded table would not read "
+            f"back ({exc})",
+            kept=keep_snapshot(snapshot).kept,
+        )
     stored = inspect_stored(Path(location), document.scheme)
     if stored.too_new is not None:
         return SnapshotResult(

@@ -19,14 +19,12 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard
 from .._model.canonical import Json, canonical_json
 from .._model.errors import UndescribableInputError
 from .._model.signature import _NDARRAY_TAG, _TENSOR_TAG, dtype_name, qualified_name
-from .._model.strict_json import MAX_INPUT_DEPTH, MAX_INT_DIGITS, depth
+from .._model.strict_json import INT_BOUND, MAX_INPUT_DEPTH, MAX_INT_DIGITS, out_of_bounds
 from .ecosystem import describe_known
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-
-_INT_BOUND: Final = 10**MAX_INT_DIGITS
 #: Strings longer than this (characters) are described by digest, length and preview.
 LONG_STRING: Final = 1024
 STRING_PREVIEW: Final = 64
@@ -58,7 +56,7 @@ def _describe_tensor(value: Any, path: str, torch: Any) -> Json:
 
 
 def _describe_int(value: int, path: str) -> Json:
-    if abs(value) >= _INT_BOUND:  # compared, not printed: str() of 10**5000 itself fails
+    if abs(value) >= INT_BOUND:  # compared, not printed: str() of 10**5000 itself fails
         reason = f"integers of more than {MAX_INT_DIGITS} digits are not described"
         raise UndescribableInputError(path, type(value), reason)
     return int(value)
@@ -86,7 +84,7 @@ def _ask(custom: Describer, value: object, path: str) -> Json:
     """The user's description, checked to be JSON here, where the argument path is known."""
     try:
         described = custom(value)
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
         reason = f"pytest_workload_describe failed: {exc!r}"
         raise UndescribableInputError(path, type(value), reason) from None
     try:
@@ -95,8 +93,9 @@ def _ask(custom: Describer, value: object, path: str) -> Json:
         returned = qualified_name(type(described))
         reason = f"pytest_workload_describe returned {returned}, which is not JSON ({exc})"
         raise UndescribableInputError(path, type(value), reason) from None
-    if depth(described) > MAX_INPUT_DEPTH:
-        reason = f"pytest_workload_describe returned JSON nested more than {MAX_INPUT_DEPTH} deep"
+    refused = out_of_bounds(described, MAX_INPUT_DEPTH)
+    if refused is not None:
+        reason = f"pytest_workload_describe returned {refused}, which no snapshot may hold"
         raise UndescribableInputError(path, type(value), reason)
     return described
 

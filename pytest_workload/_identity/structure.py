@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from .._model.canonical import Json
 from .._model.modules import description_hash
 from .._model.signature import dtype_name, qualified_name
+from .._model.strict_json import INT_BOUND
 from .._model.workload import ParamStats
 
 if TYPE_CHECKING:
@@ -108,6 +109,8 @@ def _attribute_value(value: object) -> object:
         return f"{type(value).__qualname__}.{value.name}"
     if isinstance(value, str):
         return ADDRESS.sub("0x?", value)
+    if isinstance(value, int) and abs(value) >= INT_BOUND:
+        return hex(value)  # text, as a non-finite float: no stored number is this long
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):

@@ -3,7 +3,10 @@
 Put back after a replay: the parameters, buffers and tensor attributes of every module in the
 tree (values and identity), each module's Python attributes (rebound, added or deleted, and
 the contents of list, dict and set attributes), the torch CPU and CUDA RNG states, Python's
-``random`` and NumPy's global RNG. User hooks, per module and global, are suspended during
+``random`` and NumPy's global RNG, and the state of each generator a module attribute holds
+(``random.Random``, NumPy's ``Generator`` and ``RandomState``, ``torch.Generator``; an
+``itertools.count``, which cannot be rewound, is replaced by an equal one during the replay).
+User hooks, per module and global, are suspended during
 the replay, so they neither fire nor count in its timing. What lies outside (an object the
 forward reaches through a global, a list nested in a dict attribute) cannot be put back: a
 first call that wrote to a tensor there is never replayed (see :mod:`.flops`).
@@ -11,9 +14,11 @@ first call that wrote to a tensor there is never replayed (see :mod:`.flops`).
 
 from __future__ import annotations
 
+import ast
+import itertools
 import random
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +74,42 @@ def _put_back(container: Any, saved: Any) -> None:
         container.update(saved)
 
 
+class NotIsolableError(Exception):
+    """A replay would change something it cannot put back; it is not run."""
+
+
+def _generator_restorer(value: Any) -> Callable[[], None] | None:
+    """Put a generator's state back in place (its identity is what other code holds)."""
+    if isinstance(value, random.Random):
+        state = value.getstate()
+        return lambda: value.setstate(state)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.random.Generator):
+        bits = value.bit_generator
+        numpy_state = bits.state
+        return lambda: setattr(bits, "state", numpy_state)
+    if numpy is not None and isinstance(value, numpy.random.RandomState):
+        legacy_state = value.get_state()
+        return lambda: value.set_state(legacy_state)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Generator):
+        torch_state = value.get_state()
+        return lambda: value.set_state(torch_state)
+    return None
+
+
+def _equal_count(name: str, counter: Any) -> Any:
+    """A fresh ``itertools.count`` at the same place: one cannot be rewound, so the replay
+    advances this one and the module gets its own back untouched."""
+    try:
+        start_step = ast.literal_eval(f"[{repr(counter)[len('count(') : -1]}]")
+    except (ValueError, SyntaxError):
+        raise NotIsolableError(
+            f"attribute {name} is {counter!r}, an itertools.count the replay would advance"
+        ) from None
+    return itertools.count(*start_step)
+
+
 class _ModuleState:
     """One module's attributes, and the contents of its container attributes."""
 
@@ -80,6 +121,18 @@ class _ModuleState:
             for name, value in self.attributes.items()
             if type(value) in _CONTAINERS or isinstance(value, dict)
         }
+        self.generators = [
+            r for r in map(_generator_restorer, self.attributes.values()) if r is not None
+        ]
+
+    def stand_in_counts(self, memo: dict[int, Any]) -> None:
+        """Bind an equal count in place of each count attribute (one per shared count)."""
+        attributes = vars(self.module)
+        for name, value in self.attributes.items():
+            if type(value) is itertools.count:
+                if id(value) not in memo:
+                    memo[id(value)] = _equal_count(name, value)
+                attributes[name] = memo[id(value)]
 
     def restore(self) -> None:
         attributes = vars(self.module)
@@ -90,6 +143,8 @@ class _ModuleState:
                 attributes[name] = value
         for name, saved in self.contents.items():
             _put_back(self.attributes[name], saved)
+        for restore in self.generators:
+            restore()
 
 
 def _version(tensor: torch.Tensor) -> int | None:
@@ -181,6 +236,9 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
         saved = [(t, _version(t), t.detach().clone()) for t in unique.values()]
     rng = _rng_state()
     try:
+        counts: dict[int, Any] = {}
+        for state in states:
+            state.stand_in_counts(counts)
         with _hooks_suspended(modules):
             yield
     finally:

@@ -6,7 +6,10 @@ What is written where depends on what the path is:
   so an interrupted run leaves the file old or new, never half-written. An existing file keeps
   its permission bits (and, where the process may, its owner); a new one gets them from the
   umask, as ``open`` would give them.
-- a symlink: the same, at the file it points to; the link stays a link.
+- a symlink: the same, at the file it points to; the link stays a link. A file of the plugin's
+  own trees (snapshots, baselines) is written only inside its root (the rootdir): a symlink, of
+  the file or of a directory above it, that leads outside is a :class:`FileWriteError` naming
+  both paths.
 - ``-``, a FIFO, a character device or a socket: written directly, never replaced.
 - a directory, or anything that cannot be written: a :class:`FileWriteError` naming the path.
 
@@ -17,6 +20,7 @@ Nothing read is ever unpickled, and every read goes through
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import stat
@@ -84,14 +88,34 @@ def _is_stream(path: Path) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
 
 
-def write_text_atomic(path: Path, text: str, *, make_parents: bool = True) -> None:
+def outside(path: Path, root: Path) -> str | None:
+    """Where ``path`` really is when symlinks take it out of ``root``; None when it stays in."""
+    real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return None if real == real_root or real_root in real.parents else str(real)
+
+
+def confined(path: Path, root: Path) -> None:
+    """A FileWriteError naming both paths if writing ``path`` would leave ``root``."""
+    real = outside(path, root)
+    if real is not None:
+        raise FileWriteError(
+            str(path), OSError(f"it leads to {real}, outside {root}; nothing is written there")
+        )
+
+
+def write_text_atomic(
+    path: Path, text: str, *, make_parents: bool = True, within: Path | None = None
+) -> None:
     """Write ``text`` to ``path`` as the module docstring says; FileWriteError if it cannot.
     ``make_parents``: create missing directories (the plugin's own trees), or refuse (a path
-    a user typed, where a missing directory is more likely a typo)."""
+    a user typed, where a missing directory is more likely a typo). ``within``: the root the
+    write must not leave through a symlink."""
     if str(path) == STDOUT:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    if within is not None:
+        confined(path, within)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         if target.is_dir():
@@ -107,14 +131,29 @@ def write_text_atomic(path: Path, text: str, *, make_parents: bool = True) -> No
         raise FileWriteError(str(path), exc) from None
 
 
+def _report_text(data: dict[str, Json]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def write_report(
     path: Path, report: SessionReport, extend: Callable[[dict[str, Json]], None] | None = None
-) -> None:
-    """Write a report as JSON; ``extend`` may add fields to the dict first."""
+) -> str | None:
+    """Write a report as JSON; ``extend`` may add fields to the dict first. Where it raises,
+    or leaves a report the readers refuse, the report is written without its changes, and
+    the returned line says why."""
     data = report.to_dict()
+    text, refused = _report_text(data), None
     if extend is not None:
-        extend(data)
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        extended = copy.deepcopy(data)
+        try:
+            extend(extended)
+            extended_text = _report_text(extended)
+            SessionReport.from_dict(load_json(extended_text))
+            text = extended_text
+        except (Exception, SystemExit) as exc:
+            refused = repr(exc)
+    write_text_atomic(path, text)
+    return refused
 
 
 def read_text(path: Path) -> str:

@@ -8,6 +8,7 @@ non-finite numbers are bounded here, before any field is looked at.
 from __future__ import annotations
 
 import json
+import math
 from typing import Final, NoReturn
 
 from .errors import WorkloadDataError
@@ -67,6 +68,30 @@ def depth(value: object) -> int:
 
 
 _TOO_DEEP: Final = f"not valid JSON: nested more than {MAX_JSON_DEPTH} levels deep"
+
+#: The least integer too long to store.
+INT_BOUND: Final = 10**MAX_INT_DIGITS
+
+
+def out_of_bounds(value: object, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Why :func:`load_json` would refuse ``value`` once written, naming where in it (``[0]``,
+    ``["n"]``); None when it would read it back. Computed without recursion, before writing."""
+    stack: list[tuple[object, str, int]] = [(value, "", 0)]
+    while stack:
+        node, where, level = stack.pop()
+        at = f" at {where}" if where else ""
+        if isinstance(node, bool):
+            continue
+        if isinstance(node, int) and abs(node) >= INT_BOUND:  # str() of 10**5000 itself fails
+            return f"an integer of more than {MAX_INT_DIGITS} digits{at}"
+        if isinstance(node, float) and not math.isfinite(node):
+            return f"the non-finite number {node!r}{at}"
+        if isinstance(node, (dict, list, tuple)):
+            if level >= max_depth:
+                return f"containers nested more than {max_depth} deep{at}"
+            items = node.items() if isinstance(node, dict) else enumerate(node)
+            stack.extend((v, f"{where}[{json.dumps(k)}]", level + 1) for k, v in items)
+    return None
 
 
 def load_json(text: str) -> object:

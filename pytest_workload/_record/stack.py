@@ -22,6 +22,7 @@ from .._measure.first_call import FirstCall
 from .._model.canonical import Json, canonical_json
 from .._model.computation import Computation
 from .._model.errors import UndescribableInputError
+from .._model.strict_json import out_of_bounds
 from .callsite import call_site
 from .errors import ErrorLog
 from .identity import Identity, IdentityCache
@@ -301,7 +302,11 @@ class CallStack:
         try:
             key = self._keyer(module, args, kwargs)
             canonical_json(key)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
             self._errors.add(f"pytest_workload_key failed for {name}: {exc!r}")
+            return None
+        refused = out_of_bounds(key)
+        if refused is not None:
+            self._errors.add(f"pytest_workload_key returned {refused} for {name}")
             return None
         return key
