@@ -17,6 +17,7 @@ from ._measure.device import check_device_spec
 from ._model.baseline import BASELINE_DIRNAME
 from ._model.errors import DeviceUnavailableError
 from ._model.files import STDOUT
+from ._render.escape import one_line
 from ._session import WorkloadSettings
 from ._verdict.drift import DEFAULT_TOLERANCE
 
@@ -299,7 +300,7 @@ def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
     mark = item.get_closest_marker(MARKER)
     if mark is None:
         return None
-    where = f"{item.nodeid}: @pytest.mark.{MARKER}"
+    where = f"{one_line(item.nodeid)}: @pytest.mark.{MARKER}"
     if mark.args:
         raise pytest.UsageError(f"{where} takes keyword arguments only, got {mark.args!r}")
     unknown = sorted(set(mark.kwargs) - set(_MARK_ARGUMENTS))

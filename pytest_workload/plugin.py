@@ -23,6 +23,7 @@ from ._options import (
     read_settings,
 )
 from ._record.recorder import Keyer, WorkloadRecorder
+from ._render.escape import one_line, terminal_text
 from ._render.report import junit_properties, render_gate, render_summary
 from ._session import WorkloadSession
 from ._verdict.collapse import KeyChecks
@@ -193,9 +194,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     )
     _record_properties(item, session)
     for warning in outcome.warnings:
-        item.warn(WorkloadWarning(warning))
+        item.warn(WorkloadWarning(terminal_text(warning)))
     if outcome.failures:
-        pytest.fail("\n\n".join(outcome.failures), pytrace=False)
+        pytest.fail(terminal_text("\n\n".join(outcome.failures)), pytrace=False)
     return result
 
 
@@ -249,7 +250,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if session.problems:
         terminalreporter.write_sep("=", "workload problems across xdist workers", red=True)
         for problem in session.problems:
-            terminalreporter.write_line(problem)
+            terminalreporter.write_line(terminal_text(problem))
 
 
 @pytest.hookimpl(wrapper=True)  # around syrupy's, which deletes unused snapshots
@@ -282,7 +283,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
 def _json_not_written(session: pytest.Session, exc: FileWriteError) -> None:
     """Said in one line in the terminal summary, which comes after this hook; a usage error,
     since the report asked for is missing."""
-    session.config.stash[JSON_ERROR_KEY] = f"pytest-workload: JSON report not written: {exc}"
+    session.config.stash[JSON_ERROR_KEY] = (
+        f"pytest-workload: JSON report not written: {one_line(str(exc))}"
+    )
     if session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
 

@@ -63,7 +63,7 @@ def render_comparison(c: Comparison) -> list[str]:
             lines.append("  " + "  ".join(cell for cell in cells if cell))
             lines += [f"             {one_line(d)}" for d in r.details]
     lines += [one_line(line) for p in _problems(c) for line in p.splitlines()]
-    lines += [c.libraries] if c.libraries else []
+    lines += [one_line(c.libraries)] if c.libraries else []
     lines.append(_summary(c))
     return lines
 
