@@ -102,6 +102,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.stash[MARK_KEY] = mark
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """On an xdist worker, a bad marker fails its collector: the controller, which collects
+    nothing, then reports it, where a usage error would crash the worker."""
+    report = yield
+    if hasattr(collector.config, "workerinput") and report.passed:
+        for item in report.result:
+            try:
+                parse_mark(item) if isinstance(item, pytest.Item) else None
+            except pytest.UsageError as exc:
+                report.outcome, report.longrepr = "failed", str(exc)
+                break
+    return report
+
+
 def _describer(item: pytest.Item) -> Describer | None:
     hook = item.ihook.pytest_workload_describe
     return (lambda value: hook(value=value)) if hook.get_hookimpls() else None
