@@ -69,7 +69,7 @@ def render_comparison(c: Comparison) -> list[str]:
 
 
 def _problems(c: Comparison) -> list[str]:
-    return [render_collapse(x) for x in c.collapses] + ([c.incomparable] if c.incomparable else [])
+    return [render_collapse(x) for x in c.collapses]
 
 
 def render_comparison_markdown(c: Comparison) -> list[str]:
