@@ -110,9 +110,9 @@ def pytest_make_collect_report(
     nothing, then reports it, where a usage error would crash the worker."""
     report = yield
     if hasattr(collector.config, "workerinput") and report.passed:
-        for item in report.result:
+        for item in (i for i in report.result if isinstance(i, pytest.Item)):
             try:
-                parse_mark(item) if isinstance(item, pytest.Item) else None
+                parse_mark(item)
             except pytest.UsageError as exc:
                 report.outcome, report.longrepr = "failed", str(exc)
                 break
