@@ -19,6 +19,7 @@ from ._model.errors import WorkloadError
 from ._model.files import read_report, write_report, write_text_atomic
 from ._options import tolerance
 from ._render.comparison import render_comparison, render_comparison_markdown
+from ._render.escape import one_line
 from ._render.merge import render_merge
 from ._verdict.compare import Comparison, compare_reports
 from ._verdict.drift import DEFAULT_TOLERANCE
@@ -94,14 +95,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             return _merge(args)
         except WorkloadError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+            print(f"error: {one_line(str(exc))}", file=sys.stderr)
             return 2
     try:
         base, head = read_report(args.base), read_report(args.head)
         comparison = compare_reports(base, head, args.tolerance, strict=args.strict)
         _write(comparison, args)
     except WorkloadError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
     return 1 if comparison.regressed else 0
 

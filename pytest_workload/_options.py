@@ -6,6 +6,7 @@ error naming it). The plugin's hooks call in here; nothing here runs a test.
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from ._measure.device import check_device_spec
 from ._model.baseline import BASELINE_DIRNAME
 from ._model.errors import DeviceUnavailableError
 from ._model.files import STDOUT
+from ._render.escape import one_line
 from ._session import WorkloadSettings
 from ._verdict.drift import DEFAULT_TOLERANCE
 
@@ -38,15 +40,24 @@ class WorkloadsMark:
     record: bool = True
 
 
+def _in_range(value: float, *, positive: bool) -> bool:
+    """Finite and ``> 0`` (``positive``) or ``>= 0``: NaN, ``inf`` and ``1e400`` are not."""
+    return math.isfinite(value) and (value > 0 if positive else value >= 0)
+
+
+def _bound(positive: bool) -> str:
+    return f"a finite number {'> 0' if positive else '>= 0'}"
+
+
 def number(value: str, *, positive: bool) -> float:
-    """A float ``> 0`` (``positive``) or ``>= 0``; NaN and other text are rejected."""
+    """A finite float ``> 0`` (``positive``) or ``>= 0``; NaN, infinities and other text are
+    rejected."""
     try:
         parsed = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not (parsed > 0 if positive else parsed >= 0):
-        bound = "> 0" if positive else ">= 0"
-        raise argparse.ArgumentTypeError(f"expected a number {bound}, got {value!r}")
+    if not _in_range(parsed, positive=positive):
+        raise argparse.ArgumentTypeError(f"expected {_bound(positive)}, got {value!r}")
     return parsed
 
 
@@ -86,6 +97,20 @@ def _positive_float(value: str) -> float:
 def _optional_seconds(value: str) -> float | None:
     """Seconds ``> 0``, or nothing (the empty ini default: no bound)."""
     return number(value, positive=True) if value else None
+
+
+def _path(value: str) -> str:
+    """A path, or nothing (empty: no file)."""
+    if "\0" in value:
+        raise argparse.ArgumentTypeError(f"expected a path, got {value!r} (a NUL character)")
+    return value
+
+
+def _directory(value: str) -> str:
+    """A directory below the rootdir: an empty name would be the rootdir itself."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(f"expected a directory name, got {value!r}")
+    return _path(value)
 
 
 def _device(value: str) -> str:
@@ -148,7 +173,7 @@ _OPTIONS = (
     _Option(
         "--workload-json",
         "",
-        str,
+        _path,
         "PATH",
         "write every test's workloads to PATH as JSON (- for stdout)",
     ),
@@ -213,27 +238,51 @@ _OPTIONS = (
     _Option(
         "--workload-baselines",
         BASELINE_DIRNAME,
-        str,
+        _directory,
         "DIR",
         "directory of the timing baselines, relative to the rootdir",
     ),
 )
 
 
-def option_value(config: pytest.Config, flag: str) -> Any:
-    """An option's value: the command line if given, else the ini key, else the default."""
-    dest = _dest(flag)
-    given = config.getoption(dest)
-    if given is not None:
-        return given
-    option = next((o for o in _OPTIONS if o.flag == flag), None)
-    if option is None:
-        return bool(config.getini(dest))
-    raw = config.getini(dest)
+_VALUES_KEY = pytest.StashKey[dict[str, Any]]()
+
+
+def _ini_value(config: pytest.Config, option: _Option) -> object:
+    raw = config.getini(option.ini)
     try:
         return option.parse(raw)
     except argparse.ArgumentTypeError as exc:
-        raise pytest.UsageError(f"ini option {dest} = {raw!r}: {exc}") from None
+        raise pytest.UsageError(f"ini option {option.ini} = {raw!r}: {exc}") from None
+
+
+def _flag_value(config: pytest.Config, flag: str) -> bool:
+    given = config.getoption(_dest(flag))
+    if given is not None:
+        return bool(given)
+    try:
+        return bool(config.getini(_dest(flag)))
+    except (ValueError, pytest.UsageError) as exc:  # pytest's names the value, not the key
+        raise pytest.UsageError(f"ini option {_dest(flag)}: {exc}") from None
+
+
+def _read_values(config: pytest.Config) -> dict[str, Any]:
+    """Every option: the command line if given (argparse checked it), else the ini key, else
+    the default, each checked by the same parser."""
+    values: dict[str, Any] = {flag: _flag_value(config, flag) for flag, _ in _FLAGS}
+    for option in _OPTIONS:
+        given = config.getoption(_dest(option.flag))
+        values[option.flag] = _ini_value(config, option) if given is None else given
+    return values
+
+
+def option_value(config: pytest.Config, flag: str) -> Any:
+    """An option's value. The first call reads and checks every option and ini key, so a bad
+    one is a usage error in ``pytest_configure``, before any test runs, whichever is used."""
+    values = config.stash.get(_VALUES_KEY, None)
+    if values is None:
+        values = config.stash[_VALUES_KEY] = _read_values(config)
+    return values[flag]
 
 
 def _json_path(config: pytest.Config, value: str) -> Path | None:
@@ -294,12 +343,22 @@ def add_options(parser: pytest.Parser) -> None:
         parser.addini(option.ini, f"default for {option.flag}", default=option.default)
 
 
+def _is_tolerance(value: object) -> bool:
+    """What ``--workload-perf-tolerance`` accepts, as a number rather than text."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return _in_range(float(value), positive=False)
+    except OverflowError:  # an int beyond a float's range
+        return False
+
+
 def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
     """Turn the closest ``workloads`` marker into a WorkloadsMark; bad ones are usage errors."""
     mark = item.get_closest_marker(MARKER)
     if mark is None:
         return None
-    where = f"{item.nodeid}: @pytest.mark.{MARKER}"
+    where = f"{one_line(item.nodeid)}: @pytest.mark.{MARKER}"
     if mark.args:
         raise pytest.UsageError(f"{where} takes keyword arguments only, got {mark.args!r}")
     unknown = sorted(set(mark.kwargs) - set(_MARK_ARGUMENTS))
@@ -312,11 +371,9 @@ def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
     if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
         raise pytest.UsageError(f"{where}(max_depth=...) must be an int >= 0, got {max_depth!r}")
     tolerance = mark.kwargs.get("perf_tolerance")
-    if tolerance is not None and (
-        isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or tolerance < 0
-    ):
+    if tolerance is not None and not _is_tolerance(tolerance):
         raise pytest.UsageError(
-            f"{where}(perf_tolerance=...) must be a number >= 0, got {tolerance!r}"
+            f"{where}(perf_tolerance=...) must be {_bound(False)}, got {tolerance!r}"
         )
     record = mark.kwargs.get("record", True)
     if not isinstance(record, bool):

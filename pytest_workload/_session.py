@@ -28,6 +28,7 @@ from ._model.notes import Note
 from ._model.report import SessionReport, count_not_replayed, count_not_timed
 from ._model.workload import TestWorkloads
 from ._record.recorder import Keyer, WorkloadRecorder
+from ._render.escape import one_line
 from ._render.report import (
     render_not_replayed,
     render_not_timed,
@@ -175,7 +176,7 @@ class WorkloadSession:
         if passed:
             policy = self.timing_policy(tolerance)
             for problem in recorder.measure(policy, self.budget, replays=self.perf.replays):
-                self.perf_notes.append(Note(recorder.nodeid, problem))
+                self.perf_notes.append(Note(recorder.nodeid, one_line(problem)))
         test = recorder.workloads()
         self.add(test)
         if snapshot is not None and not (passed and self.settings.snapshot):
@@ -183,9 +184,10 @@ class WorkloadSession:
             self.notes += (Note(test.nodeid, n) for n in kept)
         if not passed:
             return Outcome()
-        errors = [f"pytest-workload could not record: {e}" for e in recorder.errors]
+        errors = [f"pytest-workload could not record: {one_line(e)}" for e in recorder.errors]
         if not self.settings.snapshot:
-            return Outcome(warnings=(f"{recorder.nodeid}: " + "\n".join(errors),) if errors else ())
+            where = one_line(recorder.nodeid)
+            return Outcome(warnings=(f"{where}: " + "\n".join(errors),) if errors else ())
         failures = errors + list(self.keys.check(test).failures)
         # Under --snapshot-update a test that fails writes nothing: its table (partial, or
         # collapsed) would replace a good one.

@@ -23,6 +23,7 @@ from ._options import (
     read_settings,
 )
 from ._record.recorder import Keyer, WorkloadRecorder
+from ._render.escape import one_line, terminal_text
 from ._render.report import junit_properties, render_gate, render_summary
 from ._session import WorkloadSession
 from ._verdict.collapse import KeyChecks
@@ -99,6 +100,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             mark = WorkloadsMark()
         if mark is not None and mark.record:
             item.stash[MARK_KEY] = mark
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(
+    collector: pytest.Collector,
+) -> Generator[None, pytest.CollectReport, pytest.CollectReport]:
+    """On an xdist worker, a bad marker fails its collector: the controller, which collects
+    nothing, then reports it, where a usage error would crash the worker."""
+    report = yield
+    if hasattr(collector.config, "workerinput") and report.passed:
+        for item in (i for i in report.result if isinstance(i, pytest.Item)):
+            try:
+                parse_mark(item)
+            except pytest.UsageError as exc:
+                report.outcome, report.longrepr = "failed", str(exc)
+                break
+    return report
 
 
 def _describer(item: pytest.Item) -> Describer | None:
@@ -193,9 +211,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     )
     _record_properties(item, session)
     for warning in outcome.warnings:
-        item.warn(WorkloadWarning(warning))
+        item.warn(WorkloadWarning(terminal_text(warning)))
     if outcome.failures:
-        pytest.fail("\n\n".join(outcome.failures), pytrace=False)
+        pytest.fail(terminal_text("\n\n".join(outcome.failures)), pytrace=False)
     return result
 
 
@@ -249,7 +267,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if session.problems:
         terminalreporter.write_sep("=", "workload problems across xdist workers", red=True)
         for problem in session.problems:
-            terminalreporter.write_line(problem)
+            terminalreporter.write_line(terminal_text(problem))
 
 
 @pytest.hookimpl(wrapper=True)  # around syrupy's, which deletes unused snapshots
@@ -290,7 +308,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
 def _json_not_written(session: pytest.Session, why: str) -> None:
     """Said in one line in the terminal summary, which comes after this hook; a usage error,
     since the report asked for is missing, or lacks what a hook was to add."""
-    session.config.stash[JSON_ERROR_KEY] = f"pytest-workload: {why}"
+    session.config.stash[JSON_ERROR_KEY] = f"pytest-workload: {one_line(why)}"
     if session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
 

@@ -11,6 +11,7 @@ from ._model.errors import WorkloadDataError
 from ._model.fields import read_field
 from ._model.notes import Note
 from ._model.workload import TestWorkloads
+from ._render.escape import one_line
 from ._render.failures import render_collapse
 from ._session import WorkloadSession
 from ._verdict.collapse import KeyChecks
@@ -99,7 +100,7 @@ class WorkerMerge:
             self.session.problems.append(
                 f"xdist worker {worker} sent no workload data (it crashed or was killed): the "
                 "workloads of its tests are missing from this report"
-                + (f": {', '.join(ran)}" if ran else "")
+                + (f": {', '.join(one_line(n) for n in ran)}" if ran else "")
                 + kept
             )
             return

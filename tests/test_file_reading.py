@@ -230,3 +230,109 @@ def test_compare_says_a_report_that_is_not_utf8_is_corrupt(tmp_path, capsys):
     assert capsys.readouterr().err == (
         f"error: {broken}: is corrupt: not UTF-8 text (byte {broken.read_bytes().index(255)})\n"
     )
+
+
+# Issue 22, item 6: reports that cannot be true -----------------------------------------------
+
+
+def _edit_json(edit):
+    def mutate(text: str) -> str:
+        data = json.loads(text)
+        edit(data)
+        return json.dumps(data)
+
+    return mutate
+
+
+def _root(data):
+    return data["tests"][0]["workloads"][0]
+
+
+IMPOSSIBLE_REPORTS = {
+    "no calls": (
+        _edit_json(lambda d: _root(d).update(calls=0)),
+        "test 't.py::test', workload 0: field 'calls' must be at least 1, got 0",
+    ),
+    "negative calls": (
+        _edit_json(lambda d: _root(d).update(calls=-3)),
+        "test 't.py::test', workload 0: field 'calls' must be at least 1, got -3",
+    ),
+    "negative flops": (
+        _edit_json(lambda d: _root(d).update(flops=-5)),
+        "test 't.py::test', workload 0: field 'flops' must be at least 0, got -5",
+    ),
+    "negative peak memory": (
+        _edit_json(lambda d: _root(d).update(peak_memory_bytes=-1)),
+        "test 't.py::test', workload 0: field 'peak_memory_bytes' must be at least 0, got -1",
+    ),
+    "negative parameter bytes": (
+        _edit_json(lambda d: _root(d)["params"].update(bytes=-1)),
+        "test 't.py::test', workload 0: params must be an object with integers 'count' and "
+        "'bytes' of at least 0",
+    ),
+    "a key of another structure": (
+        _edit_json(lambda d: _root(d)["key"].__setitem__(0, "0" * 64)),
+        "test 't.py::test', workload 0: field 'key' is not [structure_hash, args, kwargs] of "
+        "its own structure_hash and input_signature",
+    ),
+    "a key of another input": (
+        _edit_json(lambda d: _root(d)["key"][1][0].update(tensor=[2, 3, 8, 8])),
+        "test 't.py::test', workload 0: field 'key' is not [structure_hash, args, kwargs] of "
+        "its own structure_hash and input_signature",
+    ),
+    "an empty nodeid": (
+        _edit_json(lambda d: d["tests"][0].update(nodeid="")),
+        "field 'nodeid' is empty",
+    ),
+    "a key given twice": (
+        lambda t: t.replace('"calls": 1', '"calls": 0, "calls": 1', 1),
+        "is not valid JSON: key 'calls' given twice in one object (at tests[0].workloads[0])",
+    ),
+    "a top-level key given twice": (
+        lambda t: t.replace(
+            '"fingerprint_scheme": 1', '"fingerprint_scheme": 1, "fingerprint_scheme": 2', 1
+        ),
+        "is not valid JSON: key 'fingerprint_scheme' given twice in one object (at the top)",
+    ),
+    "a future scheme": (
+        _edit_json(lambda d: d.update(fingerprint_scheme=99)),
+        "is of fingerprint scheme 99 (this release computes scheme 2): upgrade pytest-workload "
+        "to read it",
+    ),
+    "scheme 0": (
+        _edit_json(lambda d: d.update(fingerprint_scheme=0)),
+        "field 'fingerprint_scheme' must be at least 1, got 0",
+    ),
+}
+
+
+@pytest.mark.parametrize("command", ["compare", "merge"])
+@pytest.mark.parametrize("forgery", list(IMPOSSIBLE_REPORTS))
+def test_a_report_that_cannot_be_true_is_refused_naming_file_and_field(
+    tmp_path, capsys, forgery, command
+):
+    mutate, message = IMPOSSIBLE_REPORTS[forgery]
+    forged = report_file(tmp_path, mutate)
+    before = forged.read_bytes()
+    merged = tmp_path / "merged.json"
+    args = [str(forged)] * 2 if command == "compare" else [str(forged), "--output", str(merged)]
+    assert main([command, *args]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith(f"error: {forged}: ") and err.count("\n") == 1, err
+    assert message in err
+    assert out == ""
+    assert forged.read_bytes() == before
+    assert not merged.exists()
+
+
+def test_compare_of_two_schemes_is_a_data_error_not_a_regression(tmp_path, capsys):
+    base = report_file(tmp_path)
+    head = tmp_path / "head.json"
+    head.write_text(base.read_text().replace('"fingerprint_scheme": 1', '"fingerprint_scheme": 2'))
+    assert main(["compare", str(base), str(head)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "error: the reports use fingerprint schemes 1 and 2: hashes are not comparable; "
+        "regenerate the base report with the same pytest-workload\n"
+    )

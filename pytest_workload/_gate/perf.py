@@ -11,6 +11,7 @@ from .._model.canonical import canonical_json
 from .._model.errors import CorruptFileError, FileWriteError
 from .._model.timing import Timing
 from .._model.workload import TestWorkloads, Workload
+from .._render.escape import one_line
 from .._render.failures import (
     render_contended,
     render_faster,
@@ -127,13 +128,13 @@ class PerfGate:
         except CorruptFileError as exc:
             if exc.future:
                 return [
-                    f"timing baseline {exc}: upgrade pytest-workload to use it. It is left as "
-                    "it is, also under --snapshot-update"
+                    f"timing baseline {one_line(str(exc))}: upgrade pytest-workload to use it. "
+                    "It is left as it is, also under --snapshot-update"
                 ]
             if not self.update:
                 return [
-                    f"corrupt timing baseline {exc}; fix it, delete it or rewrite it with "
-                    "--snapshot-update"
+                    f"corrupt timing baseline {one_line(str(exc))}; fix it, delete it or rewrite "
+                    "it with --snapshot-update"
                 ]
             baseline = None
         if baseline is None:
@@ -153,8 +154,9 @@ class PerfGate:
             return self._write(
                 w,
                 store,
-                f"timing baseline for {w.name} ({w.class_name}) "
-                f"{w.input_signature.format()} refreshed at {drift.ratio:.2f}x the old one",
+                "timing baseline for "
+                + one_line(f"{w.name} ({w.class_name}) {w.input_signature.format()}")
+                + f" refreshed at {drift.ratio:.2f}x the old one",
                 notes,
             )
         elif drift.kind == "regression" and not self._fails(drift):
@@ -199,19 +201,22 @@ class PerfGate:
         try:
             store.put(Baseline.from_workload(w, store.device))
         except FileWriteError as exc:
-            return [f"timing baseline not written: {exc}"]
+            return [f"timing baseline not written: {one_line(str(exc))}"]
         self._written[store.path(w.hash)] = w.timing.median_s
         return []
 
     def _no_baseline(self, w: Workload, store: BaselineStore, notes: list[str]) -> list[str]:
         """Record a baseline under update; else a note, with the nearest compatible one."""
         if self.update:
-            return self._write(w, store, f"timing baseline {store.path(w.hash)} recorded", notes)
+            path = one_line(str(store.path(w.hash)))
+            return self._write(w, store, f"timing baseline {path} recorded", notes)
         stored = store.all()
         for exc in store.unreadable:
             if exc.path not in self._reported:
                 self._reported.add(exc.path)
-                notes.append(f"timing baseline {exc}; left out of nearest-shape lookups")
+                notes.append(
+                    f"timing baseline {one_line(str(exc))}; left out of nearest-shape lookups"
+                )
         others = {canonical_json(b.key): b for b in stored if b.hash != w.hash}
         found = nearest(w.key, [b.key for b in others.values()])
         near = None if found is None else (others[canonical_json(found[0])], found[1])

@@ -11,6 +11,7 @@ from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
 from .._model.files import read_text, write_text_atomic
 from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
+from .._render.escape import one_line
 from .._render.failures import render_changes
 from .._verdict.diff import compare_documents, documents_match
 from .._verdict.upgrade import changed_count, upgrade_refusals
@@ -68,17 +69,17 @@ def rewrite_upgraded(
             f"refusing to accept workload snapshot {shown} as a library upgrade: more than "
             "configuration text, attributes or class paths changed. It is left as it is:"
         ]
-        lines += [f"  {r}" for r in refusals]
-        lines += [f"  {versions}"] if versions else []
+        lines += [f"  {one_line(r)}" for r in refusals]
+        lines += [f"  {one_line(versions)}"] if versions else []
         lines.append("review the change, then accept it with --snapshot-update")
         return "\n".join(lines), None
     try:
         write_text_atomic(path, document.to_text())
     except FileWriteError as exc:
-        return f"workload snapshot {shown} could not be written: {exc.reason}", None
+        return f"workload snapshot {shown} could not be written: {one_line(exc.reason)}", None
     count = changed_count(stored, document)
     return None, (
         f"accepted a library upgrade in {shown}: {count} workload "
         f"{'hash' if count == 1 else 'hashes'} rewritten; parameters, children, inputs, FLOPs "
-        f"and computations unchanged" + (f" ({versions})" if versions else "")
+        f"and computations unchanged" + (f" ({one_line(versions)})" if versions else "")
     )

@@ -26,6 +26,7 @@ from .._model.files import outside, read_text, write_text_atomic
 from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
 from .._model.versions import SNAPSHOT_FORMAT
+from .._render.escape import one_line
 from .._render.failures import UPDATE_HINT, render_changes
 from .._verdict.diff import compare_documents, documents_match, missing_fields
 from .._verdict.upgrade import upgrade_refusals
@@ -121,8 +122,8 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
 
 def _display(location: str, rootdir: Path | None) -> str:
     if rootdir is not None and location.startswith(str(rootdir) + os.sep):
-        return os.path.relpath(location, rootdir)
-    return location
+        return one_line(os.path.relpath(location, rootdir))
+    return one_line(location)
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,7 @@ def _adopt_legacy(
     except OSError as exc:
         return None, (
             f"workload snapshot {shown_old} could not be moved to {shown_new}: "
-            f"{exc.strerror or exc}. Move it there yourself"
+            f"{one_line(str(exc.strerror or exc))}. Move it there yourself"
         )
     return (
         f"moved {shown_old} to {shown_new}: workload snapshots now have their own directory, "
@@ -264,7 +265,7 @@ def check_snapshot(
     stored = inspect_stored(Path(location), document.scheme)
     if stored.too_new is not None:
         return SnapshotResult(
-            failure=f"workload snapshot {shown} was written by {stored.too_new}: upgrade "
+            failure=f"workload snapshot {shown} was written by {one_line(stored.too_new)}: upgrade "
             "pytest-workload to check it. It is left as it is, also under --snapshot-update",
             kept=keep_snapshot(snapshot).kept,
         )
@@ -279,9 +280,10 @@ def check_snapshot(
             write_text_atomic(Path(location), document.to_text())
         except FileWriteError as exc:
             return SnapshotResult(
-                failure=f"workload snapshot {shown} could not be written: {exc.reason}"
+                failure=f"workload snapshot {shown} could not be written: {one_line(exc.reason)}"
             )
-        moved = _join(moved, f"rewrote corrupt workload snapshot {shown} ({stored.corrupt})")
+        corrupt = one_line(stored.corrupt)
+        moved = _join(moved, f"rewrote corrupt workload snapshot {shown} ({corrupt})")
     note = moved
     if legacy is not None and os.path.exists(location):
         refusal, migrated = rewrite_migrated(Path(location), shown, document, legacy)
@@ -299,11 +301,16 @@ def check_snapshot(
         return SnapshotResult(note=note)
     result = assertion.executions[assertion.num_executions - 1]
     if isinstance(result.exception, FileWriteError):
-        failure = f"workload snapshot {shown} could not be written: {result.exception.reason}"
+        reason = one_line(result.exception.reason)
+        failure = f"workload snapshot {shown} could not be written: {reason}"
     elif isinstance(result.exception, OSError):
-        failure = f"workload snapshot {shown} could not be written: {result.exception}"
+        failure = (
+            f"workload snapshot {shown} could not be written: {one_line(str(result.exception))}"
+        )
     elif result.exception is not None:
-        failure = f"workload snapshot {shown} could not be checked: {result.exception}"
+        failure = (
+            f"workload snapshot {shown} could not be checked: {one_line(str(result.exception))}"
+        )
     elif result.recalled_data is None:
         failure = f"no workload snapshot {shown} for the recorded workloads; {UPDATE_HINT}"
     else:
@@ -328,7 +335,7 @@ def _complete(path: Path, shown: str, document: SnapshotDocument) -> str | None:
     try:
         write_text_atomic(path, document.to_text())
     except FileWriteError as exc:
-        return f"could not add {', '.join(missing)} to {shown}: {exc.reason}"
+        return f"could not add {', '.join(missing)} to {shown}: {one_line(exc.reason)}"
     return f"added {', '.join(missing)} to {shown} (an older release did not store them)"
 
 
@@ -338,7 +345,7 @@ def _join(first: str | None, second: str | None) -> str | None:
 
 def _corrupt(shown: str, reason: str) -> str:
     return (
-        f"corrupt workload snapshot {shown}: {reason}. It is left as it is; fix it or "
+        f"corrupt workload snapshot {shown}: {one_line(reason)}. It is left as it is; fix it or "
         "regenerate it with `pytest --workload-snapshot --snapshot-update`"
     )
 
@@ -358,7 +365,7 @@ def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument
         )
     lines = [f"workload snapshot mismatch ({location}):"]
     versions = versions_line(stored.libraries, document.libraries)
-    lines += [f"  {versions}"] if versions else []
+    lines += [f"  {one_line(versions)}"] if versions else []
     lines += [f"  {line}" for line in render_changes(compare_documents(stored, document))]
     if not upgrade_refusals(stored, document):
         lines.append(

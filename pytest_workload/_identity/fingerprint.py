@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Final
 
 from .._model.canonical import Json, canonical_json, sha256_hex
 from .._model.signature import InputSignature
+from .._model.versions import FINGERPRINT_SCHEME
 from .structure import (
     NodeFunction,
     StructureMemo,
@@ -53,7 +54,7 @@ class FingerprintScheme:
 SCHEME_1: Final = FingerprintScheme(version=1, node=structure_node_v1)
 
 #: Scheme 2: what survives a library release that only rewords (see :mod:`.structure`).
-CURRENT_SCHEME: Final = FingerprintScheme(version=2, node=structure_node)
+CURRENT_SCHEME: Final = FingerprintScheme(version=FINGERPRINT_SCHEME, node=structure_node)
 
 #: Schemes this release can compute, by version: the current one and those kept to migrate from.
 BUILTIN_SCHEMES: Final[Mapping[int, FingerprintScheme]] = MappingProxyType(

@@ -22,6 +22,15 @@ def read_field(data: Mapping[str, Any], name: str, *types: type, optional: bool 
     return value
 
 
+def read_count(data: Mapping[str, Any], name: str, minimum: int, *, optional: bool = False) -> Any:
+    """An integer field of at least ``minimum`` (a count, a size): no file this plugin writes
+    holds less, so less is a forged or damaged one."""
+    value = read_field(data, name, int, optional=optional)
+    if value is not None and value < minimum:
+        raise WorkloadDataError(f"field {name!r} must be at least {minimum}, got {value}")
+    return value
+
+
 def read_strings(data: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
     """An optional list of strings, as a tuple (None when absent)."""
     values = read_field(data, name, list, optional=True)

@@ -6,11 +6,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .canonical import Json
-from .errors import WorkloadDataError
+from .errors import FutureFormatError, WorkloadDataError
 from .fields import read_field, read_object
 from .measured import BUDGET_SPENT, Measured
 from .modules import modules_to_dict, read_modules
-from .versions import READABLE_REPORT_SCHEMA_VERSIONS, REPORT_SCHEMA_VERSION
+from .versions import FINGERPRINT_SCHEME, READABLE_REPORT_SCHEMA_VERSIONS, REPORT_SCHEMA_VERSION
 from .workload import TestWorkloads
 
 
@@ -86,6 +86,14 @@ class SessionReport:
                 f"report schema_version {version} is not supported (this release reads "
                 f"{', '.join(map(str, READABLE_REPORT_SCHEMA_VERSIONS))})"
             )
+        scheme = read_field(d, "fingerprint_scheme", int)
+        if scheme > FINGERPRINT_SCHEME:
+            raise FutureFormatError(
+                f"fingerprint scheme {scheme} (this release computes scheme {FINGERPRINT_SCHEME}): "
+                "upgrade pytest-workload to read it"
+            )
+        if scheme < 1:
+            raise WorkloadDataError(f"field 'fingerprint_scheme' must be at least 1, got {scheme}")
         modules = read_modules(d.get("modules", {}))
         tests = tuple(TestWorkloads.from_dict(t, modules) for t in read_field(d, "tests", list))
         seen: set[str] = set()
@@ -94,7 +102,7 @@ class SessionReport:
                 raise WorkloadDataError(f"test {test.nodeid!r} is listed twice")
             seen.add(test.nodeid)
         return cls(
-            scheme=read_field(d, "fingerprint_scheme", int),
+            scheme=scheme,
             tests=tests,
             schema_version=version,
             environment=d.get("environment"),

@@ -1,12 +1,14 @@
 """Reading stored JSON with bounds: every file pytest-workload reads goes through here.
 
 A crafted or damaged file must end in one clear error, never a ``RecursionError``, a
-``ValueError`` from a 5000-digit integer or a silent ``inf``: nesting depth, integer length and
-non-finite numbers are bounded here, before any field is looked at.
+``ValueError`` from a 5000-digit integer, a silent ``inf`` or a key given twice, of which JSON
+parsers keep the last and a reviewer may read the first: nesting depth, integer length,
+non-finite numbers and duplicate keys are refused here, before any field is looked at.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from typing import Final, NoReturn
@@ -47,6 +49,37 @@ def _parse_float(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         _reject_constant(text)
     return value
+
+
+class _Duplicated(dict[str, object]):
+    """An object that gave ``key`` more than once, found by its path after parsing."""
+
+    key = ""
+
+
+def _object(found: list[_Duplicated], pairs: list[tuple[str, object]]) -> dict[str, object]:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    keys = [k for k, _ in pairs]
+    duplicated = _Duplicated(obj)
+    duplicated.key = next(k for i, k in enumerate(keys) if k in keys[:i])
+    found.append(duplicated)
+    return duplicated
+
+
+def _duplicate(value: object) -> str:
+    """Which key an object gives twice, and where that object is, as a JSON path."""
+    stack: list[tuple[object, str]] = [(value, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _Duplicated):
+            return f"key {node.key!r} given twice in one object (at {path or 'the top'})"
+        if isinstance(node, dict):
+            stack.extend((v, f"{path}.{k}" if path else k) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
+    raise AssertionError("no object gives a key twice")
 
 
 def depth(value: object) -> int:
@@ -96,12 +129,14 @@ def out_of_bounds(value: object, max_depth: int = MAX_JSON_DEPTH) -> str | None:
 
 def load_json(text: str) -> object:
     """Parse stored JSON; anything malformed or out of bounds is an InvalidJsonError."""
+    duplicated: list[_Duplicated] = []
     try:
         data = json.loads(
             text,
             parse_int=_parse_int,
             parse_float=_parse_float,
             parse_constant=_reject_constant,
+            object_pairs_hook=functools.partial(_object, duplicated),
         )
     except json.JSONDecodeError as exc:
         raise InvalidJsonError(f"not valid JSON ({exc})") from None
@@ -109,4 +144,6 @@ def load_json(text: str) -> object:
         raise InvalidJsonError(_TOO_DEEP) from None
     if depth(data) > MAX_JSON_DEPTH:
         raise InvalidJsonError(_TOO_DEEP)
+    if duplicated:
+        raise InvalidJsonError(f"not valid JSON: {_duplicate(data)}")
     return data

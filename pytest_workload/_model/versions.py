@@ -14,6 +14,10 @@ REPORT_SCHEMA_VERSION: Final = 4
 #: before 3 no module descriptions or library versions, one before 4 a row per path).
 READABLE_REPORT_SCHEMA_VERSIONS: Final = (1, 2, 3, 4)
 
+#: The fingerprint scheme this release computes (``_identity.fingerprint.CURRENT_SCHEME``);
+#: every scheme from 1 up to it is one a release computed.
+FINGERPRINT_SCHEME: Final = 2
+
 #: Layout version of a snapshot file (independent of the fingerprint scheme it records).
 #: 2 added ``libraries`` and the ``modules`` table; 3 one entry per distinct workload, with
 #: every path that ran it in ``paths``.

@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol
 
-from .canonical import Json
+from .canonical import Json, canonical_json
 from .computation import Computation
 from .errors import WorkloadDataError
-from .fields import read_field, read_object, read_strings
+from .fields import read_count, read_field, read_object, read_strings
 from .measured import Measured
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
 from .paths import Paths, expand_paths, name_first
@@ -37,10 +37,12 @@ class ParamStats:
     @classmethod
     def from_dict(cls, data: object) -> ParamStats:
         if not isinstance(data, dict) or not all(
-            isinstance(data.get(k), int) and not isinstance(data.get(k), bool)
+            isinstance(data.get(k), int) and not isinstance(data.get(k), bool) and data[k] >= 0
             for k in ("count", "bytes")
         ):
-            raise WorkloadDataError("params must be an object with integer 'count' and 'bytes'")
+            raise WorkloadDataError(
+                "params must be an object with integers 'count' and 'bytes' of at least 0"
+            )
         return cls(data["count"], data["bytes"], read_strings(data, "dtypes"))
 
 
@@ -225,9 +227,16 @@ class Workload(Paths):
     @classmethod
     def from_dict(cls, data: object) -> Workload:
         d = read_object(data, "workload")
+        identity = read_identity(d)
+        key = workload_key(identity["structure_hash"], identity["input_signature"])
+        if "key" in d and canonical_json(d["key"]) != canonical_json(key):
+            raise WorkloadDataError(
+                "field 'key' is not [structure_hash, args, kwargs] of its own structure_hash "
+                "and input_signature"
+            )
         return cls(
-            **read_identity(d),
-            calls=read_field(d, "calls", int),
+            **identity,
+            calls=read_count(d, "calls", 1),
             params=ParamStats.from_dict(d.get("params")),
             location=read_field(d, "location", str, optional=True),
             total_time_s=read_field(d, "total_time_s", float, int, optional=True),
@@ -239,8 +248,8 @@ class Workload(Paths):
                 for a in read_field(d, "alternate_hashes", list, optional=True) or ()
             ),
             timing=None if d.get("timing") is None else Timing.from_dict(d["timing"]),
-            flops=read_field(d, "flops", int, optional=True),
-            peak_memory_bytes=read_field(d, "peak_memory_bytes", int, optional=True),
+            flops=read_count(d, "flops", 0, optional=True),
+            peak_memory_bytes=read_count(d, "peak_memory_bytes", 0, optional=True),
             output_signature=d.get("output_signature"),
             caller=read_field(d, "caller", int, optional=True),
             measured=None if d.get("measured") is None else Measured.from_dict(d["measured"]),
@@ -302,6 +311,8 @@ class TestWorkloads:
         (without it, the test's own ``modules`` field)."""
         d = read_object(data, "test")
         nodeid = read_field(d, "nodeid", str)
+        if not nodeid:
+            raise WorkloadDataError("field 'nodeid' is empty")
         table = read_modules(d["modules"]) if modules is None and "modules" in d else modules
         workloads = []
         for row, data in enumerate(read_field(d, "workloads", list)):

@@ -63,13 +63,13 @@ def render_comparison(c: Comparison) -> list[str]:
             lines.append("  " + "  ".join(cell for cell in cells if cell))
             lines += [f"             {one_line(d)}" for d in r.details]
     lines += [one_line(line) for p in _problems(c) for line in p.splitlines()]
-    lines += [c.libraries] if c.libraries else []
+    lines += [one_line(c.libraries)] if c.libraries else []
     lines.append(_summary(c))
     return lines
 
 
 def _problems(c: Comparison) -> list[str]:
-    return [render_collapse(x) for x in c.collapses] + ([c.incomparable] if c.incomparable else [])
+    return [render_collapse(x) for x in c.collapses]
 
 
 def render_comparison_markdown(c: Comparison) -> list[str]:

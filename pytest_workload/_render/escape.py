@@ -1,5 +1,7 @@
-"""Escaping what users name (tests, modules, inputs) for each output: no name may add a line
-to a text report, or a header, a link or markup to a Markdown summary or PR comment."""
+"""Escaping what users name (tests, modules, inputs, paths, hook answers) for each output: no
+name may add a line to the terminal or a text report, move the cursor, clear the screen or set
+the window title there (ESC, OSC, BEL), or add a header, a link or markup to a Markdown summary
+or PR comment. Data stays raw in files and JSON; it is escaped where it is rendered."""
 
 from __future__ import annotations
 
@@ -17,6 +19,13 @@ def one_line(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def terminal_text(text: str) -> str:
+    """A message of several lines for the terminal: its own line breaks kept, every other
+    control character shown as an escape. Each user-chosen part of it must already be
+    ``one_line``: a line break inside a name would otherwise forge a line."""
+    return "\n".join(one_line(line) for line in text.split("\n"))
 
 
 def _markdown_char(c: str) -> str:

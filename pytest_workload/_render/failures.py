@@ -5,17 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._model.baseline import Baseline
+from .._model.canonical import Json
 from .._model.hashes import prefix_length, short
 from .._model.timing import Timing
 from .._model.workload import Workload
 from .._verdict.collapse import Collapse
 from .._verdict.diff import Change, format_key
 from .._verdict.drift import Drift
+from .escape import one_line
 from .report import _INDENT, format_duration
 
 
 def _describe(w: Workload) -> str:
-    return f"{w.label} ({w.class_name}), input {w.input_signature.format()}"
+    return one_line(f"{w.label} ({w.class_name}), input {w.input_signature.format()}")
+
+
+def _key(key: Json) -> str:
+    return one_line(format_key(key))
 
 
 def render_collapse(collapse: Collapse) -> str:
@@ -27,25 +33,23 @@ def render_collapse(collapse: Collapse) -> str:
             [
                 "unstable user key: one workload got different keys from pytest_workload_key:",
                 f"  workload: {_describe(a.workload)}, hash {short(a.workload.hash)}",
-                f"  - {a.nodeid}, call {a.user_key.first_call}: {format_key(a.user_key.key)}",
-                f"  - {b.nodeid}, call {b.user_key.first_call}: {format_key(b.user_key.key)}",
+                f"  - {one_line(a.nodeid)}, call {a.user_key.first_call}: {_key(a.user_key.key)}",
+                f"  - {one_line(b.nodeid)}, call {b.user_key.first_call}: {_key(b.user_key.key)}",
             ]
         )
     if collapse.kind == "user key collapse":
         assert a.user_key is not None
-        head = (
-            f"user key collapse: two distinct workloads share the key {format_key(a.user_key.key)}"
-        )
+        head = f"user key collapse: two distinct workloads share the key {_key(a.user_key.key)}"
         n = prefix_length([a.workload.hash, b.workload.hash])
         rows = [
-            f"  - {s.nodeid}: {_describe(s.workload)}, hash {short(s.workload.hash, n)}"
+            f"  - {one_line(s.nodeid)}: {_describe(s.workload)}, hash {short(s.workload.hash, n)}"
             for s in (a, b)
         ]
     else:
         head = f"workload hash collapse: two distinct workloads share the hash {a.workload.hash}"
         n = prefix_length([a.workload.structure_hash, b.workload.structure_hash])
         rows = [
-            f"  - {s.nodeid}: {_describe(s.workload)}, "
+            f"  - {one_line(s.nodeid)}: {_describe(s.workload)}, "
             f"structure {short(s.workload.structure_hash, n)}"
             for s in (a, b)
         ]
@@ -54,7 +58,7 @@ def render_collapse(collapse: Collapse) -> str:
 
 def _entry_title(change: Change) -> str:
     e = change.entry
-    return f"{e.label} ({e.class_name})"
+    return one_line(f"{e.label} ({e.class_name})")
 
 
 #: Submodule changes listed per message before the rest are summarised in a count.
@@ -68,12 +72,12 @@ def _change_lines(change: Change, hash_len: int) -> list[str]:
             f"changed:  {_entry_title(change)} {short(change.old.hash, hash_len)} -> "
             f"{short(change.new.hash, hash_len)}"
         )
-        return [head, *(f"{_INDENT}{d}" for d in change.details)]
+        return [head, *(f"{_INDENT}{one_line(d)}" for d in change.details)]
     e = change.entry
     return [
         f"{change.kind + ':':<9} {_entry_title(change)} {short(e.hash, hash_len)}, input "
-        f"{e.input_signature.format()}",
-        *(f"{_INDENT}{d}" for d in change.details),
+        f"{one_line(e.input_signature.format())}",
+        *(f"{_INDENT}{one_line(d)}" for d in change.details),
     ]
 
 
@@ -99,7 +103,7 @@ UPDATE_HINT = "run `pytest --workload-snapshot --snapshot-update` to accept the 
 
 
 def _workload_title(w: Workload) -> str:
-    return f"{w.label} ({w.class_name}), input {w.input_signature.format()}, hash {short(w.hash)}"
+    return f"{_describe(w)}, hash {short(w.hash)}"
 
 
 _TIMES = {1: "once", 2: "twice"}
@@ -191,13 +195,15 @@ def render_missing_baseline(
 ) -> str:
     # the same text in every test that runs the workload (whatever a test calls its model),
     # so the session shows it once
-    workload = f"{w.class_name}, input {w.input_signature.format()}, hash {short(w.hash)}"
+    workload = (
+        one_line(f"{w.class_name}, input {w.input_signature.format()}") + f", hash {short(w.hash)}"
+    )
     line = f"no timing baseline for {workload} on {device}"
     if nearest is not None:
         other, factor = nearest
         expected = other.timing.median_s * factor
         line += (
-            f"; nearest compatible baseline: {other.name} {other.input} "
+            f"; nearest compatible baseline: {one_line(f'{other.name} {other.input}')} "
             f"({format_duration(other.timing.median_s)}) at distance factor {factor:g}, so "
             f"about {format_duration(expected)} expected if time scales with size"
         )

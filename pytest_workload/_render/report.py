@@ -8,6 +8,7 @@ from .._model.hashes import prefix_length, short
 from .._model.notes import Note
 from .._model.timing import Timing
 from .._model.workload import TestWorkloads, Workload
+from .escape import one_line, terminal_text
 
 _INDENT = "    "
 
@@ -52,10 +53,10 @@ def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
     if w.total_time_s is not None:
         executed += f" – {format_duration(w.total_time_s)}"
     fields = [
-        ("Class", f"{_short_class(w.class_name)} ({w.class_name})"),
-        ("Location", w.location),
+        ("Class", one_line(f"{_short_class(w.class_name)} ({w.class_name})")),
+        ("Location", None if w.location is None else one_line(w.location)),
         ("Parameters", format_params(w.params.count, w.params.bytes)),
-        ("Input", w.input_signature.format()),
+        ("Input", one_line(w.input_signature.format())),
         ("Hash", short(w.hash, hash_len)),
         ("Timing", None if w.timing is None else format_timing(w.timing)),
         ("FLOPs", None if w.flops is None else format_flops(w.flops)),
@@ -64,7 +65,7 @@ def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
             None if w.peak_memory_bytes is None else f"{w.peak_memory_bytes / 1e6:.1f} MB",
         ),
     ]
-    lines = [f"{indent}{w.label} ({executed})"]
+    lines = [f"{indent}{one_line(w.label)} ({executed})"]
     lines += [f"{indent}{_INDENT}{k + ':':<13}{v}" for k, v in fields if v is not None]
     return lines
 
@@ -86,7 +87,7 @@ def render_session(tests: Sequence[TestWorkloads]) -> list[str]:
             continue
         if lines:
             lines.append("")
-        lines.append(test.nodeid)
+        lines.append(one_line(test.nodeid))
         for root in test.roots():
             lines += _tree_lines(test, root, _INDENT, hash_len)
             lines.append("")
@@ -192,7 +193,8 @@ def render_unchecked(kept: int, *, gate: bool, update: bool, recorded: int) -> s
 
 def render_notes(notes: Sequence[Note]) -> list[str]:
     """Each note once, in the order first seen, after the test that first showed it (and how
-    many more did): a workload that five tests run gets one note, not five."""
+    many more did): a workload that five tests run gets one note, not five. A note's own line
+    breaks are kept, so each user-chosen part of it must already be ``one_line``."""
     seen: dict[str, list[str]] = {}
     for note in notes:
         nodeids = seen.setdefault(note.text, [])
@@ -201,6 +203,6 @@ def render_notes(notes: Sequence[Note]) -> list[str]:
     lines = []
     for text, nodeids in seen.items():
         more = len(nodeids) - 1
-        where = nodeids[0] + (f" (and {_count(more, 'more test')})" if more else "")
-        lines.append(f"{where}: {text}")
+        where = one_line(nodeids[0]) + (f" (and {_count(more, 'more test')})" if more else "")
+        lines.append(terminal_text(f"{where}: {text}"))
     return lines

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from .._model.errors import WorkloadError
 from .._model.library_versions import versions_line
 from .._model.report import SessionReport
 from .._model.snapshot import SnapshotDocument
@@ -47,22 +48,22 @@ class Row:
     drift: Drift | None = None
 
 
+class IncomparableError(WorkloadError):
+    """Reports of two fingerprint schemes: no verdict, since no hash of one means anything in
+    the other."""
+
+
 @dataclass(frozen=True)
 class Comparison:
     rows: tuple[Row, ...]
     collapses: tuple[Collapse, ...] = ()
-    incomparable: str | None = None
     timings_compared: bool = False
     #: The two reports' library versions, when hashes changed and the versions differ.
     libraries: str | None = None
 
     @property
     def regressed(self) -> bool:
-        return (
-            self.incomparable is not None
-            or bool(self.collapses)
-            or any(r.verdict in REGRESSIONS for r in self.rows)
-        )
+        return bool(self.collapses) or any(r.verdict in REGRESSIONS for r in self.rows)
 
 
 def _document(test: TestWorkloads | None, scheme: int) -> SnapshotDocument:
@@ -146,10 +147,9 @@ def compare_reports(
     ``strict`` judges differences timed under load too, as ``--workload-perf=strict`` does.
     """
     if base.scheme != head.scheme:
-        return Comparison(
-            (),
-            incomparable=f"the reports use fingerprint schemes {base.scheme} and {head.scheme}: "
-            "hashes are not comparable; regenerate the base report with the same pytest-workload",
+        raise IncomparableError(
+            f"the reports use fingerprint schemes {base.scheme} and {head.scheme}: hashes are "
+            "not comparable; regenerate the base report with the same pytest-workload"
         )
     timed = same_device(base, head)
     base_tests = {t.nodeid: t for t in base.tests}
