@@ -57,12 +57,19 @@ class FirstCall:
         target: nn.Module,
         args: tuple[Any, ...],
         kwargs: dict[str, Any] | None,
+        *,
+        copy: bool = True,
     ) -> None:
+        """``copy``: copy the inputs, for a replay (False: it will never be replayed)."""
         self._target: nn.Module | None = target
         self.context: CallContext | None = None
-        (self.args, self.kwargs), copied = copy_inputs((args, kwargs or {}))
-        self.unsafe: str | None = None if copied else "an input is an object it cannot copy"
-        self._kwargs_known = kwargs is not None
+        self.args: tuple[Any, ...] = ()
+        self.kwargs: dict[str, Any] = {}
+        self.unsafe: str | None = None
+        if copy:
+            (self.args, self.kwargs), copied = copy_inputs((args, kwargs or {}))
+            self.unsafe = None if copied else "an input is an object it cannot copy"
+        self._kwargs_known = kwargs is not None or not copy
         #: what counts the call's FLOPs and sees its writes (set once its tracing began)
         self.counts: Counted | None = None
         self.ended = False
