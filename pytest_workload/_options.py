@@ -38,6 +38,8 @@ class WorkloadsMark:
     perf_tolerance: float | None = None
     #: False opts a test out of ``--workload-record=all``.
     record: bool = True
+    #: False for a test recorded by ``--workload-record=all`` alone, which is never replayed.
+    marked: bool = True
 
 
 def _in_range(value: float, *, positive: bool) -> bool:

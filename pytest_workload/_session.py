@@ -20,6 +20,7 @@ from ._identity.describe import Describer
 from ._identity.fingerprint import CURRENT_SCHEME, FingerprintScheme
 from ._measure.budget import SessionBudget
 from ._measure.device import environment, resolve_device
+from ._measure.orchestrate import Replays
 from ._measure.timing import TimingPolicy
 from ._model.baseline import BASELINE_DIRNAME
 from ._model.canonical import Json
@@ -129,6 +130,7 @@ class WorkloadSession:
         max_depth: int,
         describe: Describer | None = None,
         keyer: Keyer | None = None,
+        replays: bool = True,
     ) -> WorkloadRecorder:
         return WorkloadRecorder(
             nodeid,
@@ -139,6 +141,7 @@ class WorkloadSession:
             keyer=keyer,
             alternate_schemes=self.legacy_schemes if self.settings.migrate else (),
             rootdir=self.settings.rootdir,
+            replays=replays,
         )
 
     def device(self) -> torch.device:
@@ -175,7 +178,10 @@ class WorkloadSession:
         tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
             policy = self.timing_policy(tolerance)
-            for problem in recorder.measure(policy, self.budget, replays=self.perf.replays):
+            replays: Replays = "timing" if self.perf.replays else "counts"
+            if not recorder.replays:
+                replays = "never"
+            for problem in recorder.measure(policy, self.budget, replays=replays):
                 self.perf_notes.append(Note(recorder.nodeid, one_line(problem)))
         test = recorder.workloads()
         self.add(test)

@@ -97,7 +97,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         mark = parse_mark(item)
         if mark is None and record_all:
-            mark = WorkloadsMark()
+            mark = WorkloadsMark(marked=False)
         if mark is not None and mark.record:
             item.stash[MARK_KEY] = mark
 
@@ -153,6 +153,8 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
         max_depth=mark.max_depth if mark else 0,
         describe=_describer(item),
         keyer=_keyer(item),
+        # a test that asked for its workloads (a marker, the fixture) is replayed for timing
+        replays=mark is None or mark.marked or "workloads" in request.fixturenames,
     )
     item.stash[RECORDER_KEY] = recorder
     if request.config.pluginmanager.hasplugin("syrupy"):

@@ -95,10 +95,12 @@ def test_nothing_is_imported_to_look_them_up():
         "import sys\n"
         "from pytest_workload._identity.describe import describe_args\n"
         "from pytest_workload import UndescribableInputError\n"
+        "from pytest_workload._measure.first_call import copy_inputs\n"
         "try:\n"
         "    describe_args((object(),))\n"
         "except UndescribableInputError:\n"
         "    pass\n"
+        "assert copy_inputs(object())[1] is False\n"
         "print(sorted(m for m in ('transformers', 'torchvision') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -4,6 +4,7 @@ its FLOPs counted on the call itself; what cannot be measured is said, never rai
 from __future__ import annotations
 
 import gc
+import random
 import weakref
 
 import pytest
@@ -12,7 +13,12 @@ from torch import nn
 
 from pytest_workload import WorkloadRecorder
 from pytest_workload._measure.timing import TimingPolicy
-from pytest_workload._model.measured import XDIST_NOT_MEASURED, XDIST_OBSERVED
+from pytest_workload._model.measured import (
+    UNMARKED_NOT_MEASURED,
+    UNMARKED_OBSERVED,
+    XDIST_NOT_MEASURED,
+    XDIST_OBSERVED,
+)
 
 POLICY = TimingPolicy(budget_s=0.01)
 
@@ -41,7 +47,7 @@ class Branchy(nn.Module):
         return self.lin(x)
 
 
-def measured(fn, policy=POLICY, replays=True):
+def measured(fn, policy=POLICY, replays="timing"):
     """The workloads of ``fn()`` measured after it, and the report lines."""
     recorder = WorkloadRecorder("t")
     with recorder.recording(all_roots=True):
@@ -185,7 +191,7 @@ def test_a_compiled_module_is_counted_by_a_replay_of_its_original():
 
 def test_without_replays_a_workload_is_timed_from_the_calls_the_test_made():
     model = Once(RuntimeError("replayed"))
-    (w,), lines = measured(lambda: model(torch.rand(3)), replays=False)
+    (w,), lines = measured(lambda: model(torch.rand(3)), replays="counts")
     assert lines == [] and model.calls == 1
     assert w.timing is None  # its one call ran under the tracer
     assert w.measured.timing == XDIST_NOT_MEASURED and w.measured.flops == "first call"
@@ -194,7 +200,7 @@ def test_without_replays_a_workload_is_timed_from_the_calls_the_test_made():
 def test_without_replays_a_compiled_module_is_still_counted_by_a_replay_of_its_original():
     model = nn.Linear(4, 4)
     compiled = torch.compile(model, backend="eager")
-    (w,), lines = measured(lambda: [compiled(torch.rand(2, 4)) for _ in range(3)], replays=False)
+    (w,), lines = measured(lambda: [compiled(torch.rand(2, 4)) for _ in range(3)], replays="counts")
     assert lines == [] and w.flops == 2 * 2 * 4 * 4 and w.measured.flops == "replayed"
     assert w.measured.timing == XDIST_OBSERVED and w.timing.source == "recorded calls"
 
@@ -203,9 +209,59 @@ def test_without_replays_a_forward_that_writes_outside_keeps_its_own_reason():
     model = WritesOutside()
     SIDE.zero_()
     x = torch.rand(3)
-    (w,), _ = measured(lambda: [model(x) for _ in range(4)], replays=False)
+    (w,), _ = measured(lambda: [model(x) for _ in range(4)], replays="counts")
     assert SIDE.tolist() == [4.0] * 3
     assert w.measured.timing == "observed calls (add_ wrote to a tensor outside the module)"
+
+
+class Appends(nn.Module):
+    """A forward with effects outside its module: a global list, a module-held generator."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rng = random.Random(0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        CALLS.append(self.rng.random())
+        return x * 2
+
+
+CALLS: list[float] = []
+
+
+@pytest.mark.parametrize("policy", [POLICY, None], ids=["timed", "timing off"])
+def test_never_replayed_a_workload_runs_only_the_calls_the_test_made(policy):
+    model = Appends()
+    CALLS.clear()
+    (w,), lines = measured(lambda: [model(torch.rand(3)) for _ in range(4)], policy, "never")
+    seen, expected = CALLS.copy(), random.Random(0)
+    assert seen == [expected.random() for _ in range(4)]  # the test's four calls, no more
+    assert lines == [] and w.flops == 0 and w.measured.flops == "first call"
+    if policy is None:
+        assert w.timing is None and w.measured.timing == "off"
+    else:  # calls 3 and 4: the first two ran under the tracer
+        assert w.measured.timing == UNMARKED_OBSERVED and w.timing.n == 2
+        assert w.timing.source == "recorded calls"
+
+
+def test_never_replayed_a_single_call_is_not_timed_and_its_inputs_are_not_copied():
+    model = Once(RuntimeError("replayed"))
+    recorder = WorkloadRecorder("t", replays=False)
+    with recorder.recording(all_roots=True):
+        model(torch.rand(3))
+    ((_, first),) = [e.done.first for e in recorder._rows._entries.values()]
+    assert first.args == () and first.kwargs == {} and first.unsafe is None
+    assert recorder.measure(POLICY, replays="never") == []
+    (w,) = recorder.workloads()
+    assert model.calls == 1 and w.timing is None
+    assert w.measured.timing == UNMARKED_NOT_MEASURED and w.measured.flops == "first call"
+
+
+def test_never_replayed_a_compiled_module_says_its_flops_are_not_measured():
+    compiled = torch.compile(nn.Linear(4, 4), backend="eager")
+    (w,), (line,) = measured(lambda: compiled(torch.rand(2, 4)), POLICY, "never")
+    assert w.flops is None and w.measured.flops == line.split(": ", 1)[1]
+    assert w.measured.flops.startswith("not measured: its first call could not count them, and")
 
 
 def _recorded_and_released() -> tuple[weakref.ref[nn.Module], WorkloadRecorder, object]:

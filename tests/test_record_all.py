@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from pytest_workload._model.measured import UNMARKED_OBSERVED
 from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES
 
 UNEDITED = """
@@ -97,3 +98,81 @@ def test_a_bad_record_argument_is_a_usage_error(pytester):
     result = pytester.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*test_x: @pytest.mark.workloads(record=...) must be True or*"])
+
+
+SIDE_EFFECTS = """
+import random
+
+CALLS = []
+
+
+class Logs(nn.Module):
+    def __init__(self, log=True):
+        super().__init__()
+        self.rng = random.Random(0) if log else None
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if self.rng is not None:
+            CALLS.append(self.rng.random())
+        return self.lin(x)
+
+
+SHARED = Logs()
+
+
+def test_unmarked():
+    for _ in range(5):
+        SHARED(torch.rand(2, 4))
+
+
+@pytest.mark.workloads
+def test_later_tests_see_the_calls_the_tests_made():
+    expected = random.Random(0)
+    assert CALLS == [expected.random() for _ in range(5)]
+
+
+@pytest.mark.workloads
+def test_marked():
+    Logs(log=False)(torch.rand(2, 4))
+
+
+def test_fixture(workloads):
+    Logs(log=False)(torch.rand(2, 4))
+"""
+
+
+def test_unmarked_tests_are_never_replayed_and_say_how_they_were_timed(pytester):
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_side=MODELS + SIDE_EFFECTS)
+    pytester.runpytest("-p", "no:workload", "-k", "not fixture").assert_outcomes(passed=3)
+    result = pytester.runpytest("--workload-record=all", "--workload-json=r.json")
+    result.assert_outcomes(passed=4)
+    report = json.loads((pytester.path / "r.json").read_text())
+    timing = {
+        t["nodeid"].split("::")[1]: t["workloads"][0]["measured"]
+        for t in report["tests"]
+        if t["workloads"]
+    }
+    assert timing == {
+        "test_unmarked": {"timing": UNMARKED_OBSERVED, "flops": "first call"},
+        "test_marked": {"timing": "replayed", "flops": "first call"},
+        "test_fixture": {"timing": "replayed", "flops": "first call"},
+    }
+
+
+def test_unmarked_timings_are_neither_judged_nor_written_as_baselines(pytester):
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_side=MODELS + SIDE_EFFECTS)
+    gate = ("--workload-record=all", "--workload-snapshot", "--workload-perf=strict")
+    result = pytester.runpytest(*gate, "--snapshot-update", "--workload-json=r.json")
+    result.assert_outcomes(passed=4)
+    report = json.loads((pytester.path / "r.json").read_text())
+    hashes = {
+        t["nodeid"].split("::")[1]: t["workloads"][0]["hash"]
+        for t in report["tests"]
+        if t["workloads"]
+    }
+    written = {p.stem for p in (pytester.path / "__workload_baselines__").rglob("*.json")}
+    assert written == {hashes["test_marked"], hashes["test_fixture"]}
+    pytester.runpytest(*gate).assert_outcomes(passed=4)

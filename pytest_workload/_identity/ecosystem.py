@@ -1,5 +1,6 @@
-"""Descriptions of the ecosystem's own input types: torchvision's ``ImageList`` and Hugging
-Face caches (``DynamicCache``, ``StaticCache`` and the other ``Cache`` classes).
+"""The ecosystem's own input types: torchvision's ``ImageList`` and Hugging Face caches
+(``DynamicCache``, ``EncoderDecoderCache``, ``StaticCache`` and the other ``Cache`` classes),
+described for a hash and copied for a replay.
 
 Each is looked up only when its library is already imported (a test that passes one has
 imported it), so a session without them pays nothing. A value is described by what decides its
@@ -7,12 +8,18 @@ computation: an ``ImageList`` by its batch tensor and image sizes, a cache by it
 sequence length and the shapes and dtypes of each layer's keys and values, never their values.
 ``ModelOutput`` needs nothing here: it is a dataclass, described field by field. The
 ``pytest_workload_describe`` hook is asked first, so a project can describe these its own way.
+
+A cache is copied as Hugging Face's documentation copies one to reuse it (``copy.deepcopy``),
+with its tensors detached and cloned first (``deepcopy`` refuses a tensor with a history). A
+forward grows the cache it is given by rebinding its layers' tensors, so a replay puts the
+attributes of the cache's objects back after each call (:func:`library_parts`).
 """
 
 from __future__ import annotations
 
+import copy
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .._model.canonical import Json
@@ -89,3 +96,76 @@ def describe_known(value: object, nested: Nested, path: str) -> Json | None:
         if cls is not None and isinstance(value, cls):
             return {"builtin": qualified_name(type(value)), "fields": describe(value, nested, path)}
     return None
+
+
+def _reachable(value: object, tensor: type, found: dict[int, object], seen: set[int]) -> None:
+    """Every tensor, and every object of the library, reachable from ``value`` through the
+    attributes of the library's objects, lists, tuples and dicts."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    items: Iterable[object]
+    if isinstance(value, tensor):
+        found[id(value)] = value
+        return
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, dict):
+        items = value.values()
+    elif type(value).__module__.startswith("transformers.") and hasattr(value, "__dict__"):
+        found[id(value)] = value
+        items = vars(value).values()
+    else:
+        return
+    for item in items:
+        _reachable(item, tensor, found, seen)
+
+
+def _parts(cache: object) -> list[object]:
+    import torch
+
+    found: dict[int, object] = {}
+    _reachable(cache, torch.Tensor, found, set())
+    return list(found.values())
+
+
+def copy_known(value: Any) -> tuple[Any, bool] | None:
+    """A copy of an ecosystem input with its tensors cloned, and whether it could be copied;
+    None for any other value."""
+    import torch
+
+    cache = _loaded(_CACHE)
+    if cache is not None and isinstance(value, cache):
+        memo: dict[int, Any] = {}
+        for part in _parts(value):
+            if isinstance(part, torch.Tensor):
+                clone = part.detach().clone()
+                memo[id(part)] = clone.requires_grad_(part.requires_grad)
+        try:
+            return copy.deepcopy(value, memo), True
+        except Exception:  # (an offloading cache holds a stream, which cannot be copied)
+            return value, False
+    image_list = _loaded(_IMAGE_LIST)
+    if image_list is not None and isinstance(value, image_list):
+        images: Any = value
+        return type(images)(images.tensors.detach().clone(), list(images.image_sizes)), True
+    return None
+
+
+def library_parts(values: object) -> list[object]:
+    """The caches among ``values`` (searched through lists, tuples and dicts) and every
+    object of theirs: what a forward changes in a cache it is given."""
+    cache = _loaded(_CACHE)
+    if cache is None:
+        return []
+    found: list[object] = []
+    pending = [values]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, cache):
+            found += (p for p in _parts(value) if type(p).__module__.startswith("transformers."))
+        elif isinstance(value, (list, tuple)):
+            pending += value
+        elif isinstance(value, dict):
+            pending += value.values()
+    return found

@@ -11,8 +11,10 @@ its first call is captured as built. Anything that makes a replay unsafe is kept
 
 from __future__ import annotations
 
+import copy
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._identity.ecosystem import copy_known
 from .context import CallContext, capture
 
 if TYPE_CHECKING:
@@ -31,22 +33,41 @@ class Counted(Protocol):
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
 
 
+def _copy_mapping(value: dict[Any, Any]) -> tuple[Any, bool]:
+    """A dict, or a copy of a dict subclass (a ``ModelOutput``, whose fields are its items)
+    with its type and attributes, its items copied."""
+    pairs = {k: copy_inputs(v) for k, v in value.items()}
+    ok = all(ok for _, ok in pairs.values())
+    if type(value) is dict:
+        return {k: v for k, (v, _) in pairs.items()}, ok
+    try:
+        mapping = copy.copy(value)
+        for k, (v, _) in pairs.items():
+            mapping[k] = v
+    except Exception:
+        return value, False
+    return mapping, ok
+
+
 def copy_inputs(value: Any) -> tuple[Any, bool]:
     """A copy of call inputs with every tensor cloned, and whether it is a full copy (False
     when an input is an object that cannot be copied without knowing what it is)."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        copy = value.detach().clone()
-        return copy.requires_grad_(value.requires_grad), True
+        clone = value.detach().clone()
+        return clone.requires_grad_(value.requires_grad), True
     if isinstance(value, (tuple, list)):
         items = [copy_inputs(v) for v in value]
+        if hasattr(type(value), "_fields"):  # a named tuple
+            return type(value)(*(v for v, _ in items)), all(ok for _, ok in items)
         return type(value)(v for v, _ in items), all(ok for _, ok in items)
     if isinstance(value, dict):
-        pairs = {k: copy_inputs(v) for k, v in value.items()}
-        return {k: v for k, (v, _) in pairs.items()}, all(ok for _, ok in pairs.values())
-    plain = isinstance(value, (*_PLAIN, torch.dtype, torch.device, torch.Size))
-    return value, plain
+        return _copy_mapping(value)
+    if isinstance(value, (*_PLAIN, torch.dtype, torch.device, torch.Size)):
+        return value, True
+    known = copy_known(value)
+    return (value, False) if known is None else known
 
 
 class FirstCall:
@@ -57,11 +78,18 @@ class FirstCall:
         target: nn.Module,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
+        *,
+        copy: bool = True,
     ) -> None:
+        """``copy``: copy the inputs, for a replay (False: it will never be replayed)."""
         self._target: nn.Module | None = target
         self.context: CallContext | None = None
-        (self.args, self.kwargs), copied = copy_inputs((args, kwargs))
-        self.unsafe: str | None = None if copied else "an input is an object it cannot copy"
+        self.args: tuple[Any, ...] = ()
+        self.kwargs: dict[str, Any] = {}
+        self.unsafe: str | None = None
+        if copy:
+            (self.args, self.kwargs), copied = copy_inputs((args, kwargs))
+            self.unsafe = None if copied else "an input is an object it cannot copy"
         #: what counts the call's FLOPs and sees its writes (set once its tracing began)
         self.counts: Counted | None = None
         self.ended = False

@@ -110,12 +110,13 @@ def _equal_count(name: str, counter: Any) -> Any:
     return itertools.count(*start_step)
 
 
-class _ModuleState:
-    """One module's attributes, and the contents of its container attributes."""
+class AttributeState:
+    """One object's attributes (a module's, a cache's), and the contents of its container
+    attributes, to put back."""
 
-    def __init__(self, module: nn.Module) -> None:
-        self.module = module
-        self.attributes = dict(vars(module))
+    def __init__(self, owner: object) -> None:
+        self.owner = owner
+        self.attributes = dict(vars(owner))
         self.contents = {
             name: _copy(value)
             for name, value in self.attributes.items()
@@ -127,7 +128,7 @@ class _ModuleState:
 
     def stand_in_counts(self, memo: dict[int, Any]) -> None:
         """Bind an equal count in place of each count attribute (one per shared count)."""
-        attributes = vars(self.module)
+        attributes = vars(self.owner)
         for name, value in self.attributes.items():
             if type(value) is itertools.count:
                 if id(value) not in memo:
@@ -135,7 +136,7 @@ class _ModuleState:
                 attributes[name] = memo[id(value)]
 
     def restore(self) -> None:
-        attributes = vars(self.module)
+        attributes = vars(self.owner)
         for name in [n for n in attributes if n not in self.attributes]:
             del attributes[name]
         for name, value in self.attributes.items():
@@ -227,7 +228,7 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
     import torch
 
     modules = tree(roots)
-    states = [_ModuleState(m) for m in modules]
+    states = [AttributeState(m) for m in modules]
     unique: dict[int, torch.Tensor] = {}
     for module in modules:
         for tensor in own_tensors(module):

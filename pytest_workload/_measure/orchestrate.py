@@ -5,7 +5,10 @@ there. A replay times it (and counts FLOPs for a compiled module) under the capt
 isolated from the program; it is refused when the module no longer computes what the call
 computed (its structure, a dtype or a device changed since), and replaced by the observed
 calls' times when a replay could change state it cannot put back, or when xdist workers share
-the cores (a replayed timing there is biased, and gates nothing). Every outcome is said in a
+the cores (a replayed timing there is biased, and gates nothing). A test that did not ask for
+timing (recorded by ``--workload-record=all`` alone) is never replayed: a replay re-runs a
+forward hundreds of times, which multiplied an unedited suite's time, and whatever the forward
+does outside the module tree happened again each time. Every outcome is said in a
 ``Measured`` and, where something is missing or approximate, in a line for the report.
 """
 
@@ -14,7 +17,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._model.measured import (
     BUDGET_SPENT,
@@ -22,6 +25,9 @@ from .._model.measured import (
     NOT_MEASURED,
     OFF,
     REPLAYED,
+    UNMARKED,
+    UNMARKED_NOT_MEASURED,
+    UNMARKED_OBSERVED,
     XDIST_NOT_MEASURED,
     XDIST_OBSERVED,
     Measured,
@@ -36,6 +42,11 @@ from .timing import TimingPolicy, summarize
 
 if TYPE_CHECKING:
     from torch import nn
+
+#: What may be replayed: ``timing`` (every workload, the default), ``counts`` (only where the
+#: first call could not count FLOPs or a CUDA peak is wanted: beside other xdist workers),
+#: ``never`` (a test recorded only by ``--workload-record=all``).
+Replays = Literal["timing", "counts", "never"]
 
 
 @dataclass(frozen=True)
@@ -143,21 +154,41 @@ def _unreplayed(call: RecordedCall, policy: TimingPolicy) -> tuple[Measurement, 
     return replace(measured, timing=timing, measured=replace(how, timing=why)), line
 
 
+def _never_replayed(
+    call: RecordedCall, policy: TimingPolicy | None
+) -> tuple[Measurement, str | None]:
+    """A workload of a test that did not ask for timing: timed from the calls the test made,
+    FLOPs from its first call; nothing is run again."""
+    if call.unsafe is not None or mismatch(call.context, call.target) or call.changed:
+        return measure_call(call, policy)  # (never replays these: says why)
+    line = (
+        None
+        if call.flops is not None
+        else not_measured(f"its first call could not count them, and {UNMARKED}")
+    )
+    if policy is None:
+        return _done(call, None, OFF, line, Measurement())
+    timing, how = _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
+    return _done(call, timing, how, line, Measurement())
+
+
 def measure_calls(
     calls: Sequence[RecordedCall],
     policy: TimingPolicy | None,
     budget: SessionBudget | None = None,
     *,
-    replays: bool = True,
+    replays: Replays = "timing",
 ) -> tuple[list[Measurement], list[str]]:
     """A measurement per call (timing unless ``policy`` is None, or ``budget`` declines it;
-    from the calls the test made where ``replays`` is False), and lines for the report, one
-    per workload whose measurement is missing or approximate (those the budget left untimed,
-    or that were not replayed, are counted in the report instead)."""
+    from the calls the test made unless ``replays`` is ``timing``), and lines for the report,
+    one per workload whose measurement is missing or approximate (those the budget left
+    untimed, or that were not replayed, are counted in the report instead)."""
     measurements, lines = [], []
     for call in calls:
         bound = None if policy is None else policy.for_workload(call.workload_hash)
-        if bound is not None and not replays:
+        if replays == "never":
+            measured, line = _never_replayed(call, bound)
+        elif bound is not None and replays == "counts":
             measured, line = _unreplayed(call, bound)
         elif bound is None or budget is None:
             measured, line = measure_call(call, bound)

@@ -2,8 +2,9 @@
 
 A replay runs under the state the call was made in (:mod:`.context`), on a copy of its inputs,
 isolated from the program (:mod:`.isolation`): whatever it changes is put back, and user hooks
-do not fire. It measures peak memory on CUDA, then, unless timing is off, times the call
-adaptively on its device; it counts FLOPs only where the first call could not (a compiled
+do not fire; a Hugging Face cache among the inputs is put back after every call. It measures
+peak memory on CUDA, then, unless timing is off, times the call adaptively on its device; it
+counts FLOPs only where the first call could not (a compiled
 module, whose wrapper would recompile under the counter: its unwrapped module is counted).
 An exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a problem, never
 raised; only ``KeyboardInterrupt`` goes through.
@@ -14,11 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._identity.ecosystem import library_parts
 from .._model.measured import Measured
 from .._model.timing import Timing
 from .context import CallContext, applied, capture
 from .first_call import copy_inputs
-from .isolation import isolated
+from .isolation import AttributeState, isolated
 from .timing import TimingPolicy, pin_allocator, stopwatch_for, time_call
 from .tracing import count_flops
 
@@ -86,7 +88,14 @@ def replay(
             if count:
                 flops = count_flops(target, *copy_inputs((args, kwargs))[0])
             (a, k), _ = copy_inputs((args, kwargs))
-            call = lambda: module(*a, **k)  # noqa: E731
+            # a cache the call grows is put back after each call, so each computes the first
+            caches = [AttributeState(part) for part in library_parts((a, k))]
+
+            def call() -> None:
+                module(*a, **k)
+                for cache in caches:
+                    cache.restore()
+
             if device.type == "cuda":
                 peak = _peak_memory(call, device)
             if policy is not None:

@@ -38,10 +38,19 @@ def observed(why: str) -> str:
     return f"{OBSERVED} ({why})"
 
 
-#: How a top-level workload that xdist left unreplayed was timed: from the test's own calls,
-#: or not at all where none was observed.
-XDIST_OBSERVED: Final = observed(XDIST_SHARED)
-XDIST_NOT_MEASURED: Final = not_measured(f"no call was observed untraced, and {XDIST_SHARED}")
+#: Why a top-level workload was not replayed at all: its test did not ask for timing (no
+#: marker, no ``workloads`` fixture), and replays would multiply an unedited suite's time.
+UNMARKED: Final = "unmarked tests recorded by --workload-record=all are not replayed"
+
+
+def _unreplayed(why: str) -> tuple[str, str]:
+    """How a workload left unreplayed for ``why`` was timed: from the test's own calls, or not
+    at all where none was observed."""
+    return observed(why), not_measured(f"no call was observed untraced, and {why}")
+
+
+XDIST_OBSERVED, XDIST_NOT_MEASURED = _unreplayed(XDIST_SHARED)
+UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED = _unreplayed(UNMARKED)
 
 
 def _check(value: str, what: str, allowed: tuple[str, ...]) -> str:
@@ -69,6 +78,15 @@ class Measured:
         """Whether the timing was not replayed because xdist workers shared the cores: it is
         judged against no baseline, and the session counts it."""
         return self.timing in (XDIST_OBSERVED, XDIST_NOT_MEASURED)
+
+    @property
+    def unreplayed(self) -> bool:
+        """Whether the timing was left unreplayed on purpose (beside xdist workers, or in an
+        unmarked test): a few of the test's own calls, judged against no baseline."""
+        return self.unreplayed_for_xdist or self.timing in (
+            UNMARKED_OBSERVED,
+            UNMARKED_NOT_MEASURED,
+        )
 
     def to_dict(self) -> dict[str, Json]:
         return {"timing": self.timing, "flops": self.flops}

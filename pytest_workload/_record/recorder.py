@@ -25,7 +25,7 @@ from .._identity.fingerprint import CURRENT_SCHEME, FingerprintScheme
 from .._measure.budget import SessionBudget
 from .._measure.context import mismatch, trained_as
 from .._measure.first_call import FirstCall
-from .._measure.orchestrate import RecordedCall, measure_calls
+from .._measure.orchestrate import RecordedCall, Replays, measure_calls
 from .._measure.timing import TimingPolicy
 from .._model.workload import TestWorkloads, Workload
 from .convert import to_test_workloads
@@ -68,9 +68,12 @@ class WorkloadRecorder:
         keyer: Keyer | None = None,
         alternate_schemes: Sequence[FingerprintScheme] = (),
         rootdir: Path | None = None,
+        replays: bool = True,
     ) -> None:
         _check_depth(max_depth, max_depth)
         self.nodeid = nodeid
+        #: False: the workloads are never replayed (their inputs are not even copied)
+        self.replays = replays
         self.max_depth = max_depth
         self.timing = timing
         self.scheme = scheme
@@ -80,7 +83,13 @@ class WorkloadRecorder:
         identities = IdentityCache(scheme, alternates, describe)
         self._identities: IdentityCache | None = identities
         stack = CallStack(
-            identities, self._rows, self._errors, describe=describe, keyer=keyer, rootdir=rootdir
+            identities,
+            self._rows,
+            self._errors,
+            describe=describe,
+            keyer=keyer,
+            rootdir=rootdir,
+            copies=replays,
         )
         self._hooks: Hooks | None = Hooks(stack, identities, self._errors, max_depth)
         self._stopped = False
@@ -148,12 +157,13 @@ class WorkloadRecorder:
         policy: TimingPolicy | None,
         budget: SessionBudget | None = None,
         *,
-        replays: bool = True,
+        replays: Replays = "timing",
     ) -> list[str]:
         """Measure each new top-level workload once recording has ended (timing unless
         ``policy`` is None or the session's ``budget`` declines it, from the test's own calls
-        where ``replays`` is False; FLOPs where its first call could not count them); returns a
-        line per workload whose measurement is missing or approximate."""
+        unless ``replays`` is ``timing``; FLOPs where its first call could not count them,
+        by a replay unless ``replays`` is ``never``); returns a line per workload whose
+        measurement is missing or approximate."""
         if not self._stopped:
             raise RuntimeError("measure() replays calls, so recording must have ended")
         taken = self._rows.take_first_calls()
@@ -178,7 +188,8 @@ class WorkloadRecorder:
         target = identity.target
         assert first.context is not None  # (rows keep only first calls that returned)
         changed = None
-        if mismatch(first.context, target) is None:  # (else the replay is refused anyway)
+        # (never replayed: its own calls were timed as they ran, whatever changed since)
+        if self.replays and mismatch(first.context, target) is None:
             with trained_as(first.context, target):
                 if self.scheme.structure_hash(target) != identity.structure_hash:
                     changed = "its structure differs"

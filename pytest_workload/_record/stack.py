@@ -88,8 +88,10 @@ class CallStack:
         describe: Describer | None,
         keyer: Keyer | None,
         rootdir: Path | None,
+        copies: bool = True,
     ) -> None:
         self._identities = identities
+        self._copies = copies
         self._rows = rows
         self._errors = errors
         self._describe = describe
@@ -154,7 +156,7 @@ class CallStack:
         # guarded apart: a call that cannot be observed is still recorded (and not measured)
         trace = RootTrace(frame.module, plan)
         if first:  # (its inputs are copied before tracing begins)
-            frame.first = FirstCall(frame.target, args, kwargs)
+            frame.first = FirstCall(frame.target, args, kwargs, copy=self._copies)
         trace.start(frame.target, (args, kwargs))
         self._trace = trace
         frame.span = trace.traces_ops
