@@ -135,7 +135,7 @@ class Trace:
         if not span.stopped:
             text = op_text(func, args, dict(sorted(kwargs.items())), self._refer)
             span.items.append(text + FOLLOWS_DATA if event else text)
-        if event:
+        if event and not all(s.stopped for s in self._spans):
             self._events += 1
             where = self._module_running()
             for open_span in self._spans:
