@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from functools import partial
 
 import pytest
 import torch
@@ -97,17 +98,183 @@ class Branchy(nn.Module):
         return torch.relu(x) if x.sum() > 0 else torch.tanh(x)
 
 
-def test_same_inputs_give_a_stable_fingerprint_and_other_data_mark_it_data_dependent():
+def test_a_branch_on_the_data_ends_the_computation_so_either_branch_hashes_the_same():
     model, pos = Branchy(), torch.ones(1, 4)
     (steady,) = recorded(lambda: [model(pos) for _ in range(3)])
     assert steady.compute_hash is not None and not steady.data_dependent
-    (again,) = recorded(lambda: [model(pos) for _ in range(3)])
-    assert again.compute_hash == steady.compute_hash
-    (branchy,) = recorded(lambda: [model(pos), model(-pos)])
-    assert branchy.data_dependent and branchy.compute_hash == steady.compute_hash
+    assert steady.computation.flat == (
+        "sum(float32[1, 4])",
+        "gt(float32[], 0)",
+        "bool(bool[]) -> follows the data",
+    )
+    assert steady.computation.coverage() == (
+        "covers 3 of 4 operations: op 3, bool, follows the data"
+    )
+    (branchy,) = recorded(lambda: [model(-pos), model(pos)])
+    assert branchy.compute_hash == steady.compute_hash and not branchy.data_dependent
+
+
+class Flips(nn.Module):
+    """Branches on a Python value the tracer cannot see: two traced calls differ."""
+
+    def __init__(self):
+        super().__init__()
+        self.order = iter([True, False, True])
+
+    def forward(self, x):
+        return torch.relu(x) if next(self.order) else torch.tanh(x)
+
+
+def test_two_traced_calls_that_ran_different_operations_mark_it_data_dependent():
+    model, x = Flips(), torch.ones(1, 4)
+    (flips,) = recorded(lambda: [model(x), model(x)])
+    assert flips.data_dependent and flips.computation.flat == ("relu(float32[1, 4])",)
 
 
 class Picks(nn.Module):
+    """Runs value-dependent operations (``STEPS``) between two layers."""
+
+    def __init__(self, step, scale=1.0, act=F.relu):
+        super().__init__()
+        self.fc, self.out = nn.Linear(4, 4), nn.Linear(4, 4)
+        self.step, self.scale, self.act = step, scale, act
+
+    def forward(self, x):
+        y = self.act(self.fc(x)) * self.scale
+        y = self.step(y, self)
+        return self.out(y.reshape(-1, 4)[:2])
+
+
+def _keep_positive(y, m):
+    return y[y > 0]
+
+
+STEPS = {
+    "nonzero": lambda y, m: y[torch.nonzero(y[:, 0] > 0).flatten()],
+    "argwhere": lambda y, m: y[torch.argwhere(y[:, 0] > 0)[:, 0]],
+    "mask": lambda y, m: _keep_positive(y, m).reshape(-1, 1).expand(-1, 4),
+    "masked_select": lambda y, m: torch.masked_select(y, y > 0).reshape(-1, 1).expand(-1, 4),
+    "where": lambda y, m: y[torch.where(y[:, 0] > 0)[0]],
+    "unique": lambda y, m: torch.unique((y * 2).round()).reshape(-1, 1).expand(-1, 4),
+    "repeat_interleave": lambda y, m: y.repeat_interleave((y[:, 0] > 0).long() + 1, dim=0),
+    "item": lambda y, m: y[: int(y.sum().item() > 0) + 1],
+    "bool": lambda y, m: y.tanh() if y.sum() > 0 else y.sigmoid(),
+    "tolist": lambda y, m: y[: len([v for v in y[:, 0].tolist() if v > 0]) + 1],
+    "int": lambda y, m: y[: int(y[0, 0] > 0) + 1],
+    "a parameter": lambda y, m: y.tanh() if m.out.weight.sum() > 0 else y.sigmoid(),
+    "a random draw": lambda y, m: y.tanh() if torch.rand(1).item() > 0.5 else y.sigmoid(),
+    "nms": lambda y, m: y[nms(torch.cat([y[:, :2], y[:, :2] + 1], 1), y[:, 2], 0.5)],
+}
+
+
+def nms(boxes, scores, threshold):
+    from torchvision.ops import nms as torchvision_nms
+
+    return torchvision_nms(boxes, scores, threshold)
+
+
+@pytest.mark.parametrize("step", list(STEPS))
+def test_operations_after_a_value_dependent_one_are_not_hashed_and_edits_before_it_are(step):
+    model = Picks(STEPS[step])
+    hashes = set()
+    for seed in range(12):
+        torch.manual_seed(seed)
+        for tensor in model.parameters():
+            nn.init.normal_(tensor)
+        (w,) = recorded(partial(model, torch.randn(6, 4)))
+        assert w.computation.partial, w.computation.flat
+        assert w.computation.coverage().endswith(" follows the data")
+        assert w.computation.ops > len(w.computation.flat)
+        hashes.add(w.compute_hash)
+    assert len(hashes) == 1
+    for edit in ({"act": F.gelu}, {"scale": 2.0}):
+        (edited,) = recorded(partial(Picks(STEPS[step], **edit), torch.randn(6, 4)))
+        assert edited.compute_hash not in hashes
+
+
+def test_values_computed_from_constants_alone_do_not_end_the_computation():
+    def steps(y, m):
+        n = int(torch.arange(4).sum().item())  # (6, whatever the data)
+        return y[torch.nonzero(torch.arange(n) < 2).flatten()]
+
+    (w,) = recorded(lambda: Picks(steps)(torch.rand(6, 4)))
+    assert not w.computation.partial and w.computation.coverage() is None
+    assert w.computation.ops == len(w.computation.flat)
+
+
+class Detects(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone, self.rpn, self.head = nn.Linear(4, 4), Call(_keep_positive), nn.Linear(1, 2)
+
+    def forward(self, x):
+        kept = self.rpn(self.backbone(x), None)
+        return self.head(kept.reshape(-1, 1))
+
+
+def test_an_event_in_a_submodule_ends_its_callers_list_and_a_later_call_keeps_its_own():
+    model = Detects()
+    rows = recorded(lambda: model(torch.randn(3, 4)), max_depth=1)
+    root, backbone, rpn, head = rows
+    assert [i.name for i in root.computation.items if isinstance(i, SubCall)] == [
+        "backbone",
+        "rpn",
+    ]
+    assert root.computation.flat[-1] == "getitem(float32[3, 4], bool[3, 4]) -> follows the data"
+    assert root.computation.stop == "rpn"
+    assert root.computation.coverage() == (
+        f"covers 3 of {root.computation.ops} operations: op 3, getitem in rpn, follows the data"
+    )
+    assert rpn.computation.partial and not backbone.computation.partial
+    assert not head.computation.partial and head.computation.flat[0].startswith("linear(")
+    (flat,) = recorded(lambda: model(torch.randn(3, 4)))
+    assert flat.compute_hash == root.compute_hash
+
+
+class Swaps(nn.Module):
+    def __init__(self, swapped=False):
+        super().__init__()
+        self.fc1, self.fc2, self.swapped = nn.Linear(4, 4), nn.Linear(4, 4), swapped
+
+    def forward(self, x):
+        return self.fc1(self.fc2(x)) if self.swapped else self.fc2(self.fc1(x))
+
+
+@pytest.mark.parametrize("max_depth", [0, 1])
+def test_two_layers_of_one_shape_swapped_change_the_compute_hash(max_depth):
+    x = torch.rand(2, 4)
+    before = compute_hash(Swaps(), x, max_depth=max_depth)
+    assert compute_hash(Swaps(swapped=True), x, max_depth=max_depth) != before
+    assert compute_hash(Swaps(), x, max_depth=1 - max_depth) == before
+
+
+class Shares(nn.Module):
+    """Two blocks that use a weight of their caller's."""
+
+    def __init__(self):
+        super().__init__()
+        self.shared = nn.Parameter(torch.rand(4, 4))
+        self.blocks = nn.Sequential(Call(self.use), Call(self.use))
+
+    def use(self, x):
+        return x @ self.shared
+
+    def forward(self, x):
+        return self.blocks(x)
+
+
+def test_tensors_are_named_from_the_call_they_are_in_at_any_depth():
+    model, x = Shares(), torch.rand(2, 4)
+    rows = recorded(lambda: model(x), max_depth=2)
+    root, blocks, block = rows
+    assert block.paths == ("blocks.0", "blocks.1")
+    assert block.computation.flat == ("matmul(float32[2, 4], float32[4, 4]@^^shared)",)
+    assert blocks.computation.flat == ("matmul(float32[2, 4], float32[4, 4]@^shared)",) * 2
+    assert root.computation.flat == ("matmul(float32[2, 4], float32[4, 4]@shared)",) * 2
+    assert compute_hash(model, x, max_depth=0) == root.compute_hash
+
+
+class Slices(nn.Module):
     """Calls a child on a data-dependent number of rows: a new child workload late."""
 
     def __init__(self):
@@ -119,7 +286,7 @@ class Picks(nn.Module):
 
 
 def test_a_new_submodule_workload_in_an_untraced_call_marks_its_callers():
-    model = Picks()
+    model = Slices()
     calls = [torch.zeros(4, 4), torch.zeros(4, 4), torch.ones(4, 4)]
     rows = recorded(lambda: [model(x) for x in calls], max_depth=1)
     root, *children = rows
@@ -310,10 +477,10 @@ def test_a_failure_of_the_tracer_never_reaches_the_forward(monkeypatch):
 
     real = tracing_module.op_text
 
-    def failing(func, args, kwargs):
+    def failing(func, args, kwargs, refer):
         if getattr(func, "__name__", "") == "gelu":
             raise RuntimeError("unreadable")
-        return real(func, args, kwargs)
+        return real(func, args, kwargs, refer)
 
     monkeypatch.setattr(tracing_module, "op_text", failing)
     model, x = Act(act=F.gelu), torch.rand(2, 4)

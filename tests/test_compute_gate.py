@@ -70,7 +70,7 @@ def test_relu_to_gelu_fails_naming_the_operation(pytester, blocks, mode):
     assert all(len(w["compute_hash"]) == 64 for w in stored["workloads"])
     block_ops = stored["computations"][stored["workloads"][2]["compute_hash"]]
     assert block_ops == [
-        "linear(float32[1, 8], float32[8, 8], float32[8])",
+        "linear(float32[1, 8], float32[8, 8]@fc.weight, float32[8]@fc.bias)",
         "relu(float32[1, 8], inplace=False)",
     ]
     pytester.runpytest(*mode, "--workload-snapshot").assert_outcomes(passed=1)
@@ -154,15 +154,20 @@ from torch import nn
 
 
 class Branchy(nn.Module):
+    # (it branches on a value the tracer cannot see: no tensor's)
+
     def forward(self, x):
-        return torch.relu(x) if x.sum() > 0 else torch.tanh(x)
+        return torch.relu(x) if SIGNS.pop(0) > 0 else torch.tanh(x)
+
+
+SIGNS = [SIGN_A, SIGN_B]
 
 
 @pytest.mark.workloads
 def test_branchy():
     model = Branchy()
-    model(torch.ones(1, 4) * SIGN_A)
-    model(torch.ones(1, 4) * SIGN_B)
+    model(torch.ones(1, 4))
+    model(torch.ones(1, 4))
 """
 
 
@@ -186,3 +191,80 @@ def test_a_data_dependent_forward_is_marked_and_does_not_flap(pytester, mode):
     pytester.runpytest(*mode, f"--workload-json={out}").assert_outcomes(passed=1)
     (row,) = json.loads(out.read_text())["tests"][0]["workloads"]
     assert row["data_dependent"] is True and row["compute_hash"] != stored["compute_hash"]
+
+
+DETECTOR = """
+import pytest
+import torch
+from torchvision.models.detection import fasterrcnn_mobilenet_v3_large_320_fpn
+
+
+@pytest.mark.workloads
+@pytest.mark.parametrize("seed", range(6))
+def test_detector(seed):
+    torch.manual_seed(BASE + seed)  # (other weights and other images in each run)
+    model = fasterrcnn_mobilenet_v3_large_320_fpn(weights=None, weights_backbone=None).eval()
+    with torch.no_grad():
+        model([torch.rand(3, 320, 320)])
+"""
+
+
+@pytest.mark.zoo
+@pytest.mark.parametrize("mode", [("-p", "no:xdist"), ("-n", "2")], ids=["serial", "n2"])
+def test_a_detector_passes_on_any_data_and_says_what_its_hash_leaves_out(pytester, mode):
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_detector=DETECTOR.replace("BASE", "0"))
+    # (timing off: a detector's replays take seconds, and only the hashes are checked here)
+    run = (*mode, "--workload-timing=off", "--workload-snapshot")
+    # (in subprocesses: torchvision registers its operators once per process)
+    pytester.runpytest_subprocess(*run, "--snapshot-update").assert_outcomes(passed=6)
+    for base in ("100", "2000"):  # (12 other seeds against the stored six)
+        pytester.makepyfile(test_detector=DETECTOR.replace("BASE", base))
+        out = pytester.path / f"r{base}.json"
+        gate = pytester.runpytest_subprocess(*run, f"--workload-json={out}")
+        gate.assert_outcomes(passed=6)
+        for test in json.loads(out.read_text())["tests"]:
+            (row,) = test["workloads"]
+            assert not row["data_dependent"]
+            assert row["compute_partial"].startswith("covers 382 of ")
+            assert row["compute_partial"].endswith(", where in rpn, follows the data")
+
+
+SWAP = """
+import pytest
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(8, 8), nn.Linear(8, 8)
+
+    def forward(self, x):
+        return BODY
+
+
+@pytest.mark.workloads
+def test_swap():
+    Net()(torch.rand(1, 8))
+"""
+
+
+FC2 = "linear(float32[1, 8], float32[8, 8]@fc2.weight, float32[8]@fc2.bias)"
+
+
+def test_two_same_shape_layers_swapped_fail_naming_the_layers(pytester):
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_swap=SWAP.replace("BODY", "self.fc2(self.fc1(x))"))
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    pytester.makepyfile(test_swap=SWAP.replace("BODY", "self.fc1(self.fc2(x))"))
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "      computation changed (compute hash * -> *)",
+            f"      Net: + {FC2} at op 1",
+            f"      Net: - {FC2} at op 2",
+        )
+    )

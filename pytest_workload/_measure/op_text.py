@@ -3,13 +3,18 @@
 Tensors are written as dtype and shape (never values, never device), other arguments by
 value, so the text is the same on every machine, under any seed and any weights, and differs
 when the computation does: ``relu`` against ``gelu``, ``dim=1`` against ``dim=0``,
-``eps=1e-05`` against ``eps=1e-06``.
+``eps=1e-05`` against ``eps=1e-06``. A parameter or buffer of the traced tree is followed by
+its path (``float32[8, 8]@fc1.weight``), so two layers of one shape swapped are another text.
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import Any
+
+#: A tensor's path in the traced tree (None: not a parameter or buffer of it).
+Refer = Callable[[Any], "str | None"]
 
 #: Containers written out in full up to this many items (longer ones: the first, and a count).
 _MAX_ITEMS = 64
@@ -41,41 +46,49 @@ def _tensor(value: Any) -> str:
     return f"{dtype}[{shape}{layout}]"
 
 
-def _sequence(values: Any, opening: str, closing: str) -> str:
+def _none(value: Any) -> str | None:
+    return None
+
+
+def _sequence(values: Any, opening: str, closing: str, refer: Refer) -> str:
     items = list(values)
-    shown = [describe_value(v) for v in items[:_MAX_ITEMS]]
+    shown = [describe_value(v, refer) for v in items[:_MAX_ITEMS]]
     if len(items) > _MAX_ITEMS:
         shown.append(f"… {len(items)} items")
     return opening + ", ".join(shown) + closing
 
 
-def describe_value(value: Any) -> str:
+def describe_value(value: Any, refer: Refer = _none) -> str:
     """One argument as the operation text shows it."""
     import torch
 
     if isinstance(value, torch.Tensor):
-        return _tensor(value)
+        path = refer(value)
+        return _tensor(value) if path is None else f"{_tensor(value)}@{path}"
     if isinstance(value, enum.Enum):
         return f"{type(value).__qualname__}.{value.name}"
     if isinstance(value, (*_SCALARS, float, complex)):
         return repr(value)
     if isinstance(value, torch.Size):
-        return _sequence(value, "(", ")")
+        return _sequence(value, "(", ")", refer)
     if isinstance(value, (tuple, list)):
         return _sequence(
             value,
             "(" if isinstance(value, tuple) else "[",
             ")" if isinstance(value, tuple) else "]",
+            refer,
         )
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {describe_value(v)}" for k, v in value.items()) + "}"
+        shown = (f"{k!r}: {describe_value(v, refer)}" for k, v in value.items())
+        return "{" + ", ".join(shown) + "}"
     if isinstance(value, (torch.dtype, torch.layout, torch.memory_format)):
         return str(value).removeprefix("torch.")
     if isinstance(value, torch.device):
         return "device"  # (a device never enters a fingerprint: CPU and CUDA share it)
     if isinstance(value, slice):
         return ":".join(
-            "" if v is None else describe_value(v) for v in (value.start, value.stop, value.step)
+            "" if v is None else describe_value(v, refer)
+            for v in (value.start, value.stop, value.step)
         )
     if value is Ellipsis:
         return "..."
@@ -85,8 +98,8 @@ def describe_value(value: Any) -> str:
     return type(value).__qualname__
 
 
-def op_text(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+def op_text(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], refer: Refer = _none) -> str:
     """``name(arg, ..., key=value)``, keywords in the order given."""
-    parts = [describe_value(a) for a in args]
-    parts += [f"{k}={describe_value(v)}" for k, v in kwargs.items()]
+    parts = [describe_value(a, refer) for a in args]
+    parts += [f"{k}={describe_value(v, refer)}" for k, v in kwargs.items()]
     return f"{op_name(func)}({', '.join(parts)})"

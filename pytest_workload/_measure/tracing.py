@@ -14,17 +14,33 @@ batch norm's running statistics): a write to a tensor that is neither the module
 (parameters, buffers, tensor attributes), nor an input, nor made during the call (a view of an
 outside tensor stays outside) changes state a replay cannot put back, so such a call is never
 replayed.
+
+It also keeps which tensors may carry data: every one not computed in the call, by operations
+that draw nothing, from such tensors and constants alone. A data-dependent event
+(:mod:`.follows_data`) on one stops the lists of the spans open then: the operation is their
+last; spans opened later keep theirs until an event of their own.
 """
 
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
-from .._model.computation import Computation, SubCall
+from .._model.computation import (
+    FOLLOWS_DATA,
+    Computation,
+    SubCall,
+    join_path,
+    relative_path,
+    seen_from_caller,
+)
 from .flops import dispatch_counted, own_tensors, storage_of, tensors_in
+from .follows_data import RANDOM, follows_data
 from .op_flops import needs_dispatch, op_flops
 from .op_text import op_name, op_text
 
@@ -38,10 +54,23 @@ _IN_PLACE_DUNDERS = frozenset(
 ) | {"__setitem__", "__set__"}  # fmt: skip
 
 
+@dataclass
+class _Span:
+    """The operations of a call in progress, by the path of its module from the root's."""
+
+    path: str
+    items: list[str | SubCall] = field(default_factory=list)
+    #: Every operation it ran, its children's included, also after its list stopped.
+    ops: int = 0
+    #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where.
+    stopped: int = 0
+    stop: str | None = None
+
+
 class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
-    def __init__(self, allowed: set[int]) -> None:
+    def __init__(self, allowed: set[int], module: nn.Module | None = None) -> None:
         self.flops = 0
         self.foreign_write: str | None = None
         #: False while the recorder's own hooks run: their torch calls are not the model's.
@@ -49,22 +78,42 @@ class Trace:
         #: Why tracing stopped part-way (an operation it could not read); None when it did not.
         self.failed: str | None = None
         self.allowed = allowed
-        self._spans: list[list[str | SubCall]] = [[]]
+        self._spans = [_Span("")]
+        # parameters and buffers (the first path of a shared one), and modules, by id
+        self._paths: dict[int, str] = {}
+        self._modules: dict[int, str] = {}
+        if module is not None:
+            for path, tensor in (*module.named_parameters(), *module.named_buffers()):
+                self._paths.setdefault(id(tensor), _quoted(path))
+            for path, sub in module.named_modules():
+                self._modules.setdefault(id(sub), _quoted(path))
+        # storages of tensors computed in the call from constants alone
+        self._constant: set[int] = set()
+        self._events = 0
 
-    def open_span(self) -> None:
-        self._spans.append([])
+    def open_span(self, path: str = "") -> None:
+        self._spans.append(_Span(_quoted(path)))
 
     def close_span(self, name: str | None) -> Computation | None:
         """End the innermost span: as the call of ``name`` in its caller's, or (None: the call
         is not recorded) with its operations in place there."""
-        items = self._spans.pop()
+        span = self._spans.pop()
         if not self._spans:
-            self._spans.append([])
+            self._spans.append(_Span(""))
+        caller = self._spans[-1]
+        caller.ops += span.ops
+        # (a caller's list that stopped holds only the call its event ran in)
+        joins = not caller.stopped or caller.stopped == span.stopped
+        if not caller.stopped and span.stopped:
+            caller.stopped, caller.stop = span.stopped, span.stop
+        where = relative_path(caller.path, span.path)
         if name is None:
-            self._spans[-1].extend(items)
+            if joins:
+                caller.items.extend(_seen_from(where, item) for item in span.items)
             return None
-        computation = Computation(tuple(items))
-        self._spans[-1].append(SubCall(name, computation))
+        computation = Computation(tuple(span.items), span.ops, span.stop)
+        if joins:
+            caller.items.append(SubCall(where, computation))
         return computation
 
     def fail(self, exc: Exception) -> None:
@@ -74,10 +123,54 @@ class Trace:
 
     def root(self) -> Computation:
         """The operations outside every span: the root call's own (with its spans' calls)."""
-        return Computation(tuple(self._spans[0]))
+        span = self._spans[0]
+        return Computation(tuple(span.items), span.ops, span.stop)
 
-    def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        self._spans[-1].append(op_text(func, args, dict(sorted(kwargs.items()))))
+    def carries_data(self, tensor: Any) -> bool:
+        return storage_of(tensor) not in self._constant
+
+    def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], event: bool) -> None:
+        span = self._spans[-1]
+        span.ops += 1
+        if not span.stopped:
+            text = op_text(func, args, dict(sorted(kwargs.items())), self._refer)
+            span.items.append(text + FOLLOWS_DATA if event else text)
+        if event and not all(s.stopped for s in self._spans):
+            self._events += 1
+            where = self._module_running()
+            for open_span in self._spans:
+                if not open_span.stopped:
+                    open_span.stopped, open_span.stop = self._events, where
+
+    def track(
+        self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    ) -> None:
+        """Keep which of the operation's results (and tensors it wrote) may carry data."""
+        results = [*tensors_in((out,)), *_written(func, name, args, kwargs)]
+        constant = (
+            name not in RANDOM
+            and not any(self.carries_data(t) for t in tensors_in((args, kwargs)))
+            and not _has_array((args, kwargs))
+        )
+        for tensor in results:
+            if constant:
+                self._constant.add(storage_of(tensor))
+            else:
+                self._constant.discard(storage_of(tensor))
+
+    def _refer(self, tensor: Any) -> str | None:
+        path = self._paths.get(id(tensor))
+        return None if path is None else relative_path(self._spans[-1].path, path)
+
+    def _module_running(self) -> str | None:
+        """The path of the innermost module of the tree whose code is running."""
+        frame: Any = sys._getframe(1)
+        while frame is not None:
+            owner = frame.f_locals.get("self")
+            if owner is not None and id(owner) in self._modules:
+                return self._modules[id(owner)] or None
+            frame = frame.f_back
+        return None
 
     def check_writes(
         self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -93,6 +186,25 @@ class Trace:
             storage = storage_of(tensor)
             if storage not in foreign:
                 self.allowed.add(storage)
+
+
+def _quoted(path: str) -> str:
+    return ".".join(quote(name, safe="") for name in path.split(".")) if path else ""
+
+
+def _seen_from(where: str, item: str | SubCall) -> str | SubCall:
+    if isinstance(item, str):
+        return seen_from_caller(where, item)
+    return SubCall(join_path(where, item.name), item.computation)
+
+
+def _has_array(values: Any) -> bool:
+    """Whether NumPy values (data the trace cannot follow) are among the arguments."""
+    if isinstance(values, (tuple, list)):
+        return any(_has_array(v) for v in values)
+    if isinstance(values, dict):
+        return any(_has_array(v) for v in values.values())
+    return type(values).__module__ == "numpy"
 
 
 _INPLACE_ARGUMENT: dict[Any, int | None] = {}
@@ -159,9 +271,12 @@ def _mode_class() -> type:
                 out, flops = func(*args, **kwargs), None
             try:
                 with DisableTorchFunction():
-                    if any(True for _ in tensors_in((out,))) or _wrote(name, func, args, kwargs):
+                    event = follows_data(name, args, kwargs, trace.carries_data)
+                    trace.track(func, name, args, kwargs, out)
+                    made = any(True for _ in tensors_in((out,)))
+                    if event or made or _wrote(name, func, args, kwargs):
                         trace.allow(out, args)
-                        trace.record(func, args, kwargs)
+                        trace.record(func, args, kwargs, event)
                         counted = _counted(name, args, kwargs, out) if flops is None else flops
                         trace.flops += counted
             except Exception as exc:
@@ -203,7 +318,7 @@ def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
     ``inputs``."""
     if not _MODE:
         _MODE.append(_mode_class())
-    trace = Trace(allowed_storages(module, inputs))
+    trace = Trace(allowed_storages(module, inputs), module)
     with _MODE[0](trace):
         yield trace
 

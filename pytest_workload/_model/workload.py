@@ -173,6 +173,9 @@ class Workload(Paths):
     data_dependent: bool = False
     #: Why ``compute_hash`` is None.
     compute_unknown: str | None = None
+    #: What the compute hash leaves out (the operations from the first that follows the
+    #: data on), in a line; None when it covers every operation.
+    compute_partial: str | None = None
     #: The operations themselves, in this process only (the snapshot stores them, the JSON
     #: report only their hash).
     computation: Computation | None = field(default=None, compare=False, repr=False)
@@ -222,6 +225,7 @@ class Workload(Paths):
             "compute_hash": self.compute_hash,
             "data_dependent": self.data_dependent,
             "compute_unknown": self.compute_unknown,
+            "compute_partial": self.compute_partial,
         }
 
     @classmethod
@@ -256,6 +260,7 @@ class Workload(Paths):
             compute_hash=read_field(d, "compute_hash", str, optional=True),
             data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
             compute_unknown=read_field(d, "compute_unknown", str, optional=True),
+            compute_partial=read_field(d, "compute_partial", str, optional=True),
         )
 
 

@@ -88,6 +88,7 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         compute_hash=None if entry.computation is None else entry.computation.hash,
         data_dependent=entry.data_dependent,
         compute_unknown=_compute_unknown(entry),
+        compute_partial=None if entry.computation is None else entry.computation.coverage(),
         computation=entry.computation,
         paths=name_first(done.name, entry.paths),
     )

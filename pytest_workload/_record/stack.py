@@ -179,7 +179,7 @@ class CallStack:
         frame.ambient = sys.exc_info()[1]
         self._push(frame, args, kwargs)
         if self._trace is not None:
-            frame.span = frame.record and self._trace.open_span()
+            frame.span = frame.record and self._trace.open_span(path)
         frame.start_ns = self._clock()
 
     def _push(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:

@@ -66,10 +66,10 @@ class RootTrace:
     def traces_ops(self) -> bool:
         return self._trace is not None
 
-    def open_span(self) -> bool:
+    def open_span(self, path: str) -> bool:
         if self._trace is None:
             return False
-        self._trace.open_span()
+        self._trace.open_span(path)
         return True
 
     def close_span(self, name: str | None) -> Computation | None:

@@ -1,5 +1,8 @@
 """Whether two workloads ran the same computation, and, where not, which operations differ.
 
+A computation's list stops where its operations start to follow the data (see
+:mod:`.._model.computation`), so no difference is ever found past that point.
+
 A stored entry without a compute hash (an older snapshot, a compiled or scripted module) has
 no computation on record: it agrees with any. A data-dependent workload (two calls of one
 signature ran different operations) agrees with any too, so its gate does not flap with the
@@ -10,7 +13,7 @@ from __future__ import annotations
 
 from difflib import SequenceMatcher
 
-from .._model.computation import Computation, SubCall
+from .._model.computation import Computation, SubCall, join_path
 from .._model.hashes import short
 from .._model.snapshot import SnapshotDocument, SnapshotEntry
 
@@ -43,10 +46,16 @@ def compute_lines(
     if names_only and _names(a) == _names(b):
         return []
     lines: list[str] = []
-    diff_operations(a, b, old.label, lines, names_only=names_only)
+    # (a submodule's calls are named from it; a root's, from the root)
+    base = old.label if old.depth else ""
+    diff_operations(a, b, old.label, lines, names_only=names_only, base=base)
     if len(lines) > MAX_OP_LINES:
         lines = [*lines[:MAX_OP_LINES], f"... and {len(lines) - MAX_OP_LINES} more differences"]
     return [head, *lines]
+
+
+def _child(base: str, name: str) -> str:
+    return join_path(base, name) if base else name
 
 
 def _key(item: str | SubCall) -> str:
@@ -81,11 +90,18 @@ def _names(c: Computation) -> list[str]:
 
 
 def diff_operations(
-    a: Computation, b: Computation, path: str, out: list[str], *, names_only: bool = False
+    a: Computation,
+    b: Computation,
+    path: str,
+    out: list[str],
+    *,
+    names_only: bool = False,
+    base: str = "",
 ) -> None:
     """Append one line per differing operation of ``path`` (numbered from 1 in the new list,
-    in the old one for a removed operation), and recurse into submodule calls that differ;
-    with ``names_only``, an operation whose arguments alone differ is not a difference."""
+    in the old one for a removed operation), and recurse into submodule calls that differ,
+    named by their path from ``base``; with ``names_only``, an operation whose arguments alone
+    differ is not a difference."""
     matcher = SequenceMatcher(None, [_key(i) for i in a.items], [_key(i) for i in b.items], False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         old, new = a.items[i1:i2], b.items[j1:j2]
@@ -93,8 +109,9 @@ def diff_operations(
             for x, y in zip(old, new, strict=True):
                 if _changed_call(x, y):
                     assert isinstance(x, SubCall) and isinstance(y, SubCall)
+                    child = _child(base, x.name)
                     diff_operations(
-                        x.computation, y.computation, x.name, out, names_only=names_only
+                        x.computation, y.computation, child, out, names_only=names_only, base=child
                     )
             continue
         paired = min(len(old), len(new)) if tag == "replace" else 0
@@ -103,7 +120,10 @@ def diff_operations(
                 if _changed_call(old[k], new[k]):
                     x, y = old[k], new[k]
                     assert isinstance(x, SubCall) and isinstance(y, SubCall)
-                    diff_operations(x.computation, y.computation, x.name, out, names_only=True)
+                    child = _child(base, x.name)
+                    diff_operations(
+                        x.computation, y.computation, child, out, names_only=True, base=child
+                    )
                 continue
             out.append(f"{path}: {_replaced(old[k], new[k])} at op {j1 + k + 1}")
         for k in range(paired, len(new)):
