@@ -97,7 +97,7 @@ def policy_for(stopwatch, suspect_above):
 def test_a_stall_in_one_timing_is_outvoted_by_its_re_timings():
     stopwatch = RoundStopwatch([5.0, 1.0, 1.0])  # a 5x stall, then the workload's own time
     t = time_call(lambda: None, stopwatch, policy_for(stopwatch, 2.0), "cpu")
-    assert t.median_s == 1.0 and t.retimed == 2 and t.n == 15  # 5 samples a round, all kept
+    assert t.median_s == 1.0 and t.retimed == 2 and t.n == 18  # 6 samples a round, all kept
 
 
 def test_a_regression_slower_each_time_is_judged_on_every_round():

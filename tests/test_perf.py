@@ -413,3 +413,72 @@ def test_thread_cpu_time_decides_under_load_only_for_one_thread(
     # one thread: its CPU time is its own work, no wait excuses it; a pool of threads spins
     # at its barriers while others hold the cores, so its CPU time is load too
     result.assert_outcomes(**{outcome: 1})
+
+
+OBSERVED = """
+import time
+import pytest
+import torch
+from torch import nn
+
+SEEN = torch.zeros(1)
+
+
+class Counting(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        time.sleep({sleep})
+        SEEN.add_(1)  # a write outside the module: timed from the test's own calls
+        return self.lin(x)
+
+
+@pytest.mark.workloads
+def test_counting():
+    model = Counting()
+    for _ in range({calls}):
+        model(torch.rand(1, 4))
+"""
+
+
+def _baseline_file(pytester):
+    (path,) = (pytester.path / "__workload_baselines__").rglob("*.json")
+    return path
+
+
+def test_a_timing_of_too_few_samples_becomes_no_baseline(pytester):
+    # the first two calls are traced, so 3 calls leave 1 observed sample
+    pytester.makepyfile(test_counting=OBSERVED.format(sleep=0.001, calls=3))
+    result = pytester.runpytest(*GATE, "--workload-perf=strict", "--snapshot-update")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["1 timing baseline not written: timed on fewer than the 6 samples a verdict needs"]
+    )
+    assert not (pytester.path / "__workload_baselines__").exists()
+
+
+def test_a_10x_slowdown_on_one_sample_against_one_passes(pytester):
+    """The issue's gate failed an unchanged test on one sample against one sample."""
+    pytester.makepyfile(test_counting=OBSERVED.format(sleep=0.001, calls=9))
+    update = (*GATE, "--workload-perf=strict", "--snapshot-update")
+    pytester.runpytest(*update).assert_outcomes(passed=1)
+    stored = json.loads(_baseline_file(pytester).read_text())
+    assert stored["timing"]["n"] == 7
+    median = stored["timing"]["median_s"]  # one sample, as a timing of one call would say
+    stored["timing"].update(n=1, iqr_s=0.0, ci95_s=[median, median])
+    _baseline_file(pytester).write_text(json.dumps(stored))
+    pytester.makepyfile(test_counting=OBSERVED.format(sleep=0.01 + 10 * median, calls=3))
+    result = pytester.runpytest(*GATE, "--workload-perf=strict", "--workload-json=r.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "1 timing not judged: it or its baseline has fewer than the 6 samples a verdict needs",
+            'each note, with its test and workload: the JSON report ("notes")',
+        ]
+    )
+    (note,) = json.loads((pytester.path / "r.json").read_text())["notes"]
+    assert note["kind"] == "not judged: too few samples"
+    assert note["nodeid"] == "test_counting.py::test_counting"
+    assert "not judged: timed on 1 sample against the baseline's 1" in note["text"]
