@@ -41,3 +41,48 @@ def test_a_terminal_line_is_rewritten_then_erased():
         "3 of 4 done, 60 s so far",
     ]
     assert shown[-1] == ("", True)
+
+
+SLOW = """
+import random
+import time
+
+import pytest
+import torch
+from torch import nn
+
+
+class Jittery(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.lin = nn.Linear(4, width)
+
+    def forward(self, x):
+        time.sleep(random.uniform(0, 0.01))  # never precise: timed for the whole budget
+        return self.lin(x)
+
+
+@pytest.mark.workloads
+def test_slow():
+    Jittery(4)(torch.rand(1, 4))
+    Jittery(2)(torch.rand(1, 4))
+"""
+
+
+def test_a_long_timing_prints_one_plain_line_and_nothing_under_q(pytester, monkeypatch):
+    """Each workload is timed for 2.5 s: after the first, its test has taken long enough."""
+    monkeypatch.setenv("CI", "1")
+    pytester.makeini("[pytest]\nworkload_time_budget = 2.5\n")
+    pytester.makepyfile(test_slow=SLOW)
+    result = pytester.runpytest("-p", "no:xdist")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-workload: timing the workloads of test_slow.py::test_slow after its body: "
+            "1 of 2 done, * s so far"
+        ]
+    )
+    assert result.stdout.str().count("pytest-workload: timing") == 1
+    quiet = pytester.runpytest("-p", "no:xdist", "-q")
+    quiet.assert_outcomes(passed=1)
+    quiet.stdout.no_fnmatch_line("*pytest-workload: timing*")

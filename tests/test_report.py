@@ -38,7 +38,7 @@ def test_a_large_session_gets_counts_not_trees(pytester):
 
 def test_the_tree_on_request(pytester):
     _suite(pytester, 21)
-    result = pytester.runpytest("--workload-timing=off", "--workload-report=tree", "-q")
+    result = pytester.runpytest("--workload-timing=off", "--workload-report=tree")
     result.assert_outcomes(passed=21)
     assert result.stdout.str().count("Hash:") == 21
 

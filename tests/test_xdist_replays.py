@@ -115,7 +115,7 @@ def test_the_relaxed_gate_judges_no_timing_it_did_not_replay(counted):
     # this machine's load)
     alone = counted.runpytest(*XDIST_MODES["no-xdist"], *gate, "-k", "1")
     alone.assert_outcomes(passed=1)
-    alone.stdout.fnmatch_lines(["*no timing baseline for test_counted.Counted, input *"])
+    alone.stdout.fnmatch_lines(["1 workload without a timing baseline: *"])
 
 
 @pytest.mark.parametrize(
