@@ -18,6 +18,8 @@ from ._measure.device import check_device_spec
 from ._model.baseline import BASELINE_DIRNAME
 from ._model.errors import DeviceUnavailableError
 from ._model.files import STDOUT
+from ._model.timing import MIN_SAMPLES
+from ._render.commands import Commands
 from ._render.escape import one_line
 from ._session import WorkloadSettings
 from ._verdict.drift import DEFAULT_TOLERANCE
@@ -193,14 +195,15 @@ _OPTIONS = (
         _report_mode,
         "auto|tree|summary",
         "the terminal section: each test's tree of workloads, or counts only; 'auto' shows the "
-        f"tree with -v or for at most {TREE_TESTS} recorded tests",
+        f"trees for at most {TREE_TESTS} recorded tests",
     ),
     _Option(
         "--workload-time-budget",
         "0.25",
         _positive_float,
         "SECONDS",
-        "time spent timing one workload, after at least 2 warm-up calls and 5 samples",
+        "time spent timing one workload, after at least 2 warm-up calls and "
+        f"{MIN_SAMPLES} samples (the fewest a verdict needs)",
     ),
     _Option(
         "--workload-session-budget",
@@ -294,6 +297,16 @@ def _json_path(config: pytest.Config, value: str) -> Path | None:
     return Path(STDOUT) if value == STDOUT else Path(config.invocation_params.dir, value)
 
 
+#: Options that decide which workloads a run records, on which device, and where their
+#: baselines are: given on the command line, a hint's command repeats them.
+_SELECTING = ("--workload-record", "--workload-device", "--workload-baselines")
+
+
+def _commands(config: pytest.Config) -> Commands:
+    given = ((flag, config.getoption(_dest(flag))) for flag in _SELECTING)
+    return Commands(tuple(f"{flag}={value}" for flag, value in given if value is not None))
+
+
 def read_settings(config: pytest.Config) -> WorkloadSettings:
     json_path = option_value(config, "--workload-json")
     settings = WorkloadSettings(
@@ -311,6 +324,7 @@ def read_settings(config: pytest.Config) -> WorkloadSettings:
         migrate=option_value(config, "--workload-migrate"),
         accept_upgrade=option_value(config, "--workload-accept-upgrade"),
         rootdir=config.rootpath,
+        commands=_commands(config),
     )
     for flag, on in (
         ("--workload-migrate", settings.migrate),

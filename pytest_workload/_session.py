@@ -29,10 +29,12 @@ from ._model.notes import Note
 from ._model.report import SessionReport, count_not_replayed, count_not_timed
 from ._model.workload import TestWorkloads
 from ._record.recorder import Keyer, WorkloadRecorder
+from ._render.commands import PLAIN, Commands
 from ._render.escape import one_line
 from ._render.report import (
     render_not_replayed,
     render_not_timed,
+    render_note_counts,
     render_notes,
     render_session,
     render_unchecked,
@@ -64,6 +66,8 @@ class WorkloadSettings:
     migrate: bool = False
     accept_upgrade: bool = False
     rootdir: Path | None = None
+    #: the commands hints name, with the flags that chose what this run recorded
+    commands: Commands = PLAIN
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class WorkloadSession:
             migrate=settings.migrate,
             accept_upgrade=settings.accept_upgrade,
             rootdir=settings.rootdir,
+            commands=settings.commands,
         )
         self.perf = PerfGate(
             settings.baselines,
@@ -112,6 +117,7 @@ class WorkloadSession:
             update=settings.update,
             workers=settings.workers,
             within=_baseline_root(settings),
+            commands=settings.commands,
         )
         self.budget = (
             None
@@ -122,6 +128,9 @@ class WorkloadSession:
         self._tests: dict[str, TestWorkloads] = {}
         self._order: dict[str, int] = {}
         self._adopted_environment: Json = None
+        #: Told ``(nodeid, done, total)`` while a test's workloads are measured (the glue
+        #: shows it: a replay of a large model can take minutes).
+        self.progress: Callable[[str, int, int], None] | None = None
 
     def new_recorder(
         self,
@@ -181,8 +190,10 @@ class WorkloadSession:
             replays: Replays = "timing" if self.perf.replays else "counts"
             if not recorder.replays:
                 replays = "never"
-            for problem in recorder.measure(policy, self.budget, replays=replays):
-                self.perf_notes.append(Note(recorder.nodeid, one_line(problem)))
+            progress = self.progress and functools.partial(self.progress, recorder.nodeid)
+            measured = recorder.measure(policy, self.budget, replays=replays, progress=progress)
+            for problem in measured:
+                self.perf_notes.append(Note(recorder.nodeid, one_line(problem), "measurement"))
         test = recorder.workloads()
         self.add(test)
         if snapshot is not None and not (passed and self.settings.snapshot):
@@ -203,13 +214,13 @@ class WorkloadSession:
         elif snapshot is not None:
             result = self.snapshots.check(snapshot, test, self.scheme.version)
             failures += result.failures
-            self.notes += (Note(test.nodeid, n) for n in result.notes)
+            self.notes += result.notes
         regressions = 0
         if self.settings.perf != "off" and writes:
             result = self.perf.check(test, tolerance)
             failures += result.failures
             regressions = result.regressions
-            self.perf_notes += (Note(test.nodeid, n) for n in result.notes)
+            self.perf_notes += result.notes
         if failures:
             self.gate_failed += 1
             self.regressions += regressions
@@ -249,20 +260,29 @@ class WorkloadSession:
             tests=self.tests,
             environment=env,
             problems=tuple(self.problems),
+            notes=tuple(self._ordered(self.perf_notes + self.notes)),
         )
 
     def terminal_lines(self) -> list[str]:
         return render_session(self.tests)
 
-    def note_lines(self) -> tuple[list[str], list[str]]:
-        """Performance notes and snapshot notes, each shown once with the first test (in
-        collection order, whichever process ran it) that showed it."""
+    def _ordered(self, notes: list[Note]) -> list[Note]:
+        """In collection order, whichever process ran each test."""
         last = len(self._order)
+        return sorted(notes, key=lambda n: self._order.get(n.nodeid, last))
 
-        def ordered(notes: list[Note]) -> list[Note]:
-            return sorted(notes, key=lambda n: self._order.get(n.nodeid, last))
-
-        return render_notes(ordered(self.perf_notes)), render_notes(ordered(self.notes))
+    def note_lines(self, *, quiet: bool = False) -> tuple[list[str], list[str]]:
+        """Performance notes, one counted line per kind (the JSON report holds each; ``quiet``:
+        one line counts them all), and snapshot notes, each shown once with the first test
+        that showed it."""
+        json = self.settings.json_path is not None
+        perf = render_note_counts(self._ordered(self.perf_notes), self.settings.commands, json)
+        if quiet and perf:
+            count = len({n.text for n in self.perf_notes})
+            perf = [
+                f"{count} workload performance note{'s' if count > 1 else ''} (shown without -q)"
+            ]
+        return perf, render_notes(self._ordered(self.notes))
 
     def unchecked_line(self) -> str | None:
         """Which stored tables this session used without checking them (or did not write)."""
@@ -271,6 +291,7 @@ class WorkloadSession:
             gate=self.settings.snapshot,
             update=self.settings.update,
             recorded=sum(1 for t in self.tests if t.workloads),
+            commands=self.settings.commands,
         )
 
     def not_timed_line(self) -> str | None:

@@ -3,6 +3,7 @@ are parsed in ``_options``; everything else lives in the core below."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from ._options import (
 )
 from ._record.recorder import Keyer, WorkloadRecorder
 from ._render.escape import one_line, terminal_text
+from ._render.progress import TimingProgress
 from ._render.report import junit_properties, render_gate, render_summary
 from ._session import WorkloadSession
 from ._verdict.collapse import KeyChecks
@@ -90,6 +92,24 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION_KEY] = session
     config.stash[MERGE_KEY] = WorkerMerge(session)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    config = session.config
+    reporter: pytest.TerminalReporter | None = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(config, "workerinput") or config.get_verbosity() < 0:
+        return
+    live = bool(reporter.isatty()) and not os.environ.get("CI")
+
+    def show(line: str, finished: bool) -> None:
+        if not live:
+            reporter.ensure_newline()
+            reporter.write_line(line)
+            return
+        reporter.ensure_newline()  # pytest writes the test file's name again after it
+        reporter.rewrite(line, erase=True)
+
+    config.stash[SESSION_KEY].progress = TimingProgress(show, live=live)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -222,9 +242,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 def _report_lines(config: pytest.Config, session: WorkloadSession) -> list[str]:
     mode = option_value(config, "--workload-report")
     recorded = sum(1 for t in session.tests if t.workloads)
-    if mode == "tree" or (
-        mode == "auto" and (config.get_verbosity() > 0 or recorded <= TREE_TESTS)
-    ):
+    if mode == "tree" or (mode == "auto" and recorded <= TREE_TESTS):
         return session.terminal_lines()
     checks = KeyChecks()
     collapses = sum(len(checks.check(test)) for test in session.tests)
@@ -243,12 +261,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("=", "Workloads discovered")
         for line in lines:
             terminalreporter.write_line(line)
-    perf_notes, notes = session.note_lines()
+    perf_notes, notes = session.note_lines(quiet=quiet)
     if perf_notes and quiet:
-        count = len(perf_notes)
-        terminalreporter.write_line(
-            f"{count} workload performance note{'s' if count > 1 else ''} (shown without -q)"
-        )
+        terminalreporter.write_line(perf_notes[0])
     elif perf_notes:
         terminalreporter.write_sep("-", "workload performance")
         for note in perf_notes:

@@ -16,9 +16,10 @@ from pytest_workload._model.baseline import Baseline
 from pytest_workload._model.device import DeviceIdentity
 from pytest_workload._model.errors import WorkloadDataError
 from pytest_workload._model.timing import Timing
+from pytest_workload._render.commands import PLAIN
 from pytest_workload._render.failures import render_contended, render_regression
 from pytest_workload._render.report import format_timing
-from pytest_workload._verdict.drift import judge
+from pytest_workload._verdict.drift import judge, worth_retiming
 from tests.models import TinyNet
 
 
@@ -97,7 +98,7 @@ def policy_for(stopwatch, suspect_above):
 def test_a_stall_in_one_timing_is_outvoted_by_its_re_timings():
     stopwatch = RoundStopwatch([5.0, 1.0, 1.0])  # a 5x stall, then the workload's own time
     t = time_call(lambda: None, stopwatch, policy_for(stopwatch, 2.0), "cpu")
-    assert t.median_s == 1.0 and t.retimed == 2 and t.n == 15  # 5 samples a round, all kept
+    assert t.median_s == 1.0 and t.retimed == 2 and t.n == 18  # 6 samples a round, all kept
 
 
 def test_a_regression_slower_each_time_is_judged_on_every_round():
@@ -285,17 +286,27 @@ def test_a_stall_is_a_note_naming_the_command_that_gates_it(tmp_path):
     result = gate.check(workloads(timing=timed(100.0, cpu=1.0, load=0.99)), 0.2)
     assert result.failures == ()
     (note,) = result.notes
-    assert "wall 100.00x its baseline, thread CPU time 1.00x, not judged" in note
-    assert "--workload-perf=strict" in note and "unknown" not in note
+    assert note.kind == "not judged: load"
+    assert "wall 100.00x its baseline, thread CPU time 1.00x, not judged" in note.text
+    assert "--workload-perf=strict" in note.text and "unknown" not in note.text
     strict = gate_with_baseline(tmp_path, "strict")
     assert strict.check(workloads(timing=timed(100.0, cpu=1.0, load=0.99)), 0.2).failures
 
 
-def test_no_interval_is_printed_from_too_few_samples():
+@pytest.mark.parametrize("n", [(1, 1), (1, 50), (50, 5)], ids=["1-1", "1-50", "50-5"])
+def test_time_decides_nothing_on_too_few_samples(n):
+    current, base = timed(10.0, cpu=10.0, n=n[0]), timed(1.0, cpu=1.0, n=n[1])
+    drift = judge(current, base)
+    assert drift.kind == "too few samples" and not worth_retiming(drift)
+    assert judge(timed(10.0, n=6), timed(1.0, n=6)).kind == "regression"
+
+
+def test_flops_decide_on_too_few_samples_and_no_interval_is_printed():
     w = workloads(timing=timed(2.0, n=1, spread=0.0)).workloads[0]
     base = timed(1.0, n=3)
-    drift = judge(w.timing, base)
-    text = render_regression(w, base, drift, "cpu")
+    drift = judge(w.timing, base, flops=(64, 32))
+    assert drift.kind == "regression" and drift.evidence == "flops"
+    text = render_regression(w, base, drift, "cpu", PLAIN)
     assert "95%" not in text and "n=1, too few for an interval" in text
     assert format_timing(w.timing) == "2.00 s (n=1, replayed, cpu)"
     assert "95% CI" not in format_timing(base) and "IQR" in format_timing(base)

@@ -324,7 +324,8 @@ def test_migration_refuses_when_something_else_changed(pytester, suite):
             "ones, so something changed besides the scheme:",
             "  changed:  model (test_models.Net) * -> *",
             "*input args[0] (x): shape [1, 3, 16, 16] -> [1, 3, 12, 12]",
-            "fix the regression first, or accept it with --snapshot-update",
+            "fix the regression first, or accept it with "
+            "`pytest --workload-snapshot --snapshot-update`",
         )
     )
     assert stored.read_text() == old_text

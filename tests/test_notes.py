@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from pytest_workload._model.notes import Note
-from pytest_workload._render.report import render_notes, render_unchecked
+from pytest_workload._render.commands import PLAIN, Commands
+from pytest_workload._render.report import render_note_counts, render_notes, render_unchecked
+
+ALL = Commands(("--workload-record=all",))
 
 
 def test_a_note_is_shown_once_after_the_first_test_that_showed_it():
@@ -13,16 +16,62 @@ def test_a_note_is_shown_once_after_the_first_test_that_showed_it():
 
 
 def test_the_unchecked_line_says_what_was_not_checked_or_not_written():
-    assert render_unchecked(0, gate=False, update=False, recorded=3) is None
-    assert render_unchecked(0, gate=True, update=True, recorded=3) is None
-    assert render_unchecked(2, gate=False, update=False, recorded=3) == (
+    def unchecked(kept, *, gate, update, recorded, commands=PLAIN):
+        return render_unchecked(
+            kept, gate=gate, update=update, recorded=recorded, commands=commands
+        )
+
+    assert unchecked(0, gate=False, update=False, recorded=3) is None
+    assert unchecked(0, gate=True, update=True, recorded=3) is None
+    assert unchecked(2, gate=False, update=False, recorded=3) == (
         "2 workload snapshots not checked: workload snapshots are checked only with "
         "--workload-snapshot"
     )
-    assert render_unchecked(0, gate=False, update=True, recorded=1) == (
-        "--snapshot-update without --workload-snapshot: workload snapshots are written only "
-        "with --workload-snapshot (`pytest --workload-snapshot --snapshot-update`)"
+    assert unchecked(0, gate=False, update=True, recorded=1, commands=ALL) == (
+        "--snapshot-update wrote no workload snapshot: they are written only with "
+        "--workload-snapshot; run `pytest --workload-snapshot --snapshot-update "
+        "--workload-record=all`"
     )
-    assert render_unchecked(1, gate=True, update=False, recorded=2) == (
+    assert unchecked(0, gate=True, update=True, recorded=0) == (
+        "--snapshot-update wrote no workload snapshot: no test recorded workloads (tests "
+        "marked @pytest.mark.workloads or using the workloads fixture record them, every "
+        "test with --workload-record=all)"
+    )
+    assert unchecked(1, gate=True, update=False, recorded=2) == (
         "1 workload snapshot not checked: its test failed"
     )
+
+
+def test_performance_notes_are_one_counted_line_per_kind():
+    notes = [
+        Note(f"t.py::t{i}", f"timing baseline b{i}.json recorded: not written, ...", kind)
+        for i, kind in enumerate(["baseline not written: xdist"] * 3 + ["baseline recorded"])
+    ]
+    notes.append(
+        Note("t.py::t9", "timing baseline b1.json recorded: not written, ...", notes[1].kind)
+    )
+    notes.append(Note("t.py::t9", "model: not judged", "not judged: too few samples"))
+    assert render_note_counts(notes, ALL, json=False) == [
+        "1 timing baseline recorded",
+        "3 timing baselines not written: timed while xdist workers shared this machine; write "
+        "them with `pytest --workload-snapshot --snapshot-update --workload-record=all -p "
+        "no:xdist` (or pass --workload-perf=strict)",
+        "1 timing not judged: it or its baseline has fewer than the 6 samples a verdict needs",
+        'each note, with its test and workload: --workload-json=PATH ("notes")',
+    ]
+    assert render_note_counts(notes[:1], PLAIN, json=True)[-1] == (
+        'each note, with its test and workload: the JSON report ("notes")'
+    )
+    assert render_note_counts([], PLAIN, json=True) == []
+
+
+def test_every_command_repeats_the_flags_that_chose_what_was_recorded():
+    spaced = Commands(("--workload-record=all", "--workload-baselines=my baselines"))
+    assert spaced.accept == (
+        "`pytest --workload-snapshot --snapshot-update --workload-record=all "
+        "'--workload-baselines=my baselines'`"
+    )
+    assert PLAIN.baseline == "`pytest --workload-snapshot --snapshot-update -p no:xdist`"
+    assert PLAIN.migrate == "`pytest --workload-snapshot --workload-migrate`"
+    assert PLAIN.accept_upgrade == "`pytest --workload-snapshot --workload-accept-upgrade`"
+    assert PLAIN.run == "`pytest --workload-snapshot -p no:xdist`"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 
 import pytest
@@ -96,6 +97,15 @@ def injected(monkeypatch):
     return set_timing
 
 
+def noted(pytester, *args):
+    """A run, and the text of each note its JSON report holds, by kind (the terminal counts)."""
+    result = pytester.runpytest(*args, "--workload-json=notes.json")
+    texts = {}
+    for note in json.loads((pytester.path / "notes.json").read_text())["notes"]:
+        texts.setdefault(note["kind"], []).append(f"{note['nodeid']}: {note['text']}")
+    return result, texts
+
+
 def baseline(pytester, *args):
     """Write baselines; strict, so this machine's load cannot keep them from being written."""
     result = pytester.runpytest(*GATE, "--workload-perf=strict", "--snapshot-update", *args)
@@ -117,7 +127,8 @@ def test_an_injected_3x_slowdown_fails_with_the_numbers(pytester, sleepy, inject
             # how many samples fit the real-time budget varies, so an interval may be printed
             "  median 30.00 ms vs baseline 10.00 ms: 3.00x slower (*tolerance 20%)",
             "  current *, baseline *",
-            "  on cpu *, torch *, * threads; accept the new timing with --snapshot-update",
+            "  on cpu *, torch *, * threads; accept the new timing with "
+            "`pytest --workload-snapshot --snapshot-update -p no:xdist`",
         )
     )
 
@@ -156,14 +167,22 @@ def test_a_100x_stall_waiting_for_a_core_is_excused(pytester, sleepy, injected):
     sleepy()
     baseline(pytester)
     injected(1.0, cpu=0.01, waited=0.99)
-    result = pytester.runpytest(*GATE)
+    result, notes = noted(pytester, *GATE)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
+        [
+            "1 slowdown not judged: waiting for a core explains it; rerun on a quieter machine, "
+            "or pass --workload-perf=strict to fail it"
+        ]
+    )
+    (note,) = notes["not judged: load"]
+    assert fnmatch.fnmatch(
+        note,
         lit(
             "*: model (test_sleepy.Sleepy), input * wall 100.00x its baseline, thread CPU time "
             "1.00x, not judged: its timing waited for a core 99% of its wall time, which "
             "explains it; rerun on a quieter machine, or pass --workload-perf=strict to fail it"
-        )
+        )[0],
     )
     pytester.runpytest(*GATE, "--workload-perf=strict").assert_outcomes(failed=1)
 
@@ -173,14 +192,20 @@ def test_a_baseline_timed_under_load_is_not_written_and_the_note_says_how(
 ):
     sleepy()
     injected(0.01, waited=0.6)
-    result = pytester.runpytest(*GATE, "--snapshot-update")
+    result, notes = noted(pytester, *GATE, "--snapshot-update")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        lit(
-            "*: timing baseline * recorded: not written, its timing waited for a core 60% of its "
-            "wall time; rerun `pytest --workload-snapshot --snapshot-update` on a quieter "
-            "machine, or add --workload-perf=strict to write it anyway"
-        )
+        [
+            "1 timing baseline not written: their timing waited for a core more than 25% of its "
+            "wall time; rerun `pytest --workload-snapshot --snapshot-update -p no:xdist` on a "
+            "quieter machine, or add --workload-perf=strict"
+        ]
+    )
+    (note,) = notes["baseline not written: load"]
+    assert note.endswith(
+        "recorded: not written, its timing waited for a core 60% of its wall time; rerun "
+        "`pytest --workload-snapshot --snapshot-update -p no:xdist` on a quieter machine, or "
+        "add --workload-perf=strict to write it anyway"
     )
     assert not (pytester.path / "__workload_baselines__").exists()
     pytester.runpytest(*GATE, "--snapshot-update", "--workload-perf=strict")
@@ -194,15 +219,23 @@ def test_missing_baseline_is_a_note_not_a_failure(pytester, sleepy):
     quiet.assert_outcomes(passed=1)
     quiet.stdout.fnmatch_lines(["1 workload performance note (shown without -q)"])
     quiet.stdout.no_fnmatch_line("*no timing baseline*")
-    result = pytester.runpytest(*GATE)
+    result, notes = noted(pytester, *GATE)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
-        lit(
+        [
             "*- workload performance -*",
+            "1 workload without a timing baseline: record them with "
+            "`pytest --workload-snapshot --snapshot-update -p no:xdist`",
+        ]
+    )
+    (note,) = notes["no baseline"]
+    assert fnmatch.fnmatch(
+        note,
+        lit(
             "test_sleepy.py::test_sleepy: no timing baseline for test_sleepy.Sleepy, "
             "input (float32[1, 4]), hash * on cpu *; record one with "
             "`pytest --workload-snapshot --snapshot-update -p no:xdist`",
-        )
+        )[0],
     )
 
 
@@ -234,10 +267,12 @@ def test_much_faster_is_reported_not_failed(pytester, sleepy, injected):
     injected(0.03)
     baseline(pytester)
     injected(0.01)
-    result = pytester.runpytest(*GATE)
+    result, notes = noted(pytester, *GATE)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
-        lit("*: model (test_sleepy.Sleepy), input * is *x faster than its baseline*")
+    result.stdout.fnmatch_lines(["1 workload faster than its baseline: refresh them with `*`"])
+    (note,) = notes["faster"]
+    assert fnmatch.fnmatch(
+        note, lit("*: model (test_sleepy.Sleepy), input * is *x faster than its baseline*")[0]
     )
 
 
@@ -254,10 +289,12 @@ def test_update_refreshes_a_drifted_baseline(pytester, sleepy, injected):
     sleepy()
     baseline(pytester)
     injected(0.03)
-    updated = pytester.runpytest(*GATE, "--snapshot-update")
+    updated, notes = noted(pytester, *GATE, "--snapshot-update")
     updated.assert_outcomes(passed=1)
-    updated.stdout.fnmatch_lines(
-        lit("*: timing baseline for model (test_sleepy.Sleepy) * refreshed at *")
+    updated.stdout.fnmatch_lines(["1 timing baseline refreshed: they had drifted"])
+    (note,) = notes["baseline refreshed"]
+    assert fnmatch.fnmatch(
+        note, lit("*: timing baseline for model (test_sleepy.Sleepy) * refreshed at *")[0]
     )
     pytester.runpytest(*GATE).assert_outcomes(passed=1)
 
@@ -267,14 +304,16 @@ def test_nearest_compatible_baseline_is_a_note(pytester, sleepy):
     baseline(pytester)
     sleepy(batch=4)
     pytester.runpytest("--workload-snapshot", "--snapshot-update", "--workload-perf=off")
-    result = pytester.runpytest(*GATE)
+    result, notes = noted(pytester, *GATE)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
+    (note,) = notes["no baseline"]
+    assert fnmatch.fnmatch(
+        note,
         lit(
             "*: no timing baseline for test_sleepy.Sleepy, input (float32[4, 4])*; nearest "
             "compatible baseline: model (float32[1, 4]) (*) at distance factor 4, so about * "
             "expected if time scales with size; record one with `*`"
-        )
+        )[0],
     )
 
 
@@ -373,12 +412,13 @@ def test_a_corrupt_baseline_of_another_workload_is_a_note_naming_it(pytester, sl
     sleepy(batch=2)  # no baseline of its own: the store is searched for a compatible one
     update = ("--workload-snapshot", "--snapshot-update", "--workload-perf=off")
     pytester.runpytest(*update).assert_outcomes(passed=1)  # the snapshot only
-    result = pytester.runpytest(*GATE)
+    result, notes = noted(pytester, *GATE)
     result.assert_outcomes(passed=1)  # one corrupt file fails no other workload's test
-    result.stdout.fnmatch_lines(
-        lit(
-            f"*timing baseline *{other.name}: is not valid JSON*; left out of nearest-shape lookups"
-        )
+    result.stdout.fnmatch_lines(["1 timing baseline unreadable: left out of nearest-shape lookups"])
+    (note,) = notes["unreadable baseline"]
+    assert fnmatch.fnmatch(
+        note,
+        f"*timing baseline *{other.name}: is not valid JSON*; left out of nearest-shape lookups",
     )
     assert other.read_text() == "{broken"
 
@@ -387,10 +427,12 @@ def test_contended_timings_are_reported_not_judged(pytester, sleepy, injected):
     sleepy()
     baseline(pytester)
     injected(0.03, cpu=0.01, waited=0.7)  # 3x, all of it waiting for a core
-    relaxed = pytester.runpytest(*GATE)
+    relaxed, notes = noted(pytester, *GATE)
     relaxed.assert_outcomes(passed=1)
-    relaxed.stdout.fnmatch_lines(
-        lit("*: model (test_sleepy.Sleepy), * its baseline, thread CPU time 1.00x, not judged: *")
+    relaxed.stdout.fnmatch_lines(["1 slowdown not judged: waiting for a core explains it; *"])
+    (note,) = notes["not judged: load"]
+    assert fnmatch.fnmatch(
+        note, "*: model (test_sleepy.Sleepy), * its baseline, thread CPU time 1.00x, not judged: *"
     )
     pytester.runpytest(*GATE, "--workload-perf=strict").assert_outcomes(failed=1)
 
@@ -413,3 +455,72 @@ def test_thread_cpu_time_decides_under_load_only_for_one_thread(
     # one thread: its CPU time is its own work, no wait excuses it; a pool of threads spins
     # at its barriers while others hold the cores, so its CPU time is load too
     result.assert_outcomes(**{outcome: 1})
+
+
+OBSERVED = """
+import time
+import pytest
+import torch
+from torch import nn
+
+SEEN = torch.zeros(1)
+
+
+class Counting(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        time.sleep({sleep})
+        SEEN.add_(1)  # a write outside the module: timed from the test's own calls
+        return self.lin(x)
+
+
+@pytest.mark.workloads
+def test_counting():
+    model = Counting()
+    for _ in range({calls}):
+        model(torch.rand(1, 4))
+"""
+
+
+def _baseline_file(pytester):
+    (path,) = (pytester.path / "__workload_baselines__").rglob("*.json")
+    return path
+
+
+def test_a_timing_of_too_few_samples_becomes_no_baseline(pytester):
+    # the first two calls are traced, so 3 calls leave 1 observed sample
+    pytester.makepyfile(test_counting=OBSERVED.format(sleep=0.001, calls=3))
+    result = pytester.runpytest(*GATE, "--workload-perf=strict", "--snapshot-update")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["1 timing baseline not written: timed on fewer than the 6 samples a verdict needs"]
+    )
+    assert not (pytester.path / "__workload_baselines__").exists()
+
+
+def test_a_10x_slowdown_on_one_sample_against_one_passes(pytester):
+    """The issue's gate failed an unchanged test on one sample against one sample."""
+    pytester.makepyfile(test_counting=OBSERVED.format(sleep=0.001, calls=9))
+    update = (*GATE, "--workload-perf=strict", "--snapshot-update")
+    pytester.runpytest(*update).assert_outcomes(passed=1)
+    stored = json.loads(_baseline_file(pytester).read_text())
+    assert stored["timing"]["n"] == 7
+    median = stored["timing"]["median_s"]  # one sample, as a timing of one call would say
+    stored["timing"].update(n=1, iqr_s=0.0, ci95_s=[median, median])
+    _baseline_file(pytester).write_text(json.dumps(stored))
+    pytester.makepyfile(test_counting=OBSERVED.format(sleep=0.01 + 10 * median, calls=3))
+    result = pytester.runpytest(*GATE, "--workload-perf=strict", "--workload-json=r.json")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "1 timing not judged: it or its baseline has fewer than the 6 samples a verdict needs",
+            'each note, with its test and workload: the JSON report ("notes")',
+        ]
+    )
+    notes = json.loads((pytester.path / "r.json").read_text())["notes"]
+    (note,) = [n for n in notes if n["kind"] == "not judged: too few samples"]
+    assert note["nodeid"] == "test_counting.py::test_counting"
+    assert "not judged: timed on 1 sample against the baseline's 1" in note["text"]

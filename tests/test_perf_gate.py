@@ -28,10 +28,11 @@ def test_a_baseline_timed_under_load_is_not_written(tmp_path):
     assert result.failures == ()
     assert list(tmp_path.rglob("*.json")) == []
     (note,) = result.notes
-    assert note.endswith(
+    assert note.kind == "baseline not written: load"
+    assert note.text.endswith(
         "not written, its timing waited for a core 60% of its wall time; rerun "
-        "`pytest --workload-snapshot --snapshot-update` on a quieter machine, or add "
-        "--workload-perf=strict to write it anyway"
+        "`pytest --workload-snapshot --snapshot-update -p no:xdist` on a quieter machine, or "
+        "add --workload-perf=strict to write it anyway"
     )
     gate.check(timed(tiny_table("t.py::a", 8), 0.1), 0.2)
     assert len(list(tmp_path.rglob("*.json"))) == 1
@@ -47,7 +48,7 @@ def test_in_one_session_the_fastest_timing_of_a_workload_is_its_baseline(tmp_pat
     does not replace the baseline an earlier test wrote, nor is it called a refresh."""
     gate = PerfGate(tmp_path, mode="strict", update=True)
     first = gate.check(timed(tiny_table("t.py::a", 8), 0.0, 0.010), 0.2)
-    assert first.notes[0].endswith("recorded")
+    assert first.notes[0].text.endswith("recorded")
     later = gate.check(timed(tiny_table("t.py::b", 8), 0.5, 0.760), 0.2)
     assert later == GateResult()  # nothing written, nothing said
     assert stored_median(tmp_path) == 0.010
@@ -57,5 +58,5 @@ def test_in_one_session_the_fastest_timing_of_a_workload_is_its_baseline(tmp_pat
     refreshed = PerfGate(tmp_path, mode="strict", update=True).check(
         timed(tiny_table("t.py::a", 8), 0.0, 0.020), 0.2
     )
-    assert "refreshed at 2.50x the old one" in refreshed.notes[0]
+    assert "refreshed at 2.50x the old one" in refreshed.notes[0].text
     assert stored_median(tmp_path) == 0.020

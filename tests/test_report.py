@@ -30,18 +30,29 @@ def test_a_large_session_gets_counts_not_trees(pytester):
             "21 tests recorded 21 workloads (21 top-level, 21 distinct hashes); no collapse "
             "across the session",
             "workload gate off: nothing was checked (--workload-snapshot checks)",
-            "each test's tree: -v or --workload-report=tree; every field: --workload-json=PATH",
+            "each test's tree: --workload-report=tree; every field: --workload-json=PATH",
         ]
     )
     result.stdout.no_fnmatch_line("*Hash:*")
 
 
-@pytest.mark.parametrize("ask", [("-v",), ("--workload-report=tree",)])
-def test_the_tree_on_request(pytester, ask):
+def test_the_tree_on_request(pytester):
     _suite(pytester, 21)
-    result = pytester.runpytest("--workload-timing=off", *ask)
+    result = pytester.runpytest("--workload-timing=off", "--workload-report=tree")
     result.assert_outcomes(passed=21)
     assert result.stdout.str().count("Hash:") == 21
+
+
+@pytest.mark.parametrize(
+    "verbose", [("-v",), ("-vv",), ("-o", "log_cli=true")], ids=["-v", "-vv", "ini log_cli"]
+)
+def test_verbosity_does_not_turn_a_large_report_into_trees(pytester, verbose):
+    """An ini ``log_cli`` raises the verbosity: a 3,000-test suite printed every tree."""
+    _suite(pytester, 21)
+    result = pytester.runpytest("--workload-timing=off", *verbose)
+    result.assert_outcomes(passed=21)
+    result.stdout.fnmatch_lines(["21 tests recorded 21 workloads *"])
+    result.stdout.no_fnmatch_line("*Hash:*")
 
 
 def test_a_small_session_gets_trees_and_summary_on_request(pytester):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
+import json
+
 from tests.pytester_suite import lit, two_shapes
 
 NOT_CHECKED = (
@@ -45,8 +48,8 @@ def test_snapshot_update_alone_says_it_writes_no_workload_snapshot(pytester, sui
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         lit(
-            "--snapshot-update without --workload-snapshot: workload snapshots are written only "
-            "with --workload-snapshot (`pytest --workload-snapshot --snapshot-update`); "
+            "--snapshot-update wrote no workload snapshot: they are written only with "
+            "--workload-snapshot; run `pytest --workload-snapshot --snapshot-update`; "
             "1 workload snapshot left as it is"
         )
     )
@@ -99,21 +102,38 @@ def test_conv(i):
 """
 
 
-def test_a_note_is_shown_once_per_workload_with_its_test_and_command(pytester, mode):
+def test_a_note_is_counted_once_per_workload_and_each_is_in_the_json(pytester, mode):
     pytester.makeini("[pytest]\nworkload_time_budget = 0.01\n")
     pytester.makepyfile(test_notes=NOTES)
-    result = pytester.runpytest(*mode, "--workload-snapshot", "--workload-perf=strict")
+    result = pytester.runpytest(
+        *mode, "--workload-snapshot", "--workload-perf=strict", "--workload-json=r.json"
+    )
     result.assert_outcomes(failed=6)  # no snapshots yet; the perf gate still runs
     command = "`pytest --workload-snapshot --snapshot-update -p no:xdist`"
     result.stdout.fnmatch_lines(
-        lit(
+        [
             "*- workload performance -*",
-            "test_notes.py::test_linear[0] (and 3 more tests): no timing baseline for "
-            f"torch.nn.modules.linear.Linear, input (float32[1, 4]), hash * on cpu *; "
-            f"record one with {command}",
-            "test_notes.py::test_conv[0] (and 1 more test): no timing baseline for "
-            f"torch.nn.modules.conv.Conv2d, input (float32[1, 3, 4, 4]), hash * on cpu *; "
-            f"record one with {command}",
-        )
+            f"2 workloads without a timing baseline: record them with {command}",
+            'each note, with its test and workload: the JSON report ("notes")',
+        ]
     )
-    assert result.stdout.str().count("no timing baseline") == 2
+    result.stdout.no_fnmatch_line("*no timing baseline for*")
+    notes = json.loads((pytester.path / "r.json").read_text())["notes"]
+    assert [n["nodeid"] for n in notes] == [
+        "test_notes.py::test_linear[0]",
+        "test_notes.py::test_linear[1]",
+        "test_notes.py::test_linear[2]",
+        "test_notes.py::test_linear_named",
+        "test_notes.py::test_conv[0]",
+        "test_notes.py::test_conv[1]",
+    ]
+    assert {n["kind"] for n in notes} == {"no baseline"}
+    linear, conv = notes[0]["text"], notes[4]["text"]
+    assert fnmatch.fnmatch(
+        linear,
+        lit(
+            "no timing baseline for torch.nn.modules.linear.Linear, input (float32[1, 4]), "
+            f"hash * on cpu *; record one with {command}"
+        )[0],
+    )
+    assert {n["text"] for n in notes} == {linear, conv}

@@ -27,7 +27,7 @@ from pytest_workload._model.errors import (
     DeviceUnavailableError,
     WorkloadDataError,
 )
-from pytest_workload._model.timing import Timing
+from pytest_workload._model.timing import MIN_SAMPLES, Timing
 from pytest_workload._verdict.drift import judge
 
 
@@ -75,7 +75,7 @@ def test_a_short_budget_stops_at_the_minimum_samples():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [0.01])
     samples = measure(lambda: None, stopwatch, TimingPolicy(budget_s=0.01), clock).wall_s
-    assert samples == [0.01] * 5
+    assert samples == [0.01] * MIN_SAMPLES
 
 
 def test_precise_calls_stop_after_a_fifth_of_the_budget():

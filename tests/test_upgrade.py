@@ -89,7 +89,8 @@ def test_accept_upgrade_refuses_a_changed_computation_and_leaves_the_file(pytest
             "*refusing to accept workload snapshot __workload_snapshots__*test_norms.workloads "
             "as a library upgrade*",
             "* (*Norms): computation changed (compute hash * -> *)",
-            "*review the change, then accept it with --snapshot-update",
+            "*review the change, then accept it with "
+            "`pytest --workload-snapshot --snapshot-update`",
         )
     )
     assert stored.read_text() == before

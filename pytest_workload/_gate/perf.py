@@ -9,19 +9,24 @@ from .._measure.device import device_identity
 from .._model.baseline import Baseline
 from .._model.canonical import canonical_json
 from .._model.errors import CorruptFileError, FileWriteError
-from .._model.timing import Timing
+from .._model.notes import Note, NoteKind
+from .._model.timing import MIN_SAMPLES, Timing
 from .._model.workload import TestWorkloads, Workload
+from .._render.commands import PLAIN, Commands
 from .._render.escape import one_line
 from .._render.failures import (
     render_contended,
     render_faster,
     render_missing_baseline,
     render_regression,
+    render_too_few,
 )
 from .._verdict.distance import nearest
 from .._verdict.drift import CONTENDED_LOAD, Drift, judge, worth_retiming
 from .baselines import BaselineStore
 from .result import GateResult
+
+_Notes = list[tuple[NoteKind, str]]
 
 #: ``on`` gates timings (relaxed to notes when xdist workers share the machine, where nothing
 #: is replayed for timing), ``strict`` replays and gates them even then, ``off`` leaves timings
@@ -40,12 +45,14 @@ class PerfGate:
         update: bool = False,
         workers: int = 1,
         within: Path | None = None,
+        commands: Commands = PLAIN,
     ) -> None:
         self.baselines = baselines
         self.within = within
         self.mode = mode
         self.update = update
         self.workers = workers
+        self.commands = commands
         self._stores: dict[str, BaselineStore] = {}
         self._reported: set[str] = set()
         # medians of the baselines this session wrote, by file: a workload that several tests
@@ -54,14 +61,15 @@ class PerfGate:
 
     def check(self, test: TestWorkloads, tolerance: float) -> GateResult:
         failures: list[str] = []
-        notes: list[str] = []
+        notes: _Notes = []
         regressions: list[str] = []
         for w in test.roots():
             # not replayed (xdist workers, an unmarked test): a few of the test's own calls
             unreplayed = w.measured is not None and w.measured.unreplayed
             if w.timing is not None and not unreplayed:
                 failures += self._check_workload(w, tolerance, notes, regressions)
-        return GateResult(tuple(failures), tuple(notes), len(regressions))
+        kept = tuple(Note(test.nodeid, text, kind) for kind, text in notes)
+        return GateResult(tuple(failures), kept, len(regressions))
 
     def has_baseline(self, workload_hash: str, device: str) -> bool:
         """Whether a stored baseline on ``device`` judges this workload (an unreadable store
@@ -113,13 +121,13 @@ class PerfGate:
         if self.workers > 1 and self.mode != "strict":
             return (
                 f"timed while {self.workers} xdist workers shared this machine, so "
-                "not failed and no baseline written; run the timing gate without xdist (or "
-                "pass --workload-perf=strict)"
+                f"not failed and no baseline written; run the timing gate in one process "
+                f"({self.commands.run}) or pass --workload-perf=strict"
             )
         return None
 
     def _check_workload(
-        self, w: Workload, tolerance: float, notes: list[str], regressions: list[str]
+        self, w: Workload, tolerance: float, notes: _Notes, regressions: list[str]
     ) -> list[str]:
         assert w.timing is not None
         store = self._store(w.timing.device)
@@ -134,7 +142,7 @@ class PerfGate:
             if not self.update:
                 return [
                     f"corrupt timing baseline {one_line(str(exc))}; fix it, delete it or rewrite "
-                    "it with --snapshot-update"
+                    f"it with {self.commands.baseline}"
                 ]
             baseline = None
         if baseline is None:
@@ -148,50 +156,59 @@ class PerfGate:
         drift = judge(
             w.timing, baseline.timing, tolerance, (w.flops, baseline.flops), store.device.threads
         )
-        if drift.kind == "unchanged":
+        if drift.kind == "unchanged" or (drift.kind == "too few samples" and self.update):
             return []
-        if self.update:
-            return self._write(
-                w,
-                store,
+        if drift.kind == "too few samples":
+            notes.append(("not judged: too few samples", render_too_few(w, baseline.timing, drift)))
+        elif self.update:
+            note = (
                 "timing baseline for "
                 + one_line(f"{w.name} ({w.class_name}) {w.input_signature.format()}")
-                + f" refreshed at {drift.ratio:.2f}x the old one",
-                notes,
+                + f" refreshed at {drift.ratio:.2f}x the old one"
             )
+            return self._write(w, store, ("baseline refreshed", note), notes)
         elif drift.kind == "regression" and not self._fails(drift):
-            notes.append(render_contended(w, baseline.timing, drift))
+            notes.append(("not judged: load", render_contended(w, baseline.timing, drift)))
         elif drift.kind == "regression":
-            message = render_regression(w, baseline.timing, drift, store.device.describe())
+            device = store.device.describe()
+            message = render_regression(w, baseline.timing, drift, device, self.commands)
             if self._relaxed is None:
                 regressions.append(message)
                 return [message]
-            notes.append(f"{message}\n  ({self._relaxed})")
+            notes.append(("not judged: xdist", f"{message}\n  ({self._relaxed})"))
         else:
-            notes.append(render_faster(w, baseline.timing, drift))
+            notes.append(("faster", render_faster(w, baseline.timing, drift, self.commands)))
         return []
 
-    def _write(self, w: Workload, store: BaselineStore, note: str, notes: list[str]) -> list[str]:
+    def _write(
+        self, w: Workload, store: BaselineStore, note: tuple[NoteKind, str], notes: _Notes
+    ) -> list[str]:
         refused = self._refusal(w)
         if refused is not None:
-            notes.append(f"{note}: not written, {refused}")
+            kind, why = refused
+            notes.append((kind, f"{note[1]}: not written, {why}"))
             return []
         failures = self._put(w, store)
         if not failures:
             notes.append(note)
         return failures
 
-    def _refusal(self, w: Workload) -> str | None:
+    def _refusal(self, w: Workload) -> tuple[NoteKind, str] | None:
         """Why ``w``'s timing must not become its baseline, if it must not."""
         assert w.timing is not None
         load = w.timing.others_load or 0.0
         if self._relaxed is not None:
-            return self._relaxed
+            return "baseline not written: xdist", self._relaxed
+        if not w.timing.has_interval:  # it could judge nothing
+            return "baseline not written: too few samples", (
+                f"timed on {w.timing.n} sample{'' if w.timing.n == 1 else 's'}, and a verdict "
+                f"needs {MIN_SAMPLES}"
+            )
         if load > CONTENDED_LOAD and self.mode != "strict":
             # a baseline timed under load would excuse, or hide, every later slowdown
-            return (
+            return "baseline not written: load", (
                 f"its timing waited for a core {load:.0%} of its wall time; rerun "
-                "`pytest --workload-snapshot --snapshot-update` on a quieter machine, or add "
+                f"{self.commands.baseline} on a quieter machine, or add "
                 "--workload-perf=strict to write it anyway"
             )
         return None
@@ -205,20 +222,20 @@ class PerfGate:
         self._written[store.path(w.hash)] = w.timing.median_s
         return []
 
-    def _no_baseline(self, w: Workload, store: BaselineStore, notes: list[str]) -> list[str]:
+    def _no_baseline(self, w: Workload, store: BaselineStore, notes: _Notes) -> list[str]:
         """Record a baseline under update; else a note, with the nearest compatible one."""
         if self.update:
-            path = one_line(str(store.path(w.hash)))
-            return self._write(w, store, f"timing baseline {path} recorded", notes)
+            note = f"timing baseline {one_line(str(store.path(w.hash)))} recorded"
+            return self._write(w, store, ("baseline recorded", note), notes)
         stored = store.all()
         for exc in store.unreadable:
             if exc.path not in self._reported:
                 self._reported.add(exc.path)
-                notes.append(
-                    f"timing baseline {one_line(str(exc))}; left out of nearest-shape lookups"
-                )
+                note = f"timing baseline {one_line(str(exc))}; left out of nearest-shape lookups"
+                notes.append(("unreadable baseline", note))
         others = {canonical_json(b.key): b for b in stored if b.hash != w.hash}
         found = nearest(w.key, [b.key for b in others.values()])
         near = None if found is None else (others[canonical_json(found[0])], found[1])
-        notes.append(render_missing_baseline(w, store.device.describe(), near))
+        device = store.device.describe()
+        notes.append(("no baseline", render_missing_baseline(w, device, near, self.commands)))
         return []

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .._model.notes import Note
+
 
 @dataclass(frozen=True)
 class GateResult:
     """One gate's verdict on one test; empty when it has nothing to say."""
 
     failures: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     #: How many of ``failures`` are performance regressions (the session summary counts them).
     regressions: int = 0

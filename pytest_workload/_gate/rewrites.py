@@ -11,17 +11,19 @@ from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
 from .._model.files import read_text, write_text_atomic
 from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
+from .._render.commands import Commands
 from .._render.escape import one_line
 from .._render.failures import render_changes
 from .._verdict.diff import compare_documents, documents_match
 from .._verdict.upgrade import changed_count, upgrade_refusals
 
-MIGRATE_COMMAND = "pytest --workload-snapshot --workload-migrate"
-ACCEPT_UPGRADE_COMMAND = "pytest --workload-snapshot --workload-accept-upgrade"
-
 
 def rewrite_migrated(
-    path: Path, shown: str, document: SnapshotDocument, legacy: Mapping[int, SnapshotDocument]
+    path: Path,
+    shown: str,
+    document: SnapshotDocument,
+    legacy: Mapping[int, SnapshotDocument],
+    commands: Commands,
 ) -> tuple[str | None, str | None]:
     """Rewrite an older-scheme snapshot under the current one; (refusal, note)."""
     try:
@@ -36,7 +38,7 @@ def rewrite_migrated(
             f"cannot migrate workload snapshot {shown}: it was written by fingerprint scheme "
             f"{stored.scheme}, which this session cannot compute (known: "
             f"{', '.join(str(v) for v in sorted(legacy)) or 'none'}). Regenerate it with "
-            "`pytest --workload-snapshot --snapshot-update` after reviewing the change",
+            f"{commands.accept} after reviewing the change",
             None,
         )
     if not documents_match(stored, recorded):
@@ -46,14 +48,14 @@ def rewrite_migrated(
             "match the stored ones, so something changed besides the scheme:"
         ]
         lines += [f"  {line}" for line in render_changes(compare_documents(stored, recorded))]
-        lines.append("fix the regression first, or accept it with --snapshot-update")
+        lines.append(f"fix the regression first, or accept it with {commands.accept}")
         return "\n".join(lines), None
     write_text_atomic(path, document.to_text())
     return None, f"migrated {shown} from fingerprint scheme {stored.scheme} to {document.scheme}"
 
 
 def rewrite_upgraded(
-    path: Path, shown: str, document: SnapshotDocument
+    path: Path, shown: str, document: SnapshotDocument, commands: Commands
 ) -> tuple[str | None, str | None]:
     """Rewrite a snapshot whose change is only an upgrade's; (refusal, note)."""
     try:
@@ -71,7 +73,7 @@ def rewrite_upgraded(
         ]
         lines += [f"  {one_line(r)}" for r in refusals]
         lines += [f"  {one_line(versions)}"] if versions else []
-        lines.append("review the change, then accept it with --snapshot-update")
+        lines.append(f"review the change, then accept it with {commands.accept}")
         return "\n".join(lines), None
     try:
         write_text_atomic(path, document.to_text())

@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .._identity.fingerprint import FingerprintScheme
+from .._model.notes import Note
 from .._model.snapshot import SnapshotDocument, SnapshotEntry, fold
 from .._model.workload import TestWorkloads
+from .._render.commands import PLAIN, Commands
 from .result import GateResult
 
 if TYPE_CHECKING:
@@ -29,8 +31,10 @@ class SnapshotGate:
         migrate: bool = False,
         accept_upgrade: bool = False,
         rootdir: Path | None = None,
+        commands: Commands = PLAIN,
     ) -> None:
         self.legacy_schemes = tuple(legacy_schemes)
+        self.commands = commands
         self.migrate = migrate
         self.accept_upgrade = accept_upgrade
         self.rootdir = rootdir
@@ -43,12 +47,14 @@ class SnapshotGate:
 
         document = SnapshotDocument.of(scheme, test, test.modules, test.libraries)
         legacy = self._legacy_documents(test) if self.migrate else None
-        result = check_snapshot(snapshot, document, self.rootdir, legacy, self.accept_upgrade)
+        result = check_snapshot(
+            snapshot, document, self.commands, self.rootdir, legacy, self.accept_upgrade
+        )
         if result.kept is not None:
             self.kept.append(result.kept)
         return GateResult(
             failures=() if result.failure is None else (result.failure,),
-            notes=() if result.note is None else (result.note,),
+            notes=() if result.note is None else (Note(test.nodeid, result.note),),
         )
 
     def keep(self, snapshot: Snapshot) -> tuple[str, ...]:

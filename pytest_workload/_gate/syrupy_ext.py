@@ -26,11 +26,12 @@ from .._model.files import outside, read_text, write_text_atomic
 from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
 from .._model.versions import SNAPSHOT_FORMAT
+from .._render.commands import Commands
 from .._render.escape import one_line
-from .._render.failures import UPDATE_HINT, render_changes
+from .._render.failures import render_changes, update_hint
 from .._verdict.diff import compare_documents, documents_match, missing_fields
 from .._verdict.upgrade import upgrade_refusals
-from .rewrites import ACCEPT_UPGRADE_COMMAND, MIGRATE_COMMAND, rewrite_migrated, rewrite_upgraded
+from .rewrites import rewrite_migrated, rewrite_upgraded
 from .snapshot_files import (
     NAME_MAX,
     SNAPSHOT_DIRNAME,
@@ -226,6 +227,7 @@ def _adopt_legacy(
 def check_snapshot(
     snapshot: SnapshotAssertion,
     document: SnapshotDocument,
+    commands: Commands,
     rootdir: Path | None = None,
     legacy: Mapping[int, SnapshotDocument] | None = None,
     accept_upgrade: bool = False,
@@ -272,7 +274,7 @@ def check_snapshot(
     updating = bool(assertion.session.update_snapshots)
     if stored.corrupt is not None and not updating:
         return SnapshotResult(
-            failure=_corrupt(shown, stored.corrupt), kept=keep_snapshot(snapshot).kept
+            failure=_corrupt(shown, stored.corrupt, commands), kept=keep_snapshot(snapshot).kept
         )
     if stored.corrupt is not None:
         # rewritten here: a hand-edited entry may still match by hash, so syrupy would not
@@ -286,12 +288,12 @@ def check_snapshot(
         moved = _join(moved, f"rewrote corrupt workload snapshot {shown} ({corrupt})")
     note = moved
     if legacy is not None and os.path.exists(location):
-        refusal, migrated = rewrite_migrated(Path(location), shown, document, legacy)
+        refusal, migrated = rewrite_migrated(Path(location), shown, document, legacy, commands)
         if refusal is not None:
             return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
         note = _join(note, migrated)
     if accept_upgrade and not updating and os.path.exists(location):
-        refusal, accepted = rewrite_upgraded(Path(location), shown, document)
+        refusal, accepted = rewrite_upgraded(Path(location), shown, document, commands)
         if refusal is not None:
             return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
         note = _join(note, accepted)
@@ -312,9 +314,11 @@ def check_snapshot(
             f"workload snapshot {shown} could not be checked: {one_line(str(result.exception))}"
         )
     elif result.recalled_data is None:
-        failure = f"no workload snapshot {shown} for the recorded workloads; {UPDATE_HINT}"
+        failure = (
+            f"no workload snapshot {shown} for the recorded workloads; {update_hint(commands)}"
+        )
     else:
-        failure = explain_mismatch(shown, str(result.recalled_data), document)
+        failure = explain_mismatch(shown, str(result.recalled_data), document, commands)
     return SnapshotResult(failure=failure, note=note)
 
 
@@ -343,25 +347,27 @@ def _join(first: str | None, second: str | None) -> str | None:
     return "\n".join(n for n in (first, second) if n) or None
 
 
-def _corrupt(shown: str, reason: str) -> str:
+def _corrupt(shown: str, reason: str, commands: Commands) -> str:
     return (
         f"corrupt workload snapshot {shown}: {one_line(reason)}. It is left as it is; fix it or "
-        "regenerate it with `pytest --workload-snapshot --snapshot-update`"
+        f"regenerate it with {commands.accept}"
     )
 
 
-def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument) -> str:
+def explain_mismatch(
+    location: str, stored_text: str, document: SnapshotDocument, commands: Commands
+) -> str:
     """The failure message for a stored table that does not match the recorded one."""
     try:
         stored = SnapshotDocument.from_text(stored_text)
     except WorkloadDataError as exc:
-        return _corrupt(location, str(exc))
+        return _corrupt(location, str(exc), commands)
     if stored.scheme != document.scheme:
         return (
             f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}; "
-            f"this run uses scheme {document.scheme}. Migrate it with `{MIGRATE_COMMAND}`, which "
-            f"first checks every stored hash under scheme {stored.scheme}, or regenerate it "
-            "with `pytest --workload-snapshot --snapshot-update`"
+            f"this run uses scheme {document.scheme}. Migrate it with {commands.migrate}, "
+            f"which first checks every stored hash under scheme {stored.scheme}, or "
+            f"regenerate it with {commands.accept}"
         )
     lines = [f"workload snapshot mismatch ({location}):"]
     versions = versions_line(stored.libraries, document.libraries)
@@ -371,7 +377,7 @@ def explain_mismatch(location: str, stored_text: str, document: SnapshotDocument
         lines.append(
             "only configuration text, attributes or class paths changed (parameters, "
             "children, inputs, FLOPs and computations did not): accept it with "
-            f"`{ACCEPT_UPGRADE_COMMAND}`"
+            f"{commands.accept_upgrade}"
         )
-    lines.append(UPDATE_HINT)
+    lines.append(update_hint(commands))
     return "\n".join(lines)

@@ -15,7 +15,7 @@ does outside the module tree happened again each time. Every outcome is said in 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -178,13 +178,17 @@ def measure_calls(
     budget: SessionBudget | None = None,
     *,
     replays: Replays = "timing",
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[Measurement], list[str]]:
     """A measurement per call (timing unless ``policy`` is None, or ``budget`` declines it;
     from the calls the test made unless ``replays`` is ``timing``), and lines for the report,
     one per workload whose measurement is missing or approximate (those the budget left
-    untimed, or that were not replayed, are counted in the report instead)."""
+    untimed, or that were not replayed, are counted in the report instead). ``progress`` is
+    told how many calls of how many are measured, before each and once all are."""
     measurements, lines = [], []
-    for call in calls:
+    for done, call in enumerate(calls):
+        if progress is not None:
+            progress(done, len(calls))
         bound = None if policy is None else policy.for_workload(call.workload_hash)
         if replays == "never":
             measured, line = _never_replayed(call, bound)
@@ -199,4 +203,6 @@ def measure_calls(
         measurements.append(measured)
         if line is not None:
             lines.append(f"{call.name} ({call.class_name}): {line}")
+    if progress is not None and calls:
+        progress(len(calls), len(calls))
     return measurements, lines

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
-from .._model.timing import Timing
+from .._model.timing import MIN_SAMPLES, Timing
 from .load import LoadProbe
 
 if TYPE_CHECKING:
@@ -45,10 +45,10 @@ def median_interval(ordered: Sequence[float]) -> tuple[float, float]:
     """95% confidence interval of the median from order statistics (no distribution assumed).
 
     The ranks ``n/2 -/+ z*sqrt(n)/2`` come from the normal approximation of the binomial; with
-    fewer than 6 samples the interval is the whole range.
+    fewer than ``MIN_SAMPLES`` samples the interval is the whole range (and no 95% interval).
     """
     n = len(ordered)
-    if n < 6:
+    if n < MIN_SAMPLES:
         return ordered[0], ordered[-1]
     half_width = _Z95 * math.sqrt(n) / 2
     low = max(0, math.floor(n / 2 - half_width) - 1)
@@ -144,7 +144,8 @@ class TimingPolicy:
 
     budget_s: float = 0.25
     precision: float = 0.02
-    min_samples: int = 5
+    #: enough for a verdict (a replayed timing is always judged)
+    min_samples: int = MIN_SAMPLES
     max_samples: int = 1000
     min_block_s: float = 1e-4
     #: Asked of each timing, with the hash of the workload timed: is this a suspected

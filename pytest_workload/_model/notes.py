@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Literal, get_args
 
 from .canonical import Json
+from .errors import WorkloadDataError
 from .fields import read_field, read_object
+
+#: What a note is about. A performance note is about one workload, so a suite has as many as
+#: it has workloads: the terminal counts them by kind, the JSON report holds each one.
+NoteKind = Literal[
+    "baseline recorded",
+    "baseline refreshed",
+    "baseline not written: xdist",
+    "baseline not written: load",
+    "baseline not written: too few samples",
+    "no baseline",
+    "faster",
+    "not judged: load",
+    "not judged: xdist",
+    "not judged: too few samples",
+    "unreadable baseline",
+    "measurement",
+    "snapshot",
+]
+NOTE_KINDS: Final[tuple[NoteKind, ...]] = get_args(NoteKind)
 
 
 @dataclass(frozen=True)
@@ -16,11 +36,16 @@ class Note:
 
     nodeid: str
     text: str
+    kind: NoteKind = "snapshot"
 
     def to_dict(self) -> dict[str, Json]:
-        return {"nodeid": self.nodeid, "text": self.text}
+        return {"nodeid": self.nodeid, "kind": self.kind, "text": self.text}
 
     @classmethod
     def from_dict(cls, data: Any) -> Note:
         fields = read_object(data, "note")
-        return cls(read_field(fields, "nodeid", str), read_field(fields, "text", str))
+        kind = read_field(fields, "kind", str)
+        if kind not in NOTE_KINDS:
+            raise WorkloadDataError(f"note kind {kind!r} is not one of {NOTE_KINDS}")
+        nodeid, text = read_field(fields, "nodeid", str), read_field(fields, "text", str)
+        return cls(nodeid, text, NOTE_KINDS[NOTE_KINDS.index(kind)])

@@ -10,6 +10,7 @@ from .errors import FutureFormatError, WorkloadDataError
 from .fields import read_field, read_object
 from .measured import BUDGET_SPENT, Measured
 from .modules import modules_to_dict, read_modules
+from .notes import Note
 from .versions import FINGERPRINT_SCHEME, READABLE_REPORT_SCHEMA_VERSIONS, REPORT_SCHEMA_VERSION
 from .workload import TestWorkloads
 
@@ -39,6 +40,8 @@ class SessionReport:
     environment: Json = None
     #: What the session could not record, e.g. the tests of a crashed xdist worker.
     problems: tuple[str, ...] = ()
+    #: What the session noted that failed nothing, per workload (the terminal counts them).
+    notes: tuple[Note, ...] = ()
 
     @property
     def libraries(self) -> dict[str, str]:
@@ -66,6 +69,7 @@ class SessionReport:
             "fingerprint_scheme": self.scheme,
             "environment": self.environment,
             "problems": list(self.problems),
+            "notes": [n.to_dict() for n in self.notes],
         }
         not_timed = self.not_timed
         if not_timed:  # (each of them says so in its measured.timing too)
@@ -107,4 +111,5 @@ class SessionReport:
             schema_version=version,
             environment=d.get("environment"),
             problems=tuple(str(p) for p in read_field(d, "problems", list, optional=True) or ()),
+            notes=tuple(map(Note.from_dict, read_field(d, "notes", list, optional=True) or ())),
         )

@@ -5,11 +5,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from .canonical import Json
 from .errors import WorkloadDataError
 from .fields import read_field, read_object
+
+#: Samples a timing needs to be judged against another: the fewest whose range is a 95%
+#: confidence interval of the median whatever the distribution (all n samples fall on one side
+#: of the median with probability 2 * 0.5**n: 6.3% for 5, 3.1% for 6). With fewer, a timing is
+#: one moment of the machine, and neither fails a test nor becomes a baseline.
+MIN_SAMPLES: Final = 6
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,9 @@ class Timing:
 
     @property
     def has_interval(self) -> bool:
-        """Whether ``n`` allows a 95% interval of the median (6 samples at least)."""
-        return self.n >= 6
+        """Whether ``n`` allows a 95% interval of the median (:data:`MIN_SAMPLES` at least),
+        and so a verdict."""
+        return self.n >= MIN_SAMPLES
 
     def to_dict(self) -> dict[str, Json]:
         cpu: Json = None

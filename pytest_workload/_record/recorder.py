@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -158,6 +158,7 @@ class WorkloadRecorder:
         budget: SessionBudget | None = None,
         *,
         replays: Replays = "timing",
+        progress: Callable[[int, int], None] | None = None,
     ) -> list[str]:
         """Measure each new top-level workload once recording has ended (timing unless
         ``policy`` is None or the session's ``budget`` declines it, from the test's own calls
@@ -168,7 +169,9 @@ class WorkloadRecorder:
             raise RuntimeError("measure() replays calls, so recording must have ended")
         taken = self._rows.take_first_calls()
         calls = [self._recorded_call(entry, module, first) for entry, module, first in taken]
-        measurements, problems = measure_calls(calls, policy, budget, replays=replays)
+        measurements, problems = measure_calls(
+            calls, policy, budget, replays=replays, progress=progress
+        )
         for (entry, _, _), measured in zip(taken, measurements, strict=True):
             entry.measurement = measured
         return problems

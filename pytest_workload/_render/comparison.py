@@ -44,6 +44,8 @@ def _summary(c: Comparison) -> str:
     ]
     if counts["contended"]:
         parts.append(f"{counts['contended']} contended (not judged)")
+    if counts["too few"]:
+        parts.append(f"{counts['too few']} timed on too few samples (not judged)")
     if c.collapses:
         parts.append(f"{len(c.collapses)} collapses or unstable keys")
     if not c.timings_compared:

@@ -7,13 +7,14 @@ from collections.abc import Sequence
 from .._model.baseline import Baseline
 from .._model.canonical import Json
 from .._model.hashes import prefix_length, short
-from .._model.timing import Timing
+from .._model.timing import MIN_SAMPLES, Timing
 from .._model.workload import Workload
 from .._verdict.collapse import Collapse
 from .._verdict.diff import Change, format_key
 from .._verdict.drift import Drift
+from .commands import Commands
 from .escape import one_line
-from .report import _INDENT, format_duration
+from .report import _INDENT, _count, format_duration
 
 
 def _describe(w: Workload) -> str:
@@ -96,10 +97,8 @@ def render_changes(changes: Sequence[Change]) -> list[str]:
     return lines
 
 
-#: What writes timing baselines: an update, in one process (xdist workers write none).
-BASELINE_COMMAND = "pytest --workload-snapshot --snapshot-update -p no:xdist"
-
-UPDATE_HINT = "run `pytest --workload-snapshot --snapshot-update` to accept the recorded workloads"
+def update_hint(commands: Commands) -> str:
+    return f"run {commands.accept} to accept the recorded workloads"
 
 
 def _workload_title(w: Workload) -> str:
@@ -142,7 +141,9 @@ def _interval(t: Timing) -> str:
     return f"95% CI {format_duration(t.ci_low_s)}–{format_duration(t.ci_high_s)} (n={t.n})"
 
 
-def render_regression(w: Workload, baseline: Timing, drift: Drift, device: str) -> str:
+def render_regression(
+    w: Workload, baseline: Timing, drift: Drift, device: str, commands: Commands
+) -> str:
     current = w.timing
     assert current is not None
     ratio = f"{drift.ratio:.2f}x slower"
@@ -160,12 +161,12 @@ def render_regression(w: Workload, baseline: Timing, drift: Drift, device: str) 
             f"  median {format_duration(current.median_s)} vs baseline "
             f"{format_duration(baseline.median_s)}: {ratio}",
             f"  current {_interval(current)}, baseline {_interval(baseline)}",
-            f"  on {device}; accept the new timing with --snapshot-update",
+            f"  on {device}; accept the new timing with {commands.baseline}",
         ]
     )
 
 
-def render_faster(w: Workload, baseline: Timing, drift: Drift) -> str:
+def render_faster(w: Workload, baseline: Timing, drift: Drift, commands: Commands) -> str:
     assert w.timing is not None
     line = (
         f"{_workload_title(w)} is {1 / drift.ratio:.2f}x faster than its baseline "
@@ -174,7 +175,7 @@ def render_faster(w: Workload, baseline: Timing, drift: Drift) -> str:
     if drift.contended:
         assert baseline.others_load is not None
         line += f", whose timing waited for a core {baseline.others_load:.0%} of its wall time"
-    return line + f"; refresh the baseline with `{BASELINE_COMMAND}`"
+    return line + f"; refresh the baseline with {commands.baseline}"
 
 
 def render_contended(w: Workload, baseline: Timing, drift: Drift) -> str:
@@ -191,7 +192,7 @@ def render_contended(w: Workload, baseline: Timing, drift: Drift) -> str:
 
 
 def render_missing_baseline(
-    w: Workload, device: str, nearest: tuple[Baseline, float] | None
+    w: Workload, device: str, nearest: tuple[Baseline, float] | None, commands: Commands
 ) -> str:
     # the same text in every test that runs the workload (whatever a test calls its model),
     # so the session shows it once
@@ -207,4 +208,15 @@ def render_missing_baseline(
             f"({format_duration(other.timing.median_s)}) at distance factor {factor:g}, so "
             f"about {format_duration(expected)} expected if time scales with size"
         )
-    return f"{line}; record one with `{BASELINE_COMMAND}`"
+    return f"{line}; record one with {commands.baseline}"
+
+
+def render_too_few(w: Workload, baseline: Timing, drift: Drift) -> str:
+    """A timing compared with its baseline on too few samples to say anything."""
+    current = w.timing
+    assert current is not None
+    return (
+        f"{_workload_title(w)}: {drift.ratio:.2f}x its baseline, not judged: timed on "
+        f"{_count(current.n, 'sample')} against the baseline's {baseline.n}, and a verdict "
+        f"needs {MIN_SAMPLES} on each side"
+    )

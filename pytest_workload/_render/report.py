@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .._model.hashes import prefix_length, short
-from .._model.notes import Note
-from .._model.timing import Timing
+from .._model.notes import Note, NoteKind
+from .._model.timing import MIN_SAMPLES, Timing
 from .._model.workload import TestWorkloads, Workload
+from .._verdict.drift import CONTENDED_LOAD
+from .commands import Commands
 from .escape import one_line, terminal_text
 
 _INDENT = "    "
@@ -124,7 +126,7 @@ def render_summary(tests: Sequence[TestWorkloads], collapses: int, gate: str) ->
         f"{_count(len(recorded), 'test')} recorded {_count(len(workloads), 'workload')} "
         f"({roots} top-level, {hashes}); {found} across the session",
         gate,
-        "each test's tree: -v or --workload-report=tree; every field: --workload-json=PATH",
+        "each test's tree: --workload-report=tree; every field: --workload-json=PATH",
     ]
 
 
@@ -168,7 +170,9 @@ def _snapshots(count: int) -> str:
     return _count(count, "workload snapshot")
 
 
-def render_unchecked(kept: int, *, gate: bool, update: bool, recorded: int) -> str | None:
+def render_unchecked(
+    kept: int, *, gate: bool, update: bool, recorded: int, commands: Commands
+) -> str | None:
     """The one line that says which workload snapshots were not checked, or not written:
     syrupy counts only the checked ones as passed."""
     if not gate and update and (recorded or kept):
@@ -176,8 +180,14 @@ def render_unchecked(kept: int, *, gate: bool, update: bool, recorded: int) -> s
             f"; {_snapshots(kept)} left as {'it is' if kept == 1 else 'they are'}" if kept else ""
         )
         return (
-            "--snapshot-update without --workload-snapshot: workload snapshots are written only "
-            f"with --workload-snapshot (`pytest --workload-snapshot --snapshot-update`){left}"
+            "--snapshot-update wrote no workload snapshot: they are written only with "
+            f"--workload-snapshot; run {commands.accept}{left}"
+        )
+    if gate and update and not recorded and not kept:
+        return (
+            "--snapshot-update wrote no workload snapshot: no test recorded workloads (tests "
+            "marked @pytest.mark.workloads or using the workloads fixture record them, every "
+            "test with --workload-record=all)"
         )
     if not gate and kept:
         return (
@@ -189,6 +199,69 @@ def render_unchecked(kept: int, *, gate: bool, update: bool, recorded: int) -> s
             f"{_snapshots(kept)} not checked: {'its test' if kept == 1 else 'their tests'} failed"
         )
     return None
+
+
+#: How the terminal counts each kind of performance note: what one is, and what to do.
+_NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
+    "baseline recorded": ("timing baseline", "recorded", ""),
+    "baseline refreshed": ("timing baseline", "refreshed", "they had drifted"),
+    "baseline not written: xdist": (
+        "timing baseline",
+        "not written",
+        "timed while xdist workers shared this machine; write them with {baseline} (or pass "
+        "--workload-perf=strict)",
+    ),
+    "baseline not written: load": (
+        "timing baseline",
+        "not written",
+        f"their timing waited for a core more than {CONTENDED_LOAD:.0%} of its wall time; "
+        "rerun {baseline} on a quieter machine, or add --workload-perf=strict",
+    ),
+    "baseline not written: too few samples": (
+        "timing baseline",
+        "not written",
+        f"timed on fewer than the {MIN_SAMPLES} samples a verdict needs",
+    ),
+    "no baseline": ("workload", "without a timing baseline", "record them with {baseline}"),
+    "faster": ("workload", "faster than its baseline", "refresh them with {baseline}"),
+    "not judged: load": (
+        "slowdown",
+        "not judged",
+        "waiting for a core explains it; rerun on a quieter machine, or pass "
+        "--workload-perf=strict to fail it",
+    ),
+    "not judged: xdist": (
+        "regression",
+        "not failed",
+        "timed while xdist workers shared this machine; judge it with {run} (or pass "
+        "--workload-perf=strict)",
+    ),
+    "not judged: too few samples": (
+        "timing",
+        "not judged",
+        f"it or its baseline has fewer than the {MIN_SAMPLES} samples a verdict needs",
+    ),
+    "unreadable baseline": ("timing baseline", "unreadable", "left out of nearest-shape lookups"),
+    "measurement": ("workload", "measured approximately or not at all", ""),
+}
+
+
+def render_note_counts(notes: Sequence[Note], commands: Commands, json: bool) -> list[str]:
+    """One line per kind of note, counting each text once (a workload that five tests run
+    is one), and where each note is: a suite has as many notes as workloads."""
+    texts: dict[NoteKind, set[str]] = {}
+    for note in notes:
+        texts.setdefault(note.kind, set()).add(note.text)
+    lines = []
+    for kind, (what, done, why) in _NOTE_COUNTS.items():
+        if kind in texts:
+            count = len(texts[kind])
+            why = why.format(baseline=commands.baseline, run=commands.run)
+            lines.append(f"{_count(count, what)} {done}" + (f": {why}" if why else ""))
+    if lines:
+        where = "the JSON report" if json else "--workload-json=PATH"
+        lines.append(f'each note, with its test and workload: {where} ("notes")')
+    return lines
 
 
 def render_notes(notes: Sequence[Note]) -> list[str]:

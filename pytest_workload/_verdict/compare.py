@@ -21,7 +21,7 @@ from .collapse import Collapse, KeyChecks
 from .diff import Change, compare_documents
 from .drift import DEFAULT_TOLERANCE, Drift, judge
 
-Verdict = Literal["ok", "changed", "new", "removed", "slower", "faster", "contended"]
+Verdict = Literal["ok", "changed", "new", "removed", "slower", "faster", "contended", "too few"]
 
 
 #: Verdicts that make ``compare`` exit non-zero. A new workload (a test added with the change)
@@ -78,7 +78,11 @@ def _root_timings(test: TestWorkloads | None) -> dict[str, Timing]:
     return {w.hash: w.timing for w in test.roots() if w.timing is not None}
 
 
-_DRIFT_VERDICTS: dict[str, Verdict] = {"regression": "slower", "faster": "faster"}
+_DRIFT_VERDICTS: dict[str, Verdict] = {
+    "regression": "slower",
+    "faster": "faster",
+    "too few samples": "too few",
+}
 
 
 _CHANGE_VERDICTS: dict[str, Verdict] = {

@@ -19,6 +19,9 @@ Evidence is weighed from the most to the least deterministic:
 Without CPU time (CUDA, MPS, baselines stored before it was measured) a wall-time regression
 timed while ``others_load`` exceeded ``CONTENDED_LOAD`` is marked ``contended`` as long as
 that load could explain it. The gate reports a contended drift instead of failing it.
+
+Time decides only between timings of ``MIN_SAMPLES`` samples or more on both sides: with fewer,
+a timing has no 95% interval, and the kind is ``too few samples`` (FLOPs still decide).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ DEFAULT_TOLERANCE: Final = 0.2
 CONTENDED_LOAD: Final = 0.25
 
 
-DriftKind = Literal["regression", "faster", "unchanged"]
+DriftKind = Literal["regression", "faster", "unchanged", "too few samples"]
 
 #: What decided a verdict: FLOPs, thread CPU time with wall time, wall time without CPU time
 #: (``off-cpu``: measured, and unchanged), or wall time alone (``wall``: none measured).
@@ -82,6 +85,8 @@ def judge(
     )
     if flops_ratio is not None and flops_ratio > 1 + tolerance:
         return replace(wall, kind="regression", evidence="flops")
+    if not (current.has_interval and baseline.has_interval):
+        return replace(wall, kind="too few samples")
     limit = 1 + tolerance
     pool = _pool_contended(current, threads)
     if cpu_ratio is not None and cpu_low is not None and cpu_low > limit and ratio > limit:
@@ -104,6 +109,8 @@ def worth_retiming(drift: Drift) -> bool:
     time, whatever the load: timed again, it is judged on more samples, so a burst of load is
     outvoted and a real regression is proven where one timing's interval was too wide (under
     load this caught a +30% 34 times in 40 against 22, with no false alarm: docs/benchmarks.md)."""
+    if drift.kind == "too few samples":  # (a replay takes enough: the baseline has too few)
+        return False
     limit = 1 + drift.tolerance
     return drift.ratio > limit or (drift.cpu_ratio is not None and drift.cpu_ratio > limit)
 

@@ -91,5 +91,6 @@ def merge_reports(shards: Sequence[Shard]) -> Merged:
         tests=tests,
         environment=environment,
         problems=problems,
+        notes=tuple(n for s in shards for n in s.report.notes),
     )
     return Merged(report, collapses)
