@@ -46,7 +46,7 @@ class TimingProgress:
             return
         self._shown = True
         self._show(
-            f"pytest-workload: timing the workloads of {one_line(nodeid)} after its body: {done} of "
-            f"{total} done, {elapsed:.0f} s so far",
+            f"pytest-workload: timing the workloads of {one_line(nodeid)} after its body: "
+            f"{done} of {total} done, {elapsed:.0f} s so far",
             False,
         )
