@@ -65,12 +65,12 @@ SUITES = {
         ("test/test_models.py",),
         "not cuda and (dilation or norm_layer or residual_setting or transform_repr"
         " or detection_model_validation"
-        " or (classification and (resnet18 or mobilenet_v3_small or squeezenet1_1"
-        " or shufflenet_v2_x0_5 or mnasnet0_5 or regnet_x_400mf or efficientnet_b0 or alexnet"
-        " or googlenet or convnext_tiny or swin_t or vit_b_32))"
+        " or (classification and (resnet18 or mobilenet_v2 or mobilenet_v3_small"
+        " or squeezenet1_0 or squeezenet1_1 or shufflenet_v2_x0_5 or mnasnet0_5 or mnasnet0_75"
+        " or regnet_x_400mf or regnet_y_400mf or alexnet or swin_t))"
         " or (test_detection_model and (320_fpn or ssdlite or retinanet_resnet50_fpn_v2))"
         " or (segmentation and (lraspp or deeplabv3_mobilenet))"
-        " or (video and (r3d_18 or mc3_18))"
+        " or (video and mc3_18)"
         " or (quantized and (mobilenet_v2 or shufflenet_v2_x0_5 or resnet18 or googlenet)))",
         (("EXPECTTEST_ACCEPT", "1"),),
         ("test/expect/*.pkl",),
