@@ -100,8 +100,8 @@ MODES = {
     "xdist": ("record=all, gate, -n 2", (*RECORD, "-n", "2")),
     "untimed": ("record=all, timing off", ("--workload-record=all", "--workload-timing=off")),
 }
-#: A section of the plugin's terminal report: "---- workload performance ----" and the like.
-SECTION = re.compile(r"^[=_-]{3,} .*workload.* [=_-]{3,}$", re.IGNORECASE)
+#: A section header of pytest's terminal summary, such as "---- workload performance ----".
+HEADER = re.compile(r"^[=_-]{3,} .+ [=_-]{3,}$")
 
 
 @dataclass
@@ -148,13 +148,13 @@ def outcomes(junit: Path) -> dict[str, tuple[str, str]]:
 
 
 def report_lines(stdout: str) -> int:
-    """Lines from the plugin's first report section to the closing summary line."""
-    lines = stdout.splitlines()
-    start = next((i for i, line in enumerate(lines) if SECTION.match(line)), None)
-    if start is None:
-        return 0
-    end = max(i for i, line in enumerate(lines) if line.startswith("====="))
-    return max(end - start, 0)
+    """Lines of the terminal summary's sections about workloads, headers included."""
+    count, inside = 0, False
+    for line in stdout.splitlines():
+        if HEADER.match(line):
+            inside = "workload" in line.lower()
+        count += inside
+    return count
 
 
 def json_counts(path: Path) -> tuple[int | None, int | None, int | None]:
@@ -175,7 +175,7 @@ def run(checkout: Path, suite: Suite, mode: str, workdir: Path, pythonpath: str)
     json_arg = () if mode == "off" else (f"--workload-json={report}",)
     command = [
         sys.executable,
-        *("-m", "pytest", "-p", "no:cacheprovider", "-q", "-o", "log_cli=false"),
+        *("-m", "pytest", "-p", "no:cacheprovider", "-o", "log_cli=false"),
         *("--rootdir", str(checkout), f"--junitxml={junit}", "-k", suite.keyword),
         *MODES[mode][1],
         *json_arg,
