@@ -195,19 +195,21 @@ def run(checkout: Path, suite: Suite, mode: str, workdir: Path, pythonpath: str)
 
 def table(suite: Suite, runs: dict[str, Run]) -> tuple[str, list[str]]:
     reference = runs.get("off")
-    rows, details = [], []
+    rows = []
+    #: (test, outcome plugin-off, outcome, first line) -> the modes where it was so.
+    mismatches: dict[tuple[str, str, str, str], list[str]] = {}
     for mode, result in runs.items():
         if reference is None:
             ratio, same = "", ""
         else:
             ratio = f"{result.wall / reference.wall:.2f}x"
-            differ = [
-                t for t in reference.outcomes if result.outcomes.get(t) != reference.outcomes[t]
-            ]
-            same = "all" if not differ else f"{len(differ)} differ"
-            for t in differ:
-                kind, first = result.outcomes.get(t, ("missing", ""))
-                details.append(f"- {mode}: `{t}` {reference.outcomes[t][0]} -> {kind}: {first}")
+            differ = 0
+            for test, (expected, _) in reference.outcomes.items():
+                kind, first = result.outcomes.get(test, ("missing", ""))
+                if kind != expected:
+                    differ += 1
+                    mismatches.setdefault((test, expected, kind, first), []).append(mode)
+            same = "all" if not differ else f"{differ} differ"
         counts = "" if result.workloads is None else f"{result.workloads}"
         unmeasured = "" if result.untimed is None else f"{result.untimed} / {result.no_flops}"
         rows.append(
@@ -231,6 +233,10 @@ def table(suite: Suite, runs: dict[str, Run]) -> tuple[str, list[str]]:
         "report lines",
         "workloads",
         "untimed / no FLOPs",
+    ]
+    details = [
+        f"- `{test}` {expected} -> {kind} in {', '.join(modes)}: {first}"
+        for (test, expected, kind, first), modes in mismatches.items()
     ]
     return markdown_table(headers, rows), details
 
