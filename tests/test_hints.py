@@ -69,6 +69,11 @@ def test_an_update_that_recorded_nothing_says_so(unmarked):
 
 
 def test_the_baseline_hint_repeats_the_flags_and_runs_in_one_process(unmarked, tmp_path):
+    # (a test recorded only by --workload-record=all is never replayed, so it gets no baseline:
+    # this one is marked, and the run still records every test)
+    unmarked.makepyfile(
+        test_unmarked=UNMARKED.replace("def test_", "@pytest.mark.workloads\ndef test_")
+    )
     where = f"--workload-baselines={tmp_path / 'b'}"
     args = ("--workload-snapshot", "-o", "workload_perf=on", *ALL, where)
     unmarked.runpytest(*args, "--snapshot-update", "-o", "workload_perf=off")

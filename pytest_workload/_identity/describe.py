@@ -214,7 +214,7 @@ def describe_kwargs(
 _SCALARS: Final = frozenset({bool, int, str, type(None)})
 
 
-def _value_key(value: object, tensor: type) -> Hashable | None:
+def _value_key(value: object, tensor: type, depth: int = 0) -> Hashable | None:
     cls = type(value)
     if cls is tensor:
         try:
@@ -227,10 +227,10 @@ def _value_key(value: object, tensor: type) -> Hashable | None:
         return (cls, value)
     if cls is float:
         return (cls, value.hex())  # type: ignore[attr-defined]
-    if cls is tuple or cls is list:
+    if (cls is tuple or cls is list) and depth < MAX_INPUT_DEPTH:
         items = []
         for item in value:  # type: ignore[attr-defined]
-            key = _value_key(item, tensor)
+            key = _value_key(item, tensor, depth + 1)
             if key is None:
                 return None
             items.append(key)
