@@ -129,6 +129,26 @@ def test_scripted_modules_keep_their_code_in_the_description():
     assert "torch.mul(x, 2.)" in str(node["code"])
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_a_scripted_container_without_forward_hashes_without_code():
+    """torchvision's scripted segmentation heads hold a ModuleList, which has no code (torch
+    2.14 raises AttributeError for it, older releases RuntimeError)."""
+
+    class Branches(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs = nn.ModuleList([nn.Linear(2, 2), nn.Linear(2, 2)])
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for conv in self.convs:
+                x = conv(x)
+            return x
+
+    scripted = torch.jit.script(Branches())
+    assert CURRENT_SCHEME.node(scripted.convs, [])["code"] is None
+    assert structure_hash(scripted) == structure_hash(torch.jit.script(Branches()))
+
+
 def test_memory_addresses_are_scrubbed_from_string_attributes():
     class Tagged(nn.Module):
         def __init__(self):

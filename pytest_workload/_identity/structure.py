@@ -164,7 +164,9 @@ def _short_class(module: nn.Module) -> str:
 
 def _scripted_code(module: nn.Module) -> str | None:
     """A scripted module's TorchScript code: its computation, which no hook can see."""
-    with contextlib.suppress(RuntimeError):  # a scripted module without forward has no code
+    # A scripted module without forward has no code: older torch raises a RuntimeError,
+    # torch 2.14 an AttributeError (a container such as torchvision's IntermediateLayerGetter).
+    with contextlib.suppress(RuntimeError, AttributeError):
         return ADDRESS.sub("0x?", str(module.code))
     return None
 
