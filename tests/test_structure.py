@@ -2,6 +2,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -147,6 +148,61 @@ def test_a_scripted_container_without_forward_hashes_without_code():
     scripted = torch.jit.script(Branches())
     assert CURRENT_SCHEME.node(scripted.convs, [])["code"] is None
     assert structure_hash(scripted) == structure_hash(torch.jit.script(Branches()))
+
+
+def _upsampler() -> nn.Module:
+    class Up(nn.Module):  # (a new class each call: TorchScript mangles the second's names)
+        def __init__(self):
+            super().__init__()
+            self.down = Half()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.interpolate(self.down(x), scale_factor=2.0)
+
+    class Half(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x / 2
+
+    return Up()
+
+
+def _padded() -> nn.Module:
+    class Padded(nn.Module):  # (a new class each call: the second on are mangled)
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.pad(x, [1, 1])
+
+    return Padded()
+
+
+_SCRIPTED_HASH = """
+import sys, torch, warnings
+warnings.simplefilter("ignore")
+from pytest_workload import structure_hash
+from tests.test_structure import _padded, _upsampler
+if sys.argv[1] == "after":
+    for _ in range(3):
+        torch.jit.script(_padded())
+scripted = torch.jit.script(_upsampler())
+print(str(scripted.code).split("___torch_mangle_")[1][:3], structure_hash(scripted))
+"""
+
+
+def test_scripted_code_hashes_without_the_numbers_torchscript_mangles_names_with():
+    """Which number TorchScript mangles a name with follows what the process scripted before
+    (torchvision's suite under -n 2 scripted lraspp with ``___torch_mangle_695`` in one worker
+    and ``_423`` in the other): two processes, one of which scripted another module first."""
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", _SCRIPTED_HASH, history],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        ).stdout.split()
+        for history in ("first", "after")
+    ]
+    assert outputs[0][0] != outputs[1][0]  # (the code's mangled names differ)
+    assert outputs[0][1] == outputs[1][1]
 
 
 def test_memory_addresses_are_scrubbed_from_string_attributes():

@@ -162,12 +162,17 @@ def _short_class(module: nn.Module) -> str:
     return type(module).__qualname__
 
 
+#: TorchScript numbers the names it mangles by how much the process scripted before.
+_MANGLED: Final = re.compile(r"___torch_mangle_\d+")
+
+
 def _scripted_code(module: nn.Module) -> str | None:
-    """A scripted module's TorchScript code: its computation, which no hook can see."""
+    """A scripted module's TorchScript code: its computation, which no hook can see (without
+    addresses or mangling numbers, which follow the process's history)."""
     # A scripted module without forward has no code: older torch raises a RuntimeError,
     # torch 2.14 an AttributeError (a container such as torchvision's IntermediateLayerGetter).
     with contextlib.suppress(RuntimeError, AttributeError):
-        return ADDRESS.sub("0x?", str(module.code))
+        return _MANGLED.sub("___torch_mangle", ADDRESS.sub("0x?", str(module.code)))
     return None
 
 
