@@ -92,6 +92,8 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(str(exc)) from None
     config.stash[SESSION_KEY] = session
     config.stash[MERGE_KEY] = WorkerMerge(session)
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_BadMarkersFromWorkers())
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -122,6 +124,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.stash[MARK_KEY] = mark
 
 
+#: How a worker's failed collection says that a marker is bad (see below).
+_BAD_MARKER = "pytest-workload: bad marker: "
+
+
+class _BadMarkersFromWorkers:
+    """xdist's controller collects nothing: a worker reports a bad marker as a failed
+    collection, which the controller turns back into the usage error it is."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed and str(report.longrepr).startswith(_BAD_MARKER):
+            self.seen = True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.seen:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_make_collect_report(
     collector: pytest.Collector,
@@ -134,7 +157,7 @@ def pytest_make_collect_report(
             try:
                 parse_mark(item)
             except pytest.UsageError as exc:
-                report.outcome, report.longrepr = "failed", str(exc)
+                report.outcome, report.longrepr = "failed", f"{_BAD_MARKER}{exc}"
                 break
     return report
 

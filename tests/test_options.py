@@ -105,9 +105,7 @@ def test_marked():
 def test_a_bad_marker_tolerance_is_a_usage_error_naming_the_test(pytester, value, shown, mode):
     pytester.makepyfile(test_marked=MARKED.format(value=value))
     result = pytester.runpytest(*XDIST_MODES[mode])
-    # xdist's controller collects nothing: a worker reports the marker as a collection error
-    failed = pytest.ExitCode.USAGE_ERROR if mode == "no-xdist" else pytest.ExitCode.TESTS_FAILED
-    assert result.ret == failed, result.stdout.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     message = (
         "test_marked.py::test_marked: @pytest.mark.workloads(perf_tolerance=...) must be a "
         f"finite number >= 0, got {shown}"
