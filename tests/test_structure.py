@@ -1,3 +1,4 @@
+import io
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pytest_workload import structure_hash
 from pytest_workload._identity.fingerprint import CURRENT_SCHEME, SCHEME_1
 from pytest_workload._identity.structure import (
     NOT_ARCHITECTURE,
+    canonical_code,
     child_structure_hashes,
     param_stats,
     structure_node,
@@ -203,6 +205,44 @@ def test_scripted_code_hashes_without_the_numbers_torchscript_mangles_names_with
     ]
     assert outputs[0][0] != outputs[1][0]  # (the code's mangled names differ)
     assert outputs[0][1] == outputs[1][1]
+
+
+class _Chain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.a(x)
+        y = self.b(y) + y
+        return torch.relu(y + x)
+
+
+class _GeluChain(_Chain):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.a(x)
+        y = self.b(y) + y
+        return torch.nn.functional.gelu(y + x)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated")
+def test_a_scripted_module_saved_and_loaded_hashes_as_it_did():
+    """torch.jit.load numbers the values of its code anew (``x0`` became ``x4`` in torchvision's
+    regnet): the hash follows the computation, not the numbering."""
+    scripted = torch.jit.script(_Chain().eval())
+    buffer = io.BytesIO()
+    torch.jit.save(scripted, buffer)
+    buffer.seek(0)
+    loaded = torch.jit.load(buffer)
+    assert structure_hash(loaded) == structure_hash(scripted)
+    assert structure_hash(torch.jit.script(_GeluChain().eval())) != structure_hash(scripted)
+
+
+def test_canonical_code_renumbers_values_in_order_of_first_use():
+    assert canonical_code("x4 = f(x2, x2)\nreturn g(x4, self.x9)") == (
+        "x#0 = f(x#1, x#1)\nreturn g(x#0, self.x9)"
+    )
+    assert canonical_code("y = a(x0, x1)") != canonical_code("y = a(x0, x0)")
 
 
 def test_memory_addresses_are_scrubbed_from_string_attributes():

@@ -164,15 +164,31 @@ def _short_class(module: nn.Module) -> str:
 
 #: TorchScript numbers the names it mangles by how much the process scripted before.
 _MANGLED: Final = re.compile(r"___torch_mangle_\d+")
+#: A name with a number at its end, not an attribute: TorchScript numbers the values it names
+#: (``x0``, ``input3``, ``_1``), and a module saved and loaded again is numbered anew.
+_NUMBERED: Final = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z_]*?)(\d+)\b")
+
+
+def canonical_code(code: str) -> str:
+    """TorchScript code without what follows the process rather than the computation:
+    addresses, mangling numbers, and the numbers of named values (renumbered in order of
+    first use, per name)."""
+    code = _MANGLED.sub("___torch_mangle", ADDRESS.sub("0x?", code))
+    seen: dict[str, dict[str, int]] = {}
+
+    def renumber(match: re.Match[str]) -> str:
+        numbers = seen.setdefault(match[1], {})
+        return f"{match[1]}#{numbers.setdefault(match[2], len(numbers))}"
+
+    return _NUMBERED.sub(renumber, code)
 
 
 def _scripted_code(module: nn.Module) -> str | None:
-    """A scripted module's TorchScript code: its computation, which no hook can see (without
-    addresses or mangling numbers, which follow the process's history)."""
+    """A scripted module's TorchScript code: its computation, which no hook can see."""
     # A scripted module without forward has no code: older torch raises a RuntimeError,
     # torch 2.14 an AttributeError (a container such as torchvision's IntermediateLayerGetter).
     with contextlib.suppress(RuntimeError, AttributeError):
-        return _MANGLED.sub("___torch_mangle", ADDRESS.sub("0x?", str(module.code)))
+        return canonical_code(str(module.code))
     return None
 
 
