@@ -243,6 +243,9 @@ def test_canonical_code_renumbers_values_in_order_of_first_use():
         "x#0 = f(x#1, x#1)\nreturn g(x#0, self.x9)"
     )
     assert canonical_code("y = a(x0, x1)") != canonical_code("y = a(x0, x0)")
+    # a string constant is the computation's, not a numbered value
+    assert canonical_code('x0 = d["layer4"]') == 'x#0 = d["layer4"]'
+    assert canonical_code("y = f(x0, 'a\\'b2')") == "y = f(x#0, 'a\\'b2')"
 
 
 def test_memory_addresses_are_scrubbed_from_string_attributes():

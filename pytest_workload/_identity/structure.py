@@ -165,8 +165,11 @@ def _short_class(module: nn.Module) -> str:
 #: TorchScript numbers the names it mangles by how much the process scripted before.
 _MANGLED: Final = re.compile(r"___torch_mangle_\d+")
 #: A name with a number at its end, not an attribute: TorchScript numbers the values it names
-#: (``x0``, ``input3``, ``_1``), and a module saved and loaded again is numbered anew.
-_NUMBERED: Final = re.compile(r"(?<![\w.])([A-Za-z_][A-Za-z_]*?)(\d+)\b")
+#: (``x0``, ``input3``, ``_1``), and a module saved and loaded again is numbered anew. A string
+#: literal is matched first, to be kept as it is: it is a constant of the computation.
+_NUMBERED: Final = re.compile(
+    r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')|(?<![\w.])([A-Za-z_][A-Za-z_]*?)(\d+)\b"
+)
 
 
 def canonical_code(code: str) -> str:
@@ -177,8 +180,10 @@ def canonical_code(code: str) -> str:
     seen: dict[str, dict[str, int]] = {}
 
     def renumber(match: re.Match[str]) -> str:
-        numbers = seen.setdefault(match[1], {})
-        return f"{match[1]}#{numbers.setdefault(match[2], len(numbers))}"
+        if match[1] is not None:
+            return match[1]
+        numbers = seen.setdefault(match[2], {})
+        return f"{match[2]}#{numbers.setdefault(match[3], len(numbers))}"
 
     return _NUMBERED.sub(renumber, code)
 
