@@ -164,14 +164,7 @@ ITEMS = (
     "jit_script",
     "jit_trace",
     "export",
-    pytest.param(
-        "export_strict",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="torch's strict export fails while any global forward pre-hook exists "
-            "(the recorder's watch is one)",
-        ),
-    ),
+    "export_strict",
     "fx_symbolic_trace",
     "compile",
     "deepcopy",
@@ -215,3 +208,42 @@ def test_the_model_looks_the_same_after_a_recorded_call(pytester, item):
     assert len(plain) in (4, 8)
     report = json.loads((pytester.path / "r.json").read_text())
     assert all(test["workloads"] for test in report["tests"])
+
+
+EXPORT_BETWEEN_CALLS = """
+import json
+import sys
+
+import pytest
+import torch
+from torch import nn
+
+
+@pytest.mark.workloads(max_depth=1)
+def test_export_between_calls():
+    dynamo_loaded = "torch._dynamo" in sys.modules
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval()
+    x = torch.rand(2, 4)
+    model(x)
+    program = torch.export.export(model, (x,), strict=True)
+    model(x)
+    with open("seen.json", "w") as out:
+        json.dump([dynamo_loaded, str(program.graph), str(program.graph_signature)], out)
+"""
+
+
+def test_strict_export_between_recorded_calls_records_the_calls_only(pytester):
+    """In a process of its own, where the export loads ``torch._dynamo`` mid-test: the export
+    is the one made without the plugin, and the calls before and after it are recorded, nothing
+    of its trace."""
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_between=EXPORT_BETWEEN_CALLS)
+    seen = []
+    for args in (("-p", "no:workload"), ("--workload-record=all", "--workload-json=r.json")):
+        pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
+        seen.append(json.loads((pytester.path / "seen.json").read_text()))
+    assert seen[1] == seen[0] and seen[0][0] is False
+    (test,) = json.loads((pytester.path / "r.json").read_text())["tests"]
+    calls = [(w["name"], w["calls"]) for w in test["workloads"]]
+    assert calls == [("model", 2), ("0", 2), ("1", 2)]

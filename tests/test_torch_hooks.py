@@ -143,3 +143,48 @@ def test_a_function_mode_is_seen():
     assert not on()
     with TorchFunctionMode():
         assert on()
+
+
+def test_torch_refuses_strict_export_while_a_global_pre_hook_exists():
+    """Why ``get_traced_fn`` is asked without the watch: when this fails, torch traces its
+    export wrapper's ``forward`` despite global hooks, and ``_TracedFnChoice`` can go."""
+    from torch._dynamo.exc import Unsupported
+    from torch.nn.modules.module import register_module_forward_pre_hook
+
+    handle = register_module_forward_pre_hook(lambda m, args: None)
+    try:
+        with pytest.raises(Unsupported, match=r"ModuleToTrace\.forward"):
+            torch.export.export(nn.Linear(2, 2), (torch.rand(1, 2),), strict=True)
+    finally:
+        handle.remove()
+
+
+def test_strict_export_while_the_watch_is_in_traces_as_without_it():
+    import torch._dynamo.convert_frame as convert_frame
+    import torch._dynamo.functional_export as functional_export
+
+    original = convert_frame.get_traced_fn
+    assert functional_export.get_traced_fn is original
+    model, x = nn.Linear(2, 2), torch.rand(1, 2)
+    plain = torch.export.export(model, (x,), strict=True)
+    watched: list[object] = []
+    compiling = compiling_check()
+
+    def watch_call(m: nn.Module, args: object) -> None:
+        if not compiling():
+            watched.append(m)
+
+    watch = GlobalWatch(watch_call, lambda *_: None)
+    try:
+        program = torch.export.export(model, (x,), strict=True)
+        model(x)
+        assert convert_frame.get_traced_fn(model) == (nn.Linear.forward, model)
+        assert watch.is_in()
+        watch.suspend()  # (as while a root runs: asking does not put it back)
+        convert_frame.get_traced_fn(model)
+        assert not watch.is_in()
+    finally:
+        watch.remove()
+    assert str(program.graph) == str(plain.graph)
+    assert watched == [model]  # (only the test's own call; export's trace ran it as a no-op)
+    assert convert_frame.get_traced_fn is original is functional_export.get_traced_fn

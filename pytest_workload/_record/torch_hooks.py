@@ -8,14 +8,22 @@ under a key of the recorder's own as a call opens, and taken out as it ends, cos
 operations and leaves the tables as they were: between calls a module holds no hook of the
 recorder's, so ``torch.jit.script``, ``copy.deepcopy``, ``pickle`` and code reading the tables
 see the module the test built.
+
+Strict ``torch.export`` asks ``torch._dynamo.convert_frame.get_traced_fn`` what to trace:
+while any global hook exists it answers ``__call__`` of export's own wrapper module, whose
+``forward`` dynamo then refuses to inline (a file it skips). While a watch is in, that question
+is asked with every watch out of the table (see :class:`_TracedFnChoice`).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from torch import nn
     from torch.utils.hooks import RemovableHandle
 
@@ -92,12 +100,16 @@ class GlobalWatch:
         assert table is not None  # (torch's module-level table lives as long as torch)
         self._table: dict[int, Any] = table
         self._open_key = self._handles[1].id
+        _TRACED_FN_CHOICE.add(self)
 
     def pass_kwargs(self, module: nn.Module) -> None:
         module._forward_pre_hooks_with_kwargs[self._open_key] = True
 
     def kwargs_passed(self, module: nn.Module) -> None:
         module._forward_pre_hooks_with_kwargs.pop(self._open_key, None)
+
+    def is_in(self) -> bool:
+        return self._entries[0][0] in self._table
 
     def suspend(self) -> None:
         """While a root runs (every other module keeps torch's hook-free path)."""
@@ -111,6 +123,76 @@ class GlobalWatch:
     def remove(self) -> None:
         for handle in self._handles:
             handle.remove()
+        _TRACED_FN_CHOICE.discard(self)
+
+
+#: the modules that call ``get_traced_fn`` by their own global name
+_TRACED_FN_MODULES = ("torch._dynamo.convert_frame", "torch._dynamo.functional_export")
+_TRACED_FN = "get_traced_fn"
+
+
+class _TracedFnChoice:
+    """While a watch exists, ``get_traced_fn`` (in each module that calls it) runs with every
+    watch out of torch's table, so that dynamo traces what it would without the recorder.
+    It calls no module, so the watch misses no call; the trace that follows meets the watch
+    as a no-op. Those modules load with ``torch._dynamo`` (about a second): where they have
+    not yet, a module registration hook waits for them, since export builds its wrapper module
+    after loading them and before asking."""
+
+    def __init__(self) -> None:
+        self._watches: list[GlobalWatch] = []
+        self._originals: dict[ModuleType, Callable[[Any], Any]] = {}
+        self._waiting: RemovableHandle | None = None
+
+    def add(self, watch: GlobalWatch) -> None:
+        self._watches.append(watch)
+        self._replace()
+        if not self._originals and self._waiting is None:
+            from torch.nn.modules.module import register_module_module_registration_hook
+
+            self._waiting = register_module_module_registration_hook(self._registered)
+
+    def discard(self, watch: GlobalWatch) -> None:
+        if watch in self._watches:
+            self._watches.remove(watch)
+        if self._watches:
+            return
+        for module, original in self._originals.items():
+            setattr(module, _TRACED_FN, original)
+        self._originals = {}
+        if self._waiting is not None:
+            self._waiting.remove()
+            self._waiting = None
+
+    def _registered(self, *_: object) -> None:
+        # (left registered once done: torch iterates its table while calling this)
+        if not self._originals:
+            self._replace()
+
+    def _replace(self) -> None:
+        modules = [sys.modules.get(name) for name in _TRACED_FN_MODULES]
+        if self._originals or None in modules:
+            return
+        for module in modules:
+            assert module is not None  # (checked above)
+            self._originals[module] = original = getattr(module, _TRACED_FN)
+            setattr(module, _TRACED_FN, self._unwatched(original))
+
+    def _unwatched(self, original: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def get_traced_fn(mod: Any) -> Any:
+            shown = [watch for watch in self._watches if watch.is_in()]
+            for watch in shown:
+                watch.suspend()
+            try:
+                return original(mod)
+            finally:
+                for watch in shown:
+                    watch.resume()
+
+        return get_traced_fn
+
+
+_TRACED_FN_CHOICE = _TracedFnChoice()
 
 
 def compiling_check() -> Callable[[], bool]:
