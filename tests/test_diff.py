@@ -294,3 +294,13 @@ def test_another_scheme_is_more_than_a_signature_change():
     old = document(lambda: model(x), max_depth=0)
     new = document(lambda: model(x, scale=2.0), max_depth=0, scheme=2)
     assert signature_changes(old, new) is None
+
+
+def test_each_signature_is_set_against_the_stored_one_it_differs_least_from():
+    model = TinyNet().eval()
+    small, large = torch.rand(1, 3, 8, 8), torch.rand(1, 3, 16, 8)
+    old = document(lambda: [model(small), model(large)], max_depth=0)
+    new = document(lambda: [model(small, scale=2.0), model(large, scale=2.0)], max_depth=0)
+    assert signature_changes(old, new) == [
+        "model (tests.models.TinyNet): input kwargs['scale'] added: 2.0"
+    ]

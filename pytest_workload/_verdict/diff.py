@@ -149,19 +149,38 @@ def signature_changes(old: SnapshotDocument, new: SnapshotDocument) -> list[str]
         *((e, new, one_sided_new) for e in one_sided_old),
         *((e, old, one_sided_old) for e in one_sided_new),
     ):
-        counterparts = [
+        if entry.identity in {o.identity for o in other.entries}:
+            return None
+        diffs = _least_signature_change(entry, other, other_one_sided, stored=other is new)
+        if diffs is None:
+            return None
+        lines.update(dict.fromkeys(f"{entry.label} ({entry.class_name}): {d}" for d in diffs))
+    return list(lines)
+
+
+def _least_signature_change(
+    entry: SnapshotEntry,
+    other: SnapshotDocument,
+    other_one_sided: list[SnapshotEntry],
+    *,
+    stored: bool,
+) -> list[str] | None:
+    """The signature change from (or, for a ``stored`` entry, to) the workload of the other
+    side with the same structure that differs least; one the other side lacks goes first."""
+    counterparts = sorted(
+        (
             o
             for o in other.entries
             if o.structure_hash == entry.structure_hash
             and o.depth == entry.depth
             and o.input_signature != entry.input_signature
-        ]
-        if not counterparts or entry.identity in {o.identity for o in other.entries}:
-            return None
-        o = max(counterparts, key=lambda c: (c in other_one_sided, c.name == entry.name))
-        diffs = _entry_signatures(entry, o) if other is new else _entry_signatures(o, entry)
-        lines.update(dict.fromkeys(f"{entry.label} ({entry.class_name}): {d}" for d in diffs))
-    return list(lines)
+        ),
+        key=lambda o: (o not in other_one_sided, o.name != entry.name),
+    )
+    changes = (
+        _entry_signatures(entry, o) if stored else _entry_signatures(o, entry) for o in counterparts
+    )
+    return min(changes, key=len, default=None)
 
 
 def _entry_signatures(old: SnapshotEntry, new: SnapshotEntry) -> list[str]:
