@@ -298,7 +298,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if unchecked is not None:
         terminalreporter.write_line(unchecked)
     if notes:
-        terminalreporter.write_sep("-", "workload snapshot migrations")
+        terminalreporter.write_sep("-", "workload snapshot notes")
         for note in notes:
             terminalreporter.write_line(note)
     json_error = config.stash.get(JSON_ERROR_KEY, None)

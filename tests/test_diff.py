@@ -7,7 +7,12 @@ from torch import nn
 from pytest_workload import SnapshotDocument, WorkloadRecorder, expand_paths
 from pytest_workload._identity.describe import describe_args, describe_kwargs
 from pytest_workload._model.signature import InputSignature
-from pytest_workload._verdict.diff import compare_documents, diff_signatures, documents_match
+from pytest_workload._verdict.diff import (
+    compare_documents,
+    diff_signatures,
+    documents_match,
+    signature_changes,
+)
 from tests.models import TinyNet
 
 
@@ -216,3 +221,86 @@ def test_identical_stacks_under_two_names_are_one_entry_with_two_patterns():
     model = Two()
     doc = document(lambda: model(torch.rand(2, 4)), max_depth=2)
     assert [e.label for e in doc.entries] == ["model", "a, b", "a.[0-1], b.[0-1]"]
+
+
+def root_document(*kwargs_per_call, model=None):
+    """A document of TinyNet roots, one call per keyword dict (max_depth=0, as
+    --workload-record=all records an unmarked test)."""
+    model = model or TinyNet().eval()
+    x = torch.rand(1, 3, 8, 8)
+    return document(lambda: [model(x, **kw) for kw in kwargs_per_call], max_depth=0)
+
+
+def test_a_signature_that_followed_the_data_is_named_both_ways():
+    plain, scaled = root_document({}), root_document({"scale": 2.0})
+    assert not documents_match(plain, scaled)
+    assert signature_changes(plain, scaled) == [
+        "model (tests.models.TinyNet): input kwargs['scale'] added: 2.0"
+    ]
+    assert signature_changes(scaled, plain) == [
+        "model (tests.models.TinyNet): input kwargs['scale'] removed (was 2.0)"
+    ]
+
+
+def test_a_signature_added_beside_the_stored_one_is_a_signature_change():
+    old, new = root_document({}), root_document({}, {"scale": 2.0})
+    assert signature_changes(old, new) == [
+        "model (tests.models.TinyNet): input kwargs['scale'] added: 2.0"
+    ]
+    assert signature_changes(new, old) == [
+        "model (tests.models.TinyNet): input kwargs['scale'] removed (was 2.0)"
+    ]
+
+
+def test_matching_tables_have_no_signature_change():
+    assert signature_changes(root_document({}), root_document({})) == []
+
+
+def test_a_structure_change_is_more_than_a_signature_change():
+    plain = root_document({})
+    assert signature_changes(plain, root_document({}, model=TinyNet(channels=8).eval())) is None
+    other = root_document({"scale": 2.0}, model=TinyNet(channels=8).eval())
+    assert signature_changes(plain, other) is None
+
+
+def test_a_workload_whose_structure_the_other_side_lacks_is_more_than_a_signature_change():
+    old = root_document({})
+    new = document(
+        lambda: [
+            TinyNet().eval()(torch.rand(1, 3, 8, 8), scale=2.0),
+            nn.Linear(2, 2)(torch.rand(1, 2)),
+        ],
+        max_depth=0,
+    )
+    assert signature_changes(old, new) is None
+
+
+def test_a_computation_change_on_both_sides_is_more_than_a_signature_change():
+    old, new = root_document({}), root_document({}, {"scale": 2.0})
+    kept = next(e for e in new.entries if not e.input_signature.kwargs)
+    changed = replace(kept, compute_hash="0" * 64)
+    edited = SnapshotDocument(
+        new.scheme,
+        tuple(changed if e is kept else e for e in new.entries),
+        new.computations,
+    )
+    assert signature_changes(old, new) is not None
+    assert signature_changes(old, edited) is None
+
+
+def test_another_scheme_is_more_than_a_signature_change():
+    model = TinyNet().eval()
+    x = torch.rand(1, 3, 8, 8)
+    old = document(lambda: model(x), max_depth=0)
+    new = document(lambda: model(x, scale=2.0), max_depth=0, scheme=2)
+    assert signature_changes(old, new) is None
+
+
+def test_each_signature_is_set_against_the_stored_one_it_differs_least_from():
+    model = TinyNet().eval()
+    small, large = torch.rand(1, 3, 8, 8), torch.rand(1, 3, 16, 8)
+    old = document(lambda: [model(small), model(large)], max_depth=0)
+    new = document(lambda: [model(small, scale=2.0), model(large, scale=2.0)], max_depth=0)
+    assert signature_changes(old, new) == [
+        "model (tests.models.TinyNet): input kwargs['scale'] added: 2.0"
+    ]

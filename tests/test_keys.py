@@ -303,7 +303,7 @@ def test_migration_rewrites_after_verifying_old_hashes(pytester, suite, mode):
     migrated.assert_outcomes(passed=1)
     migrated.stdout.fnmatch_lines(
         lit(
-            "*- workload snapshot migrations -*",
+            "*- workload snapshot notes -*",
             "*: migrated __workload_snap**test_two_shapes.workloads from fingerprint scheme 1 to 2",
         )
     )

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_workload._model.measured import UNMARKED_OBSERVED
-from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES
+from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES, lit
 
 UNEDITED = """
 def test_small():
@@ -176,3 +176,65 @@ def test_unmarked_timings_are_neither_judged_nor_written_as_baselines(pytester):
     written = {p.stem for p in (pytester.path / "__workload_baselines__").rglob("*.json")}
     assert written == {hashes["test_marked"], hashes["test_fixture"]}
     pytester.runpytest(*gate).assert_outcomes(passed=4)
+
+
+FOLLOWS_DATA = """
+import pathlib
+
+HERE = pathlib.Path(__file__).parent
+
+
+def run(kernel=3):
+    # the call signature follows the test's data: an optional argument, drawn or not
+    drawn = {"scale": 2.0} if (HERE / "draw").read_text() == "pad" else {}
+    Net(kernel).eval()(torch.rand(1, 3, 8, 8), **drawn)
+
+
+def test_unmarked():
+    run()
+
+
+@pytest.mark.workloads
+def test_marked():
+    run()
+
+
+def test_edited():
+    run(int((HERE / "kernel").read_text()))
+"""
+
+NOTE = (
+    "call signature differs from the snapshot's: Net (test_data.Net): input kwargs['scale'] "
+    "added: 2.0; not judged for a test recorded by --workload-record=all: its inputs may follow "
+    "the test's data; mark the test to gate it"
+)
+
+
+@pytest.mark.parametrize("mode", ["no-xdist", "n2"])
+def test_a_call_signature_that_follows_the_data_is_judged_only_in_a_marked_test(pytester, mode):
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_data=MODELS + FOLLOWS_DATA)
+    (pytester.path / "draw").write_text("none")
+    (pytester.path / "kernel").write_text("3")
+    gate = (*XDIST_MODES[mode], "--workload-record=all", "--workload-snapshot")
+    pytester.runpytest(*gate, "--snapshot-update").assert_outcomes(passed=3)
+    stored = {p: p.read_bytes() for p in pytester.path.rglob("*.workloads")}
+    assert len(stored) == 3
+
+    (pytester.path / "draw").write_text("pad")
+    (pytester.path / "kernel").write_text("5")
+    result = pytester.runpytest(*gate, "--workload-json=r.json")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        lit("*test_marked*", "*changed:  Net (test_data.Net)*", "*kwargs['scale'] added: 2.0")
+    )
+    result.stdout.fnmatch_lines(["*test_edited*", "*structure changed*"])
+    notes = json.loads((pytester.path / "r.json").read_text())["notes"]
+    assert [(n["nodeid"], n["text"]) for n in notes] == [("test_data.py::test_unmarked", NOTE)]
+    assert {p: p.read_bytes() for p in stored} == stored
+
+    pytester.runpytest(*gate, "--snapshot-update").assert_outcomes(passed=3)
+    assert all(b"scale" in p.read_bytes() for p in stored)
+    result = pytester.runpytest(*gate, "--workload-json=r.json")
+    result.assert_outcomes(passed=3)
+    assert json.loads((pytester.path / "r.json").read_text())["notes"] == []

@@ -105,3 +105,11 @@ def inspect_stored(path: Path, scheme: int) -> Stored:
     except WorkloadDataError as exc:
         return Stored(corrupt=str(exc))
     return Stored(corrupt=_unverified(stored))
+
+
+def read_stored(path: Path) -> SnapshotDocument | None:
+    """The stored table; None where there is none, or it does not read."""
+    try:
+        return SnapshotDocument.from_text(read_text(path))
+    except (CorruptFileError, WorkloadDataError):
+        return None

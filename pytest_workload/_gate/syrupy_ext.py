@@ -21,15 +21,15 @@ from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
-from .._model.files import outside, read_text, write_text_atomic
+from .._model.errors import FileWriteError, WorkloadDataError
+from .._model.files import outside, write_text_atomic
 from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
 from .._model.versions import SNAPSHOT_FORMAT
 from .._render.commands import Commands
 from .._render.escape import one_line
-from .._render.failures import render_changes, update_hint
-from .._verdict.diff import compare_documents, documents_match, missing_fields
+from .._render.failures import render_changes, signature_note, update_hint
+from .._verdict.diff import compare_documents, documents_match, missing_fields, signature_changes
 from .._verdict.upgrade import upgrade_refusals
 from .rewrites import rewrite_migrated, rewrite_upgraded
 from .snapshot_files import (
@@ -37,6 +37,7 @@ from .snapshot_files import (
     SNAPSHOT_DIRNAME,
     SNAPSHOT_SUFFIX,
     inspect_stored,
+    read_stored,
     snapshot_stem,
 )
 
@@ -231,6 +232,7 @@ def check_snapshot(
     rootdir: Path | None = None,
     legacy: Mapping[int, SnapshotDocument] | None = None,
     accept_upgrade: bool = False,
+    judge_signatures: bool = True,
 ) -> SnapshotResult:
     """Compare (or, under ``--snapshot-update``, write) a test's table.
 
@@ -239,7 +241,9 @@ def check_snapshot(
     only if, its stored hashes still match under the scheme that wrote it. With
     ``accept_upgrade``, a snapshot whose change is only a library upgrade's rewording is
     rewritten; any other change is refused and the file left alone. A test that recorded
-    nothing and has no stored table has nothing to check.
+    nothing and has no stored table has nothing to check. Without ``judge_signatures`` (a test
+    recorded only by ``--workload-record=all``), a table that differs only in call signatures
+    is a note, and the stored one is kept as it is, unless ``--snapshot-update`` rewrites it.
     """
     assertion = snapshot.use_extension(WorkloadSnapshotExtension)
     location = _location(assertion)
@@ -297,6 +301,12 @@ def check_snapshot(
         if refusal is not None:
             return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
         note = _join(note, accepted)
+    if not judge_signatures and not updating:
+        stored_table = read_stored(Path(location))
+        changes = None if stored_table is None else signature_changes(stored_table, document)
+        if changes:
+            keep_snapshot(snapshot)  # used as it is, and counted as passed: it was checked
+            return SnapshotResult(note=_join(note, signature_note(changes)))
     if assertion == document:
         if updating:
             note = _join(note, _complete(Path(location), shown, document))
@@ -325,9 +335,8 @@ def check_snapshot(
 def _complete(path: Path, shown: str, document: SnapshotDocument) -> str | None:
     """Under ``--snapshot-update``, rewrite a matching table that lacks fields this release
     stores, or keeps an entry per path (syrupy leaves a matching file alone)."""
-    try:
-        stored = SnapshotDocument.from_text(read_text(path))
-    except (CorruptFileError, WorkloadDataError):
+    stored = read_stored(path)
+    if stored is None:
         return None
     missing = missing_fields(stored, document)
     if document.modules and not stored.modules:

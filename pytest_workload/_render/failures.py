@@ -97,6 +97,16 @@ def render_changes(changes: Sequence[Change]) -> list[str]:
     return lines
 
 
+def signature_note(changes: Sequence[str]) -> str:
+    """The note for a table of a test recorded by ``--workload-record=all`` that differs from
+    the stored one in call signatures only."""
+    return (
+        f"call signature differs from the snapshot's: {'; '.join(one_line(c) for c in changes)}; "
+        "not judged for a test recorded by --workload-record=all: its inputs may follow the "
+        "test's data; mark the test to gate it"
+    )
+
+
 def update_hint(commands: Commands) -> str:
     return f"run {commands.accept} to accept the recorded workloads"
 
