@@ -241,6 +241,14 @@ _OPTIONS = (
         "perf_tolerance overrides it",
     ),
     _Option(
+        "--workload-cost-tolerance",
+        "0",
+        tolerance,
+        "FRACTION",
+        "with --workload-snapshot, growth of a counted cost (bytes read or written, peak "
+        "memory) the snapshot gate allows (0.05 = 5%%; default 0: none); shrinking never fails",
+    ),
+    _Option(
         "--workload-baselines",
         BASELINE_DIRNAME,
         _directory,
@@ -318,6 +326,7 @@ def read_settings(config: pytest.Config) -> WorkloadSettings:
         perf=option_value(config, "--workload-perf"),
         workers=int(getattr(config, "workerinput", {}).get("workercount", 1)),
         tolerance=option_value(config, "--workload-perf-tolerance"),
+        cost_tolerance=option_value(config, "--workload-cost-tolerance"),
         baselines=config.rootpath / option_value(config, "--workload-baselines"),
         device=option_value(config, "--workload-device"),
         json_path=_json_path(config, json_path),

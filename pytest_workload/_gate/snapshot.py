@@ -32,12 +32,14 @@ class SnapshotGate:
         accept_upgrade: bool = False,
         rootdir: Path | None = None,
         commands: Commands = PLAIN,
+        cost_tolerance: float = 0.0,
     ) -> None:
         self.legacy_schemes = tuple(legacy_schemes)
         self.commands = commands
         self.migrate = migrate
         self.accept_upgrade = accept_upgrade
         self.rootdir = rootdir
+        self.cost_tolerance = cost_tolerance
         #: Stored tables used but not checked (a failed test, no gate, a refused file): they
         #: must not be counted as passed.
         self.kept: list[str] = []
@@ -48,7 +50,13 @@ class SnapshotGate:
         document = SnapshotDocument.of(scheme, test, test.modules, test.libraries)
         legacy = self._legacy_documents(test) if self.migrate else None
         result = check_snapshot(
-            snapshot, document, self.commands, self.rootdir, legacy, self.accept_upgrade
+            snapshot,
+            document,
+            self.commands,
+            self.rootdir,
+            legacy,
+            self.accept_upgrade,
+            self.cost_tolerance,
         )
         if result.kept is not None:
             self.kept.append(result.kept)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from syrupy.assertion import SnapshotAssertion
 from syrupy.data import SnapshotCollections
@@ -62,6 +63,8 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     """Stores a test's workload table as review-friendly JSON and compares it by identity."""
 
     _write_mode = WriteMode.TEXT
+    #: The growth of a cost a match allows (``--workload-cost-tolerance``).
+    cost_tolerance: ClassVar[float] = 0.0
     file_extension = SNAPSHOT_SUFFIX.removeprefix(".")
     snapshot_dirname = SNAPSHOT_DIRNAME
 
@@ -111,7 +114,8 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
             old = SnapshotDocument.from_text(str(snapshot_data))
         except WorkloadDataError:
             return False
-        return documents_match(old, SnapshotDocument.from_text(str(serialized_data)))
+        recorded = SnapshotDocument.from_text(str(serialized_data))
+        return documents_match(old, recorded, self.cost_tolerance)
 
     @classmethod
     def write_snapshot_collection(
@@ -119,6 +123,15 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     ) -> None:
         snapshot = next(iter(snapshot_collection))
         write_text_atomic(Path(snapshot_collection.location), str(snapshot.data))
+
+
+@cache
+def _extension(cost_tolerance: float) -> type[WorkloadSnapshotExtension]:
+    """The extension comparing costs within ``cost_tolerance`` (syrupy takes a class)."""
+    if cost_tolerance == WorkloadSnapshotExtension.cost_tolerance:
+        return WorkloadSnapshotExtension
+    name = WorkloadSnapshotExtension.__name__
+    return type(name, (WorkloadSnapshotExtension,), {"cost_tolerance": cost_tolerance})
 
 
 def _display(location: str, rootdir: Path | None) -> str:
@@ -231,8 +244,10 @@ def check_snapshot(
     rootdir: Path | None = None,
     legacy: Mapping[int, SnapshotDocument] | None = None,
     accept_upgrade: bool = False,
+    cost_tolerance: float = 0.0,
 ) -> SnapshotResult:
-    """Compare (or, under ``--snapshot-update``, write) a test's table.
+    """Compare (or, under ``--snapshot-update``, write) a test's table; a cost may grow by
+    ``cost_tolerance`` (a fraction).
 
     With ``legacy`` (the recorded table under each older scheme this session can compute), a
     snapshot of an older scheme is first migrated: rewritten under the current scheme if, and
@@ -241,7 +256,7 @@ def check_snapshot(
     rewritten; any other change is refused and the file left alone. A test that recorded
     nothing and has no stored table has nothing to check.
     """
-    assertion = snapshot.use_extension(WorkloadSnapshotExtension)
+    assertion = snapshot.use_extension(_extension(cost_tolerance))
     location = _location(assertion)
     shown = _display(location, rootdir)
     moved, refusal = _adopt_legacy(assertion, rootdir)
@@ -318,7 +333,9 @@ def check_snapshot(
             f"no workload snapshot {shown} for the recorded workloads; {update_hint(commands)}"
         )
     else:
-        failure = explain_mismatch(shown, str(result.recalled_data), document, commands)
+        failure = explain_mismatch(
+            shown, str(result.recalled_data), document, commands, cost_tolerance
+        )
     return SnapshotResult(failure=failure, note=note)
 
 
@@ -355,7 +372,11 @@ def _corrupt(shown: str, reason: str, commands: Commands) -> str:
 
 
 def explain_mismatch(
-    location: str, stored_text: str, document: SnapshotDocument, commands: Commands
+    location: str,
+    stored_text: str,
+    document: SnapshotDocument,
+    commands: Commands,
+    cost_tolerance: float = 0.0,
 ) -> str:
     """The failure message for a stored table that does not match the recorded one."""
     try:
@@ -372,7 +393,8 @@ def explain_mismatch(
     lines = [f"workload snapshot mismatch ({location}):"]
     versions = versions_line(stored.libraries, document.libraries)
     lines += [f"  {one_line(versions)}"] if versions else []
-    lines += [f"  {line}" for line in render_changes(compare_documents(stored, document))]
+    changes = compare_documents(stored, document, cost_tolerance)
+    lines += [f"  {line}" for line in render_changes(changes)]
     if not upgrade_refusals(stored, document):
         lines.append(
             "only configuration text, attributes or class paths changed (parameters, "

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import inspect
 import sys
+import weakref
+from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ from .._model.computation import (
     relative_path,
     seen_from_caller,
 )
+from .._model.costs import Costs
 from .flops import dispatch_counted, own_tensors, storage_of, tensors_in
 from .follows_data import RANDOM, follows_data
 from .op_flops import needs_dispatch, op_flops
@@ -65,6 +68,16 @@ class _Span:
     #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where.
     stopped: int = 0
     stop: str | None = None
+    # its costs over its listed operations; ``live``: bytes it allocated that are alive now
+    read: int = 0
+    written: int = 0
+    live: int = 0
+    peak: int = 0
+    names: Counter[str] = field(default_factory=Counter)
+
+    def costs(self) -> Costs:
+        ops = tuple(sorted(self.names.items()))
+        return Costs(self.read, self.written, self.peak, ops, partial=bool(self.stopped))
 
 
 class Trace:
@@ -90,6 +103,9 @@ class Trace:
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
         self._events = 0
+        # storages the call allocated that are alive, and what frees them from the count
+        self._alive: set[int] = set()
+        self._finalizers: list[weakref.finalize[..., None]] = []
 
     def open_span(self, path: str = "") -> None:
         self._spans.append(_Span(_quoted(path)))
@@ -111,7 +127,7 @@ class Trace:
             if joins:
                 caller.items.extend(_seen_from(where, item) for item in span.items)
             return None
-        computation = Computation(tuple(span.items), span.ops, span.stop)
+        computation = Computation(tuple(span.items), span.ops, span.stop, span.costs())
         if joins:
             caller.items.append(SubCall(where, computation))
         return computation
@@ -124,7 +140,60 @@ class Trace:
     def root(self) -> Computation:
         """The operations outside every span: the root call's own (with its spans' calls)."""
         span = self._spans[0]
-        return Computation(tuple(span.items), span.ops, span.stop)
+        return Computation(tuple(span.items), span.ops, span.stop, span.costs())
+
+    def account(
+        self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    ) -> None:
+        """Add a listed operation to the costs of the spans whose lists it enters. Its inputs
+        are read and its outputs written only where it moved data: a view (an output on an
+        input's storage) moves none. A new storage is allocated until it is freed (CPython
+        frees it when its last reference goes, at the same point in every run)."""
+        spans = [s for s in self._spans if not s.stopped]
+        if not spans:
+            return
+        inputs = list(tensors_in((args, kwargs)))
+        known = {storage_of(t) for t in inputs} | self._alive
+        new = {}
+        for tensor in tensors_in((out,)):
+            storage = storage_of(tensor)
+            if storage not in known:
+                new[storage] = tensor
+        written = list(_written(func, name, args, kwargs))
+        moved = bool(new or written)
+        read = sum(map(_nbytes, inputs)) if moved else 0
+        wrote = sum(map(_nbytes, (*new.values(), *written)))
+        for span in spans:
+            span.read += read
+            span.written += wrote
+            span.names[name] += 1
+        for storage, tensor in new.items():
+            self._allocate(storage, tensor, spans)
+
+    def _allocate(self, key: int, tensor: Any, spans: list[_Span]) -> None:
+        try:
+            storage = tensor.untyped_storage()
+        except (RuntimeError, NotImplementedError):
+            return  # (sparse, nested: no one storage to follow)
+        size = int(storage.nbytes())
+        self._alive.add(key)
+        for span in spans:
+            span.live += size
+            span.peak = max(span.peak, span.live)
+        finalizer = weakref.finalize(storage, self._free, key, size, spans)
+        finalizer.atexit = False
+        self._finalizers.append(finalizer)
+
+    def _free(self, key: int, size: int, spans: list[_Span]) -> None:
+        self._alive.discard(key)
+        for span in spans:
+            span.live -= size
+
+    def release(self) -> None:
+        """Stop following the storages the call allocated (its outputs outlive it)."""
+        for finalizer in self._finalizers:
+            finalizer.detach()
+        self._finalizers.clear()
 
     def carries_data(self, tensor: Any) -> bool:
         return storage_of(tensor) not in self._constant
@@ -186,6 +255,13 @@ class Trace:
             storage = storage_of(tensor)
             if storage not in foreign:
                 self.allowed.add(storage)
+
+
+def _nbytes(tensor: Any) -> int:
+    try:
+        return int(tensor.numel()) * int(tensor.element_size())
+    except (RuntimeError, NotImplementedError, ValueError):
+        return 0  # (a parameter not built yet)
 
 
 def _quoted(path: str) -> str:
@@ -276,6 +352,7 @@ def _mode_class() -> type:
                     made = any(True for _ in tensors_in((out,)))
                     if event or made or _wrote(name, func, args, kwargs):
                         trace.allow(out, args)
+                        trace.account(func, name, args, kwargs, out)
                         trace.record(func, args, kwargs, event)
                         counted = _counted(name, args, kwargs, out) if flops is None else flops
                         trace.flops += counted
@@ -319,8 +396,11 @@ def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
     if not _MODE:
         _MODE.append(_mode_class())
     trace = Trace(allowed_storages(module, inputs), module)
-    with _MODE[0](trace):
-        yield trace
+    try:
+        with _MODE[0](trace):
+            yield trace
+    finally:
+        trace.release()
 
 
 def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
