@@ -63,7 +63,6 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     """Stores a test's workload table as review-friendly JSON and compares it by identity."""
 
     _write_mode = WriteMode.TEXT
-    #: The growth of a cost a match allows (``--workload-cost-tolerance``).
     cost_tolerance: ClassVar[float] = 0.0
     file_extension = SNAPSHOT_SUFFIX.removeprefix(".")
     snapshot_dirname = SNAPSHOT_DIRNAME
@@ -128,10 +127,8 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
 @cache
 def _extension(cost_tolerance: float) -> type[WorkloadSnapshotExtension]:
     """The extension comparing costs within ``cost_tolerance`` (syrupy takes a class)."""
-    if cost_tolerance == WorkloadSnapshotExtension.cost_tolerance:
-        return WorkloadSnapshotExtension
-    name = WorkloadSnapshotExtension.__name__
-    return type(name, (WorkloadSnapshotExtension,), {"cost_tolerance": cost_tolerance})
+    name, attributes = WorkloadSnapshotExtension.__name__, {"cost_tolerance": cost_tolerance}
+    return type(name, (WorkloadSnapshotExtension,), attributes)
 
 
 def _display(location: str, rootdir: Path | None) -> str:
@@ -372,15 +369,11 @@ def _corrupt(shown: str, reason: str, commands: Commands) -> str:
 
 
 def explain_mismatch(
-    location: str,
-    stored_text: str,
-    document: SnapshotDocument,
-    commands: Commands,
-    cost_tolerance: float = 0.0,
+    location: str, text: str, document: SnapshotDocument, commands: Commands, tolerance: float
 ) -> str:
     """The failure message for a stored table that does not match the recorded one."""
     try:
-        stored = SnapshotDocument.from_text(stored_text)
+        stored = SnapshotDocument.from_text(text)
     except WorkloadDataError as exc:
         return _corrupt(location, str(exc), commands)
     if stored.scheme != document.scheme:
@@ -393,8 +386,7 @@ def explain_mismatch(
     lines = [f"workload snapshot mismatch ({location}):"]
     versions = versions_line(stored.libraries, document.libraries)
     lines += [f"  {one_line(versions)}"] if versions else []
-    changes = compare_documents(stored, document, cost_tolerance)
-    lines += [f"  {line}" for line in render_changes(changes)]
+    lines += [f"  {c}" for c in render_changes(compare_documents(stored, document, tolerance))]
     if not upgrade_refusals(stored, document):
         lines.append(
             "only configuration text, attributes or class paths changed (parameters, "

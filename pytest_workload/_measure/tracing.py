@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-import weakref
-from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,7 +39,7 @@ from .._model.computation import (
     relative_path,
     seen_from_caller,
 )
-from .._model.costs import Costs
+from .cost_count import Allocations, SpanCosts
 from .flops import dispatch_counted, own_tensors, storage_of, tensors_in
 from .follows_data import RANDOM, follows_data
 from .op_flops import needs_dispatch, op_flops
@@ -68,16 +66,11 @@ class _Span:
     #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where.
     stopped: int = 0
     stop: str | None = None
-    # its costs over its listed operations; ``live``: bytes it allocated that are alive now
-    read: int = 0
-    written: int = 0
-    live: int = 0
-    peak: int = 0
-    names: Counter[str] = field(default_factory=Counter)
+    costs: SpanCosts = field(default_factory=SpanCosts)
 
-    def costs(self) -> Costs:
-        ops = tuple(sorted(self.names.items()))
-        return Costs(self.read, self.written, self.peak, ops, partial=bool(self.stopped))
+    def computation(self) -> Computation:
+        costs = self.costs.freeze(partial=bool(self.stopped))
+        return Computation(tuple(self.items), self.ops, self.stop, costs)
 
 
 class Trace:
@@ -103,9 +96,7 @@ class Trace:
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
         self._events = 0
-        # storages the call allocated that are alive, and what frees them from the count
-        self._alive: set[int] = set()
-        self._finalizers: list[weakref.finalize[..., None]] = []
+        self.allocations = Allocations()
 
     def open_span(self, path: str = "") -> None:
         self._spans.append(_Span(_quoted(path)))
@@ -127,7 +118,7 @@ class Trace:
             if joins:
                 caller.items.extend(_seen_from(where, item) for item in span.items)
             return None
-        computation = Computation(tuple(span.items), span.ops, span.stop, span.costs())
+        computation = span.computation()
         if joins:
             caller.items.append(SubCall(where, computation))
         return computation
@@ -139,61 +130,16 @@ class Trace:
 
     def root(self) -> Computation:
         """The operations outside every span: the root call's own (with its spans' calls)."""
-        span = self._spans[0]
-        return Computation(tuple(span.items), span.ops, span.stop, span.costs())
+        return self._spans[0].computation()
 
     def account(
         self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
     ) -> None:
-        """Add a listed operation to the costs of the spans whose lists it enters. Its inputs
-        are read and its outputs written only where it moved data: a view (an output on an
-        input's storage) moves none. A new storage is allocated until it is freed (CPython
-        frees it when its last reference goes, at the same point in every run)."""
-        spans = [s for s in self._spans if not s.stopped]
-        if not spans:
-            return
-        inputs = list(tensors_in((args, kwargs)))
-        known = {storage_of(t) for t in inputs} | self._alive
-        new = {}
-        for tensor in tensors_in((out,)):
-            storage = storage_of(tensor)
-            if storage not in known:
-                new[storage] = tensor
-        written = list(_written(func, name, args, kwargs))
-        moved = bool(new or written)
-        read = sum(map(_nbytes, inputs)) if moved else 0
-        wrote = sum(map(_nbytes, (*new.values(), *written)))
-        for span in spans:
-            span.read += read
-            span.written += wrote
-            span.names[name] += 1
-        for storage, tensor in new.items():
-            self._allocate(storage, tensor, spans)
-
-    def _allocate(self, key: int, tensor: Any, spans: list[_Span]) -> None:
-        try:
-            storage = tensor.untyped_storage()
-        except (RuntimeError, NotImplementedError):
-            return  # (sparse, nested: no one storage to follow)
-        size = int(storage.nbytes())
-        self._alive.add(key)
-        for span in spans:
-            span.live += size
-            span.peak = max(span.peak, span.live)
-        finalizer = weakref.finalize(storage, self._free, key, size, spans)
-        finalizer.atexit = False
-        self._finalizers.append(finalizer)
-
-    def _free(self, key: int, size: int, spans: list[_Span]) -> None:
-        self._alive.discard(key)
-        for span in spans:
-            span.live -= size
-
-    def release(self) -> None:
-        """Stop following the storages the call allocated (its outputs outlive it)."""
-        for finalizer in self._finalizers:
-            finalizer.detach()
-        self._finalizers.clear()
+        """Add a listed operation to the costs of the spans whose lists it enters."""
+        spans = [s.costs for s in self._spans if not s.stopped]
+        if spans:
+            written = _written(func, name, args, kwargs)
+            self.allocations.account(name, args, kwargs, out, written, spans)
 
     def carries_data(self, tensor: Any) -> bool:
         return storage_of(tensor) not in self._constant
@@ -255,13 +201,6 @@ class Trace:
             storage = storage_of(tensor)
             if storage not in foreign:
                 self.allowed.add(storage)
-
-
-def _nbytes(tensor: Any) -> int:
-    try:
-        return int(tensor.numel()) * int(tensor.element_size())
-    except (RuntimeError, NotImplementedError, ValueError):
-        return 0  # (a parameter not built yet)
 
 
 def _quoted(path: str) -> str:
@@ -400,7 +339,7 @@ def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
         with _MODE[0](trace):
             yield trace
     finally:
-        trace.release()
+        trace.allocations.release()
 
 
 def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:

@@ -1,9 +1,10 @@
 """Whether a workload's deterministic costs grew, and by how much each moved.
 
 Costs are counted, not timed (see :mod:`.._model.costs`), so any growth is the code's: the
-gate fails on growth beyond ``--workload-cost-tolerance`` (0: any), never on shrinking. A
-cost unknown on one side (not traced there) is a difference, as FLOPs are. A data-dependent
-workload's costs, like its computation, are not compared: they follow the data.
+gate fails on growth beyond ``--workload-cost-tolerance`` (0: any), never on shrinking. Costs
+come from the trace that gives the compute hash, so they follow its rules: none on either side
+(not traced there, or stored by an older release) agrees with any, and a data-dependent
+workload's are not compared (they follow the data).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ METRICS = (
 
 
 def grew(old: int | None, new: int | None, tolerance: float) -> bool:
-    """More than ``tolerance`` (a fraction) above the stored value, or known on one side
-    only."""
+    """More than ``tolerance`` (a fraction) above the stored value; a device peak on one side
+    only (another device) is a difference."""
     if old is None or new is None:
         return old != new
     return new > old * (1 + tolerance)
@@ -36,7 +37,7 @@ def costs_agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> boo
         return True
     a, b = old.costs, new.costs
     if a is None or b is None:
-        return a is b
+        return True
     return not any(grew(getattr(a, f), getattr(b, f), tolerance) for _, f in METRICS)
 
 
@@ -67,10 +68,6 @@ def _op_counts(a: Costs, b: Costs) -> str | None:
     return "operations " + ", ".join(moved) if moved else None
 
 
-def _known(costs: Costs | None) -> str:
-    return "unknown (not traced)" if costs is None else "known"
-
-
 def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
     """One line per cost that moved (``peak memory 1.0 MiB -> 9.0 MiB (+8.0 MiB, 9.00x)``),
     then the operation counts that changed."""
@@ -78,8 +75,6 @@ def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
     if old.data_dependent or new.data_dependent:
         return
     if a is None or b is None:
-        if a is not b:
-            yield f"costs {_known(a)} -> {_known(b)}"
         return
     for label, name in METRICS:
         before, after = getattr(a, name), getattr(b, name)

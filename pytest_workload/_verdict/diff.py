@@ -242,7 +242,8 @@ def explain_entry(
         lines.append(f"paths {old.label} -> {new.label}")
     if not computes_agree(old, new):
         lines.extend(compute_lines(old, new, old_doc, new_doc))
-    lines.extend(cost_lines(old, new))
+    if old.hash == new.hash:  # (another structure or input has other costs: not news)
+        lines.extend(cost_lines(old, new))
     if not lines:
         lines.append("same structure and inputs under another fingerprint")
     return lines
@@ -352,6 +353,7 @@ ADDED_FIELDS = (
     "flops",
     "param_bytes",
     "compute_hash",
+    "costs",
 )
 
 
