@@ -346,7 +346,7 @@ def _complete(path: Path, shown: str, document: SnapshotDocument) -> str | None:
     missing = missing_fields(stored, document)
     if document.modules and not stored.modules:
         missing.append("module descriptions")
-    if stored.format < SNAPSHOT_FORMAT:
+    if stored.format < 3:  # (format 3 keeps one entry per workload)
         missing.append("paths (one entry per workload, with every path that ran it)")
     if not missing:
         return None
