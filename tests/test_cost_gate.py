@@ -100,12 +100,25 @@ def test_an_intermediate_kept_alive_fails_on_peak_memory_alone(pytester, net):
     assert "bytes written" not in result.stdout.str()
 
 
-def test_growth_within_the_tolerance_passes_and_shrinking_always(pytester, net):
+def test_growth_within_the_tolerance_passes(pytester, net):
     _stored(pytester, net, FREES)
     net(KEEPS)
-    pytester.runpytest("--workload-snapshot", "--workload-cost-tolerance=0.5").assert_outcomes(
-        passed=1
-    )
+    result = pytester.runpytest("--workload-snapshot", "--workload-cost-tolerance=0.5")
+    result.assert_outcomes(passed=1)
+
+
+def test_shrinking_passes_with_a_note_and_an_update_records_it(pytester, net):
     _stored(pytester, net, KEEPS)
     net(FREES)
-    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["*costs shrank in *test_net.workloads (--snapshot-update records them): "
+         "Net: peak memory 3.0 KiB -> 2.0 KiB (-1.0 KiB, 0.67x)*"]
+    )  # fmt: skip
+    update = pytester.runpytest("--workload-snapshot", "--snapshot-update")
+    update.assert_outcomes(passed=1)
+    update.stdout.fnmatch_lines(["*costs shrank in *test_net.workloads (recorded): *"])
+    again = pytester.runpytest("--workload-snapshot")
+    again.assert_outcomes(passed=1)
+    assert "costs shrank" not in again.stdout.str()

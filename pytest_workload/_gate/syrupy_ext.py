@@ -26,7 +26,6 @@ from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
 from .._model.files import outside, read_text, write_text_atomic
 from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
-from .._model.versions import SNAPSHOT_FORMAT
 from .._render.commands import Commands
 from .._render.escape import one_line
 from .._render.failures import render_changes, update_hint
@@ -38,6 +37,7 @@ from .snapshot_files import (
     SNAPSHOT_DIRNAME,
     SNAPSHOT_SUFFIX,
     inspect_stored,
+    shrunk_note,
     snapshot_stem,
 )
 
@@ -310,9 +310,10 @@ def check_snapshot(
             return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
         note = _join(note, accepted)
     if assertion == document:
-        if updating:
-            note = _join(note, _complete(Path(location), shown, document))
-        return SnapshotResult(note=note)
+        note = _join(note, _complete(Path(location), shown, document) if updating else None)
+        return SnapshotResult(
+            note=_join(note, shrunk_note(Path(location), shown, document, updating))
+        )
     result = assertion.executions[assertion.num_executions - 1]
     if isinstance(result.exception, FileWriteError):
         reason = one_line(result.exception.reason)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from .._model.costs import Costs
-from .._model.snapshot import SnapshotEntry
+from .._model.snapshot import SnapshotDocument, SnapshotEntry
 
 #: (label, field) of the compared costs, in the order messages give them.
 METRICS = (
@@ -85,3 +85,17 @@ def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
         yield counts
     if a.partial or b.partial:
         yield "costs are over the operations before the first that follows the data"
+
+
+def shrunk(old: SnapshotDocument, new: SnapshotDocument) -> list[str]:
+    """For each recorded workload whose stored costs were higher, what shrank (a note: the
+    gate passes it)."""
+    stored = {(e.parent, e.hash, e.depth): e for e in old.entries}
+    lines = []
+    for entry in new.entries:
+        before = stored.get((entry.parent, entry.hash, entry.depth))
+        if before is None or not costs_agree(before, entry, 0.0) or before.costs == entry.costs:
+            continue
+        moved = [line for line in cost_lines(before, entry) if " -> " in line]
+        lines += [f"{entry.label}: {'; '.join(moved)}"] if moved else []
+    return lines
