@@ -6,7 +6,9 @@ the write check) each watch one call of a model; a bare call is the reference. T
 run interleaved in one process, in a rotating order, so their ratios hold under load.
 
 * **per call**: the median time of a watched call, per model (a tiny MLP, timm
-  ``mobilenetv2_035`` and ``resnet18`` at 1x3x224x224), and its ratio to the bare call.
+  ``mobilenetv2_035`` and ``resnet18`` at 1x3x224x224), and its ratio to the bare call; the
+  tracer also with its cost counting (bytes, op counts, peak memory) turned off, so the
+  counting's own cost is read from one interleaved run.
 * **first use**: a fresh interpreter that has imported torch enters each mode once around a
   tiny call; the wall time of that first call (for the dispatch mode it includes importing
   ``torch._dynamo``), median of several interpreters.
@@ -64,8 +66,13 @@ def watched(kind: str, model: nn.Module, x: torch.Tensor) -> Callable[[], None]:
         if kind == "bare":
             model(x)
             return
-        mode = tracing if kind == "function mode" else counting
-        with mode(model, (x,)):
+        if kind == "dispatch mode":
+            with counting(model, (x,)):
+                model(x)
+            return
+        with tracing(model, (x,)) as trace:
+            if kind == "function mode, no costs":
+                trace.account = lambda *_: None  # type: ignore[method-assign]
             model(x)
 
     return call
@@ -73,7 +80,7 @@ def watched(kind: str, model: nn.Module, x: torch.Tensor) -> Callable[[], None]:
 
 def per_call(rounds: int) -> list[list[object]]:
     rows = []
-    kinds = ["bare", "function mode", "dispatch mode"]
+    kinds = ["bare", "function mode", "function mode, no costs", "dispatch mode"]
     for label, (model, x) in models().items():
         calls = {k: watched(k, model, x) for k in kinds}
         times: dict[str, list[float]] = {k: [] for k in kinds}
@@ -81,7 +88,7 @@ def per_call(rounds: int) -> list[list[object]]:
             for k in kinds:  # warm-up; the dispatch mode's first use imports torch._dynamo
                 calls[k]()
             for r in range(rounds):
-                for k in kinds[r % 3 :] + kinds[: r % 3]:
+                for k in kinds[r % len(kinds) :] + kinds[: r % len(kinds)]:
                     started = time.perf_counter()
                     calls[k]()
                     times[k].append(time.perf_counter() - started)

@@ -9,6 +9,7 @@ import argparse
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -70,32 +71,24 @@ def tolerance(value: str) -> float:
     return number(value, positive=False)
 
 
+def _choice(*values: str) -> Callable[[str], str]:
+    expected = ", ".join(map(repr, values[:-1])) + f" or {values[-1]!r}"
+
+    def parse(value: str) -> str:
+        if value not in values:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {value!r}")
+        return value
+
+    return parse
+
+
+_record_mode = _choice("marked", "all")
+_report_mode = _choice("auto", "tree", "summary")
+_perf_mode = _choice("on", "off", "strict")
+
+
 def _on_off(value: str) -> bool:
-    if value not in ("on", "off"):
-        raise argparse.ArgumentTypeError(f"expected 'on' or 'off', got {value!r}")
-    return value == "on"
-
-
-def _record_mode(value: str) -> str:
-    if value not in ("marked", "all"):
-        raise argparse.ArgumentTypeError(f"expected 'marked' or 'all', got {value!r}")
-    return value
-
-
-def _report_mode(value: str) -> str:
-    if value not in ("auto", "tree", "summary"):
-        raise argparse.ArgumentTypeError(f"expected 'auto', 'tree' or 'summary', got {value!r}")
-    return value
-
-
-def _perf_mode(value: str) -> str:
-    if value not in ("on", "off", "strict"):
-        raise argparse.ArgumentTypeError(f"expected 'on', 'off' or 'strict', got {value!r}")
-    return value
-
-
-def _positive_float(value: str) -> float:
-    return number(value, positive=True)
+    return _choice("on", "off")(value) == "on"
 
 
 def _optional_seconds(value: str) -> float | None:
@@ -200,7 +193,7 @@ _OPTIONS = (
     _Option(
         "--workload-time-budget",
         "0.25",
-        _positive_float,
+        partial(number, positive=True),
         "SECONDS",
         "time spent timing one workload, after at least 2 warm-up calls and "
         f"{MIN_SAMPLES} samples (the fewest a verdict needs)",
@@ -239,6 +232,13 @@ _OPTIONS = (
         "FRACTION",
         "slowdown the drift gate allows (0.2 = 20%%), beyond the measured noise; a marker's "
         "perf_tolerance overrides it",
+    ),
+    _Option(
+        "--workload-cost-tolerance",
+        "0",
+        tolerance,
+        "FRACTION",
+        "growth of a counted cost (bytes, peak memory) the snapshot gate allows (0.05 = 5%%)",
     ),
     _Option(
         "--workload-baselines",
@@ -318,6 +318,7 @@ def read_settings(config: pytest.Config) -> WorkloadSettings:
         perf=option_value(config, "--workload-perf"),
         workers=int(getattr(config, "workerinput", {}).get("workercount", 1)),
         tolerance=option_value(config, "--workload-perf-tolerance"),
+        cost_tolerance=option_value(config, "--workload-cost-tolerance"),
         baselines=config.rootpath / option_value(config, "--workload-baselines"),
         device=option_value(config, "--workload-device"),
         json_path=_json_path(config, json_path),

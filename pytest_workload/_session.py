@@ -60,6 +60,8 @@ class WorkloadSettings:
     perf: PerfMode = "on"
     workers: int = 1
     tolerance: float = DEFAULT_TOLERANCE
+    #: growth of a deterministic cost the snapshot gate allows (0: none)
+    cost_tolerance: float = 0.0
     baselines: Path = Path(BASELINE_DIRNAME)
     device: str = "auto"
     json_path: Path | None = None
@@ -110,6 +112,7 @@ class WorkloadSession:
             accept_upgrade=settings.accept_upgrade,
             rootdir=settings.rootdir,
             commands=settings.commands,
+            cost_tolerance=settings.cost_tolerance,
         )
         self.perf = PerfGate(
             settings.baselines,

@@ -289,6 +289,7 @@ def test_options_are_one_help_group_with_ini_keys_and_defaults(pytester):
         "--workload-device",
         "--workload-perf ",
         "--workload-perf-tolerance",
+        "--workload-cost-tolerance",
         "--workload-baselines",
         "--workload-migrate",
         "--workload-accept-upgrade",

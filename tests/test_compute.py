@@ -467,9 +467,10 @@ def test_reports_compared_by_compute_hash_say_the_computation_changed(monkeypatc
     assert base.computations == {} and head.computations == {}
     (change,) = compare_documents(base, head)
     assert change.kind == "changed"
-    (line,) = change.details
+    line, costs = change.details
     assert line.startswith("computation changed (compute hash ")
     assert line.endswith("; the operations are not stored on both sides")
+    assert costs == "operations +1 gelu, -1 relu"  # (the same bytes moved)
 
 
 def test_a_failure_of_the_tracer_never_reaches_the_forward(monkeypatch):

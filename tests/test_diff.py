@@ -190,7 +190,7 @@ def test_an_entry_per_path_is_folded_into_one_entry_per_workload_when_read():
         old = SnapshotDocument.from_text(per_path(new, layout))
         assert old.format == layout and old.entries == new.entries
         assert documents_match(old, new) and compare_documents(old, new) == []
-    assert SnapshotDocument.from_text(new.to_text()).format == 3
+    assert SnapshotDocument.from_text(new.to_text()).format == 4
 
 
 def test_entries_that_differ_in_more_than_their_name_are_not_folded():

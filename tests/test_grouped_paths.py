@@ -86,7 +86,7 @@ def test_identical_layers_are_one_row_each_in_the_report_json_and_snapshot(pytes
     ]
     stored = _stored(pytester).read_text()
     snapshot = json.loads(stored)
-    assert snapshot["pytest_workload_snapshot"] == 3
+    assert snapshot["pytest_workload_snapshot"] == 4
     assert [(e["name"], e["paths"]) for e in snapshot["workloads"]] == [
         (name, paths) for name, paths, *_ in rows
     ]

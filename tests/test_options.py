@@ -30,6 +30,7 @@ BAD_VALUES = [
     ("workload_perf_tolerance", "nan", "expected a finite number >= 0, got 'nan'"),
     ("workload_perf_tolerance", "1e400", "expected a finite number >= 0, got '1e400'"),
     ("workload_perf_tolerance", "-inf", "expected a finite number >= 0, got '-inf'"),
+    ("workload_cost_tolerance", "-0.1", "expected a finite number >= 0, got '-0.1'"),
     ("workload_baselines", "", "expected a directory name, got ''"),
 ]
 

@@ -152,7 +152,7 @@ def test_net():
     Net()(torch.rand(1, 4), np.float64(2.0))
 """
 #: Fields whose values are input nodes or open-ended maps: their own keys are not fields.
-OPEN = {"input_signature", "key", "output_signature", "submodules", "modules", "libraries"}
+OPEN = {"input_signature", "key", "output_signature", "submodules", "modules", "libraries", "ops"}
 
 
 def fields(value: object, path: str = "") -> set[str]:

@@ -181,7 +181,7 @@ def test_a_format_1_snapshot_still_matches_and_update_adds_the_descriptions(pyte
         )
     )
     rewritten = json.loads(stored.read_text())
-    assert rewritten["pytest_workload_snapshot"] == 3 and rewritten["modules"]
+    assert rewritten["pytest_workload_snapshot"] == 4 and rewritten["modules"]
 
 
 def test_the_report_holds_every_description_once_also_from_xdist_workers(pytester, suite, mode):

@@ -32,12 +32,14 @@ class SnapshotGate:
         accept_upgrade: bool = False,
         rootdir: Path | None = None,
         commands: Commands = PLAIN,
+        cost_tolerance: float = 0.0,
     ) -> None:
         self.legacy_schemes = tuple(legacy_schemes)
         self.commands = commands
         self.migrate = migrate
         self.accept_upgrade = accept_upgrade
         self.rootdir = rootdir
+        self.cost_tolerance = cost_tolerance
         #: Stored tables used but not checked (a failed test, no gate, a refused file): they
         #: must not be counted as passed.
         self.kept: list[str] = []
@@ -59,6 +61,7 @@ class SnapshotGate:
             legacy,
             self.accept_upgrade,
             judge_signatures,
+            self.cost_tolerance,
         )
         if result.kept is not None:
             self.kept.append(result.kept)

@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Final
 
 from .._identity.fingerprint import BUILTIN_SCHEMES
-from .._model.errors import CorruptFileError, WorkloadDataError
-from .._model.files import read_text
+from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
+from .._model.files import read_text, write_text_atomic
 from .._model.hashes import short
 from .._model.snapshot import SnapshotDocument
 from .._model.strict_json import load_json
 from .._model.versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .._verdict.cost_diff import shrunk
 
 #: Where workload snapshots live, beside each test module: not syrupy's ``__snapshots__``.
 SNAPSHOT_DIRNAME: Final = "__workload_snapshots__"
@@ -113,3 +114,18 @@ def read_stored(path: Path) -> SnapshotDocument | None:
         return SnapshotDocument.from_text(read_text(path))
     except (CorruptFileError, WorkloadDataError):
         return None
+
+
+def shrunk_note(path: Path, shown: str, document: SnapshotDocument, update: bool) -> str | None:
+    """A note on the costs that shrank since the matching stored table was written; with
+    ``update``, the table is rewritten with them (syrupy leaves a matching file alone)."""
+    try:
+        lines = shrunk(SnapshotDocument.from_text(read_text(path)), document)
+        if lines and update:
+            write_text_atomic(path, document.to_text())
+    except (CorruptFileError, WorkloadDataError, FileWriteError):
+        return None
+    if not lines:
+        return None
+    how = "recorded" if update else "--snapshot-update records them"
+    return f"costs shrank in {shown} ({how}): " + "; ".join(lines)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from syrupy.assertion import SnapshotAssertion
 from syrupy.data import SnapshotCollections
@@ -25,7 +26,6 @@ from .._model.errors import FileWriteError, WorkloadDataError
 from .._model.files import outside, write_text_atomic
 from .._model.library_versions import versions_line
 from .._model.snapshot import SnapshotDocument
-from .._model.versions import SNAPSHOT_FORMAT
 from .._render.commands import Commands
 from .._render.escape import one_line
 from .._render.failures import render_changes, signature_note, update_hint
@@ -38,6 +38,7 @@ from .snapshot_files import (
     SNAPSHOT_SUFFIX,
     inspect_stored,
     read_stored,
+    shrunk_note,
     snapshot_stem,
 )
 
@@ -63,6 +64,7 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     """Stores a test's workload table as review-friendly JSON and compares it by identity."""
 
     _write_mode = WriteMode.TEXT
+    cost_tolerance: ClassVar[float] = 0.0
     file_extension = SNAPSHOT_SUFFIX.removeprefix(".")
     snapshot_dirname = SNAPSHOT_DIRNAME
 
@@ -112,7 +114,8 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
             old = SnapshotDocument.from_text(str(snapshot_data))
         except WorkloadDataError:
             return False
-        return documents_match(old, SnapshotDocument.from_text(str(serialized_data)))
+        recorded = SnapshotDocument.from_text(str(serialized_data))
+        return documents_match(old, recorded, self.cost_tolerance)
 
     @classmethod
     def write_snapshot_collection(
@@ -120,6 +123,13 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     ) -> None:
         snapshot = next(iter(snapshot_collection))
         write_text_atomic(Path(snapshot_collection.location), str(snapshot.data))
+
+
+@cache
+def _extension(cost_tolerance: float) -> type[WorkloadSnapshotExtension]:
+    """The extension comparing costs within ``cost_tolerance`` (syrupy takes a class)."""
+    name, attributes = WorkloadSnapshotExtension.__name__, {"cost_tolerance": cost_tolerance}
+    return type(name, (WorkloadSnapshotExtension,), attributes)
 
 
 def _display(location: str, rootdir: Path | None) -> str:
@@ -233,8 +243,10 @@ def check_snapshot(
     legacy: Mapping[int, SnapshotDocument] | None = None,
     accept_upgrade: bool = False,
     judge_signatures: bool = True,
+    cost_tolerance: float = 0.0,
 ) -> SnapshotResult:
-    """Compare (or, under ``--snapshot-update``, write) a test's table.
+    """Compare (or, under ``--snapshot-update``, write) a test's table; a cost may grow by
+    ``cost_tolerance`` (a fraction).
 
     With ``legacy`` (the recorded table under each older scheme this session can compute), a
     snapshot of an older scheme is first migrated: rewritten under the current scheme if, and
@@ -245,7 +257,7 @@ def check_snapshot(
     recorded only by ``--workload-record=all``), a table that differs only in call signatures
     is a note, and the stored one is kept as it is, unless ``--snapshot-update`` rewrites it.
     """
-    assertion = snapshot.use_extension(WorkloadSnapshotExtension)
+    assertion = snapshot.use_extension(_extension(cost_tolerance))
     location = _location(assertion)
     shown = _display(location, rootdir)
     moved, refusal = _adopt_legacy(assertion, rootdir)
@@ -303,14 +315,19 @@ def check_snapshot(
         note = _join(note, accepted)
     if not judge_signatures and not updating:
         stored_table = read_stored(Path(location))
-        changes = None if stored_table is None else signature_changes(stored_table, document)
+        changes = (
+            None
+            if stored_table is None
+            else signature_changes(stored_table, document, cost_tolerance)
+        )
         if changes:
             keep_snapshot(snapshot)  # used as it is, and counted as passed: it was checked
             return SnapshotResult(note=_join(note, signature_note(changes)))
     if assertion == document:
-        if updating:
-            note = _join(note, _complete(Path(location), shown, document))
-        return SnapshotResult(note=note)
+        note = _join(note, _complete(Path(location), shown, document) if updating else None)
+        return SnapshotResult(
+            note=_join(note, shrunk_note(Path(location), shown, document, updating))
+        )
     result = assertion.executions[assertion.num_executions - 1]
     if isinstance(result.exception, FileWriteError):
         reason = one_line(result.exception.reason)
@@ -328,7 +345,9 @@ def check_snapshot(
             f"no workload snapshot {shown} for the recorded workloads; {update_hint(commands)}"
         )
     else:
-        failure = explain_mismatch(shown, str(result.recalled_data), document, commands)
+        failure = explain_mismatch(
+            shown, str(result.recalled_data), document, commands, cost_tolerance
+        )
     return SnapshotResult(failure=failure, note=note)
 
 
@@ -341,7 +360,7 @@ def _complete(path: Path, shown: str, document: SnapshotDocument) -> str | None:
     missing = missing_fields(stored, document)
     if document.modules and not stored.modules:
         missing.append("module descriptions")
-    if stored.format < SNAPSHOT_FORMAT:
+    if stored.format < 3:  # (format 3 keeps one entry per workload)
         missing.append("paths (one entry per workload, with every path that ran it)")
     if not missing:
         return None
@@ -364,11 +383,11 @@ def _corrupt(shown: str, reason: str, commands: Commands) -> str:
 
 
 def explain_mismatch(
-    location: str, stored_text: str, document: SnapshotDocument, commands: Commands
+    location: str, text: str, document: SnapshotDocument, commands: Commands, tolerance: float
 ) -> str:
     """The failure message for a stored table that does not match the recorded one."""
     try:
-        stored = SnapshotDocument.from_text(stored_text)
+        stored = SnapshotDocument.from_text(text)
     except WorkloadDataError as exc:
         return _corrupt(location, str(exc), commands)
     if stored.scheme != document.scheme:
@@ -381,7 +400,7 @@ def explain_mismatch(
     lines = [f"workload snapshot mismatch ({location}):"]
     versions = versions_line(stored.libraries, document.libraries)
     lines += [f"  {one_line(versions)}"] if versions else []
-    lines += [f"  {line}" for line in render_changes(compare_documents(stored, document))]
+    lines += [f"  {c}" for c in render_changes(compare_documents(stored, document, tolerance))]
     if not upgrade_refusals(stored, document):
         lines.append(
             "only configuration text, attributes or class paths changed (parameters, "

@@ -39,6 +39,7 @@ from .._model.computation import (
     relative_path,
     seen_from_caller,
 )
+from .cost_count import Allocations, SpanCosts
 from .flops import dispatch_counted, own_tensors, storage_of, tensors_in
 from .follows_data import RANDOM, follows_data
 from .op_flops import needs_dispatch, op_flops
@@ -65,6 +66,11 @@ class _Span:
     #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where.
     stopped: int = 0
     stop: str | None = None
+    costs: SpanCosts = field(default_factory=SpanCosts)
+
+    def computation(self) -> Computation:
+        costs = self.costs.freeze(partial=bool(self.stopped))
+        return Computation(tuple(self.items), self.ops, self.stop, costs)
 
 
 class Trace:
@@ -90,6 +96,7 @@ class Trace:
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
         self._events = 0
+        self.allocations = Allocations()
 
     def open_span(self, path: str = "") -> None:
         self._spans.append(_Span(_quoted(path)))
@@ -111,7 +118,7 @@ class Trace:
             if joins:
                 caller.items.extend(_seen_from(where, item) for item in span.items)
             return None
-        computation = Computation(tuple(span.items), span.ops, span.stop)
+        computation = span.computation()
         if joins:
             caller.items.append(SubCall(where, computation))
         return computation
@@ -123,8 +130,16 @@ class Trace:
 
     def root(self) -> Computation:
         """The operations outside every span: the root call's own (with its spans' calls)."""
-        span = self._spans[0]
-        return Computation(tuple(span.items), span.ops, span.stop)
+        return self._spans[0].computation()
+
+    def account(
+        self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    ) -> None:
+        """Add a listed operation to the costs of the spans whose lists it enters."""
+        spans = [s.costs for s in self._spans if not s.stopped]
+        if spans:
+            written = _written(func, name, args, kwargs)
+            self.allocations.account(name, args, kwargs, out, written, spans)
 
     def carries_data(self, tensor: Any) -> bool:
         return storage_of(tensor) not in self._constant
@@ -276,6 +291,7 @@ def _mode_class() -> type:
                     made = any(True for _ in tensors_in((out,)))
                     if event or made or _wrote(name, func, args, kwargs):
                         trace.allow(out, args)
+                        trace.account(func, name, args, kwargs, out)
                         trace.record(func, args, kwargs, event)
                         counted = _counted(name, args, kwargs, out) if flops is None else flops
                         trace.flops += counted
@@ -319,8 +335,11 @@ def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
     if not _MODE:
         _MODE.append(_mode_class())
     trace = Trace(allowed_storages(module, inputs), module)
-    with _MODE[0](trace):
-        yield trace
+    try:
+        with _MODE[0](trace):
+            yield trace
+    finally:
+        trace.allocations.release()
 
 
 def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:

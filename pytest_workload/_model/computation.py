@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .canonical import Json, canonical_json, sha256_hex
+from .costs import Costs
 from .errors import WorkloadDataError
 
 #: Enters every compute hash, so a change of the operation text's grammar is a new version.
@@ -77,13 +78,15 @@ class SubCall:
 class Computation:
     """The operations of one call; ``items`` are operation texts and submodule calls.
 
-    ``ops`` (every operation the call ran, also after its list stops) and ``stop`` (the path
-    of the module whose operation the list stops at) are known in the recording process only,
-    and are no part of the computation: they follow the data."""
+    ``ops`` (every operation the call ran, also after its list stops), ``stop`` (the path
+    of the module whose operation the list stops at) and ``costs`` (over the listed
+    operations) are known in the recording process only, and are no part of the computation:
+    the first two follow the data."""
 
     items: tuple[str | SubCall, ...]
     ops: int | None = field(default=None, compare=False)
     stop: str | None = field(default=None, compare=False)
+    costs: Costs | None = field(default=None, compare=False)
 
     @cached_property
     def flat(self) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from .canonical import Json, canonical_json
 from .computation import Computation, computation_table, read_computations
+from .costs import Costs
 from .errors import WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
@@ -46,6 +47,8 @@ class SnapshotEntry(Paths):
     #: data-dependent (see :mod:`.._verdict.diff`).
     compute_hash: str | None = None
     data_dependent: bool = False
+    #: Compared within ``--workload-cost-tolerance`` (see :mod:`.._verdict.cost_diff`).
+    costs: Costs | None = None
     paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -82,6 +85,7 @@ class SnapshotEntry(Paths):
             structure_hash_without_dtypes=w.structure_hash_without_dtypes,
             compute_hash=w.compute_hash,
             data_dependent=w.data_dependent,
+            costs=w.costs,
             paths=w.paths,
         )
 
@@ -101,6 +105,7 @@ class SnapshotEntry(Paths):
             "param_bytes": self.param_bytes,
             "param_dtypes": None if self.param_dtypes is None else list(self.param_dtypes),
             "flops": self.flops,
+            "costs": None if self.costs is None else self.costs.to_dict(),
             "submodules": dict(self.submodules),
         }
         # (absent when unknown, so that a snapshot written before they existed reads back as
@@ -126,6 +131,7 @@ class SnapshotEntry(Paths):
             param_dtypes=read_strings(d, "param_dtypes"),
             compute_hash=read_field(d, "compute_hash", str, optional=True),
             data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
+            costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
         )
 
 

@@ -20,12 +20,12 @@ FINGERPRINT_SCHEME: Final = 2
 
 #: Layout version of a snapshot file (independent of the fingerprint scheme it records).
 #: 2 added ``libraries`` and the ``modules`` table; 3 one entry per distinct workload, with
-#: every path that ran it in ``paths``.
-SNAPSHOT_FORMAT: Final = 3
+#: every path that ran it in ``paths``; 4 each workload's ``costs``.
+SNAPSHOT_FORMAT: Final = 4
 
 #: Snapshot layouts this release reads (format 1 has no libraries or module descriptions;
 #: formats 1 and 2 keep an entry per path, folded into one per workload when read).
-READABLE_SNAPSHOT_FORMATS: Final = (1, 2, 3)
+READABLE_SNAPSHOT_FORMATS: Final = (1, 2, 3, 4)
 
 #: The field of a snapshot file that holds its layout version.
 SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from .canonical import Json, canonical_json
 from .computation import Computation
+from .costs import Costs
 from .errors import WorkloadDataError
 from .fields import read_count, read_field, read_object, read_strings
 from .measured import Measured
@@ -179,6 +180,9 @@ class Workload(Paths):
     #: The operations themselves, in this process only (the snapshot stores them, the JSON
     #: report only their hash).
     computation: Computation | None = field(default=None, compare=False, repr=False)
+    #: What its traced call moved and allocated, over the operations the compute hash covers
+    #: (None: not traced).
+    costs: Costs | None = None
     #: Every path that ran it: ``name`` (the first to run) first, the others in natural
     #: order; empty means ``(name,)``. A root has one, its call site's name.
     paths: tuple[str, ...] = ()
@@ -226,6 +230,7 @@ class Workload(Paths):
             "data_dependent": self.data_dependent,
             "compute_unknown": self.compute_unknown,
             "compute_partial": self.compute_partial,
+            "costs": None if self.costs is None else self.costs.to_dict(),
         }
 
     @classmethod
@@ -261,6 +266,7 @@ class Workload(Paths):
             data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
             compute_unknown=read_field(d, "compute_unknown", str, optional=True),
             compute_partial=read_field(d, "compute_partial", str, optional=True),
+            costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
         )
 
 

@@ -90,6 +90,7 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         compute_unknown=_compute_unknown(entry),
         compute_partial=None if entry.computation is None else entry.computation.coverage(),
         computation=entry.computation,
+        costs=None if entry.computation is None else entry.computation.costs,
         paths=name_first(done.name, entry.paths),
     )
 

@@ -9,10 +9,13 @@ every workload of the call says why it has no compute hash.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, ExitStack
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._identity.structure import is_compiled
+from .._measure.device_memory import DevicePeak, device_memory
 from .._measure.flops import FlopCount, counting
+from .._measure.replay import device_of
 from .._measure.tracing import Trace, tracing
 from .._model.computation import Computation
 
@@ -43,6 +46,7 @@ class RootTrace:
         self._root: Computation | None = None
         self._counted = plan.opaque is None or not is_compiled(module)
         self.building = False
+        self._device_peak: DevicePeak | None = None
 
     def start(self, target: nn.Module, inputs: Any) -> None:
         from torch.nn.parameter import is_lazy
@@ -50,6 +54,11 @@ class RootTrace:
         #: a lazy module builds its parameters in this call: not the computation of later ones
         self.building = any(is_lazy(t) for t in (*target.parameters(), *target.buffers()))
         if self.opaque is None:
+            args, kwargs = inputs
+            memory = device_memory(device_of(target, args, kwargs))
+            if memory is not None:
+                self._device_peak = DevicePeak(memory)
+                self._device_peak.begin()
             self._trace = self._exit.enter_context(tracing(target, inputs))
             self.counts = self._trace
         elif self._counted:  # (a compiled root is counted by its replay)
@@ -80,5 +89,10 @@ class RootTrace:
         if self._trace is not None:
             self._root = None if self._trace.failed else self._trace.root()
             self._trace = None
+            if self._device_peak is not None and self._root is not None:
+                costs = self._root.costs
+                assert costs is not None  # (a traced root has them)
+                peak = replace(costs, device_peak_bytes=self._device_peak.end())
+                self._root = replace(self._root, costs=peak)
         self._exit.close()
         return self._root

@@ -18,6 +18,7 @@ from .._model.hashes import short
 from .._model.signature import InputSignature, format_node, is_tensor_node, label_arg, tensor_shape
 from .._model.snapshot import SnapshotDocument, SnapshotEntry
 from .compute_diff import compute_lines, computes_agree
+from .cost_diff import cost_lines, costs_agree
 from .distance import distance_factor, nearest
 from .structure_diff import field_changes, grouped_lines
 
@@ -29,12 +30,13 @@ def format_key(key: Json) -> str:
     return json.dumps(key, ensure_ascii=False, separators=(",", ":"))
 
 
-def documents_match(old: SnapshotDocument, new: SnapshotDocument) -> bool:
-    """Same scheme and the same workloads under the same callers (order does not matter)."""
+def documents_match(old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0) -> bool:
+    """Same scheme and the same workloads under the same callers (order does not matter),
+    whose costs grew by no more than ``tolerance``."""
     return (
         old.scheme == new.scheme
         and len(old.entries) == len(new.entries)
-        and not _unmatched(old.entries, new.entries)
+        and not _unmatched(old.entries, new.entries, tolerance)
     )
 
 
@@ -82,11 +84,25 @@ def _pair_score(old: SnapshotEntry, new: SnapshotEntry) -> int:
     return sum(w for w, s in zip((8, 4, 2, 1), same, strict=True) if s) if related else 0
 
 
+def _agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
+    """Everything but the identity agrees: FLOPs, computations, paths and costs."""
+    return (
+        flops_agree(old.flops, new.flops)
+        and computes_agree(old, new)
+        and paths_agree(old, new)
+        and costs_agree(old, new, tolerance)
+    )
+
+
 def _unmatched(
-    entries: tuple[SnapshotEntry, ...], others: tuple[SnapshotEntry, ...]
+    entries: tuple[SnapshotEntry, ...],
+    others: tuple[SnapshotEntry, ...],
+    tolerance: float,
+    *,
+    recorded: bool = False,
 ) -> list[SnapshotEntry]:
     """Entries with no counterpart in ``others`` (each used once): the same identity, and
-    FLOPs, computations and paths that agree."""
+    the rest agreeing (``recorded``: ``entries`` are the recorded ones, ``others`` stored)."""
     pool: defaultdict[Hashable, list[SnapshotEntry]] = defaultdict(list)
     for other in others:
         pool[other.identity].append(other)
@@ -97,9 +113,7 @@ def _unmatched(
             (
                 o
                 for o in candidates
-                if flops_agree(o.flops, entry.flops)
-                and computes_agree(o, entry)
-                and paths_agree(o, entry)
+                if (_agree(o, entry, tolerance) if recorded else _agree(entry, o, tolerance))
             ),
             None,
         )
@@ -110,31 +124,30 @@ def _unmatched(
     return unmatched
 
 
-def compare_documents(old: SnapshotDocument, new: SnapshotDocument) -> list[Change]:
+def compare_documents(
+    old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0
+) -> list[Change]:
     """Pair up what differs and say how; an unchanged workload under a changed caller is
     not a change of its own (its caller's change explains it)."""
-    unmatched_old = _unmatched(old.entries, new.entries)
+    unmatched_old = _unmatched(old.entries, new.entries, tolerance)
     changes: list[Change] = []
-    for entry in _unmatched(new.entries, old.entries):
+    for entry in _unmatched(new.entries, old.entries, tolerance, recorded=True):
         best = max(unmatched_old, key=lambda o: _pair_score(o, entry), default=None)
         if best is None or _pair_score(best, entry) == 0:
             changes.append(Change("appeared", None, entry, tuple(_nearest_stored(entry, old))))
             continue
         unmatched_old.remove(best)
         more_than_the_caller = best.identity[1:] != entry.identity[1:]
-        if (
-            more_than_the_caller
-            or not flops_agree(best.flops, entry.flops)
-            or not computes_agree(best, entry)
-            or not paths_agree(best, entry)
-        ):
+        if more_than_the_caller or not _agree(best, entry, tolerance):
             details = tuple(explain_entry(best, entry, old, new))
             changes.append(Change("changed", best, entry, details))
     changes.extend(Change("vanished", entry, None) for entry in unmatched_old)
     return changes
 
 
-def signature_changes(old: SnapshotDocument, new: SnapshotDocument) -> list[str] | None:
+def signature_changes(
+    old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0
+) -> list[str] | None:
     """What the call signatures changed, where the tables differ only in that: each workload
     present on one side only (no workload of its identity on the other) has its structure on
     the other side, at its depth, under another call signature. One line per change, e.g.
@@ -142,8 +155,8 @@ def signature_changes(old: SnapshotDocument, new: SnapshotDocument) -> list[str]
     None where they differ in anything else (a structure, a computation, a scheme)."""
     if old.scheme != new.scheme:
         return None
-    one_sided_old = _unmatched(old.entries, new.entries)
-    one_sided_new = _unmatched(new.entries, old.entries)
+    one_sided_old = _unmatched(old.entries, new.entries, tolerance)
+    one_sided_new = _unmatched(new.entries, old.entries, tolerance, recorded=True)
     lines: dict[str, None] = {}
     for entry, other, other_one_sided in (
         *((e, new, one_sided_new) for e in one_sided_old),
@@ -282,6 +295,8 @@ def explain_entry(
         lines.append(f"paths {old.label} -> {new.label}")
     if not computes_agree(old, new):
         lines.extend(compute_lines(old, new, old_doc, new_doc))
+    if old.hash == new.hash:  # (another structure or input has other costs: not news)
+        lines.extend(cost_lines(old, new))
     if not lines:
         lines.append("same structure and inputs under another fingerprint")
     return lines
@@ -391,6 +406,7 @@ ADDED_FIELDS = (
     "flops",
     "param_bytes",
     "compute_hash",
+    "costs",
 )
 
 
