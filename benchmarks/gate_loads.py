@@ -352,6 +352,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, default=None, help="build the project here, keep it")
     args = parser.parse_args(argv)
+    # a timeout's SIGTERM runs the cleanups too: no spinner or cgroup outlives the run
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.cpus = args.cpus or sorted(os.sched_getaffinity(0))
     args.copies = args.copies or (3 if args.quick else 50)
     loads = (args.loads or ("quiet,busy" if args.quick else "quiet,busy,bursty,quota")).split(",")
