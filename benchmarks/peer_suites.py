@@ -1,4 +1,4 @@
-"""Two peer suites nobody here wrote, run unedited in five modes: torchvision's model tests and a
+"""Two peer suites nobody here wrote, run unedited in six modes: torchvision's model tests and a
 transformers modeling slice (bert, gpt2, llama, t5).
 
 The suites are checkouts outside this repository, laid out under ``--root`` (see
