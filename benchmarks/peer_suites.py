@@ -1,4 +1,4 @@
-"""Two peer suites nobody here wrote, run unedited in five modes: torchvision's model tests and a
+"""Two peer suites nobody here wrote, run unedited in six modes: torchvision's model tests and a
 transformers modeling slice (bert, gpt2, llama, t5).
 
 The suites are checkouts outside this repository, laid out under ``--root`` (see
@@ -10,18 +10,22 @@ docs/benchmarks.md, "Peer suites", for where each file comes from):
 - ``ROOT/deps``: the suites' own test dependencies (pytest-mock, parameterized, httpx), put on
   ``PYTHONPATH`` when present so that this repository's environment stays as it is.
 
-Each suite runs, CPU only, in five modes: ``-p no:workload`` (the reference);
+Each suite runs, CPU only, in six modes: ``-p no:workload`` (the reference);
 ``--workload-record=all --workload-snapshot --snapshot-update``; the same without
-``--snapshot-update``; that rerun with ``-n 2``; ``--workload-record=all --workload-timing=off``.
-Every test's outcome (JUnit XML) is compared with the reference; the table gives wall time, the
-ratio to the reference, the mismatches (with the first line of each one's error), the plugin's
-terminal report in lines, and the workloads left without a timing or FLOPs (JSON report).
+``--snapshot-update``; that rerun with ``-n 2``; ``-p no:workload -n 2`` (the reference of the
+``-n 2`` rerun, which pays for starting the workers too); ``--workload-record=all
+--workload-timing=off``. Every test's outcome (JUnit XML) is compared with the serial reference;
+the table gives wall time (the median of ``--repeat`` rounds, modes alternated in each), the
+ratio to the mode's reference, the mismatches (with the first line of each one's error), the
+plugin's terminal report in lines, and the workloads left without a timing or FLOPs (JSON
+report). ``--baseline DIR`` runs every plugin mode a second time with another tree's plugin,
+in the same rounds, for a before/after table.
 
 The plugin tested is this tree's (its root is put first on ``PYTHONPATH``). Before the first
 mode, what the modes write into a checkout (snapshots, baselines, torchvision's regenerated
 ``test/expect/*.pkl``) is deleted; ``--reset`` only does that. Any other file a run leaves in a
 checkout is listed. Run: ``python benchmarks/peer_suites.py --root /work/peer [--only SUITE]
-[--modes off,update,...] [--workdir DIR]``.
+[--modes off,update,...] [--workdir DIR] [--repeat N] [--baseline DIR]``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -98,9 +103,12 @@ MODES = {
     "update": ("record=all, gate, --snapshot-update", (*RECORD, "--snapshot-update")),
     "rerun": ("record=all, gate", RECORD),
     "xdist": ("record=all, gate, -n 2", (*RECORD, "-n", "2")),
+    "xdist-off": ("-p no:workload, -n 2", ("-p", "no:workload", "-n", "2")),
     "untimed": ("record=all, timing off", ("--workload-record=all", "--workload-timing=off")),
 }
 #: A section header of pytest's terminal summary, such as "---- workload performance ----".
+#: The mode a mode's ratio is against, where it is not ``off``.
+REFERENCE = {"xdist": "xdist-off"}
 HEADER = re.compile(r"^[=_-]{3,} .+ [=_-]{3,}$")
 
 
@@ -168,11 +176,13 @@ def json_counts(path: Path) -> tuple[int | None, int | None, int | None]:
     return len(rows), untimed, no_flops
 
 
-def run(checkout: Path, suite: Suite, mode: str, workdir: Path, pythonpath: str) -> Run:
-    junit = workdir / f"{suite.directory}-{mode}.xml"
-    report = workdir / f"{suite.directory}-{mode}.json"
+def run(
+    checkout: Path, suite: Suite, mode: str, workdir: Path, pythonpath: str, tag: str = ""
+) -> Run:
+    junit = workdir / f"{suite.directory}-{mode}{tag}.xml"
+    report = workdir / f"{suite.directory}-{mode}{tag}.json"
     report.unlink(missing_ok=True)
-    json_arg = () if mode == "off" else (f"--workload-json={report}",)
+    json_arg = () if "no:workload" in MODES[mode][1] else (f"--workload-json={report}",)
     command = [
         sys.executable,
         *("-m", "pytest", "-p", "no:cacheprovider", "-o", "log_cli=false"),
@@ -185,7 +195,7 @@ def run(checkout: Path, suite: Suite, mode: str, workdir: Path, pythonpath: str)
     started = time.perf_counter()
     result = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
-    (workdir / f"{suite.directory}-{mode}.out").write_text(result.stdout + result.stderr)
+    (workdir / f"{suite.directory}-{mode}{tag}.out").write_text(result.stdout + result.stderr)
     if not junit.exists():
         raise SystemExit(f"{suite.directory} {mode}: no JUnit XML; see {workdir}")
     return Run(
@@ -193,29 +203,34 @@ def run(checkout: Path, suite: Suite, mode: str, workdir: Path, pythonpath: str)
     )
 
 
-def table(suite: Suite, runs: dict[str, Run]) -> tuple[str, list[str]]:
-    reference = runs.get("off")
+def table(suite: Suite, runs: dict[tuple[str, str], list[Run]]) -> tuple[str, list[str]]:
+    """One row per mode and plugin tree; a run's outcomes are its first round's."""
+    walls = {key: statistics.median(r.wall for r in rounds) for key, rounds in runs.items()}
+    reference = runs.get(("off", ""), [None])[0]
     rows = []
     #: (test, outcome plugin-off, outcome, first line) -> the modes where it was so.
     mismatches: dict[tuple[str, str, str, str], list[str]] = {}
-    for mode, result in runs.items():
+    for (mode, tree), rounds in runs.items():
+        result, wall = rounds[0], walls[mode, tree]
+        base = walls.get((REFERENCE.get(mode, "off"), ""))
+        ratio = "" if base is None else f"{wall / base:.2f}x"
+        label = MODES[mode][0] + tree
         if reference is None:
-            ratio, same = "", ""
+            same = ""
         else:
-            ratio = f"{result.wall / reference.wall:.2f}x"
             differ = 0
             for test, (expected, _) in reference.outcomes.items():
                 kind, first = result.outcomes.get(test, ("missing", ""))
                 if kind != expected:
                     differ += 1
-                    mismatches.setdefault((test, expected, kind, first), []).append(mode)
+                    mismatches.setdefault((test, expected, kind, first), []).append(label)
             same = "all" if not differ else f"{differ} differ"
         counts = "" if result.workloads is None else f"{result.workloads}"
         unmeasured = "" if result.untimed is None else f"{result.untimed} / {result.no_flops}"
         rows.append(
             [
-                MODES[mode][0],
-                f"{result.wall:.1f} s",
+                label,
+                " / ".join(f"{r.wall:.1f}" for r in rounds) + " s",
                 ratio,
                 result.code,
                 same,
@@ -226,8 +241,8 @@ def table(suite: Suite, runs: dict[str, Run]) -> tuple[str, list[str]]:
         )
     headers = [
         "mode",
-        "wall",
-        "ratio",
+        "wall (each round)",
+        "ratio to its reference",
         "exit",
         "outcomes as plugin-off",
         "report lines",
@@ -250,6 +265,10 @@ def main() -> int:
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated, in order")
     parser.add_argument("--workdir", type=Path, default=None, help="JUnit, JSON and output files")
     parser.add_argument("--reset", action="store_true", help="only delete what the modes wrote")
+    parser.add_argument("--repeat", type=int, default=1, help="rounds; walls are their median")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="also run each plugin mode with this tree's"
+    )
     args = parser.parse_args()
     modes = args.modes.split(",")
     unknown = sorted(set(modes) - set(MODES))
@@ -258,11 +277,22 @@ def main() -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="peer-suites-"))
     workdir.mkdir(parents=True, exist_ok=True)
     deps = args.root / "deps"
-    pythonpath = os.pathsep.join(
-        [str(REPO), *([str(deps)] if deps.is_dir() else []), os.environ.get("PYTHONPATH", "")]
-    ).rstrip(os.pathsep)
+
+    def path_with(tree: Path) -> str:
+        extra = [str(deps)] if deps.is_dir() else []
+        return os.pathsep.join([str(tree), *extra, os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        )
+
+    #: (mode, tag in the table) -> the PYTHONPATH it runs with; a baseline follows each mode
+    plans: dict[tuple[str, str], str] = {}
+    for mode in modes:
+        plans[mode, ""] = path_with(REPO)
+        if args.baseline is not None and "no:workload" not in MODES[mode][1]:
+            plans[mode, " (baseline)"] = path_with(args.baseline.resolve())
     print_header("Peer suites, unedited")
-    print(f"Plugin: {REPO}; outputs: {workdir}\n")
+    baseline = "" if args.baseline is None else f"; baseline: {args.baseline.resolve()}"
+    print(f"Plugin: {REPO}{baseline}; outputs: {workdir}; rounds: {args.repeat}\n")
     for name in args.only or sorted(SUITES):
         suite = SUITES[name]
         checkout = (args.root / suite.directory).resolve()
@@ -271,7 +301,13 @@ def main() -> int:
             print(f"{name}: removed {len(removed)} paths")
             continue
         before = files(checkout)
-        runs = {mode: run(checkout, suite, mode, workdir, pythonpath) for mode in modes}
+        runs: dict[tuple[str, str], list[Run]] = {key: [] for key in plans}
+        for number in range(args.repeat):
+            for (mode, tree), pythonpath in plans.items():
+                tag = "-baseline" if tree else ""
+                runs[mode, tree].append(
+                    run(checkout, suite, mode, workdir, pythonpath, f"{tag}-{number}")
+                )
         written = sorted(str(p) for p in files(checkout) - before)
         allowed = [
             p
@@ -281,7 +317,7 @@ def main() -> int:
             or "__workload_baselines__" in p
         ]
         text, details = table(suite, runs)
-        first = next(iter(runs.values()))
+        first = next(iter(runs.values()))[0]
         print(f"### {name} ({len(first.outcomes)} tests)\n\n{text}\n")
         if details:
             print("Outcome mismatches:\n" + "\n".join(details) + "\n")

@@ -23,6 +23,7 @@ last; spans opened later keep theirs until an event of their own.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 from collections.abc import Iterable, Iterator
@@ -133,12 +134,16 @@ class Trace:
         return self._spans[0].computation()
 
     def account(
-        self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        out: Any,
+        written: list[Any],
     ) -> None:
         """Add a listed operation to the costs of the spans whose lists it enters."""
         spans = [s.costs for s in self._spans if not s.stopped]
         if spans:
-            written = _written(func, name, args, kwargs)
             self.allocations.account(name, args, kwargs, out, written, spans)
 
     def carries_data(self, tensor: Any) -> bool:
@@ -157,21 +162,31 @@ class Trace:
                 if not open_span.stopped:
                     open_span.stopped, open_span.stop = self._events, where
 
-    def track(
-        self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
+    def follow(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        made: list[Any],
+        written: list[Any],
     ) -> None:
-        """Keep which of the operation's results (and tensors it wrote) may carry data."""
-        results = [*tensors_in((out,)), *_written(func, name, args, kwargs)]
+        """After an operation: keep which tensors it made or wrote may carry data, and take
+        those it made as the call's own (a view of an outside one is not)."""
+        if not made and not written:
+            return
+        inputs = [storage_of(t) for t in tensors_in(args)]
         constant = (
             name not in RANDOM
-            and not any(self.carries_data(t) for t in tensors_in((args, kwargs)))
+            and all(s in self._constant for s in inputs)
+            and all(not self.carries_data(t) for t in tensors_in((kwargs,)))
             and not _has_array((args, kwargs))
         )
-        for tensor in results:
-            if constant:
-                self._constant.add(storage_of(tensor))
-            else:
-                self._constant.discard(storage_of(tensor))
+        results = [storage_of(t) for t in made]
+        update = self._constant.add if constant else self._constant.discard
+        for storage in (*results, *(storage_of(t) for t in written)):
+            update(storage)
+        foreign = set(inputs) - self.allowed
+        self.allowed.update(s for s in results if s not in foreign)
 
     def _refer(self, tensor: Any) -> str | None:
         path = self._paths.get(id(tensor))
@@ -187,22 +202,13 @@ class Trace:
             frame = frame.f_back
         return None
 
-    def check_writes(
-        self, func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
-        for target in _written(func, name, args, kwargs):
+    def check_writes(self, func: Any, written: list[Any]) -> None:
+        for target in written:
             if storage_of(target) not in self.allowed:
                 self.foreign_write = f"{op_name(func)} wrote to a tensor outside the module"
 
-    def allow(self, out: Any, inputs: tuple[Any, ...]) -> None:
-        """Tensors made by an operation are the call's own; a view of an outside one is not."""
-        foreign = {storage_of(t) for t in tensors_in(inputs)} - self.allowed
-        for tensor in tensors_in((out,)):
-            storage = storage_of(tensor)
-            if storage not in foreign:
-                self.allowed.add(storage)
 
-
+@functools.lru_cache(maxsize=8192)  # (a suite's models share their module paths)
 def _quoted(path: str) -> str:
     return ".".join(quote(name, safe="") for name in path.split(".")) if path else ""
 
@@ -275,7 +281,8 @@ def _mode_class() -> type:
                 with DisableTorchFunction():
                     name = op_name(func)
                     dispatch = _needs_dispatch(name, args, kwargs)
-                    trace.check_writes(func, name, args, kwargs)
+                    written = list(_written(func, name, args, kwargs))
+                    trace.check_writes(func, written)
             except Exception as exc:  # (a failure of the tracer must not reach the forward)
                 trace.fail(exc)
                 return func(*args, **kwargs)
@@ -287,11 +294,10 @@ def _mode_class() -> type:
             try:
                 with DisableTorchFunction():
                     event = follows_data(name, args, kwargs, trace.carries_data)
-                    trace.track(func, name, args, kwargs, out)
-                    made = any(True for _ in tensors_in((out,)))
-                    if event or made or _wrote(name, func, args, kwargs):
-                        trace.allow(out, args)
-                        trace.account(func, name, args, kwargs, out)
+                    made = list(tensors_in((out,)))
+                    trace.follow(name, args, kwargs, made, written)
+                    if event or made or written:
+                        trace.account(name, args, kwargs, out, written)
                         trace.record(func, args, kwargs, event)
                         counted = _counted(name, args, kwargs, out) if flops is None else flops
                         trace.flops += counted
@@ -314,10 +320,6 @@ def _counted(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
         return op_flops(name, args, kwargs, out)
     except (AttributeError, IndexError, TypeError, ValueError, RuntimeError):
         return 0  # (a call torch accepted in a form the formulas do not read)
-
-
-def _wrote(name: str, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    return any(True for _ in _written(func, name, args, kwargs))
 
 
 _MODE: list[type] = []
