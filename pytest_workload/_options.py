@@ -221,7 +221,8 @@ _OPTIONS = (
         _perf_mode,
         "on|off|strict",
         "with --workload-snapshot, fail on timing regressions against the baselines; with "
-        "several xdist workers only 'strict' replays workloads for timing and judges them; "
+        "other processes loading the machine 'on' only reports them, 'strict' fails anyway; "
+        "with several xdist workers only 'strict' replays workloads for timing and judges them; "
         "'off' keeps every hash check",
     ),
     _Option(
