@@ -11,8 +11,8 @@ from pytest_workload._verdict.diff import (
     compare_documents,
     diff_signatures,
     documents_match,
-    signature_changes,
 )
+from pytest_workload._verdict.signatures_only import signature_changes
 from tests.models import TinyNet
 
 

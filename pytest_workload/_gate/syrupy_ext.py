@@ -29,13 +29,15 @@ from .._model.snapshot import SnapshotDocument
 from .._render.commands import Commands
 from .._render.escape import one_line
 from .._render.failures import render_changes, signature_note, update_hint
-from .._verdict.diff import compare_documents, documents_match, missing_fields, signature_changes
+from .._verdict.diff import compare_documents, documents_match
+from .._verdict.signatures_only import signature_changes
 from .._verdict.upgrade import upgrade_refusals
 from .rewrites import rewrite_migrated, rewrite_upgraded
 from .snapshot_files import (
     NAME_MAX,
     SNAPSHOT_DIRNAME,
     SNAPSHOT_SUFFIX,
+    complete_fields,
     inspect_stored,
     read_stored,
     shrunk_note,
@@ -324,7 +326,7 @@ def check_snapshot(
             keep_snapshot(snapshot)  # used as it is, and counted as passed: it was checked
             return SnapshotResult(note=_join(note, signature_note(changes)))
     if assertion == document:
-        note = _join(note, _complete(Path(location), shown, document) if updating else None)
+        note = _join(note, complete_fields(Path(location), shown, document) if updating else None)
         return SnapshotResult(
             note=_join(note, shrunk_note(Path(location), shown, document, updating))
         )
@@ -349,26 +351,6 @@ def check_snapshot(
             shown, str(result.recalled_data), document, commands, cost_tolerance
         )
     return SnapshotResult(failure=failure, note=note)
-
-
-def _complete(path: Path, shown: str, document: SnapshotDocument) -> str | None:
-    """Under ``--snapshot-update``, rewrite a matching table that lacks fields this release
-    stores, or keeps an entry per path (syrupy leaves a matching file alone)."""
-    stored = read_stored(path)
-    if stored is None:
-        return None
-    missing = missing_fields(stored, document)
-    if document.modules and not stored.modules:
-        missing.append("module descriptions")
-    if stored.format < 3:  # (format 3 keeps one entry per workload)
-        missing.append("paths (one entry per workload, with every path that ran it)")
-    if not missing:
-        return None
-    try:
-        write_text_atomic(path, document.to_text())
-    except FileWriteError as exc:
-        return f"could not add {', '.join(missing)} to {shown}: {one_line(exc.reason)}"
-    return f"added {', '.join(missing)} to {shown} (an older release did not store them)"
 
 
 def _join(first: str | None, second: str | None) -> str | None:
