@@ -5,11 +5,11 @@ the plugin's default ``TimingPolicy``, under the state captured from a call made
 ``torch.no_grad``, on copies of the inputs, isolated from the program, after
 ``pin_allocator()``; timing there is ``time_call`` with a ``CpuStopwatch``) is set beside the
 median of
-``torch.utils.benchmark.Timer(...).adaptive_autorange()`` on the same callable. The two run
+``torch.utils.benchmark.Timer(...).blocked_autorange()`` on the same callable. The two run
 alternately in one process (which one goes first flips every round), and the table reports the
 per-round ratio plugin/torch: its median over rounds, IQR and a bootstrap 95% interval. The
 malloc thresholds pinned for the plugin are process-wide, so both sides run with them. The
-plugin side's ``others_load`` (share of the wall time spent waiting for a core) is printed too.
+plugin side's calibration kernel time per call (thread CPU time) is printed too.
 
 Both sides run with ``--threads`` intra-op threads (default 1: ``Timer``'s own default, and on a
 shared 2-core machine two threads per process oversubscribe the cores, which can make a call 50x
@@ -76,22 +76,19 @@ def plugin_timing(w: Workload, policy: TimingPolicy) -> tuple[float, int, float 
     context = capture(w.model)  # as captured at a call the test made under no_grad
     timing = replay(w.model, w.model, (w.x,), {}, policy, context=context, count=False).timing
     assert timing is not None
-    return timing.median_s, timing.n, timing.others_load
+    return timing.median_s, timing.n, timing.calibration_s
 
 
-def load_summary(loads: list[float | None]) -> str:
-    known = [v for v in loads if v is not None]
-    text = f"{100 * median(known):.0f}%" if known else "n/a"
-    return text + (
-        f" ({len(loads) - len(known)}/{len(loads)} unknown)" if len(known) < len(loads) else ""
-    )
+def kernel_summary(kernel_s: list[float | None]) -> str:
+    known = [v for v in kernel_s if v is not None]
+    return fmt_time(median(known)) if known else "n/a"
 
 
 def torch_median(
     call: Callable[[], object], threads: int, max_run_time: float
 ) -> tuple[float, int]:
     timer = Timer(stmt="call()", globals={"call": call}, num_threads=threads)
-    m = timer.adaptive_autorange(max_run_time=max_run_time)
+    m = timer.blocked_autorange(min_run_time=max_run_time)
     return m.median, len(m.times)
 
 
@@ -123,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         "--torch-threads", type=int, default=None, help="num_threads for Timer (default --threads)"
     )
     parser.add_argument(
-        "--max-run-time", type=float, default=None, help="adaptive_autorange max_run_time (s)"
+        "--max-run-time", type=float, default=None, help="blocked_autorange min_run_time (s)"
     )
     args = parser.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 10)
@@ -141,10 +138,10 @@ def main(argv: list[str] | None = None) -> None:
         run(workloads, rounds, policy, threads, max_run)
 
     print()
-    print_header("Timing agreement: plugin median vs torch.utils.benchmark adaptive_autorange")
+    print_header("Timing agreement: plugin median vs torch.utils.benchmark blocked_autorange")
     print(
         f"{rounds} alternated rounds per workload; plugin policy {policy}; torch Timer "
-        f"num_threads={threads}, adaptive_autorange(max_run_time={max_run}); "
+        f"num_threads={threads}, blocked_autorange(min_run_time={max_run}); "
         f"allocator: {allocator}.\n"
     )
     rows = []
@@ -158,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
                 ratio_summary(ratios),
                 f"{median(w.plugin.samples):.0f} / {median(w.torch.samples):.0f}",
                 f"{fmt_time(median(w.plugin.wall_s))} / {fmt_time(median(w.torch.wall_s))}",
-                load_summary(w.plugin.loads),
+                kernel_summary(w.plugin.loads),
             ]
         )
     print(
@@ -170,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
                 "ratio plugin/torch",
                 "samples plugin / torch",
                 "wall time plugin / torch",
-                "others_load (plugin side, median)",
+                "calibration kernel (plugin side, median)",
             ],
             rows,
         )

@@ -47,11 +47,6 @@ def _parser() -> argparse.ArgumentParser:
         help=f"slowdown allowed beyond the noise, >= 0 (default: {DEFAULT_TOLERANCE})",
     )
     compare.add_argument(
-        "--strict",
-        action="store_true",
-        help="judge slowdowns timed under load (contended) too, like --workload-perf=strict",
-    )
-    compare.add_argument(
         "--chart", type=Path, metavar="PATH", help="also write a chart (.svg, .png or .html)"
     )
     compare.add_argument("--output", type=Path, metavar="PATH", help="write there, not stdout")
@@ -99,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     try:
         base, head = read_report(args.base), read_report(args.head)
-        comparison = compare_reports(base, head, args.tolerance, strict=args.strict)
+        comparison = compare_reports(base, head, args.tolerance)
         _write(comparison, args)
     except WorkloadError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)

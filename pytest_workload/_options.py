@@ -221,8 +221,7 @@ _OPTIONS = (
         _perf_mode,
         "on|off|strict",
         "with --workload-snapshot, fail on timing regressions against the baselines; with "
-        "other processes loading the machine 'on' only reports them, 'strict' fails anyway; "
-        "with several xdist workers only 'strict' replays workloads for timing and judges them; "
+        "several xdist workers only 'strict' replays workloads for timing and judges them; "
         "'off' keeps every hash check",
     ),
     _Option(

@@ -36,9 +36,9 @@ def recorded(sizes, nodeid="t.py::test"):
     return recorder.workloads()
 
 
-def timed(test, seconds, others_load=None):
+def timed(test, seconds):
     """The test's roots timed at ``seconds`` per call (a fake, exact timing)."""
-    t = summarize([seconds] * 20, "cpu", others_load=others_load)
+    t = summarize([seconds] * 20, "cpu", ratios=[seconds] * 20, calibration_s=[1.0] * 20)
     return TestWorkloads(
         test.nodeid,
         tuple(dataclasses.replace(w, timing=t) if w.parent is None else w for w in test),
@@ -345,11 +345,13 @@ def test_xdist_relaxes_the_drift_gate_unless_strict(pytester):
 import time, pytest, torch
 from torch import nn
 
-SLEEP = {sleep}
+SPIN = {spin}
 
 class Sleepy(nn.Module):
     def forward(self, x):
-        time.sleep(SLEEP)
+        end = time.thread_time() + SPIN
+        while time.thread_time() < end:
+            pass
         return x
 
 @pytest.mark.workloads
@@ -357,12 +359,11 @@ def test_sleepy():
     model = Sleepy()
     model(torch.rand(1))
 """
-    pytester.makepyfile(test_sleepy=body.format(sleep=0.01))
+    pytester.makepyfile(test_sleepy=body.format(spin=0.001))
     gate = ("--workload-snapshot", "--workload-perf=on")
-    # strict: written whatever this machine's load (sleeping, the workload waits for no core)
-    update = ("--workload-snapshot", "--workload-perf=strict", "--snapshot-update")
+    update = ("--workload-snapshot", "--snapshot-update")
     pytester.runpytest(*update, "-o", "workload_time_budget=0.3").assert_outcomes(passed=1)
-    pytester.makepyfile(test_sleepy=body.format(sleep=0.1))  # 10x: beyond any load's noise
+    pytester.makepyfile(test_sleepy=body.format(spin=0.01))  # 10x: beyond any load's noise
     relaxed = pytester.runpytest("-n", "2", *gate)
     relaxed.assert_outcomes(passed=1)
     # beside another worker it is not replayed, so no timing of it is judged
@@ -370,25 +371,3 @@ def test_sleepy():
     relaxed.stdout.fnmatch_lines(["*1 top-level workload was not replayed for timing: *"])
     strict = pytester.runpytest("-n", "2", "--workload-snapshot", "--workload-perf=strict")
     strict.assert_outcomes(failed=1)
-
-
-def test_a_slowdown_timed_under_load_is_contended_not_slower():
-    base = timed(recorded([8]), 0.01)
-    loaded = timed(recorded([8]), 0.03, others_load=0.7)
-    comparison = compare_reports(report(base), report(loaded))
-    assert [r.verdict for r in comparison.rows] == ["contended"]
-    assert not comparison.regressed
-    assert render_comparison(comparison)[-1] == (
-        "1 workloads, 1 contended (not judged): no regressions"
-    )
-    strict = compare_reports(report(base), report(loaded), strict=True)
-    assert [r.verdict for r in strict.rows] == ["slower"]
-    assert strict.regressed
-
-
-def test_cli_strict_fails_on_a_contended_slowdown(tmp_path):
-    base, head = tmp_path / "base.json", tmp_path / "head.json"
-    write_report(base, report(timed(recorded([8]), 0.01)))
-    write_report(head, report(timed(recorded([8]), 0.03, others_load=0.7)))
-    assert main(["compare", str(base), str(head)]) == 0
-    assert main(["compare", str(base), str(head), "--strict"]) == 1

@@ -13,9 +13,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
+from pytest_workload._measure.calibration import calibration_kernel
 from pytest_workload._measure.device import device_identity, resolve_device
 from pytest_workload._measure.replay import replay
-from pytest_workload._measure.timing import CpuStopwatch, CudaStopwatch, TimingPolicy, stopwatch_for
+from pytest_workload._measure.timing import (
+    CpuStopwatch,
+    CudaStopwatch,
+    Lap,
+    TimingPolicy,
+    stopwatch_for,
+)
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -53,7 +60,7 @@ def test_cuda_stopwatch_waits_for_the_event_after_the_calls(monkeypatch):
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: log.append("synchronize"))
     stopwatch = stopwatch_for(torch.device("cuda", 1))
     assert isinstance(stopwatch, CudaStopwatch)
-    assert stopwatch(lambda: log.append("call"), 2) == 1.5
+    assert stopwatch(lambda: log.append("call"), 2) == Lap(1.5, 1.5)
     assert log == [
         "enter cuda:1",
         "synchronize",  # earlier work is not timed
@@ -65,6 +72,21 @@ def test_cuda_stopwatch_waits_for_the_event_after_the_calls(monkeypatch):
         "start.elapsed_time(end)",
         "leave cuda:1",
     ]
+
+
+def test_the_calibration_kernel_is_built_on_the_device_it_calibrates(monkeypatch):
+    moved = []
+    real_to = torch.Tensor.to
+
+    def to(tensor, device, *args, **kwargs):
+        moved.append(device)
+        return real_to(tensor, "cpu")  # no GPU here: only where it was sent is checked
+
+    monkeypatch.setattr(torch.Tensor, "to", to)
+    state = torch.random.get_rng_state()
+    calibration_kernel.__wrapped__("cuda:1")()
+    assert moved == ["cuda:1"] * 5
+    assert torch.equal(torch.random.get_rng_state(), state)  # the global RNG is left alone
 
 
 @needs_cuda
@@ -80,8 +102,8 @@ def test_cuda_events_see_a_kernel_the_host_only_launched():
     cycles = 200_000_000
     stopwatch = CudaStopwatch(torch.device("cuda"))
     stopwatch(lambda: torch.cuda._sleep(1000), 3)  # warm-up: context and kernel loaded
-    timed = stopwatch(lambda: torch.cuda._sleep(cycles), 1)
-    launched = CpuStopwatch()(lambda: torch.cuda._sleep(cycles), 1)
+    timed = stopwatch(lambda: torch.cuda._sleep(cycles), 1).wall_s
+    launched = CpuStopwatch()(lambda: torch.cuda._sleep(cycles), 1).wall_s
     torch.cuda.synchronize()
     assert timed >= cycles / MAX_CLOCK_HZ
     assert launched < timed  # without a synchronisation the host sees the launch alone
@@ -94,6 +116,7 @@ def test_replay_on_cuda_measures_time_and_peak_memory():
     measured = replay(model, model, (x,), {}, TimingPolicy(budget_s=0.05))
     assert measured.problem is None
     assert measured.timing is not None and measured.timing.device.startswith("cuda")
+    assert measured.timing.ratio is not None and measured.timing.calibration_s is not None
     assert measured.peak_memory_bytes is not None and measured.peak_memory_bytes > 0
     assert measured.flops == 2 * 64 * 1024 * 1024
 

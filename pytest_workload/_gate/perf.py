@@ -15,14 +15,13 @@ from .._model.workload import TestWorkloads, Workload
 from .._render.commands import PLAIN, Commands
 from .._render.escape import one_line
 from .._render.failures import (
-    render_contended,
     render_faster,
     render_missing_baseline,
     render_regression,
     render_too_few,
 )
 from .._verdict.distance import nearest
-from .._verdict.drift import CONTENDED_LOAD, Drift, judge, worth_retiming
+from .._verdict.drift import judge, worth_retiming
 from .baselines import BaselineStore
 from .result import GateResult
 
@@ -55,9 +54,8 @@ class PerfGate:
         self.commands = commands
         self._stores: dict[str, BaselineStore] = {}
         self._reported: set[str] = set()
-        # medians of the baselines this session wrote, by file: a workload that several tests
-        # run is timed in each, and a later, slower timing must not replace an earlier one
-        self._written: dict[Path, float] = {}
+        # the baselines this session wrote
+        self._written: set[Path] = set()
 
     def check(self, test: TestWorkloads, tolerance: float) -> GateResult:
         failures: list[str] = []
@@ -80,11 +78,10 @@ class PerfGate:
             return True
 
     def suspect(self, workload_hash: str, timing: Timing, tolerance: float) -> bool:
-        """Whether a fresh timing would fail against its baseline, or looks slower than the
-        tolerance though load excuses it: the timing loop re-times it then
-        (``TimingPolicy.suspect``), so a burst of load is outvoted and a real regression gets
-        the samples that prove it. Not under update, where the timing cannot fail:
-        re-timing would only cost time (relaxed for xdist, nothing is replayed at all)."""
+        """Whether a fresh timing looks slower than the tolerance against its baseline: the
+        timing loop re-times it then (``TimingPolicy.suspect``), so a burst is outvoted and a
+        real regression gets the samples that prove it. Not under update, where the timing
+        cannot fail: re-timing would only cost time (relaxed for xdist, nothing is replayed)."""
         if self.update:
             return False
         try:
@@ -93,12 +90,7 @@ class PerfGate:
             return False  # reported by check()
         if baseline is None:
             return False
-        threads = self._store(timing.device).device.threads
-        drift = judge(timing, baseline.timing, tolerance, threads=threads)
-        return self._fails(drift) or worth_retiming(drift)
-
-    def _fails(self, drift: Drift) -> bool:
-        return drift.kind == "regression" and (self.mode == "strict" or not drift.contended)
+        return worth_retiming(judge(timing, baseline.timing, tolerance))
 
     def _store(self, device: str) -> BaselineStore:
         import torch
@@ -147,15 +139,9 @@ class PerfGate:
             baseline = None
         if baseline is None:
             return self._no_baseline(w, store, notes)
-        written = self._written.get(store.path(w.hash))
-        if written is not None:  # (a workload that several tests run is timed in each)
-            # load only ever slows a timing down, so the fastest of this session's stands
-            if w.timing.median_s < written and self._refusal(w) is None:
-                return self._put(w, store)
-            return []
-        drift = judge(
-            w.timing, baseline.timing, tolerance, (w.flops, baseline.flops), store.device.threads
-        )
+        if store.path(w.hash) in self._written:
+            return []  # a workload that several tests run: the session's first timing stands
+        drift = judge(w.timing, baseline.timing, tolerance, (w.flops, baseline.flops))
         if drift.kind == "unchanged" or (drift.kind == "too few samples" and self.update):
             return []
         if drift.kind == "too few samples":
@@ -167,8 +153,6 @@ class PerfGate:
                 + f" refreshed at {drift.ratio:.2f}x the old one"
             )
             return self._write(w, store, ("baseline refreshed", note), notes)
-        elif drift.kind == "regression" and not self._fails(drift):
-            notes.append(("not judged: load", render_contended(w, baseline.timing, drift)))
         elif drift.kind == "regression":
             device = store.device.describe()
             message = render_regression(w, baseline.timing, drift, device, self.commands)
@@ -196,20 +180,12 @@ class PerfGate:
     def _refusal(self, w: Workload) -> tuple[NoteKind, str] | None:
         """Why ``w``'s timing must not become its baseline, if it must not."""
         assert w.timing is not None
-        load = w.timing.others_load or 0.0
         if self._relaxed is not None:
             return "baseline not written: xdist", self._relaxed
         if not w.timing.has_interval:  # it could judge nothing
             return "baseline not written: too few samples", (
                 f"timed on {w.timing.n} sample{'' if w.timing.n == 1 else 's'}, and a verdict "
                 f"needs {MIN_SAMPLES}"
-            )
-        if load > CONTENDED_LOAD and self.mode != "strict":
-            # a baseline timed under load would excuse, or hide, every later slowdown
-            return "baseline not written: load", (
-                f"its timing waited for a core {load:.0%} of its wall time; rerun "
-                f"{self.commands.baseline} on a quieter machine, or add "
-                "--workload-perf=strict to write it anyway"
             )
         return None
 
@@ -219,7 +195,7 @@ class PerfGate:
             store.put(Baseline.from_workload(w, store.device))
         except FileWriteError as exc:
             return [f"timing baseline not written: {one_line(str(exc))}"]
-        self._written[store.path(w.hash)] = w.timing.median_s
+        self._written.add(store.path(w.hash))
         return []
 
     def _no_baseline(self, w: Workload, store: BaselineStore, notes: _Notes) -> list[str]:

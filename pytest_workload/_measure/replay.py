@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .._identity.ecosystem import library_parts
 from .._model.measured import Measured
 from .._model.timing import Timing
+from .calibration import calibration_kernel
 from .context import CallContext, applied, capture
 from .first_call import copy_inputs
 from .isolation import AttributeState, isolated
@@ -82,6 +83,7 @@ def replay(
     """
     context = capture(target) if context is None else context
     device = device_of(target, args, kwargs)
+    reference = None if policy is None else calibration_kernel(str(device))
     flops = peak = timing = None
     try:
         with isolated((module, target)), applied(context, target):
@@ -98,10 +100,10 @@ def replay(
 
             if device.type == "cuda":
                 peak = _peak_memory(call, device)
-            if policy is not None:
+            if policy is not None and reference is not None:
                 if device.type == "cpu":
                     pin_allocator()
-                timing = time_call(call, stopwatch_for(device), policy, str(device))
+                timing = time_call(call, stopwatch_for(device), policy, str(device), reference)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the test's outcome is the test's own

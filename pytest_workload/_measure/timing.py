@@ -2,7 +2,9 @@
 
 In the spirit of ``torch.utils.benchmark``'s ``adaptive_autorange``: warm up, size blocks of
 calls so each measurement is well above clock resolution, then repeat until the median is
-known to a target precision or the time budget is spent. Statistics are order-based (median,
+known to a target precision or the time budget is spent. Each block of the workload is
+followed by a block of the calibration kernel (:mod:`.calibration`), and each pair gives one
+ratio: what slows the machine for both divides out. Statistics are order-based (median,
 IQR and a distribution-free confidence interval for the median), so a few outliers from a noisy
 CI machine move nothing.
 
@@ -23,7 +25,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from .._model.timing import MIN_SAMPLES, Timing
-from .load import LoadProbe
 
 if TYPE_CHECKING:
     import torch
@@ -60,19 +61,20 @@ def summarize(
     samples_s: Sequence[float],
     device: str,
     source: str = "replay",
-    others_load: float | None = None,
     *,
-    cpu_samples_s: Sequence[float] | None = None,
-    cpu_pressure: float | None = None,
+    ratios: Sequence[float] | None = None,
+    calibration_s: Sequence[float] | None = None,
 ) -> Timing:
-    """Median, IQR and the median's 95% interval of per-call times (seconds); the same
-    median and interval of per-call thread CPU times where they were taken."""
+    """Median, IQR and the median's 95% interval of per-call times (seconds); the same median
+    and interval of the per-pair ratios to the calibration kernel where they were taken."""
     if not samples_s:
         raise ValueError("no samples to summarize")
     ordered = sorted(samples_s)
     low, high = median_interval(ordered)
-    cpu = sorted(cpu_samples_s) if cpu_samples_s else None
-    cpu_low, cpu_high = median_interval(cpu) if cpu else (None, None)
+    ratio = ratio_ci = None
+    if ratios:
+        by_size = sorted(ratios)
+        ratio, ratio_ci = _quantile(by_size, 0.5), median_interval(by_size)
     return Timing(
         median_s=_quantile(ordered, 0.5),
         iqr_s=_quantile(ordered, 0.75) - _quantile(ordered, 0.25),
@@ -81,61 +83,43 @@ def summarize(
         ci_high_s=high,
         device=device,
         source=source,
-        others_load=others_load,
-        cpu_median_s=None if cpu is None else _quantile(cpu, 0.5),
-        cpu_ci_low_s=cpu_low,
-        cpu_ci_high_s=cpu_high,
-        cpu_pressure=cpu_pressure,
+        ratio=ratio,
+        ratio_ci=ratio_ci,
+        calibration_s=_quantile(sorted(calibration_s), 0.5) if calibration_s else None,
     )
 
 
 def time_call(
-    fn: Callable[[], object], stopwatch: Stopwatch, policy: TimingPolicy, device: str
+    fn: Callable[[], object],
+    stopwatch: Stopwatch,
+    policy: TimingPolicy,
+    device: str,
+    reference: Callable[[], object],
 ) -> Timing:
-    """Measure ``fn`` and summarise it, with what competition for the CPU cost it.
+    """Measure ``fn`` interleaved with the calibration kernel ``reference``, and summarise it.
 
     A timing ``policy.suspected`` of a regression is timed again, afresh, up to
-    ``policy.retimes`` times, and judged on the samples of every round together: a burst of
-    load that hit one round is outvoted by the others, and a real regression, slow in every
-    round, is judged on more samples, so with a tighter interval.
+    ``policy.retimes`` times, and judged on the samples of every round together: a burst that
+    hit one round is outvoted by the others, and a real regression, slow in every round, is
+    judged on more samples, so with a tighter interval.
     """
-    rounds = [_time_once(fn, stopwatch, policy)]
+    rounds = [measure(fn, stopwatch, policy, reference=reference)]
     timing = _summary(rounds, device)
     while len(rounds) <= policy.retimes and policy.suspected(timing):
-        rounds.append(_time_once(fn, stopwatch, policy))
+        rounds.append(measure(fn, stopwatch, policy, reference=reference))
         timing = _summary(rounds, device)
     return timing
 
 
-@dataclass(frozen=True)
-class _Round:
-    samples: Samples
-    others: float | None
-    pressure: float | None
-
-
-def _time_once(fn: Callable[[], object], stopwatch: Stopwatch, policy: TimingPolicy) -> _Round:
-    with LoadProbe() as probe:
-        samples = measure(fn, stopwatch, policy)
-    return _Round(samples, probe.others, probe.pressure)
-
-
-def _summary(rounds: Sequence[_Round], device: str) -> Timing:
-    """One timing of every round's samples; the load is the rounds' mean."""
-    cpu = [r.samples.cpu_s for r in rounds]
+def _summary(rounds: Sequence[Samples], device: str) -> Timing:
+    """One timing of every round's samples."""
     timing = summarize(
-        [s for r in rounds for s in r.samples.wall_s],
+        [s for r in rounds for s in r.wall_s],
         device,
-        others_load=_mean([r.others for r in rounds]),
-        cpu_samples_s=None if None in cpu else [s for c in cpu if c for s in c],
-        cpu_pressure=_mean([r.pressure for r in rounds]),
+        ratios=[s for r in rounds for s in r.ratios],
+        calibration_s=[s for r in rounds for s in r.calibration_s],
     )
     return dataclasses.replace(timing, retimed=len(rounds) - 1)
-
-
-def _mean(values: Sequence[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if len(known) == len(values) else None
 
 
 @dataclass(frozen=True)
@@ -147,7 +131,10 @@ class TimingPolicy:
     #: enough for a verdict (a replayed timing is always judged)
     min_samples: int = MIN_SAMPLES
     max_samples: int = 1000
-    min_block_s: float = 1e-4
+    #: Each block of calls (workload, then calibration) lasts this long at least on the ratio
+    #: clock: long beside the clock's resolution and a call's cold start, short beside the
+    #: scheduler's slices and the machine's phases (docs/benchmarks.md, section 13).
+    min_block_s: float = 1e-3
     #: Asked of each timing, with the hash of the workload timed: is this a suspected
     #: regression, to be re-timed before it is judged? (The perf gate's question.)
     suspect: Callable[[str, Timing], bool] | None = None
@@ -167,17 +154,26 @@ class TimingPolicy:
         )
 
 
-class Stopwatch(Protocol):
-    """Times ``number`` back-to-back calls of ``fn`` on one device, in seconds."""
+@dataclass(frozen=True)
+class Lap:
+    """One block of calls: its wall time, and its time on the ratio clock (seconds)."""
 
-    def __call__(self, fn: Callable[[], object], number: int) -> float: ...
+    wall_s: float
+    ratio_s: float
+
+
+class Stopwatch(Protocol):
+    """Times ``number`` back-to-back calls of ``fn`` on one device."""
+
+    def __call__(self, fn: Callable[[], object], number: int) -> Lap: ...
 
 
 class CpuStopwatch:
-    """``perf_counter_ns`` around the calls; right for the CPU, where calls are synchronous.
+    """``perf_counter_ns`` around the calls, and this thread's CPU time as the ratio clock.
 
-    Beside the wall time it reads this thread's CPU time (``last_cpu_s``), which does not
-    grow while the thread waits for a core other processes hold.
+    Thread CPU time does not grow while the thread waits for a core other processes hold, nor
+    while a CPU quota throttles it: a block longer than the scheduler's slice is preempted in
+    most pairs, so its wall time would measure the neighbours (docs/benchmarks.md, section 13).
     """
 
     def __init__(
@@ -186,15 +182,13 @@ class CpuStopwatch:
         thread_clock: Callable[[], int] = time.thread_time_ns,
     ) -> None:
         self._clock, self._thread_clock = clock, thread_clock
-        self.last_cpu_s: float | None = None
 
-    def __call__(self, fn: Callable[[], object], number: int) -> float:
+    def __call__(self, fn: Callable[[], object], number: int) -> Lap:
         start, start_cpu = self._clock(), self._thread_clock()
         for _ in range(number):
             fn()
         end, end_cpu = self._clock(), self._thread_clock()
-        self.last_cpu_s = (end_cpu - start_cpu) / 1e9
-        return (end - start) / 1e9
+        return Lap((end - start) / 1e9, (end_cpu - start_cpu) / 1e9)
 
 
 class SyncStopwatch:
@@ -203,13 +197,14 @@ class SyncStopwatch:
     def __init__(self, synchronize: Callable[[], None]) -> None:
         self._synchronize = synchronize
 
-    def __call__(self, fn: Callable[[], object], number: int) -> float:
+    def __call__(self, fn: Callable[[], object], number: int) -> Lap:
         self._synchronize()
         start = time.perf_counter_ns()
         for _ in range(number):
             fn()
         self._synchronize()
-        return (time.perf_counter_ns() - start) / 1e9
+        elapsed = (time.perf_counter_ns() - start) / 1e9
+        return Lap(elapsed, elapsed)
 
 
 class CudaStopwatch:
@@ -218,7 +213,7 @@ class CudaStopwatch:
     def __init__(self, device: torch.device) -> None:
         self._device = device
 
-    def __call__(self, fn: Callable[[], object], number: int) -> float:
+    def __call__(self, fn: Callable[[], object], number: int) -> Lap:
         import torch
 
         with torch.cuda.device(self._device):
@@ -230,7 +225,8 @@ class CudaStopwatch:
                 fn()
             end.record()
             end.synchronize()
-            return float(start.elapsed_time(end)) / 1e3
+            elapsed = float(start.elapsed_time(end)) / 1e3
+            return Lap(elapsed, elapsed)
 
 
 #: glibc mallopt parameters, and the values pinned so timings do not depend on test order.
@@ -283,10 +279,12 @@ def stopwatch_for(device: torch.device) -> Stopwatch:
 
 @dataclass(frozen=True)
 class Samples:
-    """Per-call times of each block (seconds): wall, and thread CPU where the stopwatch reads it."""
+    """One pair per sample: the workload's wall time per call, its ratio to the calibration
+    kernel (per call, on the ratio clock), and the kernel's own time per call."""
 
     wall_s: list[float]
-    cpu_s: list[float] | None = None
+    ratios: list[float]
+    calibration_s: list[float]
 
 
 def measure(
@@ -294,8 +292,11 @@ def measure(
     stopwatch: Stopwatch,
     policy: TimingPolicy,
     clock: Callable[[], int] = time.perf_counter_ns,
+    *,
+    reference: Callable[[], object],
 ) -> Samples:
-    """Per-call times (seconds) of ``fn``: warm-up, block sizing, then adaptive repetition.
+    """Blocks of ``fn`` alternating with blocks of ``reference`` (W C W C ...): warm-up, block
+    sizing on the ratio clock, then adaptive repetition until the ratio's median is precise.
 
     ``clock`` only meters the budget; the samples come from ``stopwatch``.
     """
@@ -304,29 +305,40 @@ def measure(
     def spent() -> float:
         return (clock() - started) / 1e9
 
-    # Warm-up: at least two calls, then up to a tenth of the budget (at most 100 calls).
-    per_call = min(stopwatch(fn, 1), stopwatch(fn, 1))
-    for _ in range(98):
-        if spent() >= policy.budget_s / 10:
+    # Warm-up: at least two calls of each, then up to a tenth of the budget (at most 100).
+    per_call, per_reference = math.inf, math.inf
+    for i in range(100):
+        if i >= 2 and spent() >= policy.budget_s / 10:
             break
-        per_call = min(per_call, stopwatch(fn, 1))
-    number = max(1, math.ceil(policy.min_block_s / max(per_call, 1e-9)))
+        per_call = min(per_call, stopwatch(fn, 1).ratio_s)
+        per_reference = min(per_reference, stopwatch(reference, 1).ratio_s)
+    number = _block(policy.min_block_s, per_call)
+    reference_number = _block(policy.min_block_s, per_reference)
 
-    samples: list[float] = []
-    cpu: list[float] = []
-    while len(samples) < policy.max_samples:
-        samples.append(stopwatch(fn, number) / number)
-        if isinstance(stopwatch, CpuStopwatch) and stopwatch.last_cpu_s is not None:
-            cpu.append(stopwatch.last_cpu_s / number)
-        if len(samples) < policy.min_samples:
+    samples = Samples([], [], [])
+    while len(samples.wall_s) < policy.max_samples:
+        lap = stopwatch(fn, number)
+        calibration = stopwatch(reference, reference_number).ratio_s / reference_number
+        samples.wall_s.append(lap.wall_s / number)
+        samples.ratios.append(lap.ratio_s / number / max(calibration, _RESOLUTION_S))
+        samples.calibration_s.append(calibration)
+        if len(samples.wall_s) < policy.min_samples:
             continue
         if spent() >= policy.budget_s:
             break
         # A precise-looking median from a few milliseconds says more about that moment than
         # about the workload: spend a fifth of the budget at least.
-        if spent() >= policy.budget_s / 5 and _precise(samples, policy.precision):
+        if spent() >= policy.budget_s / 5 and _precise(samples.ratios, policy.precision):
             break
-    return Samples(samples, cpu if len(cpu) == len(samples) else None)
+    return samples
+
+
+#: Below any clock's real resolution: keeps a ratio finite when a clock did not move.
+_RESOLUTION_S: Final = 1e-9
+
+
+def _block(min_block_s: float, per_call_s: float) -> int:
+    return max(1, math.ceil(min_block_s / max(per_call_s, _RESOLUTION_S)))
 
 
 def _precise(samples: Sequence[float], precision: float) -> bool:

@@ -30,5 +30,5 @@ READABLE_SNAPSHOT_FORMATS: Final = (1, 2, 3, 4)
 #: The field of a snapshot file that holds its layout version.
 SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
 
-#: Layout version of a timing baseline file.
-BASELINE_FORMAT: Final = 1
+#: Layout version of a timing baseline file; 2 holds the ratio to the calibration kernel.
+BASELINE_FORMAT: Final = 2

@@ -42,8 +42,6 @@ def _summary(c: Comparison) -> str:
     parts = [f"{len(c.rows)} workloads"] + [
         f"{counts[v]} {v}" for v in ("changed", "new", "removed", "slower", "faster") if counts[v]
     ]
-    if counts["contended"]:
-        parts.append(f"{counts['contended']} contended (not judged)")
     if counts["too few"]:
         parts.append(f"{counts['too few']} timed on too few samples (not judged)")
     if c.collapses:

@@ -127,22 +127,19 @@ def _retimed(t: Timing) -> str:
 
 def _evidence(current: Timing, drift: Drift) -> str:
     """Which evidence decided, in the words of the failure message."""
-    cpu = "" if drift.cpu_ratio is None else f"thread CPU time {drift.cpu_ratio:.2f}x"
-    wait = "" if current.others_load is None else f" (run-queue wait {current.others_load:.0%})"
     if drift.evidence == "flops":
         assert drift.flops_ratio is not None
         return (
             f"FLOPs {drift.flops_ratio:.2f}x the baseline's: counted from shapes, so no "
-            f"machine load explains it (wall {drift.ratio:.2f}x)"
+            f"machine load explains it (wall {drift.wall_ratio:.2f}x)"
         )
-    if drift.evidence == "cpu":
-        return f"{cpu}, wall {drift.ratio:.2f}x{_retimed(current)}"
-    if drift.evidence == "off-cpu":
+    if drift.evidence == "calibrated":
+        machine = "" if drift.machine_ratio is None else f", the kernel {drift.machine_ratio:.2f}x"
         return (
-            f"wall {drift.ratio:.2f}x, {cpu}: the extra time was spent off the CPU (sleeping, "
-            f"blocking, I/O), not waiting for a core{wait}{_retimed(current)}"
+            f"time relative to the calibration kernel {drift.ratio:.2f}x (wall "
+            f"{drift.wall_ratio:.2f}x{machine}){_retimed(current)}"
         )
-    return f"wall {drift.ratio:.2f}x (no thread CPU time to compare){wait}{_retimed(current)}"
+    return f"wall {drift.ratio:.2f}x (no calibration to compare){_retimed(current)}"
 
 
 def _interval(t: Timing) -> str:
@@ -156,7 +153,7 @@ def render_regression(
 ) -> str:
     current = w.timing
     assert current is not None
-    ratio = f"{drift.ratio:.2f}x slower"
+    ratio = f"{drift.ratio:.2f}x slower" + (" calibrated" if drift.evidence == "calibrated" else "")
     if current.has_interval and baseline.has_interval:
         ratio += (
             f" (95% interval of the ratio {drift.ratio_low:.2f}–{drift.ratio_high:.2f}x; "
@@ -182,23 +179,7 @@ def render_faster(w: Workload, baseline: Timing, drift: Drift, commands: Command
         f"{_workload_title(w)} is {1 / drift.ratio:.2f}x faster than its baseline "
         f"({format_duration(w.timing.median_s)} vs {format_duration(baseline.median_s)})"
     )
-    if drift.contended:
-        assert baseline.others_load is not None
-        line += f", whose timing waited for a core {baseline.others_load:.0%} of its wall time"
     return line + f"; refresh the baseline with {commands.baseline}"
-
-
-def render_contended(w: Workload, baseline: Timing, drift: Drift) -> str:
-    """A slowdown that waiting for a core explains: reported, with the command that gates it."""
-    current = w.timing
-    assert current is not None and current.others_load is not None
-    cpu = "" if drift.cpu_ratio is None else f", thread CPU time {drift.cpu_ratio:.2f}x"
-    return (
-        f"{_workload_title(w)}: wall {drift.ratio:.2f}x its baseline{cpu}, not judged: its "
-        f"timing waited for a core {current.others_load:.0%} of its wall time, "
-        "which explains it; rerun on a quieter machine, or pass --workload-perf=strict to "
-        "fail it"
-    )
 
 
 def render_missing_baseline(

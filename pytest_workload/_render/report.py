@@ -8,7 +8,6 @@ from .._model.hashes import prefix_length, short
 from .._model.notes import Note, NoteKind
 from .._model.timing import MIN_SAMPLES, Timing
 from .._model.workload import TestWorkloads, Workload
-from .._verdict.drift import CONTENDED_LOAD
 from .commands import Commands
 from .escape import one_line, terminal_text
 
@@ -211,12 +210,6 @@ _NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
         "timed while xdist workers shared this machine; write them with {baseline} (or pass "
         "--workload-perf=strict)",
     ),
-    "baseline not written: load": (
-        "timing baseline",
-        "not written",
-        f"their timing waited for a core more than {CONTENDED_LOAD:.0%} of its wall time; "
-        "rerun {baseline} on a quieter machine, or add --workload-perf=strict",
-    ),
     "baseline not written: too few samples": (
         "timing baseline",
         "not written",
@@ -224,12 +217,6 @@ _NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
     ),
     "no baseline": ("workload", "without a timing baseline", "record them with {baseline}"),
     "faster": ("workload", "faster than its baseline", "refresh them with {baseline}"),
-    "not judged: load": (
-        "slowdown",
-        "not judged",
-        "waiting for a core explains it; rerun on a quieter machine, or pass "
-        "--workload-perf=strict to fail it",
-    ),
     "not judged: xdist": (
         "regression",
         "not failed",

@@ -21,11 +21,11 @@ from .collapse import Collapse, KeyChecks
 from .diff import Change, compare_documents
 from .drift import DEFAULT_TOLERANCE, Drift, judge
 
-Verdict = Literal["ok", "changed", "new", "removed", "slower", "faster", "contended", "too few"]
+Verdict = Literal["ok", "changed", "new", "removed", "slower", "faster", "too few"]
 
 
 #: Verdicts that make ``compare`` exit non-zero. A new workload (a test added with the change)
-#: is reported, not a regression; ``contended`` is a difference timed under load, not judged.
+#: is reported, not a regression.
 REGRESSIONS: frozenset[Verdict] = frozenset({"changed", "removed", "slower"})
 
 
@@ -108,14 +108,11 @@ def _change_row(nodeid: str, change: Change) -> Row:
     )
 
 
-def _timed_row(
-    nodeid: str, w: Workload, base: Timing | None, tolerance: float, strict: bool
-) -> Row:
+def _timed_row(nodeid: str, w: Workload, base: Timing | None, tolerance: float) -> Row:
     drift = None if base is None or w.timing is None else judge(w.timing, base, tolerance)
     verdict: Verdict = "ok"
     if drift is not None and drift.kind != "unchanged":
-        contended = drift.contended and not strict
-        verdict = "contended" if contended else _DRIFT_VERDICTS[drift.kind]
+        verdict = _DRIFT_VERDICTS[drift.kind]
     return Row(
         nodeid,
         w.label,
@@ -143,13 +140,8 @@ def compare_reports(
     base: SessionReport,
     head: SessionReport,
     tolerance: float = DEFAULT_TOLERANCE,
-    *,
-    strict: bool = False,
 ) -> Comparison:
-    """Rows for every top-level workload and every changed one, plus head's collapses.
-
-    ``strict`` judges differences timed under load too, as ``--workload-perf=strict`` does.
-    """
+    """Rows for every top-level workload and every changed one, plus head's collapses."""
     if base.scheme != head.scheme:
         raise IncomparableError(
             f"the reports use fingerprint schemes {base.scheme} and {head.scheme}: hashes are "
@@ -166,7 +158,7 @@ def compare_reports(
         changed = {c.new.hash for c in changes if c.new is not None}
         base_times = _root_timings(b) if timed else {}
         rows += [
-            _timed_row(nodeid, w, base_times.get(w.hash), tolerance, strict)
+            _timed_row(nodeid, w, base_times.get(w.hash), tolerance)
             for w in (h.roots() if h is not None else ())
             if w.hash not in changed
         ]
