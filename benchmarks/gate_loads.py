@@ -9,7 +9,11 @@ written once by an update run on the quiet machine. Then, under each load:
 - an update run in a scratch copy of the project: how many baselines it wrote (all, the goal);
 - the unchanged suite: every performance failure is a false alarm;
 - the suite with a pure time regression injected, +30% and +50%: a busy loop on this thread's
-  CPU clock in each forward, for that share of the model's baseline median.
+  CPU clock in each forward, for that share of the model's baseline median;
+- the suite with a copy injected (``.contiguous()`` of the permuted input in each forward): the
+  snapshot gate must fail every test on its costs, naming bytes moved and peak memory.
+
+``--injections`` selects among ``slow`` and ``copy`` (both by default).
 
 Loads, on the CPUs of ``--cpus`` (the script and everything it starts are pinned to them):
 ``quiet``; ``busy``, two spinning processes per CPU; ``bursty``, two processes per CPU that
@@ -59,6 +63,7 @@ import torch
 from torch import nn
 
 SLOW = json.loads(os.environ.get("GATE_LOADS_SLOW", "{{}}"))
+COPY = os.environ.get("GATE_LOADS_COPY") == "1"
 COPIES = {copies}
 
 
@@ -78,6 +83,8 @@ class Tagged(nn.Module):
 
     def forward(self, x):
         spin(SLOW.get(self.name, 0.0))
+        if COPY:  # a contiguous copy of a permuted activation: same values, more bytes moved
+            x = x.transpose(0, -1).contiguous().transpose(0, -1)
         return self.model(x)
 
 
@@ -117,6 +124,8 @@ class Session:
 
     runs: int = 0
     perf_failures: int = 0
+    #: failures of the snapshot gate that name the bytes moved and the peak memory, old -> new
+    cost_failures: int = 0
     other_failures: int = 0
     #: test id -> (ratio current/baseline, low, high), from the reports
     ratios: dict[str, tuple[float, float, float]] = field(default_factory=dict)
@@ -131,9 +140,15 @@ def write_project(root: Path, copies: int) -> None:
 
 
 def pytest_session(
-    root: Path, args: list[str], slow: dict[str, float], cgroup: Path | None, threads: int
+    root: Path,
+    args: list[str],
+    slow: dict[str, float],
+    cgroup: Path | None,
+    threads: int,
+    copy: bool = False,
 ) -> Session:
     env = dict(os.environ, GATE_LOADS_SLOW=json.dumps(slow), OMP_NUM_THREADS=str(threads))
+    env["GATE_LOADS_COPY"] = "1" if copy else "0"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path.cwd()), env.get("PYTHONPATH")]))
     report, junit = root / "report.json", root / "junit.xml"
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:xdist"]
@@ -156,7 +171,9 @@ def pytest_session(
         failure = case.find("failure")
         if failure is not None:
             text = (failure.get("message") or "") + (failure.text or "")
-            if "performance regression" in text:
+            if all(s in text for s in ("computation changed", "bytes written", "peak memory")):
+                session.cost_failures += 1
+            elif "performance regression" in text:
                 session.perf_failures += 1
             else:
                 session.other_failures += 1
@@ -236,6 +253,7 @@ class LoadResult:
     expected_baselines: int = 0
     unchanged: Session = field(default_factory=Session)
     regressed: dict[float, Session] = field(default_factory=dict)
+    copied: Session | None = None
 
 
 def run_load(
@@ -258,6 +276,8 @@ def run_load(
             result.unchanged = pytest_session(project, [], {}, cgroup, threads)
             for share, slow in slow_of.items():
                 result.regressed[share] = pytest_session(project, [], slow, cgroup, threads)
+            if args.copy:
+                result.copied = pytest_session(project, [], {}, cgroup, threads, copy=True)
     finally:
         if cgroup is not None:
             cgroup.rmdir()
@@ -289,7 +309,7 @@ def upper(x: int, n: int) -> str:
     return f"{100 * wilson_interval(x, n)[1]:.1f}%"
 
 
-def report(results: list[LoadResult], skipped: list[str]) -> None:
+def report(results: list[LoadResult], skipped: list[str], args: argparse.Namespace) -> None:
     rows = []
     total_runs = total_false = 0
     for r in results:
@@ -300,6 +320,8 @@ def report(results: list[LoadResult], skipped: list[str]) -> None:
             f"{s.perf_failures}/{s.runs} ({100 * s.perf_failures / max(s.runs, 1):.0f}%)"
             for s in r.regressed.values()
         ]
+        if r.copied is not None:
+            detection.append(f"{r.copied.cost_failures}/{r.copied.runs}")
         rows.append(
             [
                 r.name,
@@ -309,12 +331,15 @@ def report(results: list[LoadResult], skipped: list[str]) -> None:
                 f"{100 * u.perf_failures / max(u.runs, 1):.1f}%",
                 upper(u.perf_failures, u.runs),
                 *detection,
-                u.other_failures + sum(s.other_failures for s in r.regressed.values()),
+                u.other_failures
+                + sum(s.other_failures for s in r.regressed.values())
+                + (r.copied.other_failures + r.copied.perf_failures if r.copied else 0),
                 f"{u.seconds:.0f} s",
             ]
         )
     headers = ["load", "baselines written (update run)", "gated runs", "false alarms", "rate"]
-    headers += ["Wilson 95% upper", *(f"+{s:.0%} caught" for s in REGRESSIONS)]
+    headers += ["Wilson 95% upper", *(f"+{s:.0%} caught" for s in args.regressions)]
+    headers += ["copy failed on its costs"] if args.copy else []
     headers += ["other failures", "unchanged session took"]
     print(markdown_table(headers, rows))
     print(
@@ -349,6 +374,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--copies", type=int, default=None, help="copies of each test (50)")
     parser.add_argument("--loads", default=None, help="quiet,busy,bursty,quota (all)")
     parser.add_argument("--quota", type=float, default=0.5, help="the quota, of one CPU")
+    parser.add_argument("--injections", default="slow,copy", help="slow,copy (both)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, default=None, help="build the project here, keep it")
     args = parser.parse_args(argv)
@@ -356,6 +382,9 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.cpus = args.cpus or sorted(os.sched_getaffinity(0))
     args.copies = args.copies or (3 if args.quick else 50)
+    injections = args.injections.split(",")
+    args.regressions = REGRESSIONS if "slow" in injections else ()
+    args.copy = "copy" in injections
     loads = (args.loads or ("quiet,busy" if args.quick else "quiet,busy,bursty,quota")).split(",")
     os.sched_setaffinity(0, set(args.cpus))
     random.seed(args.seed)
@@ -372,7 +401,7 @@ def main(argv: list[str] | None = None) -> None:
         + ", ".join(f"{k} {1e3 * v:.3f} ms" for k, v in medians.items()),
         flush=True,
     )
-    slow_of = {s: {k: s * v for k, v in medians.items()} for s in REGRESSIONS}
+    slow_of = {s: {k: s * v for k, v in medians.items()} for s in args.regressions}
     results, skipped = [], []
     for name in loads:
         outcome = run_load(name, project, slow_of, args)
@@ -386,7 +415,8 @@ def main(argv: list[str] | None = None) -> None:
             f"{name}: {u.perf_failures}/{u.runs} false alarms; "
             + ", ".join(
                 f"+{k:.0%} {s.perf_failures}/{s.runs}" for k, s in outcome.regressed.items()
-            ),
+            )
+            + (f"; copy {c.cost_failures}/{c.runs}" if (c := outcome.copied) else ""),
             flush=True,
         )
     print()
@@ -395,7 +425,7 @@ def main(argv: list[str] | None = None) -> None:
         f"CPUs {args.cpus}; load average at the start "
         f"{' '.join(load_average)}; {time.perf_counter() - started:.0f} s\n"
     )
-    report(results, skipped)
+    report(results, skipped, args)
     if args.keep is None:
         shutil.rmtree(project)
 

@@ -20,6 +20,7 @@ import torch
 from pytest_workload._gate.snapshot_files import NAME_MAX, SNAPSHOT_SUFFIX, snapshot_stem
 from pytest_workload._model.errors import FileWriteError
 from pytest_workload._model.files import write_text_atomic
+from pytest_workload._model.versions import BASELINE_FORMAT
 from tests.file_faults import GATE, UPDATE, deny_writes_under, no_traceback, snapshots, stored
 from tests.pytester_suite import lit, two_shapes
 
@@ -259,14 +260,19 @@ def test_a_future_baseline_is_left_alone_under_update(pytester, suite):
     suite(two_shapes())
     pytester.runpytest(*PERF, "--snapshot-update").assert_outcomes(passed=1)
     path = _baseline_files(pytester)[0]
+    now, later = BASELINE_FORMAT, BASELINE_FORMAT + 1
     future = path.read_text().replace(
-        '"pytest_workload_baseline": 1', '"pytest_workload_baseline": 2'
+        f'"pytest_workload_baseline": {now}', f'"pytest_workload_baseline": {later}'
     )
+    assert future != path.read_text()
     path.write_text(future)
     result = pytester.runpytest(*PERF, "--snapshot-update")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        lit("*timing baseline *.json: is of baseline format 2 (this release reads format 1)*")
+        lit(
+            f"*timing baseline *.json: is of baseline format {later} "
+            f"(this release reads format {now})*"
+        )
     )
     assert path.read_text() == future
 
