@@ -40,7 +40,7 @@ from .._model.computation import (
     relative_path,
     seen_from_caller,
 )
-from .cost_count import Allocations, SpanCosts
+from .cost_count import Allocations, SpanCosts, Tensors
 from .flops import dispatch_counted, own_tensors, storage_of, tensors_in
 from .follows_data import RANDOM, follows_data
 from .op_flops import needs_dispatch, op_flops
@@ -133,18 +133,11 @@ class Trace:
         """The operations outside every span: the root call's own (with its spans' calls)."""
         return self._spans[0].computation()
 
-    def account(
-        self,
-        name: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        out: Any,
-        written: list[Any],
-    ) -> None:
+    def account(self, name: str, tensors: Tensors, written: list[Any]) -> None:
         """Add a listed operation to the costs of the spans whose lists it enters."""
         spans = [s.costs for s in self._spans if not s.stopped]
         if spans:
-            self.allocations.account(name, args, kwargs, out, written, spans)
+            self.allocations.account(name, tensors, written, spans)
 
     def carries_data(self, tensor: Any) -> bool:
         return storage_of(tensor) not in self._constant
@@ -167,21 +160,21 @@ class Trace:
         name: str,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        made: list[Any],
+        tensors: Tensors,
         written: list[Any],
     ) -> None:
         """After an operation: keep which tensors it made or wrote may carry data, and take
         those it made as the call's own (a view of an outside one is not)."""
-        if not made and not written:
+        if not tensors.made and not written:
             return
-        inputs = [storage_of(t) for t in tensors_in(args)]
+        inputs = tensors.storages[: tensors.positional]
         constant = (
             name not in RANDOM
             and all(s in self._constant for s in inputs)
-            and all(not self.carries_data(t) for t in tensors_in((kwargs,)))
+            and all(s in self._constant for s in tensors.storages[tensors.positional :])
             and not _has_array((args, kwargs))
         )
-        results = [storage_of(t) for t in made]
+        results = tensors.made_storages
         update = self._constant.add if constant else self._constant.discard
         for storage in (*results, *(storage_of(t) for t in written)):
             update(storage)
@@ -295,9 +288,10 @@ def _mode_class() -> type:
                 with DisableTorchFunction():
                     event = follows_data(name, args, kwargs, trace.carries_data)
                     made = list(tensors_in((out,)))
-                    trace.follow(name, args, kwargs, made, written)
                     if event or made or written:
-                        trace.account(name, args, kwargs, out, written)
+                        tensors = Tensors(args, kwargs, made)
+                        trace.follow(name, args, kwargs, tensors, written)
+                        trace.account(name, tensors, written)
                         trace.record(func, args, kwargs, event)
                         counted = _counted(name, args, kwargs, out) if flops is None else flops
                         trace.flops += counted
