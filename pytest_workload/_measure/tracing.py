@@ -78,6 +78,8 @@ class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
     def __init__(self, allowed: set[int], module: nn.Module | None = None) -> None:
+        """``allowed``: the storages it may write; with ``module``, its tensors' storages are
+        added (one walk of the tree reads them and the paths)."""
         self.flops = 0
         self.foreign_write: str | None = None
         #: False while the recorder's own hooks run: their torch calls are not the model's.
@@ -90,14 +92,28 @@ class Trace:
         self._paths: dict[int, str] = {}
         self._modules: dict[int, str] = {}
         if module is not None:
-            for path, tensor in (*module.named_parameters(), *module.named_buffers()):
-                self._paths.setdefault(id(tensor), _quoted(path))
-            for path, sub in module.named_modules():
-                self._modules.setdefault(id(sub), _quoted(path))
+            self._walk(module)
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
         self._events = 0
         self.allocations = Allocations()
+
+    def _walk(self, module: nn.Module) -> None:
+        """The paths of the tree's modules, parameters and buffers (each by its first path, as
+        ``named_parameters()`` and ``named_buffers()`` give them), and its tensors' storages."""
+        buffers: list[tuple[str, Any]] = []
+        owned: list[Any] = []
+        for path, sub in module.named_modules():
+            self._modules.setdefault(id(sub), _quoted(path))
+            prefix = f"{path}." if path else ""
+            for name, tensor in sub._parameters.items():
+                if tensor is not None:
+                    self._paths.setdefault(id(tensor), _quoted(prefix + name))
+            buffers += ((prefix + name, t) for name, t in sub._buffers.items() if t is not None)
+            owned += own_tensors(sub)
+        for path, tensor in buffers:
+            self._paths.setdefault(id(tensor), _quoted(path))
+        self.allowed.update(storage_of(t) for t in owned)
 
     def open_span(self, path: str = "") -> None:
         self._spans.append(_Span(_quoted(path)))
@@ -319,18 +335,13 @@ def _counted(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
 _MODE: list[type] = []
 
 
-def allowed_storages(module: nn.Module, inputs: Iterable[Any]) -> set[int]:
-    owned = (t for m in module.modules() for t in own_tensors(m))
-    return {storage_of(t) for t in (*owned, *tensors_in(inputs))}
-
-
 @contextmanager
 def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
     """Trace what runs in the block; its writes are checked against ``module``'s state and
     ``inputs``."""
     if not _MODE:
         _MODE.append(_mode_class())
-    trace = Trace(allowed_storages(module, inputs), module)
+    trace = Trace({storage_of(t) for t in tensors_in(inputs)}, module)
     try:
         with _MODE[0](trace):
             yield trace
