@@ -1,11 +1,15 @@
 """The recorder facade: what a test records, named where it was called, and its API."""
 
+import gc
+import weakref
+
 import pytest
 import timm
 import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
+from tests.models import TinyNet
 from tests.recording import no_hooks_left, record
 
 
@@ -158,3 +162,21 @@ def test_a_child_the_caller_names_keeps_that_name():
     features = model.layer1
     table = record(lambda: features(torch.rand(1, 4)))
     assert [w.name for w in table.roots()] == ["features"]
+
+
+def _recorded_model() -> weakref.ref[nn.Module]:
+    model = TinyNet().eval()
+    recorder = WorkloadRecorder("t")
+    with recorder.recording(all_roots=True):
+        model(torch.rand(1, 3, 8, 8))
+    return weakref.ref(model)
+
+
+def test_an_ended_recording_leaves_no_cycle_that_keeps_its_model():
+    """Freed by reference counting alone: a cycle would keep each test's model alive until a
+    full collection, which costs a suite of fresh models a pass over the whole heap."""
+    gc.disable()
+    try:
+        assert _recorded_model()() is None
+    finally:
+        gc.enable()

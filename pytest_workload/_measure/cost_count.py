@@ -35,6 +35,21 @@ class SpanCosts:
         return Costs(self.read, self.written, self.peak, ops, partial=partial)
 
 
+class Tensors:
+    """An operation's tensors and their storages, read once: its inputs (positional ones
+    first) and the tensors it returned."""
+
+    __slots__ = ("inputs", "made", "made_storages", "positional", "storages")
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any], made: list[Any]) -> None:
+        self.inputs = list(tensors_in(args))
+        self.positional = len(self.inputs)
+        self.inputs += tensors_in((kwargs,))
+        self.storages = [storage_of(t) for t in self.inputs]
+        self.made = made
+        self.made_storages = [storage_of(t) for t in self.made]
+
+
 def _nbytes(tensor: Any) -> int:
     try:
         return int(tensor.numel()) * int(tensor.element_size())
@@ -50,21 +65,15 @@ class Allocations:
         self._finalizers: list[weakref.finalize[..., None]] = []
 
     def account(
-        self,
-        name: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        out: Any,
-        written: Iterable[Any],
-        spans: list[SpanCosts],
+        self, name: str, tensors: Tensors, written: Iterable[Any], spans: list[SpanCosts]
     ) -> None:
         """Add an operation to ``spans`` (those whose lists it enters)."""
-        inputs = list(tensors_in((args, kwargs)))
-        known = {storage_of(t) for t in inputs} | self._alive
+        inputs = tensors.inputs
+        known = set(tensors.storages) | self._alive
         new = {}
-        for tensor in tensors_in((out,)):
-            if storage_of(tensor) not in known:
-                new[storage_of(tensor)] = tensor
+        for storage, tensor in zip(tensors.made_storages, tensors.made, strict=True):
+            if storage not in known:
+                new[storage] = tensor
         targets = list(written)
         read = sum(map(_nbytes, inputs)) if new or targets else 0
         wrote = sum(map(_nbytes, (*new.values(), *targets)))

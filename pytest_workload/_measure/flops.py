@@ -11,7 +11,8 @@ operation or such a module pays it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -35,12 +36,19 @@ def _cpu_attention_formula() -> dict[Any, Any]:
     return {kernel: lambda query, key, value, *_, **__: formula(query, key, value)}
 
 
+@functools.cache
+def torch_api() -> tuple[Any, Callable[[Any], bool]]:
+    """``torch`` and ``is_lazy``, imported once: the tracer's helpers run per operation."""
+    import torch
+    from torch.nn.parameter import is_lazy
+
+    return torch, is_lazy
+
+
 def storage_of(tensor: torch.Tensor) -> int:
     """The storage's identity (views share it); 0 for a parameter not built yet; the tensor's
     own identity for one without a storage (sparse, nested)."""
-    from torch.nn.parameter import is_lazy
-
-    if is_lazy(tensor):
+    if torch_api()[1](tensor):
         return 0
     try:
         return int(tensor.untyped_storage()._cdata)
@@ -50,15 +58,19 @@ def storage_of(tensor: torch.Tensor) -> int:
 
 def tensors_in(values: Iterable[Any]) -> Iterator[torch.Tensor]:
     """Tensors in ``values``, looking into tuples, lists and dict values."""
-    import torch
+    found: list[torch.Tensor] = []
+    _collect(values, torch_api()[0].Tensor, found)
+    return iter(found)
 
+
+def _collect(values: Iterable[Any], tensor: type, found: list[Any]) -> None:
     for value in values:
-        if isinstance(value, torch.Tensor):
-            yield value
+        if isinstance(value, tensor):
+            found.append(value)
         elif isinstance(value, (tuple, list)):
-            yield from tensors_in(value)
+            _collect(value, tensor, found)
         elif isinstance(value, dict):
-            yield from tensors_in(value.values())
+            _collect(value.values(), tensor, found)
 
 
 def own_tensors(module: nn.Module) -> Iterator[torch.Tensor]:

@@ -10,8 +10,11 @@ its path (``float32[8, 8]@fc1.weight``), so two layers of one shape swapped are 
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Callable
 from typing import Any
+
+from .flops import torch_api
 
 #: A tensor's path in the traced tree (None: not a parameter or buffer of it).
 Refer = Callable[[Any], "str | None"]
@@ -33,17 +36,17 @@ def op_name(func: Any) -> str:
 
 
 def _tensor(value: Any) -> str:
-    import torch
-    from torch.nn.parameter import is_lazy
-
-    if is_lazy(value):
+    if torch_api()[1](value):
         return "uninitialized"
-    dtype = str(value.dtype).removeprefix("torch.")
-    layout = (
-        "" if value.layout == torch.strided else f", {str(value.layout).removeprefix('torch.')}"
-    )
-    shape = ", ".join(str(int(s)) for s in value.shape)
-    return f"{dtype}[{shape}{layout}]"
+    return _tensor_text(value.dtype, value.shape, value.layout)
+
+
+@functools.lru_cache(maxsize=8192)  # (a suite's operations repeat a few shapes)
+def _tensor_text(dtype: Any, shape: Any, layout: Any) -> str:
+    torch = torch_api()[0]
+    layout_text = "" if layout == torch.strided else f", {str(layout).removeprefix('torch.')}"
+    shape_text = ", ".join(str(int(s)) for s in shape)
+    return f"{str(dtype).removeprefix('torch.')}[{shape_text}{layout_text}]"
 
 
 def _none(value: Any) -> str | None:
@@ -60,8 +63,7 @@ def _sequence(values: Any, opening: str, closing: str, refer: Refer) -> str:
 
 def describe_value(value: Any, refer: Refer = _none) -> str:
     """One argument as the operation text shows it."""
-    import torch
-
+    torch = torch_api()[0]
     if isinstance(value, torch.Tensor):
         path = refer(value)
         return _tensor(value) if path is None else f"{_tensor(value)}@{path}"

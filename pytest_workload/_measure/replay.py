@@ -12,6 +12,7 @@ raised; only ``KeyboardInterrupt`` goes through.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +47,9 @@ def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     """Where a call runs: the module's first parameter or buffer, else its first tensor input."""
     import torch
 
-    for tensor in (*module.parameters(), *module.buffers()):
-        return tensor.device
+    first = next(itertools.chain(module.parameters(), module.buffers()), None)
+    if first is not None:  # (found without walking the rest of the tree)
+        return first.device
     for value in (*args, *kwargs.values()):
         if isinstance(value, torch.Tensor):
             return value.device

@@ -40,7 +40,7 @@ from .._model.computation import (
     relative_path,
     seen_from_caller,
 )
-from .cost_count import Allocations, SpanCosts
+from .cost_count import Allocations, SpanCosts, Tensors
 from .flops import dispatch_counted, own_tensors, storage_of, tensors_in
 from .follows_data import RANDOM, follows_data
 from .op_flops import needs_dispatch, op_flops
@@ -78,6 +78,8 @@ class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
     def __init__(self, allowed: set[int], module: nn.Module | None = None) -> None:
+        """``allowed``: the storages it may write; with ``module``, its tensors' storages are
+        added (one walk of the tree reads them and the paths)."""
         self.flops = 0
         self.foreign_write: str | None = None
         #: False while the recorder's own hooks run: their torch calls are not the model's.
@@ -90,14 +92,28 @@ class Trace:
         self._paths: dict[int, str] = {}
         self._modules: dict[int, str] = {}
         if module is not None:
-            for path, tensor in (*module.named_parameters(), *module.named_buffers()):
-                self._paths.setdefault(id(tensor), _quoted(path))
-            for path, sub in module.named_modules():
-                self._modules.setdefault(id(sub), _quoted(path))
+            self._walk(module)
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
         self._events = 0
         self.allocations = Allocations()
+
+    def _walk(self, module: nn.Module) -> None:
+        """The paths of the tree's modules, parameters and buffers (each by its first path, as
+        ``named_parameters()`` and ``named_buffers()`` give them), and its tensors' storages."""
+        buffers: list[tuple[str, Any]] = []
+        owned: list[Any] = []
+        for path, sub in module.named_modules():
+            self._modules.setdefault(id(sub), _quoted(path))
+            prefix = f"{path}." if path else ""
+            for name, tensor in sub._parameters.items():
+                if tensor is not None:
+                    self._paths.setdefault(id(tensor), _quoted(prefix + name))
+            buffers += ((prefix + name, t) for name, t in sub._buffers.items() if t is not None)
+            owned += own_tensors(sub)
+        for path, tensor in buffers:
+            self._paths.setdefault(id(tensor), _quoted(path))
+        self.allowed.update(storage_of(t) for t in owned)
 
     def open_span(self, path: str = "") -> None:
         self._spans.append(_Span(_quoted(path)))
@@ -133,18 +149,11 @@ class Trace:
         """The operations outside every span: the root call's own (with its spans' calls)."""
         return self._spans[0].computation()
 
-    def account(
-        self,
-        name: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        out: Any,
-        written: list[Any],
-    ) -> None:
+    def account(self, name: str, tensors: Tensors, written: list[Any]) -> None:
         """Add a listed operation to the costs of the spans whose lists it enters."""
         spans = [s.costs for s in self._spans if not s.stopped]
         if spans:
-            self.allocations.account(name, args, kwargs, out, written, spans)
+            self.allocations.account(name, tensors, written, spans)
 
     def carries_data(self, tensor: Any) -> bool:
         return storage_of(tensor) not in self._constant
@@ -167,21 +176,21 @@ class Trace:
         name: str,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
-        made: list[Any],
+        tensors: Tensors,
         written: list[Any],
     ) -> None:
         """After an operation: keep which tensors it made or wrote may carry data, and take
         those it made as the call's own (a view of an outside one is not)."""
-        if not made and not written:
+        if not tensors.made and not written:
             return
-        inputs = [storage_of(t) for t in tensors_in(args)]
+        inputs = tensors.storages[: tensors.positional]
         constant = (
             name not in RANDOM
             and all(s in self._constant for s in inputs)
-            and all(not self.carries_data(t) for t in tensors_in((kwargs,)))
+            and all(s in self._constant for s in tensors.storages[tensors.positional :])
             and not _has_array((args, kwargs))
         )
-        results = [storage_of(t) for t in made]
+        results = tensors.made_storages
         update = self._constant.add if constant else self._constant.discard
         for storage in (*results, *(storage_of(t) for t in written)):
             update(storage)
@@ -295,9 +304,10 @@ def _mode_class() -> type:
                 with DisableTorchFunction():
                     event = follows_data(name, args, kwargs, trace.carries_data)
                     made = list(tensors_in((out,)))
-                    trace.follow(name, args, kwargs, made, written)
                     if event or made or written:
-                        trace.account(name, args, kwargs, out, written)
+                        tensors = Tensors(args, kwargs, made)
+                        trace.follow(name, args, kwargs, tensors, written)
+                        trace.account(name, tensors, written)
                         trace.record(func, args, kwargs, event)
                         counted = _counted(name, args, kwargs, out) if flops is None else flops
                         trace.flops += counted
@@ -325,18 +335,13 @@ def _counted(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
 _MODE: list[type] = []
 
 
-def allowed_storages(module: nn.Module, inputs: Iterable[Any]) -> set[int]:
-    owned = (t for m in module.modules() for t in own_tensors(m))
-    return {storage_of(t) for t in (*owned, *tensors_in(inputs))}
-
-
 @contextmanager
 def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
     """Trace what runs in the block; its writes are checked against ``module``'s state and
     ``inputs``."""
     if not _MODE:
         _MODE.append(_mode_class())
-    trace = Trace(allowed_storages(module, inputs), module)
+    trace = Trace({storage_of(t) for t in tensors_in(inputs)}, module)
     try:
         with _MODE[0](trace):
             yield trace

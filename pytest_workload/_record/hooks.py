@@ -100,6 +100,9 @@ class Hooks:
         if self._calls is not None:
             self._calls.take_out(self._hooked)
             self._calls.take_out_left()
+            # (its hooks are bound methods of this object: a cycle that would keep the last
+            # model alive until a full collection, whose cost grows with the session's heap)
+            self._calls = None
         self._hooked = ()
         self._tracked.clear()
         self._stack.clear()
