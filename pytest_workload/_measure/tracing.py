@@ -106,10 +106,9 @@ class Trace:
         for path, sub in module.named_modules():
             self._modules.setdefault(id(sub), _quoted(path))
             prefix = f"{path}." if path else ""
-            for name, tensor in sub._parameters.items():
-                if tensor is not None:
-                    self._paths.setdefault(id(tensor), _quoted(prefix + name))
-            buffers += ((prefix + name, t) for name, t in sub._buffers.items() if t is not None)
+            for name, tensor in sub.named_parameters(recurse=False):
+                self._paths.setdefault(id(tensor), _quoted(prefix + name))
+            buffers += ((prefix + name, t) for name, t in sub.named_buffers(recurse=False))
             owned += own_tensors(sub)
         for path, tensor in buffers:
             self._paths.setdefault(id(tensor), _quoted(path))
