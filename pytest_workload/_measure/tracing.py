@@ -41,7 +41,7 @@ from .._model.computation import (
     seen_from_caller,
 )
 from .cost_count import Allocations, SpanCosts, Tensors
-from .flops import dispatch_counted, own_tensors, storage_of, tensor_list, tensors_in
+from .flops import dispatch_counted, storage_of, tensor_list, tensors_in, torch_api
 from .follows_data import RANDOM, follows_data
 from .op_flops import needs_dispatch, op_flops
 from .op_text import call_text, op_name
@@ -101,17 +101,21 @@ class Trace:
     def _walk(self, module: nn.Module) -> None:
         """The paths of the tree's modules, parameters and buffers (each by its first path, as
         ``named_parameters()`` and ``named_buffers()`` give them), and its tensors' storages."""
+        tensor_type = torch_api()[0].Tensor
         buffers: list[tuple[str, Any]] = []
+        # (what own_tensors gives, read here from the same calls)
         owned: list[Any] = []
         for path, sub in module.named_modules():
             self._modules.setdefault(id(sub), _quoted(path))
             prefix = f"{path}." if path else ""
             for name, tensor in sub.named_parameters(recurse=False):
                 self._paths.setdefault(id(tensor), _quoted(prefix + name))
+                owned.append(tensor)
             buffers += ((prefix + name, t) for name, t in sub.named_buffers(recurse=False))
-            owned += own_tensors(sub)
+            owned += [v for v in vars(sub).values() if isinstance(v, tensor_type)]
         for path, tensor in buffers:
             self._paths.setdefault(id(tensor), _quoted(path))
+            owned.append(tensor)
         self.allowed.update(storage_of(t) for t in owned)
 
     def open_span(self, path: str = "") -> None:
