@@ -64,8 +64,8 @@ class Allocations:
     def __init__(self) -> None:
         self._alive: set[int] = set()
         # each followed storage's weak reference, by its id, and its key, bytes and spans: one
-        # new object per allocation for the garbage collector to count (see docs/benchmarks.md,
-        # section 12), not weakref.finalize's five
+        # object per allocation for the garbage collector to count, gone with its storage (see
+        # docs/benchmarks.md, section 12), not weakref.finalize's five
         self._refs: dict[int, weakref.ref[Any]] = {}
         self._followed: dict[int, tuple[int, int]] = {}
         self._spans: dict[int, list[SpanCosts]] = {}
