@@ -476,14 +476,14 @@ def test_reports_compared_by_compute_hash_say_the_computation_changed(monkeypatc
 def test_a_failure_of_the_tracer_never_reaches_the_forward(monkeypatch):
     from pytest_workload._measure import tracing as tracing_module
 
-    real = tracing_module.op_text
+    real = tracing_module.call_text
 
-    def failing(func, args, kwargs, refer):
-        if getattr(func, "__name__", "") == "gelu":
+    def failing(name, args, kwargs, refer):
+        if name == "gelu":
             raise RuntimeError("unreadable")
-        return real(func, args, kwargs, refer)
+        return real(name, args, kwargs, refer)
 
-    monkeypatch.setattr(tracing_module, "op_text", failing)
+    monkeypatch.setattr(tracing_module, "call_text", failing)
     model, x = Act(act=F.gelu), torch.rand(2, 4)
     expected = model(x)
     recorder = WorkloadRecorder("t", timing=False)

@@ -242,12 +242,31 @@ def structure_hash(
         [name, None if child is None else structure_hash(child, memo, node, descriptions)]
         for name, child in target._modules.items()
     ]
-    description = node(target, children)
-    digest = description_hash(description)
+    digest, description = _interned(node(target, children))
     if descriptions is not None:
         descriptions[digest] = description
     memo[key] = (target, digest)
     return digest
+
+
+#: Descriptions hashed in this process, by their ``repr``. A suite's models repeat their
+#: modules: each distinct description is hashed once, and every test's table holds the one
+#: object, which the garbage collector would otherwise see anew per test (see
+#: docs/benchmarks.md, section 12).
+_INTERNED: dict[str, tuple[str, dict[str, Json]]] = {}
+_INTERNED_MAX: Final = 4096
+
+
+def _interned(description: dict[str, Json]) -> tuple[str, dict[str, Json]]:
+    """The description's hash, and the first equal description hashed (equal and of equal
+    ``repr``: the same types, values and key order, so the same stored bytes)."""
+    key = repr(description)
+    found = _INTERNED.get(key)
+    if found is None or found[1] != description:
+        if len(_INTERNED) >= _INTERNED_MAX:
+            _INTERNED.clear()
+        found = _INTERNED[key] = (description_hash(description), description)
+    return found
 
 
 def child_structure_hashes(

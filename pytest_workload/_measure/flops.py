@@ -48,7 +48,8 @@ def torch_api() -> tuple[Any, Callable[[Any], bool]]:
 def storage_of(tensor: torch.Tensor) -> int:
     """The storage's identity (views share it); 0 for a parameter not built yet; the tensor's
     own identity for one without a storage (sparse, nested)."""
-    if torch_api()[1](tensor):
+    torch, is_lazy = torch_api()
+    if type(tensor) is not torch.Tensor and is_lazy(tensor):  # (a plain tensor never is)
         return 0
     try:
         return int(tensor.untyped_storage()._cdata)
@@ -58,9 +59,14 @@ def storage_of(tensor: torch.Tensor) -> int:
 
 def tensors_in(values: Iterable[Any]) -> Iterator[torch.Tensor]:
     """Tensors in ``values``, looking into tuples, lists and dict values."""
+    return iter(tensor_list(values))
+
+
+def tensor_list(values: Iterable[Any]) -> list[torch.Tensor]:
+    """:func:`tensors_in` as a list."""
     found: list[torch.Tensor] = []
     _collect(values, torch_api()[0].Tensor, found)
-    return iter(found)
+    return found
 
 
 def _collect(values: Iterable[Any], tensor: type, found: list[Any]) -> None:

@@ -22,6 +22,8 @@ Refer = Callable[[Any], "str | None"]
 #: Containers written out in full up to this many items (longer ones: the first, and a count).
 _MAX_ITEMS = 64
 _SCALARS = (bool, int, str, type(None))
+#: Exact types written as their repr (checked first: most arguments that are not tensors).
+_PLAIN = frozenset((*_SCALARS, float))
 
 
 def op_name(func: Any) -> str:
@@ -36,7 +38,8 @@ def op_name(func: Any) -> str:
 
 
 def _tensor(value: Any) -> str:
-    if torch_api()[1](value):
+    torch, is_lazy = torch_api()
+    if type(value) is not torch.Tensor and is_lazy(value):  # (a plain tensor never is)
         return "uninitialized"
     return _tensor_text(value.dtype, value.shape, value.layout)
 
@@ -63,6 +66,8 @@ def _sequence(values: Any, opening: str, closing: str, refer: Refer) -> str:
 
 def describe_value(value: Any, refer: Refer = _none) -> str:
     """One argument as the operation text shows it."""
+    if type(value) in _PLAIN:
+        return repr(value)
     torch = torch_api()[0]
     if isinstance(value, torch.Tensor):
         path = refer(value)
@@ -102,6 +107,11 @@ def describe_value(value: Any, refer: Refer = _none) -> str:
 
 def op_text(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], refer: Refer = _none) -> str:
     """``name(arg, ..., key=value)``, keywords in the order given."""
+    return call_text(op_name(func), args, kwargs, refer)
+
+
+def call_text(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], refer: Refer) -> str:
+    """:func:`op_text` of an operation whose name is known."""
     parts = [describe_value(a, refer) for a in args]
     parts += [f"{k}={describe_value(v, refer)}" for k, v in kwargs.items()]
-    return f"{op_name(func)}({', '.join(parts)})"
+    return f"{name}({', '.join(parts)})"

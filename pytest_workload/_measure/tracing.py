@@ -41,10 +41,10 @@ from .._model.computation import (
     seen_from_caller,
 )
 from .cost_count import Allocations, SpanCosts, Tensors
-from .flops import dispatch_counted, own_tensors, storage_of, tensors_in
+from .flops import dispatch_counted, storage_of, tensor_list, tensors_in, torch_api
 from .follows_data import RANDOM, follows_data
 from .op_flops import needs_dispatch, op_flops
-from .op_text import op_name, op_text
+from .op_text import call_text, op_name
 
 if TYPE_CHECKING:
     from torch import nn
@@ -101,17 +101,21 @@ class Trace:
     def _walk(self, module: nn.Module) -> None:
         """The paths of the tree's modules, parameters and buffers (each by its first path, as
         ``named_parameters()`` and ``named_buffers()`` give them), and its tensors' storages."""
+        tensor_type = torch_api()[0].Tensor
         buffers: list[tuple[str, Any]] = []
+        # (what own_tensors gives, read here from the same calls)
         owned: list[Any] = []
         for path, sub in module.named_modules():
             self._modules.setdefault(id(sub), _quoted(path))
             prefix = f"{path}." if path else ""
             for name, tensor in sub.named_parameters(recurse=False):
                 self._paths.setdefault(id(tensor), _quoted(prefix + name))
+                owned.append(tensor)
             buffers += ((prefix + name, t) for name, t in sub.named_buffers(recurse=False))
-            owned += own_tensors(sub)
+            owned += [v for v in vars(sub).values() if isinstance(v, tensor_type)]
         for path, tensor in buffers:
             self._paths.setdefault(id(tensor), _quoted(path))
+            owned.append(tensor)
         self.allowed.update(storage_of(t) for t in owned)
 
     def open_span(self, path: str = "") -> None:
@@ -157,11 +161,12 @@ class Trace:
     def carries_data(self, tensor: Any) -> bool:
         return storage_of(tensor) not in self._constant
 
-    def record(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], event: bool) -> None:
+    def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], event: bool) -> None:
         span = self._spans[-1]
         span.ops += 1
         if not span.stopped:
-            text = op_text(func, args, dict(sorted(kwargs.items())), self._refer)
+            ordered = dict(sorted(kwargs.items())) if len(kwargs) > 1 else kwargs
+            text = call_text(name, args, ordered, self._refer)
             span.items.append(text + FOLLOWS_DATA if event else text)
         if event and not all(s.stopped for s in self._spans):
             self._events += 1
@@ -198,7 +203,7 @@ class Trace:
 
     def _refer(self, tensor: Any) -> str | None:
         path = self._paths.get(id(tensor))
-        return None if path is None else relative_path(self._spans[-1].path, path)
+        return None if path is None else _relative(self._spans[-1].path, path)
 
     def _module_running(self) -> str | None:
         """The path of the innermost module of the tree whose code is running."""
@@ -219,6 +224,11 @@ class Trace:
 @functools.lru_cache(maxsize=8192)  # (a suite's models share their module paths)
 def _quoted(path: str) -> str:
     return ".".join(quote(name, safe="") for name in path.split(".")) if path else ""
+
+
+@functools.lru_cache(maxsize=8192)  # (each span refers to its own few parameters)
+def _relative(base: str, path: str) -> str:
+    return relative_path(base, path)
 
 
 def _seen_from(where: str, item: str | SubCall) -> str | SubCall:
@@ -250,22 +260,22 @@ def _inplace_position(func: Any) -> int | None:
     return _INPLACE_ARGUMENT[func]
 
 
-def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Iterator[Any]:
+def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
     raw = getattr(func, "__name__", "")
-    if kwargs.get("out") is not None:
-        yield from tensors_in((kwargs["out"],))
+    found = tensor_list((kwargs["out"],)) if kwargs.get("out") is not None else []
     if args and ((name.endswith("_") and not raw.startswith("__")) or raw in _IN_PLACE_DUNDERS):
-        yield from tensors_in((args[0],))
-        return
+        return found + tensor_list((args[0],))
     position = _inplace_position(func) if "inplace" in kwargs or len(args) > 1 else None
     inplace = kwargs.get("inplace") if position is None or len(args) <= position else args[position]
     if inplace is True and args:
-        yield from tensors_in((args[0],))
+        found += tensor_list((args[0],))
     if name == "batch_norm" and (args[5] if len(args) > 5 else kwargs.get("training")):
-        yield from tensors_in(args[1:3])
+        found += tensor_list(args[1:3])
+    return found
 
 
 def _mode_class() -> type:
+    from torch import Tensor
     from torch._C import DisableTorchFunction
     from torch.overrides import TorchFunctionMode
 
@@ -289,8 +299,9 @@ def _mode_class() -> type:
                 with DisableTorchFunction():
                     name = op_name(func)
                     dispatch = _needs_dispatch(name, args, kwargs)
-                    written = list(_written(func, name, args, kwargs))
-                    trace.check_writes(func, written)
+                    written = _written(func, name, args, kwargs)
+                    if written:
+                        trace.check_writes(func, written)
             except Exception as exc:  # (a failure of the tracer must not reach the forward)
                 trace.fail(exc)
                 return func(*args, **kwargs)
@@ -302,12 +313,12 @@ def _mode_class() -> type:
             try:
                 with DisableTorchFunction():
                     event = follows_data(name, args, kwargs, trace.carries_data)
-                    made = list(tensors_in((out,)))
+                    made = [out] if isinstance(out, Tensor) else tensor_list((out,))
                     if event or made or written:
                         tensors = Tensors(args, kwargs, made)
                         trace.follow(name, args, kwargs, tensors, written)
                         trace.account(name, tensors, written)
-                        trace.record(func, args, kwargs, event)
+                        trace.record(name, args, kwargs, event)
                         counted = _counted(name, args, kwargs, out) if flops is None else flops
                         trace.flops += counted
             except Exception as exc:
