@@ -129,6 +129,8 @@ class Session:
     other_failures: int = 0
     #: test id -> (ratio current/baseline, low, high), from the reports
     ratios: dict[str, tuple[float, float, float]] = field(default_factory=dict)
+    #: ids of the tests that failed on performance
+    perf_failed: list[str] = field(default_factory=list)
     baselines: int = 0
     seconds: float = 0.0
 
@@ -175,6 +177,7 @@ def pytest_session(
                 session.cost_failures += 1
             elif "performance regression" in text:
                 session.perf_failures += 1
+                session.perf_failed.append(case.get("name", ""))
             else:
                 session.other_failures += 1
     session.ratios = calibrated_ratios(root, report)
@@ -298,7 +301,7 @@ def model_medians(project: Path) -> dict[str, float]:
         data = json.loads(path.read_text())
         stored[data["hash"]] = data["timing"]["median_s"]
     for test in report["tests"]:
-        build = test["nodeid"].split("[", 1)[1].split("-", 1)[0]
+        build = model_of(test["nodeid"])
         for w in test["workloads"]:
             if w["parent"] is None and w["hash"] in stored:
                 medians.setdefault(build, []).append(stored[w["hash"]])
@@ -359,6 +362,40 @@ def report(results: list[LoadResult], skipped: list[str], args: argparse.Namespa
             cells.append(" / ".join(f"{x}/{n}" for x, n in counts))
         curve.append(cells)
     print(markdown_table(["load", *(f"tolerance {t:.0%}" for t in TOLERANCES)], curve))
+    print("\nBy model: false alarms / " + " / ".join(f"+{s:.0%}" for s in args.regressions))
+    print(markdown_table(["load", *MODELS], [by_model(r) for r in results]))
+
+
+MODELS = ("mlp", "cnn", "mobilenet", "resnet")
+
+
+def model_of(test: str) -> str:
+    return test.split("[", 1)[1].split("-", 1)[0]
+
+
+def by_model(r: LoadResult) -> list[str]:
+    sessions = [r.unchanged, *r.regressed.values()]
+    cells = [r.name]
+    for model in MODELS:
+        counts = []
+        for s in sessions:
+            runs = sum(model_of(t) == model for t in s.ratios)
+            counts.append(f"{sum(model_of(t) == model for t in s.perf_failed)}/{runs}")
+        cells.append(" / ".join(counts))
+    return cells
+
+
+def dump(results: list[LoadResult], path: Path) -> None:
+    """Every session's per-test ratios and performance failures, for analysis."""
+    data = {
+        r.name: {
+            name: {"ratios": s.ratios, "perf_failed": s.perf_failed}
+            for name, s in [("unchanged", r.unchanged)]
+            + [(f"+{k:.0%}", v) for k, v in r.regressed.items()]
+        }
+        for r in results
+    }
+    path.write_text(json.dumps(data, indent=1))
 
 
 def _offline(s: Session, tolerance: float) -> tuple[int, int]:
@@ -377,6 +414,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--injections", default="slow,copy", help="slow,copy (both)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", type=Path, default=None, help="build the project here, keep it")
+    parser.add_argument("--dump", type=Path, default=None, help="write per-test ratios here")
     args = parser.parse_args(argv)
     # a timeout's SIGTERM runs the cleanups too: no spinner or cgroup outlives the run
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -426,6 +464,8 @@ def main(argv: list[str] | None = None) -> None:
         f"{' '.join(load_average)}; {time.perf_counter() - started:.0f} s\n"
     )
     report(results, skipped, args)
+    if args.dump is not None:
+        dump(results, args.dump)
     if args.keep is None:
         shutil.rmtree(project)
 

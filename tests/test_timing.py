@@ -117,6 +117,58 @@ def test_fast_calls_are_timed_in_blocks():
     assert stopwatch.calls >= 1000 * len(samples)  # each sample is a block of 1 ms
 
 
+def test_a_slow_workload_gets_the_target_samples_past_the_budget():
+    clock = FakeClock()
+    stopwatch = FakeStopwatch(clock, [0.01, 0.011])
+    policy = TimingPolicy(budget_s=0.1, precision=0.0)
+    assert len(timed_samples(stopwatch, policy, clock)) == policy.target_samples
+
+
+def test_the_overrun_bounds_a_very_slow_workload():
+    clock = FakeClock()
+    stopwatch = FakeStopwatch(clock, [0.05, 0.055])
+    policy = TimingPolicy(budget_s=0.2, precision=0.0)
+    samples = timed_samples(stopwatch, policy, clock)
+    assert MIN_SAMPLES < len(samples) < policy.target_samples
+    # stopped by the first pair of blocks (at most 70 ms here) past the overrun
+    assert policy.budget_s * policy.overrun <= clock.now_ns / 1e9 <= 0.8 + 0.07
+
+
+class CountingStopwatch(FakeStopwatch):
+    """Counts the kernel's calls inside each timed block."""
+
+    def __init__(self, clock, durations_s):
+        super().__init__(clock, durations_s)
+        self.kernel_blocks: list[int] = []
+
+    def __call__(self, fn, number):
+        if fn is counted_kernel:
+            self.kernel_blocks.append(number)
+            self.clock.now_ns += int(number * 1e6)
+            return Lap(number * 1e-3, number * 1e-3)
+        return super().__call__(fn, number)
+
+
+UNTIMED = []
+
+
+def counted_kernel():
+    UNTIMED.append(1)
+
+
+def test_the_kernel_block_follows_the_workload_block_and_starts_warm():
+    clock = FakeClock()
+    stopwatch = CountingStopwatch(clock, [0.04])
+    policy = TimingPolicy(budget_s=0.1, precision=0.0)
+    UNTIMED.clear()
+    samples = measure(lambda: None, stopwatch, policy, clock, reference=counted_kernel).wall_s
+    # after the warm-up's single calls, each block of the kernel lasts a quarter of the 40 ms
+    # workload block, and one untimed call of the kernel precedes it
+    blocks = stopwatch.kernel_blocks[-len(samples) :]
+    assert blocks == [10] * len(samples)
+    assert len(UNTIMED) == len(samples)
+
+
 def test_max_samples_bounds_the_loop():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [0.001, 0.002])

@@ -130,6 +130,16 @@ class TimingPolicy:
     precision: float = 0.02
     #: enough for a verdict (a replayed timing is always judged)
     min_samples: int = MIN_SAMPLES
+    #: Samples sought past the budget, for as long as ``overrun`` budgets: with a few samples
+    #: the median's interval is their whole range, so a workload of tens of milliseconds would
+    #: otherwise be judged on 6 to 8 samples and an interval of +/-10% (docs/benchmarks.md,
+    #: section 13).
+    target_samples: int = 15
+    #: The calibration block lasts this share of the workload's block at least: a kernel block
+    #: of a few calls after a long workload block varies by +/-15% with the caches that block
+    #: left, and the ratio's noise would be the kernel's.
+    reference_share: float = 0.25
+    overrun: float = 4.0
     max_samples: int = 1000
     #: Each block of calls (workload, then calibration) lasts this long at least on the ratio
     #: clock: long beside the clock's resolution and a call's cold start, short beside the
@@ -313,18 +323,24 @@ def measure(
         per_call = min(per_call, stopwatch(fn, 1).ratio_s)
         per_reference = min(per_reference, stopwatch(reference, 1).ratio_s)
     number = _block(policy.min_block_s, per_call)
-    reference_number = _block(policy.min_block_s, per_reference)
+    reference_number = _block(
+        max(policy.min_block_s, number * per_call * policy.reference_share), per_reference
+    )
 
     samples = Samples([], [], [])
     while len(samples.wall_s) < policy.max_samples:
         lap = stopwatch(fn, number)
+        reference()
         calibration = stopwatch(reference, reference_number).ratio_s / reference_number
         samples.wall_s.append(lap.wall_s / number)
         samples.ratios.append(lap.ratio_s / number / max(calibration, _RESOLUTION_S))
         samples.calibration_s.append(calibration)
         if len(samples.wall_s) < policy.min_samples:
             continue
-        if spent() >= policy.budget_s:
+        if spent() >= policy.budget_s and (
+            len(samples.wall_s) >= policy.target_samples
+            or spent() >= policy.budget_s * policy.overrun
+        ):
             break
         # A precise-looking median from a few milliseconds says more about that moment than
         # about the workload: spend a fifth of the budget at least.
