@@ -200,8 +200,7 @@ class WorkloadSession:
         test = recorder.workloads()
         self.add(test)
         if snapshot is not None and not (passed and self.settings.snapshot):
-            kept = self.snapshots.keep(snapshot)  # a failed test's table says nothing
-            self.notes += (Note(test.nodeid, n) for n in kept)
+            self.snapshots.keep(snapshot)  # a failed test's table says nothing
         if not passed:
             return Outcome()
         errors = [f"pytest-workload could not record: {one_line(e)}" for e in recorder.errors]
@@ -213,7 +212,7 @@ class WorkloadSession:
         # collapsed) would replace a good one.
         writes = not (failures and self.settings.update)
         if snapshot is not None and not writes:
-            self.notes += (Note(test.nodeid, n) for n in self.snapshots.keep(snapshot))
+            self.snapshots.keep(snapshot)
         elif snapshot is not None:
             # a test that is not replayed is one recorded only by --workload-record=all
             result = self.snapshots.check(

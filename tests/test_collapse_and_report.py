@@ -129,7 +129,7 @@ def test_report_tree_shows_each_child_once_under_its_caller():
     assert "            a, b (executed 2×)" in lines
 
 
-def test_callers_and_paths_survive_json_and_older_json_links_by_hash():
+def test_callers_and_paths_survive_json_and_a_row_without_its_caller_is_refused():
     table = twins_table()
     data = table.to_dict()
     assert [w["caller"] for w in data["workloads"]] == [None, 0, 1, 1]
@@ -142,11 +142,9 @@ def test_callers_and_paths_survive_json_and_older_json_links_by_hash():
     copy = TestWorkloads.from_dict(data)
     assert copy == table
     assert table.children(copy.workloads[1]) == table.children(table.workloads[1])
-    for w in data["workloads"]:
-        del w["caller"]
-    older = TestWorkloads.from_dict(data)
-    a = older.workloads[1]
-    assert [w.name for w in older.children(a)] == ["a.0", "a.1"]
+    del data["workloads"][2]["caller"]
+    with pytest.raises(WorkloadDataError, match="workload 2: no 'caller'"):
+        TestWorkloads.from_dict(data)
 
 
 @pytest.mark.parametrize("caller", [1, 5, -1])

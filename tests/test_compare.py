@@ -11,9 +11,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 import torch
-from torch import nn
 
-from pytest_workload import SessionReport, TestWorkloads, WorkloadRecorder, expand_paths
+from pytest_workload import SessionReport, TestWorkloads, WorkloadRecorder
 from pytest_workload.__main__ import main
 from pytest_workload._measure.timing import summarize
 from pytest_workload._model.files import write_report
@@ -121,48 +120,6 @@ def test_markdown_is_a_table_with_details():
         line.startswith("| **changed** | <code>t.py::test</code> | model |") for line in lines
     )
     assert "<details><summary>What changed</summary>" in lines
-
-
-def layers(count: int) -> TestWorkloads:
-    """A model of ``count`` identical layers at depth 1: one root row, one grouped row."""
-    recorder = WorkloadRecorder("t.py::test", max_depth=1, timing=False)
-    model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(count)])
-    with recorder.recording(all_roots=True):
-        model(torch.rand(2, 4))
-    return recorder.workloads()
-
-
-def per_path(data: dict) -> dict:
-    """A report as schema 3 wrote it: a row per path (roots stay first, so callers hold)."""
-    for test in data["tests"]:
-        rows = []
-        for w in test["workloads"]:
-            rows += [{**w, "name": p} for p in expand_paths(w.pop("paths"))]
-        test["workloads"] = rows
-    return {**data, "schema_version": 3}
-
-
-def test_an_old_report_with_a_row_per_path_compares_with_a_grouped_one():
-    head = report(layers(3))
-    old = SessionReport.from_dict(per_path(head.to_dict()))
-    assert [len(t.workloads) for t in (old.tests[0], head.tests[0])] == [4, 2]
-    assert [w.paths for w in old.tests[0]][1:] == [("0",), ("1",), ("2",)]
-    same = compare_reports(old, head)
-    assert [r.verdict for r in same.rows] == ["ok"] and not same.regressed
-
-    fewer = per_path(head.to_dict())
-    del fewer["tests"][0]["workloads"][3]  # the release before ran one layer fewer
-    comparison = compare_reports(SessionReport.from_dict(fewer), head)
-    assert comparison.regressed
-    (changed,) = [r for r in comparison.rows if r.verdict == "changed"]
-    assert (changed.name, changed.details) == ("[0-2]", ("paths [0-1] -> [0-2]",))
-    markdown = render_comparison_markdown(comparison)
-    assert any(
-        line.startswith("| **changed** | <code>t.py::test</code> | \\[0-2\\] |")
-        for line in markdown
-    )
-    assert "  - paths \\[0-1\\] -&gt; \\[0-2\\]" in markdown
-    assert "  changed   [0-2] (float32[2, 4])  " in "\n".join(render_comparison(comparison))
 
 
 def test_cli_exit_status_and_formats(tmp_path, capsys):

@@ -168,14 +168,14 @@ def test_a_snapshot_from_before_dtypes_were_kept_says_structure_changed():
     assert change.details[0].startswith("structure changed (structure hash ")
 
 
-def per_path(doc: SnapshotDocument, layout: int = 2) -> str:
-    """The document as a format 1 or 2 snapshot held it: an entry per path."""
+def per_path(doc: SnapshotDocument) -> str:
+    """The document as a format 1 snapshot (fingerprint scheme 1) held it: an entry per path."""
     data = doc.to_dict()
     entries = []
     for entry in data["workloads"]:
         patterns = entry.pop("paths")
         entries += [{**entry, "name": p} for p in expand_paths(patterns)]
-    return json.dumps({**data, "pytest_workload_snapshot": layout, "workloads": entries})
+    return json.dumps({**data, "pytest_workload_snapshot": 1, "workloads": entries})
 
 
 def stack(count: int) -> nn.Module:
@@ -186,11 +186,9 @@ def test_an_entry_per_path_is_folded_into_one_entry_per_workload_when_read():
     model = stack(3)
     new = document(lambda: model(torch.rand(2, 4)), max_depth=2)
     assert [e.patterns for e in new.entries] == [["model"], ["[0-2]"], ["[0-2].0"], ["[0-2].1"]]
-    for layout in (1, 2):
-        old = SnapshotDocument.from_text(per_path(new, layout))
-        assert old.format == layout and old.entries == new.entries
-        assert documents_match(old, new) and compare_documents(old, new) == []
-    assert SnapshotDocument.from_text(new.to_text()).format == 4
+    old = SnapshotDocument.from_text(per_path(new))
+    assert old.entries == new.entries
+    assert documents_match(old, new) and compare_documents(old, new) == []
 
 
 def test_entries_that_differ_in_more_than_their_name_are_not_folded():

@@ -335,21 +335,6 @@ def test_syrupy_without_the_plugin_deletes_no_workload_snapshot(pytester, suite)
     assert snapshots(pytester) == before
 
 
-def test_a_snapshot_in_the_old_location_is_moved(pytester, suite):
-    suite(two_shapes())
-    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
-    content = stored(pytester).read_bytes()
-    old = pytester.path / "__snapshots__" / "test_models" / "test_two_shapes.workloads"
-    old.parent.mkdir(parents=True)
-    os.replace(stored(pytester), old)
-    result = pytester.runpytest(*GATE)
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(
-        lit("*: moved __snapshots__*test_two_shapes.workloads to __workload_snapshots__*")
-    )
-    assert stored(pytester).read_bytes() == content and not old.exists()
-
-
 # 7. Writes never leave the rootdir -----------------------------------------------------------
 
 

@@ -69,18 +69,6 @@ def test_measured_round_trips_and_rejects_an_unknown_way():
         Measured("guessed", "first call")
 
 
-def test_a_schema_1_report_is_still_read_without_measured():
-    from pytest_workload import SessionReport
-
-    w = _workload()
-    data = w.to_dict()
-    del data["measured"]
-    report = {"schema_version": 1, "fingerprint_scheme": 1, "tests": []}
-    report["tests"] = [{"nodeid": "t.py::t", "workloads": [data]}]
-    read = SessionReport.from_dict(report)
-    assert read.schema_version == 1 and read.tests[0].workloads[0].measured is None
-
-
 def _layer(name: str, paths: tuple[str, ...] = ()) -> Workload:
     return dataclasses.replace(
         _workload(), name=name, paths=paths, depth=1, parent="b" * 64, hash="e" * 64
@@ -122,16 +110,3 @@ def test_both_readers_reject_paths_that_are_malformed_or_miss_the_name(paths, me
         data["paths"] = paths
         with pytest.raises(WorkloadDataError, match=message):
             cls.from_dict(data)
-
-
-def test_a_schema_3_report_reads_each_row_as_its_one_path():
-    from pytest_workload import SessionReport
-
-    data = _layer("blocks.0").to_dict()
-    del data["paths"]
-    report = {"schema_version": 3, "fingerprint_scheme": 2, "tests": []}
-    report["tests"] = [{"nodeid": "t.py::t", "workloads": [_workload().to_dict(), data]}]
-    del report["tests"][0]["workloads"][0]["paths"]
-    read = SessionReport.from_dict(report)
-    assert [w.paths for w in read.tests[0]] == [("model",), ("blocks.0",)]
-    assert read.schema_version == 3

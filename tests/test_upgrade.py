@@ -156,34 +156,6 @@ def data_torch() -> str:
     return importlib.metadata.version("torch")
 
 
-def test_a_format_1_snapshot_still_matches_and_update_adds_the_descriptions(pytester, suite):
-    stored = _written(pytester, suite)
-    data = json.loads(stored.read_text())
-    data["pytest_workload_snapshot"] = 1
-    del data["modules"], data["libraries"]
-    for entry in data["workloads"]:
-        del entry["paths"]
-    stored.write_text(json.dumps(data, indent=2))
-    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
-
-    _norms(suite, "m.variant = 'b'")
-    old = pytester.runpytest("--workload-snapshot", "--workload-accept-upgrade")
-    old.assert_outcomes(failed=1)
-    old.stdout.fnmatch_lines(lit("*the stored snapshot holds no module descriptions*"))
-
-    _norms(suite)
-    updated = pytester.runpytest("--workload-snapshot", "--snapshot-update")
-    updated.assert_outcomes(passed=1)
-    updated.stdout.fnmatch_lines(
-        lit(
-            "*added module descriptions, paths (one entry per workload, with every path that "
-            "ran it) to __workload_snapshots__*"
-        )
-    )
-    rewritten = json.loads(stored.read_text())
-    assert rewritten["pytest_workload_snapshot"] == 4 and rewritten["modules"]
-
-
 def test_the_report_holds_every_description_once_also_from_xdist_workers(pytester, suite, mode):
     _norms(suite)
     pytester.runpytest("--workload-json=report.json", *mode).assert_outcomes(passed=1)

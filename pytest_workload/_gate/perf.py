@@ -131,6 +131,11 @@ class PerfGate:
                     f"timing baseline {one_line(str(exc))}: upgrade pytest-workload to use it. "
                     "It is left as it is, also under --snapshot-update"
                 ]
+            if exc.old and not self.update:
+                return [
+                    f"timing baseline {one_line(str(exc))}; rewrite it with "
+                    f"{self.commands.baseline}"
+                ]
             if not self.update:
                 return [
                     f"corrupt timing baseline {one_line(str(exc))}; fix it, delete it or rewrite "

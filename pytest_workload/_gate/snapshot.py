@@ -70,15 +70,13 @@ class SnapshotGate:
             notes=() if result.note is None else (Note(test.nodeid, result.note),),
         )
 
-    def keep(self, snapshot: Snapshot) -> tuple[str, ...]:
-        """Leave the stored table as it is, counted as used (a failed test, or no gate); the
-        notes say if it was first moved from where older releases kept it."""
+    def keep(self, snapshot: Snapshot) -> None:
+        """Leave the stored table as it is, counted as used (a failed test, or no gate)."""
         from .syrupy_ext import keep_snapshot
 
-        result = keep_snapshot(snapshot, self.rootdir)
+        result = keep_snapshot(snapshot)
         if result.kept is not None:
             self.kept.append(result.kept)
-        return () if result.note is None else (result.note,)
 
     def _legacy_documents(self, test: TestWorkloads) -> dict[int, SnapshotDocument]:
         """The test's table as each older scheme would have written it."""

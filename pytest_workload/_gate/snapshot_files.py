@@ -11,15 +11,13 @@ from pathlib import Path
 from typing import Final
 
 from .._identity.fingerprint import BUILTIN_SCHEMES
-from .._model.errors import CorruptFileError, FileWriteError, WorkloadDataError
+from .._model.errors import CorruptFileError, FileWriteError, OldFormatError, WorkloadDataError
 from .._model.files import read_text, write_text_atomic
 from .._model.hashes import short
 from .._model.snapshot import SnapshotDocument
 from .._model.strict_json import load_json
 from .._model.versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
-from .._render.escape import one_line
 from .._verdict.cost_diff import shrunk
-from .._verdict.diff import missing_fields
 
 #: Where workload snapshots live, beside each test module: not syrupy's ``__snapshots__``.
 SNAPSHOT_DIRNAME: Final = "__workload_snapshots__"
@@ -89,6 +87,8 @@ class Stored:
 
     too_new: str | None = None
     corrupt: str | None = None
+    #: ``corrupt`` says the file is of a format no release wrote: regenerating it is due.
+    old: bool = False
 
 
 def inspect_stored(path: Path, scheme: int) -> Stored:
@@ -105,6 +105,8 @@ def inspect_stored(path: Path, scheme: int) -> Stored:
         return Stored(too_new=too_new)
     try:
         stored = SnapshotDocument.from_dict(data)
+    except OldFormatError as exc:
+        return Stored(corrupt=str(exc), old=True)
     except WorkloadDataError as exc:
         return Stored(corrupt=str(exc))
     return Stored(corrupt=_unverified(stored))
@@ -131,23 +133,3 @@ def shrunk_note(path: Path, shown: str, document: SnapshotDocument, update: bool
         return None
     how = "recorded" if update else "--snapshot-update records them"
     return f"costs shrank in {shown} ({how}): " + "; ".join(lines)
-
-
-def complete_fields(path: Path, shown: str, document: SnapshotDocument) -> str | None:
-    """Under ``--snapshot-update``, rewrite a matching table that lacks fields this release
-    stores, or keeps an entry per path (syrupy leaves a matching file alone)."""
-    stored = read_stored(path)
-    if stored is None:
-        return None
-    missing = missing_fields(stored, document)
-    if document.modules and not stored.modules:
-        missing.append("module descriptions")
-    if stored.format < 3:  # (format 3 keeps one entry per workload)
-        missing.append("paths (one entry per workload, with every path that ran it)")
-    if not missing:
-        return None
-    try:
-        write_text_atomic(path, document.to_text())
-    except FileWriteError as exc:
-        return f"could not add {', '.join(missing)} to {shown}: {one_line(exc.reason)}"
-    return f"added {', '.join(missing)} to {shown} (an older release did not store them)"

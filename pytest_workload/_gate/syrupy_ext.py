@@ -34,10 +34,8 @@ from .._verdict.signatures_only import signature_changes
 from .._verdict.upgrade import upgrade_refusals
 from .rewrites import rewrite_migrated, rewrite_upgraded
 from .snapshot_files import (
-    NAME_MAX,
     SNAPSHOT_DIRNAME,
     SNAPSHOT_SUFFIX,
-    complete_fields,
     inspect_stored,
     read_stored,
     shrunk_note,
@@ -167,18 +165,16 @@ def _decoded(path: Path) -> str | None:
         return None
 
 
-def keep_snapshot(snapshot: SnapshotAssertion, rootdir: Path | None = None) -> SnapshotResult:
+def keep_snapshot(snapshot: SnapshotAssertion) -> SnapshotResult:
     """Mark a test's stored table as used without comparing or rewriting it: for a test that
     did not pass, or a session without the gate, whose table says nothing about the stored
-    one. The note says when a table was first moved from the old location (or could not be);
-    ``kept`` is the table's location, None when there is none."""
+    one. ``kept`` is the table's location, None when there is none."""
     assertion = snapshot.use_extension(WorkloadSnapshotExtension)
-    moved, refused = _adopt_legacy(assertion, rootdir)
     location = _location(assertion)
     text = _decoded(Path(location))
     if text is not None:
         assertion == _Kept(text)  # noqa: B015 (a match that syrupy records as a use)
-    return SnapshotResult(note=moved or refused, kept=None if text is None else location)
+    return SnapshotResult(kept=None if text is None else location)
 
 
 def uncount_kept(syrupy_session: SnapshotSession | None, kept: Collection[str]) -> None:
@@ -194,47 +190,6 @@ def uncount_kept(syrupy_session: SnapshotSession | None, kept: Collection[str]) 
         if collection.location not in unchecked:
             checked.add(collection)
     report.matched = checked
-
-
-def _legacy_location(assertion: SnapshotAssertion) -> Path:
-    """Where earlier releases kept this test's table: in syrupy's ``__snapshots__``, under
-    syrupy's own (lossy) file name."""
-    test_location = assertion.test_location
-    name = AbstractSyrupyExtension.get_snapshot_name(
-        test_location=test_location, index=assertion.index
-    )
-    stem = SingleFileSnapshotExtension._sanitize_filename(name)[: NAME_MAX - len(SNAPSHOT_SUFFIX)]
-    directory = SingleFileSnapshotExtension.dirname(test_location=test_location)
-    return Path(directory) / f"{stem}{SNAPSHOT_SUFFIX}"
-
-
-def _adopt_legacy(
-    assertion: SnapshotAssertion, rootdir: Path | None
-) -> tuple[str | None, str | None]:
-    """Move a table from the old location to the new one; (note, failure)."""
-    old, new = _legacy_location(assertion), Path(_location(assertion))
-    if not old.is_file():
-        return None, None
-    shown_old, shown_new = _display(str(old), rootdir), _display(str(new), rootdir)
-    if new.exists():
-        return (
-            f"{shown_old} is left over from an older pytest-workload, which kept workload "
-            f"snapshots there; {shown_new} is the one checked. Delete the old one",
-            None,
-        )
-    try:
-        new.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(old, new)
-    except OSError as exc:
-        return None, (
-            f"workload snapshot {shown_old} could not be moved to {shown_new}: "
-            f"{one_line(str(exc.strerror or exc))}. Move it there yourself"
-        )
-    return (
-        f"moved {shown_old} to {shown_new}: workload snapshots now have their own directory, "
-        "which syrupy run without this plugin never cleans up",
-        None,
-    )
 
 
 def check_snapshot(
@@ -262,9 +217,6 @@ def check_snapshot(
     assertion = snapshot.use_extension(_extension(cost_tolerance))
     location = _location(assertion)
     shown = _display(location, rootdir)
-    moved, refusal = _adopt_legacy(assertion, rootdir)
-    if refusal is not None:
-        return SnapshotResult(failure=refusal)
     real = None if rootdir is None else outside(Path(location), rootdir)
     if real is not None:
         return SnapshotResult(
@@ -273,7 +225,7 @@ def check_snapshot(
             kept=keep_snapshot(snapshot).kept,
         )
     if not document.entries and not os.path.exists(location):
-        return SnapshotResult(note=moved)
+        return SnapshotResult()
     try:
         SnapshotDocument.from_text(document.to_text())
     except WorkloadDataError as exc:  # what is written must read back, never as corrupt
@@ -291,9 +243,14 @@ def check_snapshot(
         )
     updating = bool(assertion.session.update_snapshots)
     if stored.corrupt is not None and not updating:
-        return SnapshotResult(
-            failure=_corrupt(shown, stored.corrupt, commands), kept=keep_snapshot(snapshot).kept
+        failure = (
+            f"workload snapshot {shown} is of {one_line(stored.corrupt)}; regenerate it with "
+            f"{commands.accept}"
+            if stored.old
+            else _corrupt(shown, stored.corrupt, commands)
         )
+        return SnapshotResult(failure=failure, kept=keep_snapshot(snapshot).kept)
+    note = None
     if stored.corrupt is not None:
         # rewritten here: a hand-edited entry may still match by hash, so syrupy would not
         try:
@@ -302,9 +259,8 @@ def check_snapshot(
             return SnapshotResult(
                 failure=f"workload snapshot {shown} could not be written: {one_line(exc.reason)}"
             )
-        corrupt = one_line(stored.corrupt)
-        moved = _join(moved, f"rewrote corrupt workload snapshot {shown} ({corrupt})")
-    note = moved
+        what = "" if stored.old else "corrupt "
+        note = f"rewrote {what}workload snapshot {shown} ({one_line(stored.corrupt)})"
     if legacy is not None and os.path.exists(location):
         refusal, migrated = rewrite_migrated(Path(location), shown, document, legacy, commands)
         if refusal is not None:
@@ -326,7 +282,6 @@ def check_snapshot(
             keep_snapshot(snapshot)  # used as it is, and counted as passed: it was checked
             return SnapshotResult(note=_join(note, signature_note(changes)))
     if assertion == document:
-        note = _join(note, complete_fields(Path(location), shown, document) if updating else None)
         return SnapshotResult(
             note=_join(note, shrunk_note(Path(location), shown, document, updating))
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 from .canonical import Json
 from .device import DeviceIdentity
-from .errors import FutureFormatError, WorkloadDataError
+from .errors import FutureFormatError, OldFormatError, WorkloadDataError
 from .fields import read_field, read_object
 from .signature import InputSignature, workload_key
 from .timing import Timing
@@ -69,7 +69,10 @@ class Baseline:
                 f"baseline format {version} (this release reads format {BASELINE_FORMAT})"
             )
         if version != BASELINE_FORMAT:
-            raise WorkloadDataError(f"baseline format {version} is not supported")
+            raise OldFormatError(
+                f"baseline format {version}, which only a development version before the first "
+                f"release wrote (this release reads format {BASELINE_FORMAT})"
+            )
         return cls(
             hash=read_field(d, "hash", str),
             key=_read_key(d),

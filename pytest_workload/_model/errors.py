@@ -38,14 +38,21 @@ class FutureFormatError(WorkloadDataError):
     """Stored data of a format newer than this release reads: left alone, never rewritten."""
 
 
+class OldFormatError(WorkloadDataError):
+    """Stored data of a format that only a development version before the first release
+    wrote: no release reads it; regenerating it is due."""
+
+
 class CorruptFileError(WorkloadError):
     """A file pytest-workload reads does not hold what it should; names the file. ``future``:
-    the file is of a newer format than this release reads (an upgrade, not a fix, is due)."""
+    the file is of a newer format than this release reads (an upgrade, not a fix, is due);
+    ``old``: of a format no release wrote (regenerating it is due)."""
 
-    def __init__(self, path: str, reason: str, *, future: bool = False) -> None:
+    def __init__(self, path: str, reason: str, *, future: bool = False, old: bool = False) -> None:
         self.path = path
         self.reason = reason
         self.future = future
+        self.old = old
         super().__init__(f"{path}: {reason}")
 
 

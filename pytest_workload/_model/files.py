@@ -23,6 +23,7 @@ import contextlib
 import copy
 import json
 import os
+import shlex
 import stat
 import sys
 import tempfile
@@ -31,7 +32,13 @@ from pathlib import Path
 from typing import Final, TypeVar
 
 from .canonical import Json
-from .errors import CorruptFileError, FileWriteError, FutureFormatError, WorkloadDataError
+from .errors import (
+    CorruptFileError,
+    FileWriteError,
+    FutureFormatError,
+    OldFormatError,
+    WorkloadDataError,
+)
 from .report import SessionReport
 from .strict_json import InvalidJsonError, load_json
 
@@ -177,10 +184,19 @@ def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:
         raise CorruptFileError(str(path), f"is {exc}") from None
     except FutureFormatError as exc:
         raise CorruptFileError(str(path), f"is of {exc}", future=True) from None
+    except OldFormatError as exc:
+        raise CorruptFileError(str(path), f"is of {exc}", old=True) from None
     except WorkloadDataError as exc:
         raise CorruptFileError(str(path), f"is not a {what}: {exc}") from None
 
 
 def read_report(path: Path) -> SessionReport:
     """Load a ``--workload-json`` report; a bad file is a CorruptFileError naming it."""
-    return read_json_file(path, SessionReport.from_dict, "workload report")
+    try:
+        return read_json_file(path, SessionReport.from_dict, "workload report")
+    except CorruptFileError as exc:
+        if not exc.old:
+            raise
+        command = shlex.join(["pytest", f"--workload-json={path}"])
+        reason = f"{exc.reason}; regenerate it with `{command}`"
+        raise CorruptFileError(exc.path, reason, old=True) from None

@@ -6,12 +6,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .canonical import Json
-from .errors import FutureFormatError, WorkloadDataError
+from .errors import FutureFormatError, OldFormatError, WorkloadDataError
 from .fields import read_field, read_object
 from .measured import BUDGET_SPENT, Measured
 from .modules import modules_to_dict, read_modules
 from .notes import Note
-from .versions import FINGERPRINT_SCHEME, READABLE_REPORT_SCHEMA_VERSIONS, REPORT_SCHEMA_VERSION
+from .versions import FINGERPRINT_SCHEME, REPORT_SCHEMA_VERSION
 from .workload import TestWorkloads
 
 
@@ -36,7 +36,6 @@ class SessionReport:
 
     scheme: int
     tests: tuple[TestWorkloads, ...]
-    schema_version: int = REPORT_SCHEMA_VERSION
     environment: Json = None
     #: What the session could not record, e.g. the tests of a crashed xdist worker.
     problems: tuple[str, ...] = ()
@@ -45,13 +44,8 @@ class SessionReport:
 
     @property
     def libraries(self) -> dict[str, str]:
-        """The library versions its tests recorded (torch from ``environment`` in a report
-        written before tests kept theirs)."""
-        found = {k: v for t in self.tests for k, v in t.libraries.items()}
-        torch = self.environment.get("torch") if isinstance(self.environment, dict) else None
-        if not found and isinstance(torch, str):
-            found["torch"] = torch.split("+")[0]
-        return found
+        """The library versions its tests recorded."""
+        return {k: v for t in self.tests for k, v in t.libraries.items()}
 
     @property
     def not_timed(self) -> int:
@@ -65,7 +59,7 @@ class SessionReport:
 
     def to_dict(self) -> dict[str, Json]:
         data: dict[str, Json] = {
-            "schema_version": self.schema_version,
+            "schema_version": REPORT_SCHEMA_VERSION,
             "fingerprint_scheme": self.scheme,
             "environment": self.environment,
             "problems": list(self.problems),
@@ -85,10 +79,15 @@ class SessionReport:
     def from_dict(cls, data: object) -> SessionReport:
         d = read_object(data, "report")
         version = read_field(d, "schema_version", int)
-        if version not in READABLE_REPORT_SCHEMA_VERSIONS:
+        if version < REPORT_SCHEMA_VERSION:
+            raise OldFormatError(
+                f"report schema_version {version}, which only a development version before the "
+                f"first release wrote (this release reads {REPORT_SCHEMA_VERSION})"
+            )
+        if version != REPORT_SCHEMA_VERSION:
             raise WorkloadDataError(
                 f"report schema_version {version} is not supported (this release reads "
-                f"{', '.join(map(str, READABLE_REPORT_SCHEMA_VERSIONS))})"
+                f"{REPORT_SCHEMA_VERSION})"
             )
         scheme = read_field(d, "fingerprint_scheme", int)
         if scheme > FINGERPRINT_SCHEME:
@@ -108,7 +107,6 @@ class SessionReport:
         return cls(
             scheme=scheme,
             tests=tests,
-            schema_version=version,
             environment=d.get("environment"),
             problems=tuple(str(p) for p in read_field(d, "problems", list, optional=True) or ()),
             notes=tuple(map(Note.from_dict, read_field(d, "notes", list, optional=True) or ())),

@@ -10,13 +10,13 @@ from typing import Any
 from .canonical import Json, canonical_json
 from .computation import Computation, computation_table, read_computations
 from .costs import Costs
-from .errors import WorkloadDataError
+from .errors import OldFormatError, WorkloadDataError
 from .fields import read_field, read_object, read_strings
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
 from .paths import Paths, name_first
 from .signature import InputSignature, workload_key
 from .strict_json import load_json
-from .versions import READABLE_SNAPSHOT_FORMATS, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .versions import SCHEME_1_SNAPSHOT_FORMAT, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .workload import Workload, check_links, check_paths, read_identity
 
 
@@ -108,8 +108,7 @@ class SnapshotEntry(Paths):
             "costs": None if self.costs is None else self.costs.to_dict(),
             "submodules": dict(self.submodules),
         }
-        # (absent when unknown, so that a snapshot written before they existed reads back as
-        # it was written)
+        # (absent when unknown or off, as in every snapshot written so far)
         if self.compute_hash is not None:
             out["compute_hash"] = self.compute_hash
         if self.data_dependent:
@@ -146,8 +145,8 @@ def _fold_key(entry: SnapshotEntry) -> tuple[object, ...]:
 
 def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
     """One entry per workload: entries equal in every stored field but their paths (the
-    rows of identical layers, which a format 1 or 2 snapshot and a schema 1 to 3 report keep
-    one per path) as the first of them, with every path."""
+    rows of identical layers, which a scheme 1 snapshot keeps one per path) as the first of
+    them, with every path."""
     folded: dict[tuple[object, ...], list[SnapshotEntry]] = {}
     for entry in entries:
         folded.setdefault(_fold_key(entry), []).append(entry)
@@ -163,17 +162,15 @@ def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
 class SnapshotDocument:
     """A test's workload table as stored in its snapshot file, with each distinct
     computation and each distinct module description of its workloads once, and the library
-    versions it was recorded with (a format 1 snapshot has no descriptions or versions, one
-    written before computations none of those). Only the entries decide a match; they are
-    folded (see :func:`fold`) by :meth:`of` and :meth:`from_dict`."""
+    versions it was recorded with (a scheme 1 snapshot, read only to migrate it, may have
+    none of those). Only the entries decide a match; they are folded (see :func:`fold`) by
+    :meth:`of` and :meth:`from_dict`."""
 
     scheme: int
     entries: tuple[SnapshotEntry, ...]
     computations: Mapping[str, Computation] = field(default_factory=dict, compare=False)
     modules: ModuleTable = field(default_factory=dict, compare=False)
     libraries: Mapping[str, str] = field(default_factory=dict, compare=False)
-    #: The layout it was read from (older ones are rewritten by ``--snapshot-update``).
-    format: int = field(default=SNAPSHOT_FORMAT, compare=False)
 
     @classmethod
     def of(
@@ -199,7 +196,7 @@ class SnapshotDocument:
             "fingerprint_scheme": self.scheme,
             "workloads": [e.to_dict() for e in self.entries],
         }
-        if self.libraries:  # (none: re-written from a format 1 snapshot)
+        if self.libraries:
             out["libraries"] = dict(sorted(self.libraries.items()))
         if self.computations:
             out["computations"] = dict(computation_table(list(self.computations.values())))
@@ -211,11 +208,16 @@ class SnapshotDocument:
     def from_dict(cls, data: object) -> SnapshotDocument:
         d = read_object(data, "snapshot")
         version = read_field(d, SNAPSHOT_FORMAT_KEY, int)
-        if version not in READABLE_SNAPSHOT_FORMATS:
-            readable = ", ".join(map(str, READABLE_SNAPSHOT_FORMATS))
+        scheme = read_field(d, "fingerprint_scheme", int)
+        if version > SNAPSHOT_FORMAT:
             raise WorkloadDataError(
-                f"snapshot format {version} is not supported (this release reads "
-                f"{readable}); upgrade pytest-workload or regenerate the snapshot"
+                f"snapshot format {version} is not supported (this release reads format "
+                f"{SNAPSHOT_FORMAT}); upgrade pytest-workload or regenerate the snapshot"
+            )
+        if version != SNAPSHOT_FORMAT and (version, scheme) != (SCHEME_1_SNAPSHOT_FORMAT, 1):
+            raise OldFormatError(
+                f"snapshot format {version}, which only a development version before the "
+                f"first release wrote (this release reads format {SNAPSHOT_FORMAT})"
             )
         entries = []
         for row, data in enumerate(read_field(d, "workloads", list)):
@@ -231,7 +233,6 @@ class SnapshotDocument:
                     f"workload {row}: compute_hash {entry.compute_hash[:16]!r} has no stored "
                     "operations in 'computations'"
                 )
-        scheme = read_field(d, "fingerprint_scheme", int)
         libraries = read_field(d, "libraries", dict, optional=True) or {}
         if not all(isinstance(v, str) for v in libraries.values()):
             raise WorkloadDataError("libraries must map distribution names to versions")
@@ -241,7 +242,6 @@ class SnapshotDocument:
             computations=computations,
             modules=read_modules(d.get("modules", {})),
             libraries=libraries,
-            format=version,
         )
 
     def to_text(self) -> str:

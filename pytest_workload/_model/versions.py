@@ -1,4 +1,7 @@
-"""Every format version pytest-workload writes, in one table."""
+"""Every format version pytest-workload writes, in one table.
+
+Each reader reads its current version only: earlier ones were written by development versions
+before the first release. Numbers are never reused."""
 
 from __future__ import annotations
 
@@ -10,10 +13,6 @@ from typing import Final
 #: calling row, with every path that ran it in ``paths`` (compressed patterns).
 REPORT_SCHEMA_VERSION: Final = 4
 
-#: Report versions this release reads (a version 1 report has no ``measured`` fields, one
-#: before 3 no module descriptions or library versions, one before 4 a row per path).
-READABLE_REPORT_SCHEMA_VERSIONS: Final = (1, 2, 3, 4)
-
 #: The fingerprint scheme this release computes (``_identity.fingerprint.CURRENT_SCHEME``);
 #: every scheme from 1 up to it is one a release computed.
 FINGERPRINT_SCHEME: Final = 2
@@ -23,9 +22,10 @@ FINGERPRINT_SCHEME: Final = 2
 #: every path that ran it in ``paths``; 4 each workload's ``costs``.
 SNAPSHOT_FORMAT: Final = 4
 
-#: Snapshot layouts this release reads (format 1 has no libraries or module descriptions;
-#: formats 1 and 2 keep an entry per path, folded into one per workload when read).
-READABLE_SNAPSHOT_FORMATS: Final = (1, 2, 3, 4)
+#: The layout of every snapshot of fingerprint scheme 1 (scheme 2 came before format 2): read
+#: only to migrate such a snapshot (``--workload-migrate``). Every other earlier number was
+#: written only by unreleased development versions and is refused; no number is reused.
+SCHEME_1_SNAPSHOT_FORMAT: Final = 1
 
 #: The field of a snapshot file that holds its layout version.
 SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"

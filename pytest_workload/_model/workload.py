@@ -25,7 +25,7 @@ from .timing import Timing
 @dataclass(frozen=True)
 class ParamStats:
     """Parameter count, bytes (from each parameter's real dtype) and distinct dtypes of a
-    module tree; ``dtypes`` is None when read from a report written before it was kept."""
+    module tree."""
 
     count: int
     bytes: int
@@ -89,7 +89,7 @@ class AlternateHash:
 
 def read_paths(d: Mapping[str, Any]) -> tuple[str, ...]:
     """``name`` and the paths its ``paths`` patterns stand for (just ``name`` when they are
-    absent: written before workloads kept every path, one row per path)."""
+    absent: a scheme 1 snapshot, which keeps one entry per path)."""
     name = read_field(d, "name", str)
     patterns = read_field(d, "paths", list, optional=True)
     if patterns is None:
@@ -138,9 +138,9 @@ class Workload(Paths):
     """One workload as seen in one test, under one calling workload.
 
     ``parent`` is the caller's hash; ``caller`` is the caller's row (its index in the test's
-    workloads). Both are None for a root; ``caller`` is also None in reports written before
-    it existed. A submodule workload that several paths ran (two identical layers) is one row
-    with every path in ``paths``; its counts and timings are over all of them.
+    workloads). Both are None for a root, and only for a root. A submodule workload that
+    several paths ran (two identical layers) is one row with every path in ``paths``; its
+    counts and timings are over all of them.
     """
 
     name: str
@@ -165,10 +165,10 @@ class Workload(Paths):
     caller: int | None = None
     #: Tells a change of parameter or buffer dtypes from one of structure (None: unknown).
     structure_hash_without_dtypes: str | None = None
-    #: How ``timing`` and ``flops`` were obtained (None in reports written before it existed).
+    #: How ``timing`` and ``flops`` were obtained (None for a root of a failed test).
     measured: Measured | None = None
     #: The hash of the operations its first traced call ran (None: not known, see
-    #: ``compute_unknown``; also in reports written before it existed).
+    #: ``compute_unknown``).
     compute_hash: str | None = None
     #: Two traced calls of this workload ran different operations.
     data_dependent: bool = False
@@ -301,7 +301,7 @@ class TestWorkloads:
         row = self._rows.get(id(parent))
         if row is None:
             row = self.workloads.index(parent)
-        return tuple(w for w in self.workloads if _called_by(w, parent, row))
+        return tuple(w for w in self.workloads if w.caller == row)
 
     def to_dict(self, modules: bool = True) -> dict[str, Json]:
         """With ``modules=False`` (the JSON report, which keeps one table for all its tests),
@@ -332,6 +332,9 @@ class TestWorkloads:
             except WorkloadDataError as exc:
                 raise WorkloadDataError(f"test {nodeid!r}, workload {row}: {exc}") from None
         check_links(workloads, f"test {nodeid!r}")
+        for row, w in enumerate(workloads):
+            if w.parent is not None and w.caller is None:
+                raise WorkloadDataError(f"test {nodeid!r}, workload {row}: no 'caller'")
         libraries = read_field(d, "libraries", dict, optional=True) or {}
         if not all(isinstance(v, str) for v in libraries.values()):
             raise WorkloadDataError(f"test {nodeid!r}: libraries must map names to versions")
@@ -382,9 +385,3 @@ def check_links(rows: Sequence[_Linked], where: str) -> None:
                 f"{where}, workload {row}: parent {r.parent!r} is not the hash of a workload at "
                 f"depth {r.depth - 1}"
             )
-
-
-def _called_by(w: Workload, parent: Workload, row: int) -> bool:
-    if w.caller is None:  # a report written before rows named their caller: link by hash
-        return w.parent == parent.hash and w.depth == parent.depth + 1
-    return w.caller == row

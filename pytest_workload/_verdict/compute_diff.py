@@ -3,8 +3,8 @@
 A computation's list stops where its operations start to follow the data (see
 :mod:`.._model.computation`), so no difference is ever found past that point.
 
-A stored entry without a compute hash (an older snapshot, a compiled or scripted module) has
-no computation on record: it agrees with any. A data-dependent workload (two calls of one
+A stored entry without a compute hash (a compiled or scripted module) has no computation on
+record: it agrees with any. A data-dependent workload (two calls of one
 signature ran different operations) agrees with any too, so its gate does not flap with the
 data; it is told by its ``data_dependent`` mark instead.
 """

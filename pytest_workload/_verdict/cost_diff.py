@@ -3,7 +3,7 @@
 Costs are counted, not timed (see :mod:`.._model.costs`), so any growth is the code's: the
 gate fails on growth beyond ``--workload-cost-tolerance`` (0: any), never on shrinking. Costs
 come from the trace that gives the compute hash, so they follow its rules: none on either side
-(not traced there, or stored by an older release) agrees with any, and a data-dependent
+(not traced there) agrees with any, and a data-dependent
 workload's are not compared (they follow the data).
 """
 

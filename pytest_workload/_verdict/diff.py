@@ -261,11 +261,6 @@ def _structure_lines(
         return [f"{dtypes or 'parameter or buffer dtypes changed'} (structure otherwise the same)"]
     hashes = f"{short(old.structure_hash)} -> {short(new.structure_hash)}"
     lines = [f"structure changed (structure hash {hashes})"]
-    if without is None and new.structure_hash_without_dtypes is not None:
-        lines.append(
-            "the stored snapshot has no structure_hash_without_dtypes (an older release wrote "
-            "it), so a dtype change cannot be told apart from a structure change"
-        )
     path = new.name if new.depth else ""
     fields = field_changes(
         old_doc.modules, new_doc.modules, old.structure_hash, new.structure_hash, path
@@ -345,28 +340,3 @@ def _diff_node(path: str, a: Json, b: Json) -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() == {"tuple"}:
         return _diff_node(path, a["tuple"], b["tuple"])
     return [f"input {path}: {format_node(a)} -> {format_node(b)}"]
-
-
-#: Fields that older releases did not store: a snapshot without them still matches, and
-#: ``--snapshot-update`` adds them.
-ADDED_FIELDS = (
-    "structure_hash_without_dtypes",
-    "param_dtypes",
-    "flops",
-    "param_bytes",
-    "compute_hash",
-    "costs",
-)
-
-
-def missing_fields(stored: SnapshotDocument, recorded: SnapshotDocument) -> list[str]:
-    """The fields the recorded table has and the matching stored one lacks."""
-    by_hash = {e.hash: e for e in recorded.entries}
-    missing = {
-        name
-        for old in stored.entries
-        if (new := by_hash.get(old.hash)) is not None
-        for name in ADDED_FIELDS
-        if getattr(old, name) is None and getattr(new, name) is not None
-    }
-    return sorted(missing)

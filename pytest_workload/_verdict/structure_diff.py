@@ -118,7 +118,7 @@ def field_changes(
     old_table: ModuleTable, new_table: ModuleTable, old: str, new: str, path: str
 ) -> list[FieldChange] | None:
     """Every changed field between two trees; None when a description is missing (a
-    snapshot written before descriptions were stored)."""
+    scheme 1 snapshot stores none)."""
     if old == new:
         return []
     a, b = old_table.get(old), new_table.get(new)

@@ -73,11 +73,6 @@ def upgrade_refusals(stored: SnapshotDocument, recorded: SnapshotDocument) -> li
     Workloads are paired in order: an upgrade changes hashes, never which calls ran."""
     if stored.scheme != recorded.scheme:
         return [f"fingerprint scheme {stored.scheme} -> {recorded.scheme} (migrate it instead)"]
-    if not stored.modules:
-        return [
-            "the stored snapshot holds no module descriptions (an older release wrote it), so "
-            "its parameters and children cannot be compared"
-        ]
     if len(stored.entries) != len(recorded.entries):
         return [f"{len(stored.entries)} workloads stored, {len(recorded.entries)} recorded"]
     memos: tuple[dict[str, str | None], dict[str, str | None]] = ({}, {})
