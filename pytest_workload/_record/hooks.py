@@ -6,7 +6,7 @@ and opens a root for the calls recorded (every one, or the tracked modules'). On
 root runs do it and its submodules down to the depth recorded hold hooks of the recorder's;
 they are put in as it opens and taken out as it returns or raises, so between calls the model
 is the one the test built. A settled root's submodules get none (see
-``rows.OBSERVED_CALLS``). While a root runs the watch is out of torch's table: every other
+``states.OBSERVED_CALLS``). While a root runs the watch is out of torch's table: every other
 module keeps torch's hook-free fast path.
 
 While the test traces or compiles its model (dynamo, ``torch.jit.trace``, fx, fake tensors)
