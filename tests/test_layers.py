@@ -15,6 +15,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "pytest_workload"
 #: Lowest first. A module may import from its own layer and from any layer before it.
 LAYERS = (
     "_model",
+    "_torch_internals",
     "_identity",
     "_measure",
     "_record",

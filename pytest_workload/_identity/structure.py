@@ -35,6 +35,7 @@ from .._model.modules import description_hash
 from .._model.signature import dtype_name, qualified_name
 from .._model.strict_json import INT_BOUND
 from .._model.workload import ParamStats
+from .._torch_internals import compiled_original, own_buffers, own_children, own_parameters
 
 if TYPE_CHECKING:
     from torch import nn
@@ -53,8 +54,8 @@ StructureMemo = MutableMapping[tuple[int, bool], tuple["nn.Module", str]]
 
 
 def is_compiled(module: nn.Module) -> bool:
-    """A ``torch.compile`` wrapper (checked by shape, so torch._dynamo is never imported)."""
-    return type(module).__name__ == "OptimizedModule" and hasattr(module, "_orig_mod")
+    """A ``torch.compile`` wrapper."""
+    return compiled_original(module) is not None
 
 
 def is_scripted(module: nn.Module) -> bool:
@@ -69,8 +70,9 @@ def unwrap(module: nn.Module) -> nn.Module:
     import torch
 
     while True:
-        if is_compiled(module):
-            module = module._orig_mod  # type: ignore[assignment]
+        original = compiled_original(module)
+        if original is not None:
+            module = original
         elif isinstance(module, (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)):
             module = module.module
         else:
@@ -205,8 +207,8 @@ def structure_node(module: nn.Module, children: list[Json]) -> dict[str, Json]:
         "class_path": class_name(module),
         "attributes": _attributes(module),
         "training": module.training,
-        "parameters": tensor_entries(iter(module._parameters.items())),
-        "buffers": tensor_entries(iter(module._buffers.items())),
+        "parameters": tensor_entries(iter(own_parameters(module).items())),
+        "buffers": tensor_entries(iter(own_buffers(module).items())),
         "children": children,
     }
     if is_scripted(module):
@@ -240,7 +242,7 @@ def structure_hash(
         return cached[1]
     children: list[Json] = [
         [name, None if child is None else structure_hash(child, memo, node, descriptions)]
-        for name, child in target._modules.items()
+        for name, child in own_children(target).items()
     ]
     digest, description = _interned(node(target, children))
     if descriptions is not None:
@@ -276,7 +278,7 @@ def child_structure_hashes(
     target = unwrap(module)
     return tuple(
         (name, structure_hash(child, memo, node))
-        for name, child in target._modules.items()
+        for name, child in own_children(target).items()
         if child is not None
     )
 
@@ -301,8 +303,8 @@ def _subtree_params(module: nn.Module, memo: StatsMemo) -> _Params:
         return cached
     from torch.nn.parameter import is_lazy
 
-    own = {id(p): p for p in module._parameters.values() if p is not None and not is_lazy(p)}
-    parts = [_subtree_params(c, memo) for c in module._modules.values() if c is not None]
+    own = {id(p): p for p in module.parameters(recurse=False) if not is_lazy(p)}
+    parts = [_subtree_params(c, memo) for c in module.children()]
     found = dict(own)
     for part in parts:
         found.update(part[1])

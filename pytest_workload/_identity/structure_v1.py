@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Final
 
 from .._model.canonical import Json
 from .._model.signature import qualified_name
+from .._torch_internals import own_buffers, own_parameters
 from .structure import ADDRESS, class_name, is_scripted, tensor_entries
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def structure_node_v1(module: nn.Module, children: list[Json]) -> dict[str, Json
         "config": _config(module),
         "attributes": _attributes(module),
         "training": module.training,
-        "parameters": tensor_entries(iter(module._parameters.items())),
-        "buffers": tensor_entries(iter(module._buffers.items())),
+        "parameters": tensor_entries(iter(own_parameters(module).items())),
+        "buffers": tensor_entries(iter(own_buffers(module).items())),
         "children": children,
     }

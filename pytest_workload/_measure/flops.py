@@ -16,6 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from .._torch_internals import (
+    cpu_flash_attention,
+    dispatch_mode_class,
+    op_schema,
+    storage_key,
+)
+
 if TYPE_CHECKING:
     import torch
     from torch import nn
@@ -26,11 +33,10 @@ def _cpu_attention_formula() -> dict[Any, Any]:
     ``scaled_dot_product_attention`` would count 0 and FLOPs (which enter the snapshot) would
     depend on the machine. Its CPU kernel gets CUDA's formula; torch versions without that
     kernel run attention as matmuls, which are counted already."""
-    import torch
     from torch.utils import flop_counter
 
     formula = getattr(flop_counter, "sdpa_flop_count", None)
-    kernel = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+    kernel = cpu_flash_attention()
     if formula is None or kernel is None:
         return {}
     return {kernel: lambda query, key, value, *_, **__: formula(query, key, value)}
@@ -52,7 +58,7 @@ def storage_of(tensor: torch.Tensor) -> int:
     if type(tensor) is not torch.Tensor and is_lazy(tensor):  # (a plain tensor never is)
         return 0
     try:
-        return int(tensor.untyped_storage()._cdata)
+        return storage_key(tensor.untyped_storage())
     except (RuntimeError, NotImplementedError):
         return id(tensor)
 
@@ -83,8 +89,8 @@ def own_tensors(module: nn.Module) -> Iterator[torch.Tensor]:
     """Parameters, buffers and plain tensor attributes of ``module`` (not its submodules)."""
     import torch
 
-    yield from (t for t in module._parameters.values() if t is not None)
-    yield from (t for t in module._buffers.values() if t is not None)
+    yield from module.parameters(recurse=False)
+    yield from module.buffers(recurse=False)
     yield from (v for v in vars(module).values() if isinstance(v, torch.Tensor))
 
 
@@ -100,7 +106,6 @@ class FlopCount:
 
 def _mode_class() -> type:
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils.flop_counter import flop_registry, shape_wrapper
 
     registry = {**flop_registry}
@@ -114,7 +119,7 @@ def _mode_class() -> type:
 
     def written(func: Any) -> tuple[tuple[int, str], ...]:
         if func not in writes:
-            arguments = func._schema.arguments
+            arguments = op_schema(func).arguments
             writes[func] = tuple(
                 (i, a.name)
                 for i, a in enumerate(arguments)
@@ -122,9 +127,9 @@ def _mode_class() -> type:
             )
         return writes[func]
 
-    class Counting(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    class Counting(dispatch_mode_class()):  # type: ignore[misc]
         def __init__(self, count: FlopCount, allowed: set[int]) -> None:
-            super().__init__()  # type: ignore[no-untyped-call]
+            super().__init__()
             self.count = count
             self.allowed = allowed
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from .._torch_internals import global_hook_tables, module_hook_tables, tensor_version
 from .flops import own_tensors
 
 if TYPE_CHECKING:
@@ -29,18 +30,6 @@ if TYPE_CHECKING:
     from torch import nn
 
 _CONTAINERS = (list, dict, set)
-
-#: The hook tables of ``torch.nn.modules.module`` a replay runs without.
-_GLOBAL_HOOKS = (
-    "_global_forward_pre_hooks",
-    "_global_forward_hooks",
-    "_global_backward_pre_hooks",
-    "_global_backward_hooks",
-    "_global_module_registration_hooks",
-    "_global_parameter_registration_hooks",
-    "_global_buffer_registration_hooks",
-)
-_MODULE_HOOKS = ("_forward_pre_hooks", "_forward_hooks", "_backward_pre_hooks", "_backward_hooks")
 
 
 def _copy(container: Any) -> Any:
@@ -149,7 +138,7 @@ class AttributeState:
 
 
 def _version(tensor: torch.Tensor) -> int | None:
-    return None if tensor.is_inference() else int(tensor._version)
+    return None if tensor.is_inference() else tensor_version(tensor)
 
 
 def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tensor) -> None:
@@ -165,7 +154,7 @@ def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tens
             if not torch.equal(tensor, copy):
                 tensor.copy_(copy)
         return
-    if tensor._version != version or not torch.equal(tensor, copy):
+    if tensor_version(tensor) != version or not torch.equal(tensor, copy):
         with torch.no_grad():
             tensor.copy_(copy)
 
@@ -204,12 +193,10 @@ def tree(roots: Sequence[nn.Module]) -> list[nn.Module]:
 
 @contextmanager
 def _hooks_suspended(modules: Sequence[nn.Module]) -> Iterator[None]:
-    from torch.nn.modules import module as torch_module
-
-    tables = [getattr(torch_module, name) for name in _GLOBAL_HOOKS if hasattr(torch_module, name)]
+    tables = global_hook_tables()
     # (a module's empty table has nothing to suspend; what the replay adds to it, the
     # module's restored state takes out)
-    tables += [t for m in modules for t in (getattr(m, n) for n in _MODULE_HOOKS) if t]
+    tables += [t for m in modules for t in module_hook_tables(m) if t]
     saved = [table.copy() for table in tables]
     for table in tables:
         table.clear()

@@ -40,6 +40,7 @@ from .._model.computation import (
     relative_path,
     seen_from_caller,
 )
+from .._torch_internals import torch_function_disabler
 from .cost_count import Allocations, SpanCosts, Tensors
 from .flops import dispatch_counted, storage_of, tensor_list, tensors_in, torch_api
 from .follows_data import RANDOM, follows_data
@@ -276,8 +277,9 @@ def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 
 def _mode_class() -> type:
     from torch import Tensor
-    from torch._C import DisableTorchFunction
     from torch.overrides import TorchFunctionMode
+
+    DisableTorchFunction = torch_function_disabler()
 
     class Tracing(TorchFunctionMode):
         """Around each operation the tracer's own reads (shapes, storages) run with torch

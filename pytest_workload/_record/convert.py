@@ -11,6 +11,7 @@ from .._model.paths import name_first
 from .._model.timing import Timing
 from .._model.workload import TestWorkloads, UserKey, Workload
 from .rows import Entry, RowTable
+from .states import State
 
 
 def to_test_workloads(nodeid: str, table: RowTable, descriptions: ModuleTable) -> TestWorkloads:
@@ -86,7 +87,7 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         caller=None if caller is None else position[caller.row],
         measured=_measured(entry, timing),
         compute_hash=None if entry.computation is None else entry.computation.hash,
-        data_dependent=entry.data_dependent,
+        data_dependent=entry.life.state is State.DATA_DEPENDENT,
         compute_unknown=_compute_unknown(entry),
         compute_partial=None if entry.computation is None else entry.computation.coverage(),
         computation=entry.computation,

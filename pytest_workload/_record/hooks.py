@@ -1,12 +1,13 @@
 """The hook lifecycle: which torch hooks exist while a test records, and what they call.
 
 A *root* is a module called while no recorded module is running. While no root runs, a
-global watch (:class:`.torch_hooks.GlobalWatch`) looks at every call and opens a root for
-the calls recorded (every one, or the tracked modules'). Only while a root runs do it and its
-submodules down to the depth recorded hold hooks of the recorder's; they are put in as it
-opens and taken out as it returns or raises, so between calls the model is the one the test
-built. A settled root's submodules get none (see ``rows.OBSERVED_CALLS``). While a root runs
-the watch is out of torch's table: every other module keeps torch's hook-free fast path.
+global watch (:class:`~pytest_workload._torch_internals.GlobalWatch`) looks at every call
+and opens a root for the calls recorded (every one, or the tracked modules'). Only while a
+root runs do it and its submodules down to the depth recorded hold hooks of the recorder's;
+they are put in as it opens and taken out as it returns or raises, so between calls the model
+is the one the test built. A settled root's submodules get none (see
+``states.OBSERVED_CALLS``). While a root runs the watch is out of torch's table: every other
+module keeps torch's hook-free fast path.
 
 While the test traces or compiles its model (dynamo, ``torch.jit.trace``, fx, fake tensors)
 no root is opened: the watch is the only hook such a tracer meets, and it does nothing.
@@ -19,16 +20,16 @@ from collections.abc import Callable, Sequence
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
-from .errors import ErrorLog
-from .identity import IdentityCache
-from .stack import CallStack, Frame
-from .torch_hooks import (
+from .._torch_internals import (
     CallHooks,
     GlobalWatch,
     compiling_check,
     function_mode_check,
     tracing_checks,
 )
+from .errors import ErrorLog
+from .identity import IdentityCache
+from .stack import CallStack, Frame
 from .traced import untraced
 
 if TYPE_CHECKING:

@@ -32,6 +32,7 @@ from .._model.errors import UndescribableInputError
 from .._model.modules import hash_without_dtypes
 from .._model.signature import InputSignature
 from .._model.workload import AlternateHash, ParamStats
+from .._torch_internals import own_parameters
 from .plan import Plan, build_plan
 from .traced import untraced
 
@@ -250,17 +251,15 @@ class IdentityCache:
         cached = self._first_owner.get(id(target))
         if cached is None or cached[0] is not target:
             found = (
-                (m, name)
-                for m in target.modules()
-                for name, p in m._parameters.items()
-                if p is not None
+                (m, name) for m in target.modules() for name, _ in m.named_parameters(recurse=False)
             )
             owner, name = next(found, (None, ""))
             cached = self._first_owner[id(target)] = (target, owner, name)
         _, owner, name = cached
-        if owner is None or name not in owner._parameters:  # (deleted since)
+        table = None if owner is None else own_parameters(owner)
+        if table is None or name not in table:  # (deleted since)
             return None
-        return owner._parameters[name]
+        return table[name]
 
     def _names_of_arguments(self, module: nn.Module) -> tuple[str, ...]:
         """``forward``'s positional parameter names, read once per forward function."""
@@ -290,9 +289,8 @@ def _subtree(module: nn.Module, memo: WatchMemo, tensor: type) -> tuple[_Watched
     names = [k for k, v in state.items() if k[0] != "_" and not isinstance(v, tensor)]
     getter: _Getter = operator.itemgetter(*names) if names else _nothing
     seen: list[_Watched] = [(state, len(state), getter, getter(state))]
-    for child in module._modules.values():
-        if child is not None:
-            seen += _subtree(child, memo, tensor)
+    for child in module.children():
+        seen += _subtree(child, memo, tensor)
     memo[id(module)] = (module, tuple(seen))
     return memo[id(module)][1]
 

@@ -1,7 +1,8 @@
 """Recording: which modules run during a test, with which inputs.
 
 ``WorkloadRecorder`` is the facade a test sees; the work is done by its parts: ``hooks``
-(which torch hooks exist and when, through ``torch_hooks``, the torch internals they rely on),
+(which torch hooks exist and when, through ``_torch_internals``, the torch internals they
+rely on),
 ``stack`` (the calls in progress), ``identity`` (what a call's workload is, cached until a
 module tree changes), ``rows`` (calls aggregated per workload and caller), ``callsite`` (where
 a root was called from) and ``convert`` (rows to stored data). Measuring happens after the

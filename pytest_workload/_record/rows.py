@@ -15,6 +15,11 @@ from typing import TYPE_CHECKING, Any
 from .._model.canonical import Json, canonical_json
 from .identity import Identity
 
+# (the counts, named where the recorder's tests read them)
+from .states import OBSERVED_CALLS as OBSERVED_CALLS
+from .states import TRACED_CALLS as TRACED_CALLS
+from .states import Event, Life, advance
+
 if TYPE_CHECKING:
     from torch import nn
 
@@ -22,13 +27,6 @@ if TYPE_CHECKING:
     from .._measure.replay import Measurement
     from .._model.computation import Computation
 
-#: Calls of a root workload whose operations are traced: the first, and one more to tell a
-#: forward whose operations depend on the data (later calls run untraced).
-TRACED_CALLS = 2
-#: Untraced calls of a root workload observed with its submodules' hooks: once this many in a
-#: row made the same submodule calls, the root *settles*: its later calls run with those hooks
-#: taken out, and add the calls its observed ones made to the submodules' rows (untimed).
-OBSERVED_CALLS = 3
 UNTRACED = "first run in a call that was not traced (its caller's operations depend on the data)"
 
 
@@ -72,32 +70,24 @@ class Entry:
     user_keys: dict[str, list[Any]] = field(default_factory=dict)
     samples_ns: list[int] = field(default_factory=list)
     measurement: Measurement | None = None
-    # its traced calls: how many, the first one's operations (or why none), and whether
-    # another one ran different operations
-    traced: int = 0
+    # its traced calls' first one's operations (or why none)
     computation: Computation | None = None
     compute_unknown: str | None = None
-    data_dependent: bool = False
-    # a root's submodule rows with how often its last observed call ran each, and how many
-    # observed calls in a row ran the same
+    # a root's submodule rows with how often its last observed call ran each
     per_call: dict[Entry, int] = field(default_factory=dict)
-    steady: int = 0
     # calls counted from a settled root's, not observed (so not timed)
     counted: int = 0
-    #: A root whose observed calls ran the same submodule calls, and whose traced ones the same
-    #: operations: its later calls need no submodule hooks.
-    settled: bool = False
+    life: Life = field(default_factory=Life)
 
     def add_traced(self, done: Done) -> None:
         if done.building:  # (the next call is traced in its place)
             self.compute_unknown = "its traced call built a lazy module's parameters"
             return
-        self.traced += 1
-        if self.traced == 1:
-            self.compute_unknown = None
+        first = not self.life.traced
+        differs = not first and _differ(self.computation, done.computation)
+        self.life = advance(self.life, Event.TRACED_OTHER if differs else Event.TRACED)
+        if first:
             self.computation, self.compute_unknown = done.computation, done.compute_unknown
-        elif _differ(self.computation, done.computation):
-            self.data_dependent = True
 
 
 def _differ(a: Computation | None, b: Computation | None) -> bool:
@@ -206,9 +196,9 @@ class RowTable:
         """Count an untraced call of a known root, its submodules' calls recorded."""
         tally: dict[Entry, int] = {}
         self.count(entry, identity, elapsed_ns, user_key, children, tally=tally)
-        entry.steady = entry.steady + 1 if tally == entry.per_call else 1
+        same = tally == entry.per_call
+        entry.life = advance(entry.life, Event.OBSERVED_SAME if same else Event.OBSERVED_OTHER)
         entry.per_call = tally
-        entry.settled = entry.steady >= OBSERVED_CALLS and not entry.data_dependent
 
     def count_settled(self, entry: Entry, identity: Identity, elapsed_ns: int) -> None:
         """Count a settled root's call, its submodules unhooked: their rows get the calls its
@@ -223,6 +213,5 @@ def _depends_on_data(caller: Entry | None) -> None:
     """A call of known workloads ran a new one, or a known one at a new path: their
     operations depend on the data."""
     while caller is not None:
-        caller.data_dependent = True
-        caller.settled = False
+        caller.life = advance(caller.life, Event.NEW_BELOW)
         caller = caller.caller

@@ -27,7 +27,8 @@ from .callsite import call_site
 from .errors import ErrorLog
 from .identity import Identity, IdentityCache
 from .plan import Plan
-from .rows import TRACED_CALLS, Done, Entry, RowTable
+from .rows import Done, Entry, RowTable
+from .states import State
 from .traced import RootTrace, untraced
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ class Frame:
     entry: Entry | None = None
     # the exception being handled where the call began (another one as it ends: it raised)
     ambient: BaseException | None = None
-    # a settled root's call: its submodules run unhooked (see rows.OBSERVED_CALLS)
+    # a settled root's call: its submodules run unhooked (see states.OBSERVED_CALLS)
     settled: bool = False
 
 
@@ -126,7 +127,7 @@ class CallStack:
         frame = Frame(module, plan.target, "", 0, True, next(self._order))
         frame.ambient = sys.exc_info()[1]
         self._describe_into(frame, args, kwargs)
-        traced = TRACED_CALLS
+        new = traced = False
         if frame.record:
             # its workload may be known already (a cheap look-up); if not, the call is traced
             if frame.key is not None:
@@ -134,11 +135,16 @@ class CallStack:
                 frame.generation = self._identities.generation
             if frame.identity is not None:
                 frame.entry = self._rows.root(frame.identity)
-            traced = -1 if frame.entry is None else frame.entry.traced
-        if traced == -1 or (traced < TRACED_CALLS and plan.opaque is None):
+            new = frame.entry is None
+            traced = frame.entry is None or frame.entry.life.traces(plan.opaque is not None)
+        if traced:
             frame.entry = None  # (a traced call is filed with its operations, as a Done)
-            self._errors.guarded(self._begin_trace, frame, args, kwargs, plan, traced == -1)
-        elif frame.entry is not None and frame.entry.settled and self._keyer is None:
+            self._errors.guarded(self._begin_trace, frame, args, kwargs, plan, new)
+        elif (
+            frame.entry is not None
+            and frame.entry.life.state is State.SETTLED
+            and self._keyer is None
+        ):
             # (with a key hook every call is keyed, its submodules' too)
             frame.settled = True
         self.plan = plan

@@ -18,6 +18,7 @@ from .._measure.flops import FlopCount, counting
 from .._measure.replay import device_of
 from .._measure.tracing import Trace, tracing
 from .._model.computation import Computation
+from .._torch_internals import torch_function_disabler
 
 if TYPE_CHECKING:
     from torch import nn
@@ -29,9 +30,7 @@ def untraced() -> AbstractContextManager[None]:
     """Around the recorder's own tensor reads: no function mode (the tracer's, or one the test
     entered) and no tensor subclass sees them, so they are never the program's operations and
     read the same in a traced call as in any other."""
-    from torch._C import DisableTorchFunction
-
-    return DisableTorchFunction()
+    return torch_function_disabler()()
 
 
 class RootTrace:

@@ -1,13 +1,19 @@
-"""Every torch internal the recorder's hooks rely on, named here and checked by
-``tests/test_torch_hooks.py`` (which fails when a torch release changes one).
+"""Every private member of torch the package uses, named here and nowhere else, and checked
+by ``tests/test_torch_internals.py`` (which fails, naming the member, when a torch release
+changes one; a source check there keeps them out of every other module).
 
-``Module._call_impl`` reads a module's hook tables as each call runs: its forward pre-hooks
-(copied, with the global ones, into a tuple before the first runs) before its forward, and its
-forward hooks after it (iterated live when the forward raised). A hook put into these tables
-under a key of the recorder's own as a call opens, and taken out as it ends, costs a few dict
-operations and leaves the tables as they were: between calls a module holds no hook of the
-recorder's, so ``torch.jit.script``, ``copy.deepcopy``, ``pickle`` and code reading the tables
-see the module the test built.
+Module tables (:func:`own_parameters`, :func:`own_buffers`, :func:`own_children`): the
+structure hash reads them because the public iterators skip what it includes, ``None`` entries
+(``nn.Linear(bias=False)`` registers ``bias`` as None) and a child registered under two names.
+Everything that needs neither uses ``named_parameters(recurse=False)`` and the like instead.
+
+The recorder's hooks: ``Module._call_impl`` reads a module's hook tables as each call runs:
+its forward pre-hooks (copied, with the global ones, into a tuple before the first runs)
+before its forward, and its forward hooks after it (iterated live when the forward raised). A
+hook put into these tables under a key of the recorder's own as a call opens, and taken out as
+it ends, costs a few dict operations and leaves the tables as they were: between calls a
+module holds no hook of the recorder's, so ``torch.jit.script``, ``copy.deepcopy``, ``pickle``
+and code reading the tables see the module the test built.
 
 Strict ``torch.export`` asks ``torch._dynamo.convert_frame.get_traced_fn`` what to trace:
 while any global hook exists it answers ``__call__`` of export's own wrapper module, whose
@@ -17,15 +23,117 @@ is asked with every watch out of the table (see :class:`_TracedFnChoice`).
 
 from __future__ import annotations
 
+import operator
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from types import ModuleType
 
+    import torch
     from torch import nn
+    from torch.nn import Parameter
     from torch.utils.hooks import RemovableHandle
+
+
+_V = TypeVar("_V", covariant=True)
+
+
+class Table(Protocol[_V]):
+    """What a module's table offers: a scripted module's is a wrapper with no more than this."""
+
+    def __contains__(self, key: object, /) -> bool: ...
+    def __getitem__(self, key: str, /) -> _V: ...
+    def items(self) -> Iterable[tuple[str, _V]]: ...
+
+
+def own_parameters(module: nn.Module) -> Table[Parameter | None]:
+    """The module's own parameter table, live, in registration order, ``None`` entries kept."""
+    return module._parameters
+
+
+def own_buffers(module: nn.Module) -> Table[torch.Tensor | None]:
+    """The module's own buffer table, live, in registration order, ``None`` entries kept."""
+    return module._buffers
+
+
+def own_children(module: nn.Module) -> Table[nn.Module | None]:
+    """The module's child table: ``None`` entries kept, a child under two names listed twice."""
+    return module._modules
+
+
+def compiled_original(module: nn.Module) -> nn.Module | None:
+    """The module a ``torch.compile`` wrapper runs (recognised by shape, so that
+    ``torch._dynamo`` is never imported), or None for any other module."""
+    if type(module).__name__ != "OptimizedModule":
+        return None
+    return getattr(module, "_orig_mod", None)
+
+
+#: A storage's identity (views share it), read per operation: a C-level getter, no frame.
+storage_key: Callable[[Any], int] = operator.attrgetter("_cdata")
+
+
+def tensor_version(tensor: torch.Tensor) -> int:
+    """The counter an in-place write moves (not an inference tensor's: it has none)."""
+    return int(tensor._version)
+
+
+def op_schema(op: Any) -> Any:
+    """An aten operation overload's schema: which arguments it writes to."""
+    return op._schema
+
+
+def cpu_flash_attention() -> Any:
+    """The CPU kernel of ``scaled_dot_product_attention`` (None where torch has none)."""
+    import torch
+
+    return getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+def torch_function_disabler() -> Callable[[], AbstractContextManager[None]]:
+    """A context in which no function mode and no tensor subclass sees what runs."""
+    from torch._C import DisableTorchFunction
+
+    return DisableTorchFunction
+
+
+def dispatch_mode_class() -> type:
+    """The base class of an aten-level (dispatch) mode."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    return TorchDispatchMode
+
+
+#: The hook tables of ``torch.nn.modules.module`` that apply to every module.
+GLOBAL_HOOK_TABLES = (
+    "_global_forward_pre_hooks",
+    "_global_forward_hooks",
+    "_global_backward_pre_hooks",
+    "_global_backward_hooks",
+    "_global_module_registration_hooks",
+    "_global_parameter_registration_hooks",
+    "_global_buffer_registration_hooks",
+)
+#: A module's own hook tables that run with its calls.
+MODULE_HOOK_TABLES = (
+    "_forward_pre_hooks",
+    "_forward_hooks",
+    "_backward_pre_hooks",
+    "_backward_hooks",
+)
+
+
+def global_hook_tables() -> list[dict[int, Any]]:
+    from torch.nn.modules import module as torch_module
+
+    return [getattr(torch_module, n) for n in GLOBAL_HOOK_TABLES if hasattr(torch_module, n)]
+
+
+def module_hook_tables(module: nn.Module) -> list[dict[int, Any]]:
+    return [getattr(module, name) for name in MODULE_HOOK_TABLES]
 
 
 def _fresh_key() -> int:
