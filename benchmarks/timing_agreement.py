@@ -66,7 +66,7 @@ def build_workloads(quick: bool) -> list[Workload]:
     workloads = [Workload("nn.Linear(64, 64) @ 1x64", nn.Linear(64, 64).eval(), torch.rand(1, 64))]
     models = [("mobilenetv2_035", 96), ("resnet18", 96), ("vit_tiny_patch16_224", 224)]
     if not quick:
-        models += [("mobilenetv2_035", 224), ("resnet18", 224)]
+        models += [("mobilenetv2_035", 224), ("resnet18", 224), ("resnet50", 256)]
     for name, size in models:
         workloads.append(Workload(f"{name} @ 1x3x{size}x{size}", *_timm(name, size)))
     return workloads
