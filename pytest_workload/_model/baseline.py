@@ -69,10 +69,7 @@ class Baseline:
                 f"baseline format {version} (this release reads format {BASELINE_FORMAT})"
             )
         if version != BASELINE_FORMAT:
-            raise OldFormatError(
-                f"baseline format {version}, which only a development version before the first "
-                f"release wrote (this release reads format {BASELINE_FORMAT})"
-            )
+            raise OldFormatError(f"baseline format {version}", f"format {BASELINE_FORMAT}")
         return cls(
             hash=read_field(d, "hash", str),
             key=_read_key(d),

@@ -40,7 +40,14 @@ class FutureFormatError(WorkloadDataError):
 
 class OldFormatError(WorkloadDataError):
     """Stored data of a format that only a development version before the first release
-    wrote: no release reads it; regenerating it is due."""
+    wrote: no release reads it; regenerating it is due. ``found``: what the data is (``baseline
+    format 1``); ``reads``: what this release reads instead (``format 2``)."""
+
+    def __init__(self, found: str, reads: str) -> None:
+        super().__init__(
+            f"{found}, which only a development version before the first release wrote "
+            f"(this release reads {reads})"
+        )
 
 
 class CorruptFileError(WorkloadError):

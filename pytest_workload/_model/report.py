@@ -80,10 +80,7 @@ class SessionReport:
         d = read_object(data, "report")
         version = read_field(d, "schema_version", int)
         if version < REPORT_SCHEMA_VERSION:
-            raise OldFormatError(
-                f"report schema_version {version}, which only a development version before the "
-                f"first release wrote (this release reads {REPORT_SCHEMA_VERSION})"
-            )
+            raise OldFormatError(f"report schema_version {version}", str(REPORT_SCHEMA_VERSION))
         if version != REPORT_SCHEMA_VERSION:
             raise WorkloadDataError(
                 f"report schema_version {version} is not supported (this release reads "

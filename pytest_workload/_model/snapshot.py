@@ -215,10 +215,7 @@ class SnapshotDocument:
                 f"{SNAPSHOT_FORMAT}); upgrade pytest-workload or regenerate the snapshot"
             )
         if version != SNAPSHOT_FORMAT and (version, scheme) != (SCHEME_1_SNAPSHOT_FORMAT, 1):
-            raise OldFormatError(
-                f"snapshot format {version}, which only a development version before the "
-                f"first release wrote (this release reads format {SNAPSHOT_FORMAT})"
-            )
+            raise OldFormatError(f"snapshot format {version}", f"format {SNAPSHOT_FORMAT}")
         entries = []
         for row, data in enumerate(read_field(d, "workloads", list)):
             try:
