@@ -63,13 +63,8 @@ def storage_of(tensor: torch.Tensor) -> int:
         return id(tensor)
 
 
-def tensors_in(values: Iterable[Any]) -> Iterator[torch.Tensor]:
-    """Tensors in ``values``, looking into tuples, lists and dict values."""
-    return iter(tensor_list(values))
-
-
 def tensor_list(values: Iterable[Any]) -> list[torch.Tensor]:
-    """:func:`tensors_in` as a list."""
+    """Tensors in ``values``, looking into tuples, lists and dict values."""
     found: list[torch.Tensor] = []
     _collect(values, torch_api()[0].Tensor, found)
     return found
@@ -142,7 +137,7 @@ def _mode_class() -> type:
                 if isinstance(target, torch.Tensor) and storage_of(target) not in self.allowed:
                     self.count.foreign_write = f"{func} wrote to a tensor outside the module"
             out = func(*args, **kwargs)
-            for tensor in tensors_in((out,)):
+            for tensor in tensor_list((out,)):
                 self.allowed.add(storage_of(tensor))
             formula = registry.get(func.overloadpacket)
             if formula is not None:
@@ -164,7 +159,7 @@ def counting(module: nn.Module, inputs: Iterable[Any]) -> Iterator[FlopCount]:
         _MODE.append(_mode_class())
     count = FlopCount()
     owned = (t for m in module.modules() for t in own_tensors(m))
-    allowed = {storage_of(t) for t in (*owned, *tensors_in(inputs))}
+    allowed = {storage_of(t) for t in (*owned, *tensor_list(inputs))}
     with _MODE[0](count, allowed):
         yield count
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .flops import tensors_in
+from .flops import tensor_list
 
 _VALUE_READS = frozenset(
     ("item", "tolist", "numpy", "bool", "int", "float", "index", "complex", "contains",
@@ -48,18 +48,18 @@ def follows_data(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carri
     """Whether the operation ``name`` is a data-dependent event; ``carries(tensor)`` says
     whether a tensor may carry data."""
     if name in _VALUE_READS or name in _VALUE_SHAPED:
-        return any(carries(t) for t in tensors_in((args, kwargs)))
+        return any(carries(t) for t in tensor_list((args, kwargs)))
     if name == "getitem":
-        return len(args) > 1 and any(_is_mask(t) and carries(t) for t in tensors_in(args[1:]))
+        return len(args) > 1 and any(_is_mask(t) and carries(t) for t in tensor_list(args[1:]))
     if name == "where":
-        return len(args) + len(kwargs) == 1 and any(carries(t) for t in tensors_in((args,)))
+        return len(args) + len(kwargs) == 1 and any(carries(t) for t in tensor_list((args,)))
     if name in _FACTORIES or (name == "repeat_interleave" and len(args) == 1):
         sizes: tuple[Any, ...] = (args, kwargs)
     elif name in _SIZED:
         sizes = (args[1:], kwargs)
     else:
         return False
-    return any(carries(t) for t in tensors_in(sizes))
+    return any(carries(t) for t in tensor_list(sizes))
 
 
 def _is_mask(tensor: Any) -> bool:

@@ -42,7 +42,7 @@ from .._model.computation import (
 )
 from .._torch_internals import torch_function_disabler
 from .cost_count import Allocations, SpanCosts, Tensors
-from .flops import dispatch_counted, storage_of, tensor_list, tensors_in, torch_api
+from .flops import dispatch_counted, storage_of, tensor_list, torch_api
 from .follows_data import RANDOM, follows_data
 from .op_flops import needs_dispatch, op_flops
 from .op_text import call_text, op_name
@@ -353,7 +353,7 @@ def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
     ``inputs``."""
     if not _MODE:
         _MODE.append(_mode_class())
-    trace = Trace({storage_of(t) for t in tensors_in(inputs)}, module)
+    trace = Trace({storage_of(t) for t in tensor_list(inputs)}, module)
     try:
         with _MODE[0](trace):
             yield trace
