@@ -40,7 +40,7 @@ def baseline_package(checkout: str) -> Any:
 
 
 def quantile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolation quantile (the same rule as ``pytest_workload._measure.timing``)."""
+    """Linear-interpolation quantile (the same rule as ``pytest_workload._perf.stopwatch``)."""
     ordered = sorted(values)
     if not ordered:
         raise ValueError("no values")

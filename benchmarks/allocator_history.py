@@ -13,7 +13,7 @@ model twice: once in the fresh process, then again after either one forward of a
 (treatment) or nothing (control). ``judge`` compares the second timing against the first, as if
 the first had been the baseline, and the other way round (a baseline taken in a full session,
 compared with a run of the test alone). The same runs again with the thresholds pinned in
-process by ``_measure.timing.pin_allocator()``, as the plugin's replay does before its
+process by ``_perf.stopwatch.pin_allocator()``, as the plugin's replay does before its
 first CPU timing, and (``--fixed-malloc``) with ``MALLOC_MMAP_THRESHOLD_`` and
 ``MALLOC_TRIM_THRESHOLD_`` set in the environment, which turns the adaptation off too.
 Treatment and control alternate within every round.
@@ -33,7 +33,7 @@ from _common import markdown_table, median, print_header, quantile, rate
 
 CHILD = r"""
 import json, sys, torch, timm
-from pytest_workload._measure.timing import (
+from pytest_workload._perf.stopwatch import (
     CpuStopwatch, TimingPolicy, measure, pin_allocator, summarize,
 )
 torch.set_num_threads(1)
@@ -69,8 +69,8 @@ def child(target: str, other: str, treat: bool, extra_env: dict[str, str]) -> li
 
 
 def main(argv: list[str] | None = None) -> None:
-    from pytest_workload._model.timing import Timing
-    from pytest_workload._verdict.drift import DEFAULT_TOLERANCE, judge
+    from pytest_workload._perf.drift import DEFAULT_TOLERANCE, judge
+    from pytest_workload._workload.timing import Timing
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 round, default malloc")

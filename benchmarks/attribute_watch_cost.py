@@ -20,7 +20,7 @@ import timm
 from _common import markdown_table, print_header
 from torch import nn
 
-from pytest_workload._record.identity import AttributeWatch
+from pytest_workload._recording.identity import AttributeWatch
 
 
 def per_call(fn: Callable[[], object], number: int = 2000) -> float:

@@ -1,7 +1,7 @@
 """Which clock and block size make the workload/calibration ratio hold under load?
 
 For an MLP, a small CNN and mobilenetv2_035 at 1x3x96x96, blocks of the workload alternate with
-blocks of the plugin's calibration kernel (``_measure.calibration``), each sized to
+blocks of the plugin's calibration kernel (``_perf.calibration``), each sized to
 ``--block-ms`` by a warm-up on the chosen clock; the median per-pair ratio is taken over 30
 pairs, five times. Printed per workload and clock: the five ratios, their max/min spread, and
 the spread of the workload's absolute median. Run it quiet, then beside two spinners on the same
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, threads: int) -> None:
     import torch
     from torch import nn
 
-    from pytest_workload._measure.calibration import calibration_kernel
+    from pytest_workload._perf.calibration import calibration_kernel
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)

@@ -101,7 +101,7 @@ def _library_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
 
 def _modules_described(model: Any) -> dict[str, dict[str, Any]]:
     """Each module's scheme-1 and scheme-2 description (children left out), by path."""
-    from pytest_workload._identity.fingerprint import BUILTIN_SCHEMES
+    from pytest_workload._fingerprint.scheme import BUILTIN_SCHEMES
 
     return {
         path: {str(v): s.node(module, []) for v, s in BUILTIN_SCHEMES.items()}
@@ -116,7 +116,7 @@ def probe(names: list[str]) -> dict[str, Any]:
     import torch
 
     from pytest_workload import WorkloadRecorder
-    from pytest_workload._identity.fingerprint import SCHEME_1
+    from pytest_workload._fingerprint.scheme import SCHEME_1
 
     builders = {**_builtin_models(), **_library_models()}
     out: dict[str, Any] = {

@@ -19,8 +19,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_workload._measure.flops import counting
-from pytest_workload._measure.tracing import count_flops
+from pytest_workload._tracing.flops import counting
+from pytest_workload._tracing.tracer import count_flops
 from tests.test_zoo import ARCHS, DTYPES, SHAPES, build
 
 

@@ -28,7 +28,7 @@ from _common import markdown_table, median, print_header
 
 import pytest_workload
 from pytest_workload import WorkloadRecorder
-from pytest_workload._record.hooks import Hooks
+from pytest_workload._recording.hooks import Hooks
 
 HOOKS = ("_enter", "_done", "_exit", "_watch_global")
 

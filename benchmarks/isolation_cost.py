@@ -4,7 +4,7 @@ For each model (timm, ``pretrained=False``, eval, one input), per new top-level 
 
 * **first call**: the extra time of the test's own first call, which the plugin observes: the
   inputs copied, its operations traced and FLOPs counted by the function mode around the
-  call (:mod:`pytest_workload._measure.tracing`), the state captured
+  call (:mod:`pytest_workload._tracing.tracer`), the state captured
   (``FirstCall`` begun before the forward, ended after it), over a plain forward;
 * **isolation**: entering and leaving ``isolated(...)`` around nothing: copying every
   parameter, buffer and module attribute table, saving the RNGs, suspending hooks, then
@@ -27,10 +27,10 @@ from collections.abc import Callable
 import torch
 from _common import fmt_time, markdown_table, median, print_header
 
-from pytest_workload._measure.context import applied, capture
-from pytest_workload._measure.first_call import FirstCall
-from pytest_workload._measure.isolation import isolated
-from pytest_workload._measure.tracing import tracing
+from pytest_workload._perf.context import applied, capture
+from pytest_workload._perf.first_call import FirstCall
+from pytest_workload._perf.isolation import isolated
+from pytest_workload._tracing.tracer import tracing
 
 MODELS = [
     ("mobilenetv2_035", 224),

@@ -32,13 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import markdown_table, median, print_header, ratio_summary
 
-from pytest_workload._measure.flops import counting
-from pytest_workload._measure.tracing import tracing
+from pytest_workload._tracing.flops import counting
+from pytest_workload._tracing.tracer import tracing
 
 FIRST_USE = """
 import sys, time, torch
 from torch import nn
-from pytest_workload._measure.{module} import {name}
+from pytest_workload._tracing.{module} import {name}
 model, x = nn.Linear(8, 8), torch.rand(2, 8)
 started = time.perf_counter()
 with {name}(model, (x,)):
@@ -107,7 +107,7 @@ def first_use(runs: int) -> list[list[object]]:
     results: dict[str, list[tuple[float, bool]]] = {"function mode": [], "dispatch mode": []}
     for _ in range(runs):
         for kind, (module, name) in {
-            "function mode": ("tracing", "tracing"),
+            "function mode": ("tracer", "tracing"),
             "dispatch mode": ("flops", "counting"),
         }.items():
             code = FIRST_USE.format(module=module, name=name)

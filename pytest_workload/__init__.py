@@ -3,17 +3,16 @@
 A workload is one module structure called with one input signature. Its hash comes from the
 structure and the input shapes, dtypes and scalar values, never from weights.
 
-What is exported here is the public API; the ``_``-prefixed sub-packages are private layers
-(data, identity, measuring, recording, verdicts, rendering, gates) that may change.
+What is exported here is the public API; the ``_``-prefixed sub-packages are private packages
+by feature (recording, report, snapshot, perf, tracing over fingerprint, record and core) that
+may change.
 """
 
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from ._identity.fingerprint import CURRENT_SCHEME, FingerprintScheme
-from ._identity.structure import structure_hash
-from ._model.errors import (
+from ._core.errors import (
     CorruptFileError,
     DeviceUnavailableError,
     UndescribableInputError,
@@ -21,15 +20,17 @@ from ._model.errors import (
     WorkloadError,
     WorkloadWarning,
 )
-from ._model.files import read_report
-from ._model.paths import compress_paths, expand_paths
-from ._model.report import SessionReport
-from ._model.signature import InputSignature, workload_key
-from ._model.snapshot import SnapshotDocument
-from ._model.timing import Timing
-from ._model.workload import ParamStats, TestWorkloads, Workload
-from ._record.recorder import WorkloadRecorder
-from ._verdict.distance import distance_factor, nearest
+from ._fingerprint.distance import distance_factor, nearest
+from ._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
+from ._fingerprint.structure import structure_hash
+from ._recording.recorder import WorkloadRecorder
+from ._report.report_files import read_report
+from ._report.session_report import SessionReport
+from ._snapshot.document import SnapshotDocument
+from ._workload.paths import compress_paths, expand_paths
+from ._workload.signature import InputSignature, workload_key
+from ._workload.timing import Timing
+from ._workload.workload import ParamStats, TestWorkloads, Workload
 
 try:
     __version__ = version("pytest-workload")

@@ -15,15 +15,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._model.errors import WorkloadError
-from ._model.files import read_report, write_report, write_text_atomic
+from ._core.errors import WorkloadError
+from ._core.files import write_text_atomic
+from ._core.text import one_line
 from ._options import tolerance
-from ._render.comparison import render_comparison, render_comparison_markdown
-from ._render.escape import one_line
-from ._render.merge import render_merge
-from ._verdict.compare import Comparison, compare_reports
-from ._verdict.drift import DEFAULT_TOLERANCE
-from ._verdict.merge import Shard, merge_reports
+from ._perf.drift import DEFAULT_TOLERANCE
+from ._report.compare import Comparison, compare_reports
+from ._report.comparison import render_comparison, render_comparison_markdown
+from ._report.merge import Shard, merge_reports
+from ._report.merge_text import render_merge
+from ._report.report_files import read_report, write_report
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -71,7 +72,7 @@ def _write(comparison: Comparison, args: argparse.Namespace) -> None:
     else:
         write_text_atomic(args.output, text, make_parents=False)
     if args.chart is not None:
-        from ._render.chart import write_chart
+        from ._report.chart import write_chart
 
         write_chart(comparison, args.chart)
 

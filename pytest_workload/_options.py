@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from ._measure.device import check_device_spec
-from ._model.baseline import BASELINE_DIRNAME
-from ._model.errors import DeviceUnavailableError
-from ._model.files import STDOUT
-from ._model.timing import MIN_SAMPLES
-from ._render.commands import Commands
-from ._render.escape import one_line
+from ._core.commands import Commands
+from ._core.errors import DeviceUnavailableError
+from ._core.files import STDOUT
+from ._core.text import one_line
+from ._perf.baseline import BASELINE_DIRNAME
+from ._perf.device import check_device_spec
+from ._perf.drift import DEFAULT_TOLERANCE
 from ._session import WorkloadSettings
-from ._verdict.drift import DEFAULT_TOLERANCE
+from ._workload.timing import MIN_SAMPLES
 
 MARKER = "workloads"
 #: Recorded tests up to which ``--workload-report=auto`` shows every test's tree.

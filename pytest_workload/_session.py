@@ -13,25 +13,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._gate.keys import KeysGate
-from ._gate.perf import PerfGate, PerfMode
-from ._gate.snapshot import SnapshotGate
-from ._identity.describe import Describer
-from ._identity.fingerprint import CURRENT_SCHEME, FingerprintScheme
-from ._measure.budget import SessionBudget
-from ._measure.device import environment, resolve_device
-from ._measure.orchestrate import Replays
-from ._measure.timing import TimingPolicy
-from ._model.baseline import BASELINE_DIRNAME
-from ._model.canonical import Json
-from ._model.files import write_report
-from ._model.notes import Note
-from ._model.report import SessionReport, count_not_replayed, count_not_timed
-from ._model.workload import TestWorkloads
-from ._record.recorder import Keyer, WorkloadRecorder
-from ._render.commands import PLAIN, Commands
-from ._render.escape import one_line
-from ._render.report import (
+from ._core.canonical import Json
+from ._core.commands import PLAIN, Commands
+from ._core.notes import Note
+from ._core.text import one_line
+from ._fingerprint.describe import Describer
+from ._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
+from ._perf.baseline import BASELINE_DIRNAME
+from ._perf.budget import SessionBudget
+from ._perf.device import environment, resolve_device
+from ._perf.drift import DEFAULT_TOLERANCE
+from ._perf.orchestrate import Replays
+from ._perf.perf_gate import PerfGate, PerfMode
+from ._perf.stopwatch import TimingPolicy
+from ._recording.recorder import Keyer, WorkloadRecorder
+from ._report.key_gate import KeysGate
+from ._report.report_files import write_report
+from ._report.session_report import SessionReport, count_not_replayed, count_not_timed
+from ._report.summary import (
     render_not_replayed,
     render_not_timed,
     render_note_counts,
@@ -39,12 +38,13 @@ from ._render.report import (
     render_session,
     render_unchecked,
 )
-from ._verdict.drift import DEFAULT_TOLERANCE
+from ._snapshot.snapshot_gate import SnapshotGate
+from ._workload.workload import TestWorkloads
 
 if TYPE_CHECKING:
     import torch
 
-    from ._gate.syrupy_ext import Snapshot
+    from ._snapshot.syrupy_ext import Snapshot
 
 
 @dataclass(frozen=True)

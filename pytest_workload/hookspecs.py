@@ -16,8 +16,8 @@ if TYPE_CHECKING:
     import pytest
     from torch import nn
 
-    from ._identity.fingerprint import FingerprintScheme
-    from ._model.canonical import Json
+    from ._core.canonical import Json
+    from ._fingerprint.scheme import FingerprintScheme
 
 
 @hookspec(firstresult=True)

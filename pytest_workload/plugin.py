@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from ._gate.syrupy_ext import uncount_kept
-from ._identity.describe import Describer
-from ._identity.fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
-from ._model.errors import DeviceUnavailableError, FileWriteError, WorkloadWarning
+from ._core.errors import DeviceUnavailableError, FileWriteError, WorkloadWarning
+from ._core.text import one_line, terminal_text
+from ._fingerprint.describe import Describer
+from ._fingerprint.scheme import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from ._options import (
     MARKER,
     TREE_TESTS,
@@ -23,12 +23,12 @@ from ._options import (
     parse_mark,
     read_settings,
 )
-from ._record.recorder import Keyer, WorkloadRecorder
-from ._render.escape import one_line, terminal_text
-from ._render.progress import TimingProgress
-from ._render.report import junit_properties, render_gate, render_summary
+from ._perf.progress import TimingProgress
+from ._recording.recorder import Keyer, WorkloadRecorder
+from ._report.collapse import KeyChecks
+from ._report.summary import junit_properties, render_gate, render_summary
 from ._session import WorkloadSession
-from ._verdict.collapse import KeyChecks
+from ._snapshot.syrupy_ext import uncount_kept
 from .xdist import WORKER_OUTPUT_KEY, WorkerMerge, WorkerPayload
 
 if TYPE_CHECKING:

@@ -6,15 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ._model.canonical import Json
-from ._model.errors import WorkloadDataError
-from ._model.fields import read_field
-from ._model.notes import Note
-from ._model.workload import TestWorkloads
-from ._render.escape import one_line
-from ._render.failures import render_collapse
+from ._core.canonical import Json
+from ._core.errors import WorkloadDataError
+from ._core.fields import read_field
+from ._core.notes import Note
+from ._core.text import one_line
+from ._report.collapse import KeyChecks
+from ._report.collapse_text import render_collapse
 from ._session import WorkloadSession
-from ._verdict.collapse import KeyChecks
+from ._workload.workload import TestWorkloads
 
 #: Key of this plugin's payload in an xdist worker's ``workeroutput``.
 WORKER_OUTPUT_KEY = "pytest_workload"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_workload._measure.tracing import count_flops
+from pytest_workload._tracing.tracer import count_flops
 from tests.models import TinyNet
 from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES
 

@@ -8,9 +8,9 @@ import os
 
 import torch
 
-import pytest_workload._model.files as files
+import pytest_workload._core.files as files
 from pytest_workload import SessionReport, WorkloadRecorder
-from pytest_workload._gate.snapshot_files import SNAPSHOT_SUFFIX
+from pytest_workload._snapshot.snapshot_files import SNAPSHOT_SUFFIX
 from tests.models import TinyNet
 
 GATE = ("--workload-snapshot",)

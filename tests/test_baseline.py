@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from pytest_workload._gate.baselines import BaselineStore
-from pytest_workload._measure.timing import summarize
-from pytest_workload._model.baseline import Baseline
-from pytest_workload._model.device import DeviceIdentity
-from pytest_workload._model.errors import CorruptFileError
+from pytest_workload._core.errors import CorruptFileError
+from pytest_workload._perf.baseline import Baseline
+from pytest_workload._perf.baseline_store import BaselineStore
+from pytest_workload._perf.device_identity import DeviceIdentity
+from pytest_workload._perf.stopwatch import summarize
 
 IDENTITY = DeviceIdentity("cpu", "Test CPU", "2.14.1", 2)
 KEY = ["s" * 64, [{"tensor": [1, 4], "dtype": "float32"}], {"use_cache": True}]

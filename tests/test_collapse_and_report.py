@@ -4,13 +4,13 @@ import pytest
 import torch
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
-from pytest_workload._model.errors import WorkloadDataError
-from pytest_workload._model.hashes import prefix_length
-from pytest_workload._model.snapshot import SnapshotDocument
-from pytest_workload._render.failures import render_collapse
-from pytest_workload._render.report import render_session
-from pytest_workload._verdict.collapse import KeyChecks
-from pytest_workload._verdict.diff import compare_documents, documents_match
+from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._core.hashes import prefix_length
+from pytest_workload._report.collapse import KeyChecks
+from pytest_workload._report.collapse_text import render_collapse
+from pytest_workload._report.summary import render_session
+from pytest_workload._snapshot.diff import compare_documents, documents_match
+from pytest_workload._snapshot.document import SnapshotDocument
 from tests.models import TinyNet, twins
 
 

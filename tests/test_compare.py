@@ -14,11 +14,11 @@ import torch
 
 from pytest_workload import SessionReport, TestWorkloads, WorkloadRecorder
 from pytest_workload.__main__ import main
-from pytest_workload._measure.timing import summarize
-from pytest_workload._model.files import write_report
-from pytest_workload._render.chart import write_chart
-from pytest_workload._render.comparison import render_comparison, render_comparison_markdown
-from pytest_workload._verdict.compare import IncomparableError, compare_reports
+from pytest_workload._perf.stopwatch import summarize
+from pytest_workload._report.chart import write_chart
+from pytest_workload._report.compare import IncomparableError, compare_reports
+from pytest_workload._report.comparison import render_comparison, render_comparison_markdown
+from pytest_workload._report.report_files import write_report
 from tests.models import TinyNet
 from tests.pytester_suite import two_shapes
 

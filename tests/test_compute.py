@@ -13,13 +13,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from pytest_workload import SnapshotDocument, Workload, WorkloadRecorder
-from pytest_workload._measure.flops import counting
-from pytest_workload._measure.op_text import op_text
-from pytest_workload._measure.tracing import count_flops, tracing
-from pytest_workload._model.computation import Computation, SubCall, read_computations
-from pytest_workload._model.errors import WorkloadDataError
-from pytest_workload._verdict.compute_diff import diff_operations
-from pytest_workload._verdict.diff import compare_documents
+from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._snapshot.compute_diff import diff_operations
+from pytest_workload._snapshot.diff import compare_documents
+from pytest_workload._tracing.flops import counting
+from pytest_workload._tracing.op_text import op_text
+from pytest_workload._tracing.tracer import count_flops, tracing
+from pytest_workload._workload.computation import Computation, SubCall, read_computations
 from tests.models import TinyNet
 
 
@@ -474,7 +474,7 @@ def test_reports_compared_by_compute_hash_say_the_computation_changed(monkeypatc
 
 
 def test_a_failure_of_the_tracer_never_reaches_the_forward(monkeypatch):
-    from pytest_workload._measure import tracing as tracing_module
+    from pytest_workload._tracing import tracer as tracing_module
 
     real = tracing_module.call_text
 

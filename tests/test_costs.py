@@ -6,11 +6,11 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_workload._measure.tracing import tracing
-from pytest_workload._model.costs import Costs
-from pytest_workload._model.errors import WorkloadDataError
-from pytest_workload._model.snapshot import SnapshotEntry
-from pytest_workload._verdict.cost_diff import cost_lines, costs_agree, grew
+from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._snapshot.cost_diff import cost_lines, costs_agree, grew
+from pytest_workload._snapshot.document import SnapshotEntry
+from pytest_workload._tracing.tracer import tracing
+from pytest_workload._workload.costs import Costs
 
 
 def _costs(module: nn.Module, *args: torch.Tensor) -> Costs:
@@ -166,7 +166,7 @@ class FakeMemory:
 
 def test_device_peak_is_read_over_the_traced_call(monkeypatch):
     from pytest_workload import WorkloadRecorder
-    from pytest_workload._record import traced
+    from pytest_workload._recording import traced
 
     log: list[str] = []
     monkeypatch.setattr(traced, "device_memory", lambda device: FakeMemory(log))

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from pytest_workload import InputSignature, workload_key
-from pytest_workload._identity.describe import describe_args, describe_kwargs
-from pytest_workload._verdict.distance import distance_factor, nearest
+from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
+from pytest_workload._fingerprint.distance import distance_factor, nearest
 
 
 def key(*args, structure="s" * 64, **kwargs):

@@ -8,16 +8,16 @@ import pytest
 import torch
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
-from pytest_workload._gate.perf import PerfGate
-from pytest_workload._measure.timing import Lap, TimingPolicy, measure, summarize, time_call
-from pytest_workload._model.baseline import Baseline
-from pytest_workload._model.device import DeviceIdentity
-from pytest_workload._model.errors import WorkloadDataError
-from pytest_workload._model.timing import Timing
-from pytest_workload._render.commands import PLAIN
-from pytest_workload._render.failures import render_regression
-from pytest_workload._render.report import format_timing
-from pytest_workload._verdict.drift import judge, worth_retiming
+from pytest_workload._core.commands import PLAIN
+from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._perf.baseline import Baseline
+from pytest_workload._perf.device_identity import DeviceIdentity
+from pytest_workload._perf.drift import judge, worth_retiming
+from pytest_workload._perf.perf_gate import PerfGate
+from pytest_workload._perf.perf_text import render_regression
+from pytest_workload._perf.stopwatch import Lap, TimingPolicy, measure, summarize, time_call
+from pytest_workload._report.summary import format_timing
+from pytest_workload._workload.timing import Timing
 from tests.models import TinyNet
 
 
@@ -179,7 +179,7 @@ def test_nothing_is_re_timed_without_a_suspect():
 
 
 def test_the_cpu_stopwatch_reads_wall_and_thread_time():
-    from pytest_workload._measure.timing import CpuStopwatch
+    from pytest_workload._perf.stopwatch import CpuStopwatch
 
     clock, thread = iter([0, 1000]), iter([0, 500])
     lap = CpuStopwatch(lambda: next(clock), lambda: next(thread))(lambda: None, 1)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from pytest_workload import InputSignature, UndescribableInputError, WorkloadRecorder
-from pytest_workload._identity.describe import describe_args
+from pytest_workload._fingerprint.describe import describe_args
 
 image_list = pytest.importorskip("torchvision.models.detection.image_list")
 transformers = pytest.importorskip("transformers")
@@ -93,9 +93,9 @@ def test_the_describe_hook_is_asked_first():
 def test_nothing_is_imported_to_look_them_up():
     code = (
         "import sys\n"
-        "from pytest_workload._identity.describe import describe_args\n"
+        "from pytest_workload._fingerprint.describe import describe_args\n"
         "from pytest_workload import UndescribableInputError\n"
-        "from pytest_workload._measure.first_call import copy_inputs\n"
+        "from pytest_workload._perf.first_call import copy_inputs\n"
         "try:\n"
         "    describe_args((object(),))\n"
         "except UndescribableInputError:\n"

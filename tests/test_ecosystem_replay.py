@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._measure.first_call import copy_inputs
-from pytest_workload._measure.timing import TimingPolicy
+from pytest_workload._perf.first_call import copy_inputs
+from pytest_workload._perf.stopwatch import TimingPolicy
 
 transformers = pytest.importorskip("transformers")
 

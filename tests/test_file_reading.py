@@ -13,8 +13,8 @@ import torch
 
 from pytest_workload import UndescribableInputError
 from pytest_workload.__main__ import main
-from pytest_workload._identity.describe import describe_args
-from pytest_workload._model.strict_json import MAX_JSON_DEPTH
+from pytest_workload._core.strict_json import MAX_JSON_DEPTH
+from pytest_workload._fingerprint.describe import describe_args
 from tests.file_faults import GATE, UPDATE, nest, report_file, snapshots, stored
 from tests.pytester_suite import lit, two_shapes
 

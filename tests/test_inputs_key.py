@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_workload._identity.describe import describe_args, describe_kwargs, inputs_key
+from pytest_workload._fingerprint.describe import describe_args, describe_kwargs, inputs_key
 
 
 def _described(args, kwargs):

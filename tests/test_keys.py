@@ -275,7 +275,7 @@ def pytest_configure(config):
     # what an older pytest-workload, whose current scheme was {scheme}, would have written
     config.stash[SESSION_KEY].scheme = {scheme}
 """
-SCHEME_1 = {"module": "pytest_workload._identity.fingerprint", "scheme": "SCHEME_1"}
+SCHEME_1 = {"module": "pytest_workload._fingerprint.scheme", "scheme": "SCHEME_1"}
 SCHEME_0 = {"module": "tests.legacy_scheme", "scheme": "LEGACY_SCHEME"}
 
 

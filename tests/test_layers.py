@@ -1,41 +1,31 @@
-"""The package's layers: each imports only from layers below it, and the data layer needs no
-torch. These tests read the source, so a new module is covered as soon as it exists."""
+"""The package's house: packages by feature over a small foundation. The foundation (core,
+torch internals, record, fingerprint) imports no feature; a feature imports the foundation
+and an earlier feature only through that feature's package (its ``__init__``, its public
+surface), never its modules; the glue imports anything. These tests read the source, so a new
+module is covered as soon as it exists."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_workload"
 
-#: Lowest first. A module may import from its own layer and from any layer before it.
-LAYERS = (
-    "_model",
-    "_torch_internals",
-    "_identity",
-    "_measure",
-    "_record",
-    "_verdict",
-    "_render",
-    "_gate",
-    "_session",
-    "xdist",
-    "hookspecs",
-    "_options",
-    "plugin",
-    "__main__",
-    "__init__",
-)
-#: Top-level modules that may import each other regardless of order (pytest glue and its CLI).
-GLUE = {"_options", "plugin", "__main__", "__init__"}
+#: Lowest first; each part imports only the parts before it (and itself).
+FOUNDATION = ("_core", "_torch_internals", "_workload", "_fingerprint")
+#: Lowest first; a feature imports only the features before it, and only their package.
+FEATURES = ("_tracing", "_perf", "_snapshot", "_report", "_recording")
+#: Top-level modules that wire the features into pytest and the CLI; they import anything.
+GLUE = {"_session", "xdist", "hookspecs", "_options", "plugin", "__main__", "__init__"}
 
 
-def _layer(module: str) -> str:
-    """``pytest_workload._model.files`` -> ``_model``; the package itself is ``__init__``."""
+def _part(module: str) -> str:
+    """``pytest_workload._core.files`` -> ``_core``; the package itself is ``__init__``."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "__init__"
 
@@ -69,39 +59,81 @@ def _modules() -> list[Path]:
     return sorted(PACKAGE.rglob("*.py"))
 
 
-def test_every_module_belongs_to_a_layer():
-    unknown = {_layer(_module_name(p)) for p in _modules()} - set(LAYERS)
-    assert not unknown, f"modules outside every layer: {sorted(unknown)}; add them to LAYERS"
+def _violations(path: Path) -> list[str]:
+    own = _part(_module_name(path))
+    if own in GLUE:
+        return []
+    bad = []
+    for target in _imports(path):
+        theirs = _part(target)
+        if theirs == own:
+            continue
+        if own in FOUNDATION:
+            allowed = theirs in FOUNDATION and FOUNDATION.index(theirs) < FOUNDATION.index(own)
+        else:
+            allowed = theirs in FOUNDATION or (
+                theirs in FEATURES
+                and FEATURES.index(theirs) < FEATURES.index(own)
+                and target == f"pytest_workload.{theirs}"
+            )
+        if not allowed:
+            bad.append(target)
+    return bad
+
+
+def test_every_module_has_a_place():
+    unknown = {_part(_module_name(p)) for p in _modules()} - {*FOUNDATION, *FEATURES, *GLUE}
+    assert not unknown, f"modules outside the house: {sorted(unknown)}; place them in the lists"
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_only_from_its_layer_or_below(path: Path):
-    own = _layer(_module_name(path))
-    upward = [
-        target
-        for target in _imports(path)
-        if _layer(target) in LAYERS
-        and LAYERS.index(_layer(target)) > LAYERS.index(own)
-        and not (own in GLUE and _layer(target) in GLUE)
-    ]
-    assert not upward, f"{path.relative_to(PACKAGE)} ({own}) imports from above: {upward}"
+def test_imports_follow_the_feature_rule(path: Path):
+    bad = _violations(path)
+    assert not bad, f"{path.relative_to(PACKAGE)} imports against the feature rule: {bad}"
 
 
-def test_the_layer_check_sees_an_upward_import(tmp_path: Path):
-    # the rule above must be able to fail: a data-layer module importing the recorder
-    bad = PACKAGE / "_model" / "__probe_upward.py"
-    bad.write_text("from .._record.recorder import WorkloadRecorder\n", encoding="utf-8")
+@pytest.mark.parametrize(
+    ("where", "source", "bad"),
+    [
+        ("_core", "from .._perf import judge\n", True),  # the core imports no feature
+        ("_perf", "from .._snapshot import Change\n", True),  # a later feature
+        ("_report", "from .._perf.drift import judge\n", True),  # another feature's insides
+        ("_report", "from .._perf import judge\n", False),  # an earlier feature's surface
+        ("_report", "from .._core.files import read_text\n", False),
+    ],
+)
+def test_the_feature_rule_can_fail(where: str, source: str, bad: bool):
+    probe = PACKAGE / where / "__probe_rule.py"
+    probe.write_text(source, encoding="utf-8")
     try:
-        targets = _imports(bad)
+        assert bool(_violations(probe)) is bad
     finally:
-        bad.unlink()
-    assert targets == ["pytest_workload._record.recorder"]
-    assert LAYERS.index(_layer(targets[0])) > LAYERS.index("_model")
+        probe.unlink()
 
 
-def test_the_data_layer_imports_without_torch():
+def test_module_names_are_unique():
+    names = Counter(p.stem for p in _modules() if p.name != "__init__.py")
+    twice = sorted(name for name, count in names.items() if count > 1)
+    assert not twice, f"module names used more than once: {twice}"
+
+
+@pytest.mark.parametrize("package", FEATURES)
+def test_a_feature_surface_never_shadows_its_modules(package: str):
+    # ``from pytest_workload._tracing import tracer`` must give the module, not a function
+    tree = ast.parse((PACKAGE / package / "__init__.py").read_text(encoding="utf-8"))
+    exported = {
+        a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names
+    }
+    modules = {p.stem for p in (PACKAGE / package).glob("*.py")}
+    assert not exported & modules, f"{package} exports names of its modules: {exported & modules}"
+
+
+def test_the_core_and_the_record_import_without_torch():
     modules = sorted(
-        _module_name(p) for p in (PACKAGE / "_model").glob("*.py") if p.name != "__init__.py"
+        _module_name(p)
+        for package in ("_core", "_workload")
+        for p in (PACKAGE / package).glob("*.py")
+        if p.name != "__init__.py"
     )
     code = (
         "import sys, importlib\n"
@@ -139,10 +171,28 @@ def _third_party(path: Path) -> set[str]:
     return {name.split(".")[0] for name in names}
 
 
+#: The glue that talks to pytest (and to syrupy's fixture); everything else imports neither.
+PYTEST_GLUE = {"_options", "plugin", "__main__", "__init__"}
+
+
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_the_core_imports_no_pytest_and_syrupy_has_one_home(path: Path):
-    own, used = _layer(_module_name(path)), _third_party(path)
-    if own not in GLUE and own != "hookspecs":
+def test_only_the_glue_imports_pytest_and_syrupy_has_one_home(path: Path):
+    own, used = _part(_module_name(path)), _third_party(path)
+    if own not in PYTEST_GLUE and own != "hookspecs":
         assert "pytest" not in used and "_pytest" not in used, f"{path.name} imports pytest"
-    if path.name != "syrupy_ext.py" and own not in GLUE:
-        assert "syrupy" not in used, f"{path.name} imports syrupy outside _gate/syrupy_ext.py"
+    if path.name != "syrupy_ext.py" and own not in PYTEST_GLUE:
+        assert "syrupy" not in used, f"{path.name} imports syrupy outside _snapshot/syrupy_ext.py"
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_torch_is_imported_lazily(path: Path):
+    # a module-level import would make `import pytest_workload` load torch
+    top = [
+        node
+        for node in ast.parse(path.read_text(encoding="utf-8")).body
+        if isinstance(node, ast.Import | ast.ImportFrom)
+    ]
+    names = {a.name for n in top if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module for n in top if isinstance(n, ast.ImportFrom) and n.module}
+    heavy = sorted(n for n in names if n.split(".")[0] in {"torch", "numpy"})
+    assert not heavy, f"{path.name} imports {heavy} at module level"

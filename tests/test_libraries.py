@@ -7,7 +7,7 @@ import importlib.metadata
 
 import pytest
 
-from pytest_workload._identity import libraries
+from pytest_workload._fingerprint import libraries
 
 
 @pytest.fixture

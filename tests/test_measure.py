@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._measure.timing import TimingPolicy
-from pytest_workload._model.measured import (
+from pytest_workload._perf.stopwatch import TimingPolicy
+from pytest_workload._workload.measured import (
     UNMARKED_NOT_MEASURED,
     UNMARKED_OBSERVED,
     XDIST_NOT_MEASURED,

@@ -10,8 +10,8 @@ import torch
 
 from pytest_workload import SessionReport, WorkloadRecorder, read_report
 from pytest_workload.__main__ import main
-from pytest_workload._model.files import write_report
-from pytest_workload._verdict.merge import MergeError, Shard, merge_reports
+from pytest_workload._report.merge import MergeError, Shard, merge_reports
+from pytest_workload._report.report_files import write_report
 from tests.models import TinyNet
 from tests.pytester_suite import MODELS, SUITE_INI
 

@@ -11,16 +11,16 @@ import torch
 from torch import nn
 
 from pytest_workload import SnapshotDocument
-from pytest_workload._identity.fingerprint import CURRENT_SCHEME
-from pytest_workload._model.errors import WorkloadDataError
-from pytest_workload._model.library_versions import versions_line
-from pytest_workload._model.modules import description_hash, read_modules
-from pytest_workload._model.report import SessionReport
-from pytest_workload._render.comparison import render_comparison, render_comparison_markdown
-from pytest_workload._verdict.compare import compare_reports
-from pytest_workload._verdict.diff import compare_documents
-from pytest_workload._verdict.structure_diff import field_changes, grouped_lines, own_changes
-from pytest_workload._verdict.upgrade import upgrade_refusals
+from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._core.library_versions import versions_line
+from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
+from pytest_workload._report.compare import compare_reports
+from pytest_workload._report.comparison import render_comparison, render_comparison_markdown
+from pytest_workload._report.session_report import SessionReport
+from pytest_workload._snapshot.diff import compare_documents
+from pytest_workload._snapshot.structure_diff import field_changes, grouped_lines, own_changes
+from pytest_workload._snapshot.upgrade import upgrade_refusals
+from pytest_workload._workload.modules import description_hash, read_modules
 from tests.recording import record
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pytest_workload._model.notes import Note
-from pytest_workload._render.commands import PLAIN, Commands
-from pytest_workload._render.report import render_note_counts, render_notes, render_unchecked
+from pytest_workload._core.commands import PLAIN, Commands
+from pytest_workload._core.notes import Note
+from pytest_workload._report.summary import render_note_counts, render_notes, render_unchecked
 
 ALL = Commands(("--workload-record=all",))
 

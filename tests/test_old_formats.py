@@ -74,7 +74,7 @@ def test_an_old_baseline_format_is_one_line_and_rewritten_by_update(pytester, su
 SCHEME_1 = """
 import pytest
 from pytest_workload.plugin import SESSION_KEY
-from pytest_workload._identity.fingerprint import SCHEME_1
+from pytest_workload._fingerprint.scheme import SCHEME_1
 
 
 @pytest.hookimpl(trylast=True)

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from pytest_workload import WorkloadDataError, compress_paths, expand_paths
-from pytest_workload._model.paths import MAX_PATHS, name_first, natural_key
+from pytest_workload._workload.paths import MAX_PATHS, name_first, natural_key
 
 
 def round_trip(paths: list[str]) -> list[str]:

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pytest_workload._measure import replay as replay_module
-from pytest_workload._measure.timing import Lap
+from pytest_workload._perf import replay as replay_module
+from pytest_workload._perf.stopwatch import Lap
 from tests.pytester_suite import lit
 
 SLEEPY = """

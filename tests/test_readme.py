@@ -23,8 +23,8 @@ import timm  # noqa: F401 (imported once here, so inner runs do not import it ag
 import torch
 from torchvision.models.detection.image_list import ImageList
 
-from pytest_workload._identity.describe import describe_args
-from pytest_workload._model.snapshot import SnapshotDocument
+from pytest_workload._fingerprint.describe import describe_args
+from pytest_workload._snapshot.document import SnapshotDocument
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ from torch.nn.modules import module as torch_module
 from torch.overrides import TorchFunctionMode
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._record.stack import CallStack
+from pytest_workload._recording.stack import CallStack
 from tests.models import TinyNet
 from tests.recording import no_hooks_left, record
 

@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 from pytest_workload import FingerprintScheme, InputSignature
-from pytest_workload._identity.structure import structure_node
+from pytest_workload._fingerprint.structure import structure_node
 from tests.models import twins
 from tests.recording import record
 

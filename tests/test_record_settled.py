@@ -5,8 +5,8 @@ import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._model.measured import OBSERVED
-from pytest_workload._record.rows import OBSERVED_CALLS, TRACED_CALLS
+from pytest_workload._recording.rows import OBSERVED_CALLS, TRACED_CALLS
+from pytest_workload._workload.measured import OBSERVED
 from tests.recording import no_hooks_left
 
 #: calls after which a root whose calls all agree has settled

@@ -1,8 +1,8 @@
-"""A row's life (``_record/states.py``): every transition of its table, and the impossible ones."""
+"""A row's life (``_recording/states.py``): each transition of its table and the impossible ones."""
 
 import pytest
 
-from pytest_workload._record.states import (
+from pytest_workload._recording.states import (
     OBSERVED_CALLS,
     TRACED_CALLS,
     Event,

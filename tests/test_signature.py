@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from pytest_workload import InputSignature, UndescribableInputError
-from pytest_workload._identity.describe import describe_args, describe_kwargs
-from pytest_workload._model.signature import format_node
+from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
+from pytest_workload._workload.signature import format_node
 
 
 def sig(*args, **kwargs):
@@ -81,8 +81,8 @@ def test_dict_insertion_order_does_not_matter():
 
 
 _BATCH_FROM_A_SET = (
-    "import torch; from pytest_workload._identity.describe import describe_args;"
-    "from pytest_workload._model.canonical import canonical_json;"
+    "import torch; from pytest_workload._fingerprint.describe import describe_args;"
+    "from pytest_workload._core.canonical import canonical_json;"
     "batch = {k: torch.zeros(1) for k in {'images', 'labels', 'masks', 'boxes', 'ids'}};"
     "print(canonical_json(describe_args([batch])))"
 )

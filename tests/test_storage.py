@@ -13,7 +13,8 @@ from pytest_workload import (
     WorkloadRecorder,
     read_report,
 )
-from pytest_workload._model.files import write_report, write_text_atomic
+from pytest_workload._core.files import write_text_atomic
+from pytest_workload._report.report_files import write_report
 from tests.models import TinyNet
 
 

@@ -10,16 +10,16 @@ import torch
 from torch import nn
 
 from pytest_workload import structure_hash
-from pytest_workload._identity.fingerprint import CURRENT_SCHEME, SCHEME_1
-from pytest_workload._identity.structure import (
+from pytest_workload._fingerprint.scheme import CURRENT_SCHEME, SCHEME_1
+from pytest_workload._fingerprint.structure import (
     NOT_ARCHITECTURE,
     canonical_code,
     child_structure_hashes,
     param_stats,
     structure_node,
 )
-from pytest_workload._identity.structure import structure_hash as _structure_hash
-from pytest_workload._model.modules import hash_without_dtypes
+from pytest_workload._fingerprint.structure import structure_hash as _structure_hash
+from pytest_workload._workload.modules import hash_without_dtypes
 from tests.models import TinyNet
 
 

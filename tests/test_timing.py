@@ -8,11 +8,19 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.flop_counter import sdpa_flop_count
 
-from pytest_workload._gate.baselines import BaselineStore
-from pytest_workload._measure.calibration import calibration_kernel
-from pytest_workload._measure.device import check_device_spec, resolve_device
-from pytest_workload._measure.replay import replay
-from pytest_workload._measure.timing import (
+from pytest_workload._core.errors import (
+    CorruptFileError,
+    DeviceUnavailableError,
+    WorkloadDataError,
+)
+from pytest_workload._perf.baseline import Baseline
+from pytest_workload._perf.baseline_store import BaselineStore
+from pytest_workload._perf.calibration import calibration_kernel
+from pytest_workload._perf.device import check_device_spec, resolve_device
+from pytest_workload._perf.device_identity import DeviceIdentity
+from pytest_workload._perf.drift import judge
+from pytest_workload._perf.replay import replay
+from pytest_workload._perf.stopwatch import (
     CpuStopwatch,
     Lap,
     TimingPolicy,
@@ -21,16 +29,8 @@ from pytest_workload._measure.timing import (
     stopwatch_for,
     summarize,
 )
-from pytest_workload._measure.tracing import count_flops
-from pytest_workload._model.baseline import Baseline
-from pytest_workload._model.device import DeviceIdentity
-from pytest_workload._model.errors import (
-    CorruptFileError,
-    DeviceUnavailableError,
-    WorkloadDataError,
-)
-from pytest_workload._model.timing import MIN_SAMPLES, Timing
-from pytest_workload._verdict.drift import judge
+from pytest_workload._tracing.tracer import count_flops
+from pytest_workload._workload.timing import MIN_SAMPLES, Timing
 
 
 class FakeClock:

@@ -4,7 +4,7 @@ workers."""
 import dataclasses
 
 from pytest_workload import TestWorkloads
-from pytest_workload._model.notes import Note
+from pytest_workload._core.notes import Note
 from pytest_workload._session import WorkloadSession, WorkloadSettings
 from pytest_workload.xdist import WorkerMerge, WorkerPayload
 from tests.recording import tiny_table

@@ -28,8 +28,8 @@ import torch
 from torch import nn
 
 from pytest_workload import InputSignature, ParamStats, TestWorkloads, Workload, WorkloadRecorder
-from pytest_workload._model.hashes import prefix_length
-from pytest_workload._render.report import render_session
+from pytest_workload._core.hashes import prefix_length
+from pytest_workload._report.summary import render_session
 
 pytestmark = pytest.mark.zoo
 

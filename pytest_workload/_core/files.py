@@ -1,0 +1,160 @@
+"""Files: writing snapshots, baselines and reports without losing or damaging anything.
+
+What is written where depends on what the path is:
+
+- a regular file, or nothing yet: a temporary file in the same directory, then ``os.replace``,
+  so an interrupted run leaves the file old or new, never half-written. An existing file keeps
+  its permission bits (and, where the process may, its owner); a new one gets them from the
+  umask, as ``open`` would give them.
+- a symlink: the same, at the file it points to; the link stays a link. A file of the plugin's
+  own trees (snapshots, baselines) is written only inside its root (the rootdir): a symlink, of
+  the file or of a directory above it, that leads outside is a :class:`FileWriteError` naming
+  both paths.
+- ``-``, a FIFO, a character device or a socket: written directly, never replaced.
+- a directory, or anything that cannot be written: a :class:`FileWriteError` naming the path.
+
+Nothing read is ever unpickled, and every read goes through
+:func:`~pytest_workload._core.strict_json.load_json`, which bounds nesting and numbers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final, TypeVar
+
+from .errors import (
+    CorruptFileError,
+    FileWriteError,
+    FutureFormatError,
+    OldFormatError,
+    WorkloadDataError,
+)
+from .strict_json import InvalidJsonError, load_json
+
+T = TypeVar("T")
+
+#: The path that means standard output.
+STDOUT: Final = "-"
+
+#: Characters of a file's name kept in its temporary file's name, so that a name that fits
+#: the file-name limit still fits with the temporary file's affixes.
+_TMP_NAME_CHARS: Final = 64
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_replacing(path: Path, text: str) -> None:
+    try:
+        st: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        st = None
+    fd, tmp = tempfile.mkstemp(
+        prefix=f".{path.name[:_TMP_NAME_CHARS]}.", suffix=".tmp", dir=path.parent
+    )
+    try:
+        if st is None:
+            os.fchmod(fd, 0o666 & ~_umask())
+        else:
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))
+            if st.st_uid != os.getuid() or st.st_gid != os.getgid():
+                # only root may give a file away; it keeps its mode all the same
+                with contextlib.suppress(PermissionError):
+                    os.fchown(fd, st.st_uid, st.st_gid)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _is_stream(path: Path) -> bool:
+    """A FIFO, character device or socket: written in place, since replacing one would
+    destroy it (as root, ``/dev/null`` would become a regular file)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
+
+
+def outside(path: Path, root: Path) -> str | None:
+    """Where ``path`` really is when symlinks take it out of ``root``; None when it stays in."""
+    real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))
+    return None if real == real_root or real_root in real.parents else str(real)
+
+
+def confined(path: Path, root: Path) -> None:
+    """A FileWriteError naming both paths if writing ``path`` would leave ``root``."""
+    real = outside(path, root)
+    if real is not None:
+        raise FileWriteError(
+            str(path), OSError(f"it leads to {real}, outside {root}; nothing is written there")
+        )
+
+
+def write_text_atomic(
+    path: Path, text: str, *, make_parents: bool = True, within: Path | None = None
+) -> None:
+    """Write ``text`` to ``path`` as the module docstring says; FileWriteError if it cannot.
+    ``make_parents``: create missing directories (the plugin's own trees), or refuse (a path
+    a user typed, where a missing directory is more likely a typo). ``within``: the root the
+    write must not leave through a symlink."""
+    if str(path) == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    if within is not None:
+        confined(path, within)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        if target.is_dir():
+            raise IsADirectoryError(21, "Is a directory")
+        if _is_stream(target):
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text)
+            return
+        if make_parents:
+            target.parent.mkdir(parents=True, exist_ok=True)
+        _write_replacing(target, text)
+    except OSError as exc:
+        raise FileWriteError(str(path), exc) from None
+
+
+def read_text(path: Path) -> str:
+    """A stored file's text; one that is not UTF-8 is corrupt, and the error says so."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise CorruptFileError(str(path), f"cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise CorruptFileError(
+            str(path), f"is corrupt: not UTF-8 text (byte {exc.start})"
+        ) from None
+
+
+def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:
+    """Load and parse a JSON file; any problem is a CorruptFileError naming the file."""
+    text = read_text(path)
+    try:
+        return parse(load_json(text))
+    except InvalidJsonError as exc:
+        raise CorruptFileError(str(path), f"is {exc}") from None
+    except FutureFormatError as exc:
+        raise CorruptFileError(str(path), f"is of {exc}", future=True) from None
+    except OldFormatError as exc:
+        raise CorruptFileError(str(path), f"is of {exc}", old=True) from None
+    except WorkloadDataError as exc:
+        raise CorruptFileError(str(path), f"is not a {what}: {exc}") from None

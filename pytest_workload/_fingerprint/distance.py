@@ -1,0 +1,166 @@
+"""Workload distance factor: can a schedule tuned for one workload serve another?
+
+Keys are compared exactly as the JSON ``key`` field holds them, ``[structure_hash, args,
+kwargs]``. Two keys are compatible when their structure hashes are equal, every non-integer
+part is equal, and every integer of the target is divisible by the candidate's; the factor is
+then the product of target/candidate over all integers (1 for identical keys), otherwise
+``inf``. It is asymmetric and never below 1.
+
+Unlike the original rules, containers keep their boundaries (``[[1, 1], [3, 4]]`` is not
+``[[1, 1, 3], [4]]``), ``bool`` is a value rather than an integer, negative and symbolic
+tensor dimensions are incompatible, and nothing raises: mismatched types and malformed keys
+give ``inf``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import TypeVar
+
+from .._core.canonical import Json, canonical_json
+from .._workload.signature import is_tensor_node
+
+K = TypeVar("K", bound=Json)
+
+
+_INCOMPATIBLE = None
+
+
+_SHAPE_TAGS = ("tensor", "ndarray")
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _serialisable(key: Json) -> bool:
+    """Whether a key has canonical JSON, as every recorded key had (its hash is taken over it).
+
+    NaN, a cycle or nesting past the recursion limit means it was never a workload's key.
+    """
+    try:
+        canonical_json(key)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
+def _int_ratio(target: int, candidate: int) -> int | None:
+    if target == candidate:
+        return 1
+    if target > 0 and candidate > 0 and target % candidate == 0:
+        return target // candidate
+    return _INCOMPATIBLE
+
+
+def _shape(node: dict[str, Json]) -> list[Json] | None:
+    """The shape of a tensor or array node, or None when the node is malformed."""
+    shapes = [node[tag] for tag in _SHAPE_TAGS if tag in node]
+    if len(shapes) != 1 or not isinstance(shapes[0], list):
+        return None
+    return shapes[0]
+
+
+def _shape_ratio(target: list[Json], candidate: list[Json]) -> int | None:
+    """Tensor shapes: same rank, concrete non-negative dimensions, each one dividing."""
+    if len(target) != len(candidate):
+        return _INCOMPATIBLE
+    factor = 1
+    for a, b in zip(target, candidate, strict=True):
+        if not (_is_int(a) and _is_int(b)) or a < 0 or b < 0:  # type: ignore[operator]
+            return _INCOMPATIBLE
+        ratio = _int_ratio(a, b)  # type: ignore[arg-type]
+        if ratio is None:
+            return _INCOMPATIBLE
+        factor *= ratio
+    return factor
+
+
+def _tensor_ratio(target: dict[str, Json], candidate: dict[str, Json]) -> int | None:
+    t, c = _shape(target), _shape(candidate)
+    if t is None or c is None or target.keys() != candidate.keys():
+        return _INCOMPATIBLE
+    rest_t = {k: v for k, v in target.items() if k not in _SHAPE_TAGS}
+    rest_c = {k: v for k, v in candidate.items() if k not in _SHAPE_TAGS}
+    if canonical_json(rest_t) != canonical_json(rest_c):
+        return _INCOMPATIBLE
+    return _shape_ratio(t, c)
+
+
+def _step(target: Json, candidate: Json, pending: list[tuple[Json, Json]]) -> int | None:
+    """One pair's own factor; a container's children are queued on ``pending`` instead."""
+    if is_tensor_node(target) and is_tensor_node(candidate):
+        return _tensor_ratio(target, candidate)  # type: ignore[arg-type]
+    if _is_int(target) and _is_int(candidate):
+        return _int_ratio(target, candidate)  # type: ignore[arg-type]
+    if isinstance(target, list) and isinstance(candidate, list):
+        if len(target) != len(candidate):
+            return _INCOMPATIBLE
+        pending += zip(target, candidate, strict=True)
+        return 1
+    if isinstance(target, dict) and isinstance(candidate, dict):
+        if target.keys() != candidate.keys():
+            return _INCOMPATIBLE
+        pending += ((target[k], candidate[k]) for k in target)
+        return 1
+    if type(target) is not type(candidate):
+        return _INCOMPATIBLE
+    return 1 if target == candidate else _INCOMPATIBLE
+
+
+def _ratio(target: Json, candidate: Json) -> int | None:
+    """Integer product of target/candidate over every integer, or None when incompatible.
+
+    Walks with a stack, not recursion: a key nested deeper than the recursion limit is still
+    a key that canonical JSON (written in C) could serialise.
+    """
+    factor = 1
+    pending = [(target, candidate)]
+    while pending:
+        ratio = _step(*pending.pop(), pending)
+        if ratio is None:
+            return _INCOMPATIBLE
+        factor *= ratio
+    return factor
+
+
+def _as_float(factor: int) -> float:
+    try:
+        return float(factor)
+    except OverflowError:
+        return math.inf
+
+
+def distance_factor(target_key: Json, candidate_key: Json) -> float:
+    """How far ``candidate_key``'s workload is from ``target_key``'s: 1 identical, inf unusable.
+
+    A batch-8 224x224 target against a batch-1 112x112 candidate of one structure gives 32.
+    Never raises: malformed keys, and keys that have no canonical JSON, give inf.
+    """
+    if not (
+        isinstance(target_key, list)
+        and isinstance(candidate_key, list)
+        and target_key
+        and candidate_key
+        and isinstance(target_key[0], str)
+        and target_key[0] == candidate_key[0]
+        and _serialisable(target_key)
+        and _serialisable(candidate_key)
+    ):
+        return math.inf
+    ratio = _ratio(target_key[1:], candidate_key[1:])
+    return math.inf if ratio is None else _as_float(ratio)
+
+
+def nearest(target_key: Json, candidates: Iterable[K]) -> tuple[K, float] | None:
+    """The candidate with the smallest finite factor (ties: smallest canonical JSON), if any."""
+    best: tuple[float, str, K] | None = None
+    for candidate in candidates:
+        factor = distance_factor(target_key, candidate)
+        if math.isinf(factor):
+            continue
+        rank = (factor, canonical_json(candidate))
+        if best is None or rank < best[:2]:
+            best = (factor, rank[1], candidate)
+    return None if best is None else (best[2], best[0])

@@ -1,0 +1,171 @@
+"""The ecosystem's own input types: torchvision's ``ImageList`` and Hugging Face caches
+(``DynamicCache``, ``EncoderDecoderCache``, ``StaticCache`` and the other ``Cache`` classes),
+described for a hash and copied for a replay.
+
+Each is looked up only when its library is already imported (a test that passes one has
+imported it), so a session without them pays nothing. A value is described by what decides its
+computation: an ``ImageList`` by its batch tensor and image sizes, a cache by its layer count,
+sequence length and the shapes and dtypes of each layer's keys and values, never their values.
+``ModelOutput`` needs nothing here: it is a dataclass, described field by field. The
+``pytest_workload_describe`` hook is asked first, so a project can describe these its own way.
+
+A cache is copied as Hugging Face's documentation copies one to reuse it (``copy.deepcopy``),
+with its tensors detached and cloned first (``deepcopy`` refuses a tensor with a history). A
+forward grows the cache it is given by rebinding its layers' tensors, so a replay puts the
+attributes of the cache's objects back after each call (:func:`library_parts`).
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from .._core.canonical import Json
+from .._workload.signature import qualified_name
+
+#: Describes a nested value at a path (the describer's own ``describe``).
+Nested = Callable[[object, str], Json]
+
+_IMAGE_LIST = ("torchvision.models.detection.image_list", "ImageList")
+_CACHE = ("transformers.cache_utils", "Cache")
+
+
+def _loaded(location: tuple[str, str]) -> type | None:
+    module = sys.modules.get(location[0])
+    found = getattr(module, location[1], None)
+    return found if isinstance(found, type) else None
+
+
+def _image_list(value: Any, nested: Nested, path: str) -> dict[str, Json]:
+    return {
+        "tensors": nested(value.tensors, f"{path}.tensors"),
+        "image_sizes": nested(list(value.image_sizes), f"{path}.image_sizes"),
+    }
+
+
+def _layers(cache: Any) -> list[tuple[Any, Any] | None]:
+    """Each layer's (keys, values), None for a layer not filled yet (a fresh static cache).
+    Caches before transformers 4.54 keep two lists instead of layer objects."""
+    layers = getattr(cache, "layers", None)
+    if layers is None:
+        return list(
+            zip(getattr(cache, "key_cache", ()), getattr(cache, "value_cache", ()), strict=False)
+        )
+    return [
+        (layer.keys, layer.values)
+        if getattr(layer, "is_initialized", True) and getattr(layer, "keys", None) is not None
+        else None
+        for layer in layers
+    ]
+
+
+def _cache(value: Any, nested: Nested, path: str) -> dict[str, Json]:
+    layers = _layers(value)
+    tensors: list[Json] = [
+        None
+        if kv is None
+        else [
+            nested(kv[0], f"{path}.layers[{i}].keys"),
+            nested(kv[1], f"{path}.layers[{i}].values"),
+        ]
+        for i, kv in enumerate(layers)
+    ]
+    node: dict[str, Json] = {
+        "layers": len(layers),
+        "seq_length": int(value.get_seq_length()),
+        "tensors": tensors,
+    }
+    max_length = getattr(value, "get_max_cache_shape", None)
+    if callable(max_length):
+        node["max_cache_len"] = int(max_length())
+    return node
+
+
+_KNOWN: tuple[tuple[tuple[str, str], Callable[[Any, Nested, str], dict[str, Json]]], ...] = (
+    (_IMAGE_LIST, _image_list),
+    (_CACHE, _cache),
+)
+
+
+def describe_known(value: object, nested: Nested, path: str) -> Json | None:
+    """The description of an ecosystem type, tagged with its class; None for other values."""
+    for location, describe in _KNOWN:
+        cls = _loaded(location)
+        if cls is not None and isinstance(value, cls):
+            return {"builtin": qualified_name(type(value)), "fields": describe(value, nested, path)}
+    return None
+
+
+def _reachable(value: object, tensor: type, found: dict[int, object], seen: set[int]) -> None:
+    """Every tensor, and every object of the library, reachable from ``value`` through the
+    attributes of the library's objects, lists, tuples and dicts."""
+    if id(value) in seen:
+        return
+    seen.add(id(value))
+    items: Iterable[object]
+    if isinstance(value, tensor):
+        found[id(value)] = value
+        return
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, dict):
+        items = value.values()
+    elif type(value).__module__.startswith("transformers.") and hasattr(value, "__dict__"):
+        found[id(value)] = value
+        items = vars(value).values()
+    else:
+        return
+    for item in items:
+        _reachable(item, tensor, found, seen)
+
+
+def _parts(cache: object) -> list[object]:
+    import torch
+
+    found: dict[int, object] = {}
+    _reachable(cache, torch.Tensor, found, set())
+    return list(found.values())
+
+
+def copy_known(value: Any) -> tuple[Any, bool] | None:
+    """A copy of an ecosystem input with its tensors cloned, and whether it could be copied;
+    None for any other value."""
+    import torch
+
+    cache = _loaded(_CACHE)
+    if cache is not None and isinstance(value, cache):
+        memo: dict[int, Any] = {}
+        for part in _parts(value):
+            if isinstance(part, torch.Tensor):
+                clone = part.detach().clone()
+                memo[id(part)] = clone.requires_grad_(part.requires_grad)
+        try:
+            return copy.deepcopy(value, memo), True
+        except Exception:  # (an offloading cache holds a stream, which cannot be copied)
+            return value, False
+    image_list = _loaded(_IMAGE_LIST)
+    if image_list is not None and isinstance(value, image_list):
+        images: Any = value
+        return type(images)(images.tensors.detach().clone(), list(images.image_sizes)), True
+    return None
+
+
+def library_parts(values: object) -> list[object]:
+    """The caches among ``values`` (searched through lists, tuples and dicts) and every
+    object of theirs: what a forward changes in a cache it is given."""
+    cache = _loaded(_CACHE)
+    if cache is None:
+        return []
+    found: list[object] = []
+    pending = [values]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, cache):
+            found += (p for p in _parts(value) if type(p).__module__.startswith("transformers."))
+        elif isinstance(value, (list, tuple)):
+            pending += value
+        elif isinstance(value, dict):
+            pending += value.values()
+    return found

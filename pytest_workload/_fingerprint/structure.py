@@ -1,0 +1,321 @@
+"""Structure hashes: the module-tree half of a workload's identity (fingerprint scheme 2).
+
+A module's structure is its class by name, its plain public attributes that choose the
+architecture (``stride``, ``drop_rate``, ``num_heads``; memory addresses removed), its
+train/eval mode, the names, shapes and dtypes of its own parameters and buffers, and the
+structure hashes of its named children. Weight *values* never enter it: re-initialised,
+re-seeded or pretrained copies of one architecture share a hash.
+
+Text that only restates those fields stays out, so that a library release that rewords it
+does not change a hash (measured in docs/benchmarks.md, section 9): the ``extra_repr()``
+text (torch 2.12 added ``bias=True`` to every norm layer's), the module path of the class
+(timm moves classes between modules; it is kept beside the hash as ``class_path``, for
+explanations), attributes that only choose a kernel or an initialisation or restate a
+parameter shape (:data:`NOT_ARCHITECTURE`), and attributes whose value is ``None`` or
+``False`` (a release that adds ``gate = None`` or ``fix_init = False`` to a class changes
+nothing; within one class, *off* and *absent* cannot both occur). The computation
+fingerprint (``compute_hash``) sees what these fields would have guessed at.
+
+The hash is a Merkle tree (a child's hash feeds its parent's), so shared submodules are hashed
+once and a changed layer can be located by comparing children.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import math
+import re
+from collections.abc import Iterator, MutableMapping
+from types import BuiltinFunctionType, FunctionType
+from typing import TYPE_CHECKING, Final, Protocol
+
+from .._core.canonical import Json
+from .._core.strict_json import INT_BOUND
+from .._torch_internals import compiled_original, own_buffers, own_children, own_parameters
+from .._workload.modules import description_hash
+from .._workload.signature import dtype_name, qualified_name
+from .._workload.workload import ParamStats
+
+if TYPE_CHECKING:
+    from torch import nn
+    from torch.nn import Parameter
+
+
+ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]+")
+
+
+_SKIP: Final = object()
+
+
+#: Memo of structure hashes for one recording, keyed by ``(id(module), module.training)``.
+#: The module is kept alive in the value so its id cannot be reused while the memo lives.
+StructureMemo = MutableMapping[tuple[int, bool], tuple["nn.Module", str]]
+
+
+def is_compiled(module: nn.Module) -> bool:
+    """A ``torch.compile`` wrapper."""
+    return compiled_original(module) is not None
+
+
+def is_scripted(module: nn.Module) -> bool:
+    """A TorchScript module: its submodules run inside the TorchScript interpreter."""
+    import torch
+
+    return isinstance(module, torch.jit.ScriptModule)
+
+
+def unwrap(module: nn.Module) -> nn.Module:
+    """The module a wrapper (torch.compile, DataParallel, DistributedDataParallel) runs."""
+    import torch
+
+    while True:
+        original = compiled_original(module)
+        if original is not None:
+            module = original
+        elif isinstance(module, (torch.nn.DataParallel, torch.nn.parallel.DistributedDataParallel)):
+            module = module.module
+        else:
+            return module
+
+
+def class_name(module: nn.Module) -> str:
+    """Fully qualified class; scripted modules report the class they were scripted from."""
+    if is_scripted(module):
+        return f"{getattr(module, 'original_name', type(module).__qualname__)} (scripted)"
+    return qualified_name(type(module))
+
+
+#: Public attributes that are not architecture: they choose a kernel (``fused_attn``, which
+#: ``TIMM_FUSED_ATTN=0`` turns off; ``inplace``), memory use (``grad_checkpointing``) or an
+#: initialisation (``fix_init``, ``weight_init_mode``, ``gain_init``), or restate what the
+#: parameter shapes show (``in_chans``, ``attn_dim``).
+NOT_ARCHITECTURE: Final = frozenset(
+    {
+        "fused_attn",
+        "inplace",
+        "grad_checkpointing",
+        "fix_init",
+        "weight_init_mode",
+        "gain_init",
+        "in_chans",
+        "attn_dim",
+    }
+)
+
+
+def _attribute_value(value: object) -> object:
+    """A plain attribute as JSON, or _SKIP for anything that is not configuration. Types,
+    functions and enums go by name: like classes, they move between modules."""
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__qualname__}.{value.name}"
+    if isinstance(value, str):
+        return ADDRESS.sub("0x?", value)
+    if isinstance(value, int) and abs(value) >= INT_BOUND:
+        return hex(value)  # text, as a non-finite float: no stored number is this long
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, (tuple, list)):
+        items = [_attribute_value(v) for v in value]
+        return _SKIP if any(v is _SKIP for v in items) else items
+    if isinstance(value, (FunctionType, BuiltinFunctionType, type)):
+        return str(value.__qualname__)
+    import torch
+
+    if isinstance(value, torch.dtype):
+        return str(value)
+    return _SKIP
+
+
+def _attributes(module: nn.Module) -> dict[str, Json]:
+    out: dict[str, Json] = {}
+    for name, value in vars(module).items():
+        if name.startswith("_") or name == "training" or name in NOT_ARCHITECTURE:
+            continue
+        if value is None or value is False:
+            continue
+        described = _attribute_value(value)
+        if described is not _SKIP:
+            out[name] = described  # type: ignore[assignment]
+    return out
+
+
+def tensor_entries(named: Iterator[tuple[str, object]]) -> list[Json]:
+    from torch.nn.parameter import is_lazy
+
+    entries: list[Json] = []
+    for name, tensor in named:
+        if tensor is None:
+            entries.append([name, None])
+        elif is_lazy(tensor):  # type: ignore[arg-type]
+            entries.append([name, "uninitialized"])
+        else:
+            shape: list[Json] = [int(d) for d in tensor.shape]  # type: ignore[attr-defined]
+            dtype = dtype_name(tensor.dtype)  # type: ignore[attr-defined]
+            entries.append([name, shape, dtype])
+    return entries
+
+
+def _short_class(module: nn.Module) -> str:
+    if is_scripted(module):
+        return f"{getattr(module, 'original_name', type(module).__name__)} (scripted)"
+    return type(module).__qualname__
+
+
+#: TorchScript numbers the names it mangles by how much the process scripted before.
+_MANGLED: Final = re.compile(r"___torch_mangle_\d+")
+#: A name with a number at its end, not an attribute: TorchScript numbers the values it names
+#: (``x0``, ``input3``, ``_1``), and a module saved and loaded again is numbered anew. A string
+#: literal is matched first, to be kept as it is: it is a constant of the computation.
+_NUMBERED: Final = re.compile(
+    r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')|(?<![\w.])([A-Za-z_][A-Za-z_]*?)(\d+)\b"
+)
+
+
+def canonical_code(code: str) -> str:
+    """TorchScript code without what follows the process rather than the computation:
+    addresses, mangling numbers, and the numbers of named values (renumbered in order of
+    first use, per name)."""
+    code = _MANGLED.sub("___torch_mangle", ADDRESS.sub("0x?", code))
+    seen: dict[str, dict[str, int]] = {}
+
+    def renumber(match: re.Match[str]) -> str:
+        if match[1] is not None:
+            return match[1]
+        numbers = seen.setdefault(match[2], {})
+        return f"{match[2]}#{numbers.setdefault(match[3], len(numbers))}"
+
+    return _NUMBERED.sub(renumber, code)
+
+
+def _scripted_code(module: nn.Module) -> str | None:
+    """A scripted module's TorchScript code: its computation, which no hook can see."""
+    # A scripted module without forward has no code: older torch raises a RuntimeError,
+    # torch 2.14 an AttributeError (a container such as torchvision's IntermediateLayerGetter).
+    with contextlib.suppress(RuntimeError, AttributeError):
+        return canonical_code(str(module.code))
+    return None
+
+
+def structure_node(module: nn.Module, children: list[Json]) -> dict[str, Json]:
+    """One module's description (its children given as hashes): every key enters its hash
+    except those in :data:`~pytest_workload._workload.modules.DESCRIPTION_ONLY`."""
+    node: dict[str, Json] = {
+        "class": _short_class(module),
+        "class_path": class_name(module),
+        "attributes": _attributes(module),
+        "training": module.training,
+        "parameters": tensor_entries(iter(own_parameters(module).items())),
+        "buffers": tensor_entries(iter(own_buffers(module).items())),
+        "children": children,
+    }
+    if is_scripted(module):
+        node["code"] = _scripted_code(module)
+    return node
+
+
+class NodeFunction(Protocol):
+    """Builds the description of one module from the module and its children's hashes."""
+
+    def __call__(self, module: nn.Module, children: list[Json]) -> dict[str, Json]: ...
+
+
+def structure_hash(
+    module: nn.Module,
+    memo: StructureMemo | None = None,
+    node: NodeFunction = structure_node,
+    descriptions: MutableMapping[str, dict[str, Json]] | None = None,
+) -> str:
+    """SHA-256 structure hash of a module tree; wrappers hash as the module they wrap.
+
+    ``memo`` must only ever be used with one ``node`` function. ``descriptions``, if given,
+    receives each module's description by its hash (each module hashed with this memo; give
+    a fresh memo with a fresh ``descriptions``).
+    """
+    memo = {} if memo is None else memo
+    target = unwrap(module)
+    key = (id(target), target.training)
+    cached = memo.get(key)
+    if cached is not None and cached[0] is target:
+        return cached[1]
+    children: list[Json] = [
+        [name, None if child is None else structure_hash(child, memo, node, descriptions)]
+        for name, child in own_children(target).items()
+    ]
+    digest, description = _interned(node(target, children))
+    if descriptions is not None:
+        descriptions[digest] = description
+    memo[key] = (target, digest)
+    return digest
+
+
+#: Descriptions hashed in this process, by their ``repr``. A suite's models repeat their
+#: modules: each distinct description is hashed once, and every test's table holds the one
+#: object, which the garbage collector would otherwise see anew per test (see
+#: docs/benchmarks.md, section 12).
+_INTERNED: dict[str, tuple[str, dict[str, Json]]] = {}
+_INTERNED_MAX: Final = 4096
+
+
+def _interned(description: dict[str, Json]) -> tuple[str, dict[str, Json]]:
+    """The description's hash, and the first equal description hashed (equal and of equal
+    ``repr``: the same types, values and key order, so the same stored bytes)."""
+    key = repr(description)
+    found = _INTERNED.get(key)
+    if found is None or found[1] != description:
+        if len(_INTERNED) >= _INTERNED_MAX:
+            _INTERNED.clear()
+        found = _INTERNED[key] = (description_hash(description), description)
+    return found
+
+
+def child_structure_hashes(
+    module: nn.Module, memo: StructureMemo | None = None, node: NodeFunction = structure_node
+) -> tuple[tuple[str, str], ...]:
+    """``(name, structure hash)`` of a module's direct children, for locating changes."""
+    target = unwrap(module)
+    return tuple(
+        (name, structure_hash(child, memo, node))
+        for name, child in own_children(target).items()
+        if child is not None
+    )
+
+
+#: A module's subtree parameters: its distinct parameters by id, with their count, bytes and
+#: dtypes (the module kept, so that its id stands).
+_Params = tuple["nn.Module", dict[int, "Parameter"], int, int, frozenset[str]]
+#: Each module's subtree parameters, read once per root call, by module id.
+StatsMemo = MutableMapping[int, _Params]
+
+
+def param_stats(module: nn.Module, memo: StatsMemo | None = None) -> ParamStats:
+    """Count and bytes of every distinct parameter in the tree (shared ones counted once),
+    built from each child's (``memo``, if given, keeps them for the trees of one root call)."""
+    _, _, count, size, dtypes = _subtree_params(unwrap(module), {} if memo is None else memo)
+    return ParamStats(count=count, bytes=size, dtypes=tuple(sorted(dtypes)))
+
+
+def _subtree_params(module: nn.Module, memo: StatsMemo) -> _Params:
+    cached = memo.get(id(module))
+    if cached is not None and cached[0] is module:
+        return cached
+    from torch.nn.parameter import is_lazy
+
+    own = {id(p): p for p in module.parameters(recurse=False) if not is_lazy(p)}
+    parts = [_subtree_params(c, memo) for c in module.children()]
+    found = dict(own)
+    for part in parts:
+        found.update(part[1])
+    if len(found) == len(own) + sum(len(part[1]) for part in parts):
+        # (no parameter is shared between the parts: their sums add up)
+        count = sum(p.numel() for p in own.values()) + sum(part[2] for part in parts)
+        size = sum(p.numel() * p.element_size() for p in own.values()) + sum(p[3] for p in parts)
+        dtypes = frozenset(dtype_name(p.dtype) for p in own.values()).union(*(p[4] for p in parts))
+    else:
+        count = sum(p.numel() for p in found.values())
+        size = sum(p.numel() * p.element_size() for p in found.values())
+        dtypes = frozenset(dtype_name(p.dtype) for p in found.values())
+    memo[id(module)] = result = (module, found, count, size, dtypes)
+    return result

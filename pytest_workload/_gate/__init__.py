@@ -1,1 +1,0 @@
-"""The per-test gates (snapshot, keys, performance) and the files they own."""

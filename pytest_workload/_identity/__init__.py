@@ -1,1 +1,0 @@
-"""A workload's identity: input descriptions, structure hashes, fingerprint schemes."""

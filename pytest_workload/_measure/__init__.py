@@ -1,1 +1,0 @@
-"""Measuring workloads: timing on their device, the device itself, replays."""

@@ -1,0 +1,100 @@
+"""The device workloads run on, and the identity a timing baseline belongs to."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from functools import cache
+from typing import TYPE_CHECKING, Final
+
+from .._core.canonical import Json
+from .._core.errors import DeviceUnavailableError
+from .device_identity import DeviceIdentity
+from .stopwatch import allocator_state
+
+if TYPE_CHECKING:
+    import torch
+
+
+DEVICE_CHOICES: Final = "auto, cpu, cuda, cuda:N or mps"
+
+
+_SPEC: Final = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
+
+
+def check_device_spec(spec: str) -> str:
+    """Validate the form of a device option value (without importing torch)."""
+    if not _SPEC.match(spec):
+        raise DeviceUnavailableError(f"unknown workload device {spec!r}: use {DEVICE_CHOICES}")
+    return spec
+
+
+def resolve_device(spec: str) -> torch.device:
+    """``auto`` is CUDA if available, else MPS, else CPU; others must exist here."""
+    import torch
+
+    check_device_spec(spec)
+    if spec == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    device = torch.device(spec)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise DeviceUnavailableError(
+                f"workload device {spec!r} asked for, but CUDA is not available"
+            )
+        count = torch.cuda.device_count()
+        if device.index is not None and device.index >= count:
+            raise DeviceUnavailableError(
+                f"workload device {spec!r} asked for, but this machine has {count} CUDA device(s)"
+            )
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise DeviceUnavailableError(
+            f"workload device {spec!r} asked for, but MPS is not available"
+        )
+    return device
+
+
+@cache
+def cpu_model() -> str:
+    """The CPU's model name, as the OS reports it."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def device_identity(device: torch.device) -> DeviceIdentity:
+    import torch
+
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+    elif device.type == "mps":
+        name = f"Apple GPU ({platform.machine()})"
+    else:
+        name = cpu_model()
+    # a plain str: torch's TorchVersion cannot cross to the xdist controller
+    return DeviceIdentity(device.type, name, str(torch.__version__), torch.get_num_threads())
+
+
+def environment(device: torch.device) -> dict[str, Json]:
+    """The JSON report's ``environment``: where the numbers in it were measured."""
+    identity = device_identity(device)
+    return {
+        "device": {"kind": identity.kind, "name": identity.name, "index": device.index},
+        "torch": identity.torch,
+        "threads": identity.threads,
+        "cpu": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "allocator": allocator_state(),
+    }

@@ -1,0 +1,121 @@
+"""The performance verdict: is a workload slower than its baseline, beyond doubt?
+
+Evidence is weighed from the most to the least deterministic:
+
+1. **FLOPs** (counted from shapes, identical on every machine): more than the tolerance above
+   the baseline's is a regression no machine load can explain.
+2. **Calibrated time**: the workload's time relative to the calibration kernel timed beside it
+   (``Timing.ratio``), current over baseline. What slowed the machine for both (a neighbour, a
+   CPU quota, a slower phase of the vCPU) divides out. A regression needs both the median
+   beyond the tolerance *and* the whole 95% interval beyond it, the intervals combined
+   conservatively (the current interval's low end against the baseline's high end), so noise
+   within a timing makes no verdict.
+3. **Wall time**, only where a side has no calibrated ratio (timings from a test's own calls,
+   which ``pytest-workload compare`` reads from reports): the same rule on absolute medians.
+
+Time decides only between timings of ``MIN_SAMPLES`` samples or more on both sides: with fewer,
+a timing has no 95% interval, and the kind is ``too few samples`` (FLOPs still decide).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+from .._workload.timing import Timing
+
+#: Relative slowdown allowed before the gate fails (0.2 = 20% slower).
+DEFAULT_TOLERANCE: Final = 0.2
+
+
+DriftKind = Literal["regression", "faster", "unchanged", "too few samples"]
+
+#: What decided a verdict: FLOPs, the calibrated ratio, or wall time (no calibration).
+Evidence = Literal["flops", "calibrated", "wall"]
+
+
+@dataclass(frozen=True)
+class Drift:
+    kind: DriftKind
+    #: Current over baseline (calibrated where both sides are), and its 95% interval.
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    tolerance: float
+    evidence: Evidence = "wall"
+    #: Current wall-time median over the baseline's, what a user reads beside ``ratio``.
+    wall_ratio: float = math.nan
+    #: Current calibration kernel's time over the baseline's: how much slower the machine ran.
+    machine_ratio: float | None = None
+    #: Current FLOPs over the baseline's, where both were counted.
+    flops_ratio: float | None = None
+
+
+def judge(
+    current: Timing,
+    baseline: Timing,
+    tolerance: float = DEFAULT_TOLERANCE,
+    flops: tuple[int | None, int | None] = (None, None),
+) -> Drift:
+    """Compare a timing with its baseline; ``ratio`` > 1 means slower. ``flops`` is the
+    (current, baseline) FLOP count where known."""
+    flops_ratio = flops[0] / flops[1] if flops[0] and flops[1] else None
+    if baseline.median_s <= 0 or baseline.ci_low_s <= 0:  # (only a hand-made one)
+        return Drift("unchanged", math.nan, math.nan, math.nan, tolerance)
+    drift = _compared(current, baseline, tolerance, flops_ratio)
+    if flops_ratio is not None and flops_ratio > 1 + tolerance:
+        return replace(drift, kind="regression", evidence="flops")
+    if not (current.has_interval and baseline.has_interval):
+        return replace(drift, kind="too few samples")
+    limit = 1 + tolerance
+    if drift.ratio > limit and drift.ratio_low > limit:
+        return replace(drift, kind="regression")
+    if drift.ratio < 1 / limit and drift.ratio_high < 1 / limit:
+        return replace(drift, kind="faster")
+    return drift
+
+
+def _compared(
+    current: Timing, baseline: Timing, tolerance: float, flops_ratio: float | None
+) -> Drift:
+    wall = current.median_s / baseline.median_s
+    machine = None
+    if current.calibration_s is not None and baseline.calibration_s is not None:
+        machine = current.calibration_s / baseline.calibration_s
+    if (
+        current.ratio is not None
+        and current.ratio_ci is not None
+        and baseline.ratio is not None
+        and baseline.ratio_ci is not None
+    ):
+        (cur_low, cur_high), (base_low, base_high) = current.ratio_ci, baseline.ratio_ci
+        return Drift(
+            "unchanged",
+            current.ratio / baseline.ratio,
+            cur_low / base_high,
+            cur_high / base_low,
+            tolerance,
+            "calibrated",
+            wall,
+            machine,
+            flops_ratio,
+        )
+    return Drift(
+        "unchanged",
+        wall,
+        current.ci_low_s / baseline.ci_high_s,
+        current.ci_high_s / baseline.ci_low_s,
+        tolerance,
+        "wall",
+        wall,
+        machine,
+        flops_ratio,
+    )
+
+
+def worth_retiming(drift: Drift) -> bool:
+    """Whether a timing looks slower than the tolerance by its median though its interval did
+    not prove it: timed again, it is judged on more samples, so a burst is outvoted and a real
+    regression is proven where one timing's interval was too wide."""
+    return drift.kind != "too few samples" and drift.ratio > 1 + drift.tolerance

@@ -1,0 +1,237 @@
+"""A replay leaves no trace: what it changes in the program is put back.
+
+Put back after a replay: the parameters, buffers and tensor attributes of every module in the
+tree (values and identity), each module's Python attributes (rebound, added or deleted, and
+the contents of list, dict and set attributes), the torch CPU and CUDA RNG states, Python's
+``random`` and NumPy's global RNG, and the state of each generator a module attribute holds
+(``random.Random``, NumPy's ``Generator`` and ``RandomState``, ``torch.Generator``; an
+``itertools.count``, which cannot be rewound, is replaced by an equal one during the replay).
+User hooks, per module and global, are suspended during
+the replay, so they neither fire nor count in its timing. What lies outside (an object the
+forward reaches through a global, a list nested in a dict attribute) cannot be put back: a
+first call that wrote to a tensor there is never replayed (see :mod:`.flops`).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import random
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from .._torch_internals import global_hook_tables, module_hook_tables, tensor_version
+from .._tracing import own_tensors
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+_CONTAINERS = (list, dict, set)
+
+
+def _copy(container: Any) -> Any:
+    # (most of a module's containers are empty hook tables: nothing to copy)
+    return container.copy() if container else None
+
+
+def _same(container: Any, saved: Any) -> bool:
+    """Equal by identity of the elements (``==`` on tensors compares values); ``saved`` None
+    stands for empty."""
+    if saved is None:
+        return not container
+    if isinstance(container, dict):
+        return container.keys() == saved.keys() and all(v is saved[k] for k, v in container.items())
+    if isinstance(container, list):
+        return len(container) == len(saved) and all(
+            a is b for a, b in zip(container, saved, strict=True)
+        )
+    return bool(container == saved)
+
+
+def _put_back(container: Any, saved: Any) -> None:
+    if _same(container, saved):
+        return
+    container.clear()
+    if saved is None:
+        return
+    if isinstance(container, list):
+        container.extend(saved)
+    else:
+        container.update(saved)
+
+
+class NotIsolableError(Exception):
+    """A replay would change something it cannot put back; it is not run."""
+
+
+def _generator_restorer(value: Any) -> Callable[[], None] | None:
+    """Put a generator's state back in place (its identity is what other code holds)."""
+    if isinstance(value, random.Random):
+        state = value.getstate()
+        return lambda: value.setstate(state)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.random.Generator):
+        bits = value.bit_generator
+        numpy_state = bits.state
+        return lambda: setattr(bits, "state", numpy_state)
+    if numpy is not None and isinstance(value, numpy.random.RandomState):
+        legacy_state = value.get_state()
+        return lambda: value.set_state(legacy_state)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Generator):
+        torch_state = value.get_state()
+        return lambda: value.set_state(torch_state)
+    return None
+
+
+def _equal_count(name: str, counter: Any) -> Any:
+    """A fresh ``itertools.count`` at the same place: one cannot be rewound, so the replay
+    advances this one and the module gets its own back untouched."""
+    try:
+        start_step = ast.literal_eval(f"[{repr(counter)[len('count(') : -1]}]")
+    except (ValueError, SyntaxError):
+        raise NotIsolableError(
+            f"attribute {name} is {counter!r}, an itertools.count the replay would advance"
+        ) from None
+    return itertools.count(*start_step)
+
+
+class AttributeState:
+    """One object's attributes (a module's, a cache's), and the contents of its container
+    attributes, to put back."""
+
+    def __init__(self, owner: object) -> None:
+        self.owner = owner
+        self.attributes = dict(vars(owner))
+        self.contents = {
+            name: _copy(value)
+            for name, value in self.attributes.items()
+            if type(value) in _CONTAINERS or isinstance(value, dict)
+        }
+        self.generators = [
+            r for r in map(_generator_restorer, self.attributes.values()) if r is not None
+        ]
+
+    def stand_in_counts(self, memo: dict[int, Any]) -> None:
+        """Bind an equal count in place of each count attribute (one per shared count)."""
+        attributes = vars(self.owner)
+        for name, value in self.attributes.items():
+            if type(value) is itertools.count:
+                if id(value) not in memo:
+                    memo[id(value)] = _equal_count(name, value)
+                attributes[name] = memo[id(value)]
+
+    def restore(self) -> None:
+        attributes = vars(self.owner)
+        for name in [n for n in attributes if n not in self.attributes]:
+            del attributes[name]
+        for name, value in self.attributes.items():
+            if attributes.get(name, self) is not value:
+                attributes[name] = value
+        for name, saved in self.contents.items():
+            _put_back(self.attributes[name], saved)
+        for restore in self.generators:
+            restore()
+
+
+def _version(tensor: torch.Tensor) -> int | None:
+    return None if tensor.is_inference() else tensor_version(tensor)
+
+
+def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tensor) -> None:
+    """Copy the saved values back where they changed. Kernels that update state in place
+    (batch norm's running statistics) do not always move the version counter, so values are
+    compared too."""
+    import torch
+
+    if tensor.is_meta:
+        return  # (no values)
+    if version is None:  # an inference tensor: no version counter, writable in inference mode
+        with torch.inference_mode():
+            if not torch.equal(tensor, copy):
+                tensor.copy_(copy)
+        return
+    if tensor_version(tensor) != version or not torch.equal(tensor, copy):
+        with torch.no_grad():
+            tensor.copy_(copy)
+
+
+def _rng_state() -> dict[str, Any]:
+    import torch
+
+    state: dict[str, Any] = {"torch": torch.get_rng_state(), "random": random.getstate()}
+    if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        state["numpy"] = numpy.random.get_state()
+    return state
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    import torch
+
+    torch.set_rng_state(state["torch"])
+    random.setstate(state["random"])
+    if "cuda" in state:
+        torch.cuda.set_rng_state_all(state["cuda"])
+    if "numpy" in state:
+        sys.modules["numpy"].random.set_state(state["numpy"])
+
+
+def tree(roots: Sequence[nn.Module]) -> list[nn.Module]:
+    """Every module of the trees under ``roots``, each once."""
+    seen: dict[int, nn.Module] = {}
+    for root in roots:
+        for module in root.modules():
+            seen.setdefault(id(module), module)
+    return list(seen.values())
+
+
+@contextmanager
+def _hooks_suspended(modules: Sequence[nn.Module]) -> Iterator[None]:
+    tables = global_hook_tables()
+    # (a module's empty table has nothing to suspend; what the replay adds to it, the
+    # module's restored state takes out)
+    tables += [t for m in modules for t in module_hook_tables(m) if t]
+    saved = [table.copy() for table in tables]
+    for table in tables:
+        table.clear()
+    try:
+        yield
+    finally:
+        for table, hooks in zip(tables, saved, strict=True):
+            table.clear()
+            table.update(hooks)
+
+
+@contextmanager
+def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
+    """Run the block, then put the module trees under ``roots`` and the RNGs back as they
+    were; user hooks are suspended meanwhile."""
+    import torch
+
+    modules = tree(roots)
+    states = [AttributeState(m) for m in modules]
+    unique: dict[int, torch.Tensor] = {}
+    for module in modules:
+        for tensor in own_tensors(module):
+            unique.setdefault(id(tensor), tensor)
+    with torch.no_grad():
+        saved = [(t, _version(t), t.detach().clone()) for t in unique.values()]
+    rng = _rng_state()
+    try:
+        counts: dict[int, Any] = {}
+        for state in states:
+            state.stand_in_counts(counts)
+        with _hooks_suspended(modules):
+            yield
+    finally:
+        for state in states:
+            state.restore()
+        for tensor, version, copy in saved:
+            _put_tensor_back(tensor, version, copy)
+        _set_rng_state(rng)

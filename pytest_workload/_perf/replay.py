@@ -1,0 +1,113 @@
+"""Measuring a top-level workload by replaying its first call after the test.
+
+A replay runs under the state the call was made in (:mod:`.context`), on a copy of its inputs,
+isolated from the program (:mod:`.isolation`): whatever it changes is put back, and user hooks
+do not fire; a Hugging Face cache among the inputs is put back after every call. It measures
+peak memory on CUDA, then, unless timing is off, times the call adaptively on its device; it
+counts FLOPs only where the first call could not (a compiled
+module, whose wrapper would recompile under the counter: its unwrapped module is counted).
+An exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a problem, never
+raised; only ``KeyboardInterrupt`` goes through.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .._fingerprint.ecosystem import library_parts
+from .._tracing import count_flops
+from .._workload.measured import Measured
+from .._workload.timing import Timing
+from .calibration import calibration_kernel
+from .context import CallContext, applied, capture
+from .first_call import copy_inputs
+from .isolation import AttributeState, isolated
+from .stopwatch import TimingPolicy, pin_allocator, stopwatch_for, time_call
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a replay found; ``problem`` says why something is missing."""
+
+    timing: Timing | None = None
+    flops: int | None = None
+    peak_memory_bytes: int | None = None
+    problem: str | None = None
+    #: how the numbers were obtained (set once a workload's measurement is complete)
+    measured: Measured | None = None
+
+
+def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
+    """Where a call runs: the module's first parameter or buffer, else its first tensor input."""
+    import torch
+
+    first = next(itertools.chain(module.parameters(), module.buffers()), None)
+    if first is not None:  # (found without walking the rest of the tree)
+        return first.device
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            return value.device
+    return torch.device("cpu")
+
+
+def _peak_memory(call: Any, device: torch.device) -> int:
+    import torch
+
+    torch.cuda.synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    before = torch.cuda.memory_allocated(device)
+    call()
+    torch.cuda.synchronize(device)
+    return int(torch.cuda.max_memory_allocated(device) - before)
+
+
+def replay(
+    module: nn.Module,
+    target: nn.Module,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    policy: TimingPolicy | None,
+    *,
+    context: CallContext | None = None,
+    count: bool = True,
+) -> Measurement:
+    """Measure calls of ``module`` (as called) whose unwrapped module is ``target``, under
+    ``context`` (default: the state now), on copies of ``args`` and ``kwargs``.
+
+    FLOPs (when ``count``) are counted on ``target``; timing uses ``module``, so a compiled
+    model is timed compiled. ``policy=None`` skips timing.
+    """
+    context = capture(target) if context is None else context
+    device = device_of(target, args, kwargs)
+    reference = None if policy is None else calibration_kernel(str(device))
+    flops = peak = timing = None
+    try:
+        with isolated((module, target)), applied(context, target):
+            if count:
+                flops = count_flops(target, *copy_inputs((args, kwargs))[0])
+            (a, k), _ = copy_inputs((args, kwargs))
+            # a cache the call grows is put back after each call, so each computes the first
+            caches = [AttributeState(part) for part in library_parts((a, k))]
+
+            def call() -> None:
+                module(*a, **k)
+                for cache in caches:
+                    cache.restore()
+
+            if device.type == "cuda":
+                peak = _peak_memory(call, device)
+            if policy is not None and reference is not None:
+                if device.type == "cpu":
+                    pin_allocator()
+                timing = time_call(call, stopwatch_for(device), policy, str(device), reference)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # the test's outcome is the test's own
+        return Measurement(timing, flops, peak, f"the replay raised {type(exc).__name__}: {exc}")
+    return Measurement(timing, flops, peak)

@@ -1,1 +1,0 @@
-"""Recording: which modules a test calls, with which inputs (hooks, call stack, rows)."""

@@ -1,0 +1,196 @@
+"""The hook lifecycle: which torch hooks exist while a test records, and what they call.
+
+A *root* is a module called while no recorded module is running. While no root runs, a
+global watch (:class:`~pytest_workload._torch_internals.GlobalWatch`) looks at every call
+and opens a root for the calls recorded (every one, or the tracked modules'). Only while a
+root runs do it and its submodules down to the depth recorded hold hooks of the recorder's;
+they are put in as it opens and taken out as it returns or raises, so between calls the model
+is the one the test built. A settled root's submodules get none (see
+``states.OBSERVED_CALLS``). While a root runs the watch is out of torch's table: every other
+module keeps torch's hook-free fast path.
+
+While the test traces or compiles its model (dynamo, ``torch.jit.trace``, fx, fake tensors)
+no root is opened: the watch is the only hook such a tracer meets, and it does nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from threading import get_ident
+from typing import TYPE_CHECKING, Any
+
+from .._torch_internals import (
+    CallHooks,
+    GlobalWatch,
+    compiling_check,
+    function_mode_check,
+    tracing_checks,
+)
+from .error_log import ErrorLog
+from .identity import IdentityCache
+from .stack import CallStack, Frame
+from .traced import untraced
+
+if TYPE_CHECKING:
+    from torch import nn
+
+
+def _never() -> bool:
+    return False
+
+
+class Hooks:
+    """Puts in and takes out every hook of one recording; the hooks feed ``stack``.
+
+    Hooks run inside the model's forward: each routes its work through :meth:`_run` and
+    never raises. Calls from threads other than the one that started recording are ignored.
+    """
+
+    def __init__(
+        self, stack: CallStack, identities: IdentityCache, errors: ErrorLog, max_depth: int
+    ) -> None:
+        self._stack = stack
+        self._identities = identities
+        self._errors = errors
+        self._max_depth = max_depth
+        self._thread: int | None = None
+        self._watch_all = False
+        self._stopped = False
+        self._tracked: dict[int, tuple[nn.Module, int]] = {}
+        self._watch: GlobalWatch | None = None
+        self._calls: CallHooks | None = None
+        # the running root's modules whose hooks are in
+        self._hooked: Sequence[nn.Module] = ()
+        self._compiling: Callable[[], bool] = _never
+        self._tracing: Callable[[], bool] = _never
+        # whether a function mode is on (the test's, or the tracer's), which would see the
+        # recorder's own reads of tensors
+        self._function_mode: Callable[[], bool] = _never
+
+    def watch_all(self) -> None:
+        """Open a root for every module called at top level."""
+        self._thread = get_ident()
+        self._watch_all = True
+        self._start()
+
+    def track(self, module: nn.Module, max_depth: int) -> None:
+        """Open a root for calls of ``module``."""
+        if self._thread is None:
+            self._thread = get_ident()
+        self._tracked[id(module)] = (module, max_depth)
+        self._start()
+
+    def _start(self) -> None:
+        if self._watch is not None or self._stopped:
+            return
+        self._compiling = compiling_check()
+        self._tracing = tracing_checks()
+        self._function_mode = function_mode_check()
+        self._identities.watch()
+        self._calls = CallHooks(self._enter, self._exit)
+        self._watch = GlobalWatch(self._watch_call, self._open_call)
+
+    def remove_all(self) -> None:
+        """Remove every hook; a root still running is dropped. Idempotent."""
+        self._stopped = True
+        if self._watch is not None:
+            self._watch.remove()
+            self._watch = None
+        self._identities.unwatch()
+        if self._calls is not None:
+            self._calls.take_out(self._hooked)
+            self._calls.take_out_left()
+            # (its hooks are bound methods of this object: a cycle that would keep the last
+            # model alive until a full collection, whose cost grows with the session's heap)
+            self._calls = None
+        self._hooked = ()
+        self._tracked.clear()
+        self._stack.clear()
+
+    def _open_root(
+        self,
+        module: nn.Module,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        max_depth: int,
+    ) -> None:
+        assert self._watch is not None and self._calls is not None  # (the watch called)
+        plan = self._identities.plan(module, max_depth)
+        self._watch.suspend()
+        try:
+            self._stack.open_root(module, args, kwargs, plan)
+        finally:
+            if not self._stack.frames:  # (it failed before the call was opened)
+                self._watch.resume()
+        # (a settled root's submodules are not recorded; the root keeps its own, so that a
+        # call of it within it is told from its own end)
+        self._hooked = (module,) if self._stack.frames[0].settled else plan.modules
+        self._calls.put_in(self._hooked)
+
+    def _end_root(self, module: nn.Module, raised: bool) -> None:
+        if self._calls is not None:
+            self._calls.take_out(self._hooked, module if raised else None)
+        self._hooked = ()
+        if self._watch is not None:
+            self._watch.resume()
+
+    def _finish(self, frame: Frame, args: tuple[Any, ...], kwargs: Any, result: Any) -> None:
+        """The call ended: record it if it returned (else it raised), then close it."""
+        # torch calls the hook from its exception handler when the forward raised
+        returned = sys.exc_info()[1] is frame.ambient
+        try:
+            if returned:
+                self._stack.complete(frame, args, kwargs, result)
+        finally:
+            if self._stack.pop():
+                self._end_root(frame.module, not returned)
+
+    # -- the hooks themselves ---------------------------------------------------------------
+
+    def _run(self, fn: Callable[..., object], *args: Any) -> None:
+        """Run a hook's work, never raising; where a function mode is on (the test's, or the
+        tracer's), with torch functions disabled, so that it sees none of the recorder's
+        reads."""
+        try:
+            if self._function_mode():
+                with untraced():
+                    fn(*args)
+            else:
+                fn(*args)
+        except Exception:
+            self._errors.internal()
+
+    def _watch_call(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        if self._compiling():  # (first: dynamo traces the rest away)
+            return
+        if (
+            not self._stack.frames
+            and get_ident() == self._thread
+            and (self._watch_all or id(module) in self._tracked)
+            and not self._tracing()
+            and self._watch is not None
+        ):
+            self._watch.pass_kwargs(module)
+
+    def _open_call(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
+    ) -> None:
+        if kwargs is None or self._watch is None:  # (the watch did not pass this call on)
+            return
+        self._watch.kwargs_passed(module)
+        tracked = self._tracked.get(id(module))
+        depth = self._max_depth if tracked is None else tracked[1]
+        self._run(self._open_root, module, args, kwargs, depth)
+
+    def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        if self._stack.frames and get_ident() == self._thread:
+            self._run(self._stack.push_sub, module, args, kwargs)
+
+    def _exit(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        """Called as a call returns or raises (then with no result)."""
+        frames = self._stack.frames
+        if frames and frames[-1].module is module and get_ident() == self._thread:
+            self._run(self._finish, frames[-1], args, kwargs, result)

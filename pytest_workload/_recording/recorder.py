@@ -1,0 +1,224 @@
+"""Recording: which modules run during a test, with which inputs.
+
+``WorkloadRecorder`` is the facade a test sees; the work is done by its parts: ``hooks``
+(which torch hooks exist and when, through ``_torch_internals``, the torch internals they
+rely on),
+``stack`` (the calls in progress), ``identity`` (what a call's workload is, cached until a
+module tree changes), ``rows`` (calls aggregated per workload and caller), ``callsite`` (where
+a root was called from) and ``convert`` (rows to stored data). Measuring happens after the
+test, in ``_perf.orchestrate``.
+
+A call that raises is not recorded, nor are the calls it made; the exception reaches the caller
+untouched. Errors of the recorder itself (an input it cannot describe, an internal failure) are
+collected and reported when the test ends, never raised into the model's forward.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from .._fingerprint.describe import Describer
+from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
+from .._perf import (
+    FirstCall,
+    RecordedCall,
+    Replays,
+    SessionBudget,
+    TimingPolicy,
+    measure_calls,
+    mismatch,
+    trained_as,
+)
+from .._workload.workload import TestWorkloads, Workload
+from .convert import to_test_workloads
+from .error_log import ErrorLog
+from .hooks import Hooks
+from .identity import IdentityCache
+from .rows import Entry, RowTable
+from .stack import CallStack, Keyer
+
+if TYPE_CHECKING:
+    from torch import nn
+
+__all__ = ["Keyer", "WorkloadRecorder"]
+
+M = TypeVar("M", bound="nn.Module")
+
+_COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
+
+
+def _check_depth(depth: object, given: object) -> None:
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+        raise ValueError(f"max_depth must be an int >= 0, got {given!r}")
+
+
+class WorkloadRecorder:
+    """Records the workloads of one test. Returned by the ``workloads`` fixture.
+
+    ``start()`` records every module called at top level; ``track(model)`` records only the
+    modules given. Read the result with ``workloads()`` (or iterate the recorder).
+    """
+
+    def __init__(
+        self,
+        nodeid: str,
+        *,
+        max_depth: int = 0,
+        timing: bool = True,
+        scheme: FingerprintScheme = CURRENT_SCHEME,
+        describe: Describer | None = None,
+        keyer: Keyer | None = None,
+        alternate_schemes: Sequence[FingerprintScheme] = (),
+        rootdir: Path | None = None,
+        replays: bool = True,
+    ) -> None:
+        _check_depth(max_depth, max_depth)
+        self.nodeid = nodeid
+        #: False: the workloads are never replayed (their inputs are not even copied)
+        self.replays = replays
+        self.max_depth = max_depth
+        self.timing = timing
+        self.scheme = scheme
+        alternates = [s for s in alternate_schemes if s.version != scheme.version]
+        self._errors = ErrorLog()
+        self._rows = RowTable(timing=timing)
+        identities = IdentityCache(scheme, alternates, describe)
+        self._identities: IdentityCache | None = identities
+        stack = CallStack(
+            identities,
+            self._rows,
+            self._errors,
+            describe=describe,
+            keyer=keyer,
+            rootdir=rootdir,
+            copies=replays,
+        )
+        self._hooks: Hooks | None = Hooks(stack, identities, self._errors, max_depth)
+        self._stopped = False
+        self._released: TestWorkloads | None = None
+
+    def start(self) -> None:
+        """Record every module called at top level until ``stop()``."""
+        self._check_open()
+        assert self._hooks is not None  # (dropped only once stopped)
+        self._hooks.watch_all()
+
+    def track(self, module: M, *, max_depth: int | None = None) -> M:
+        """Record calls of ``module`` (and its submodules down to ``max_depth``); returns it."""
+        from torch import nn
+
+        self._check_open()
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"track() takes a torch.nn.Module, got {type(module).__qualname__}")
+        depth = self.max_depth if max_depth is None else max_depth
+        _check_depth(depth, max_depth)
+        assert self._hooks is not None  # (dropped only once stopped)
+        self._hooks.track(module, depth)
+        return module
+
+    @contextlib.contextmanager
+    def recording(self, *, all_roots: bool) -> Iterator[None]:
+        """Record during a block (a test's call); every hook is gone when it ends."""
+        with warnings.catch_warnings():
+            # torch.compile warns whenever a global module hook exists; the watch hook is
+            # meant to see compiled modules, so that warning is not the user's concern.
+            warnings.filterwarnings("ignore", message=_COMPILE_HOOK_WARNING)
+            if all_roots:
+                self.start()
+            try:
+                yield
+            finally:
+                self.stop()
+
+    def stop(self) -> None:
+        """Remove every hook. Idempotent; a root still running is dropped."""
+        self._stopped = True
+        if self._hooks is not None:
+            self._hooks.remove_all()
+
+    @property
+    def errors(self) -> tuple[str, ...]:
+        """Problems met while recording (undescribable inputs, internal errors)."""
+        return self._errors.messages
+
+    def workloads(self) -> TestWorkloads:
+        """The workloads recorded so far, parents before children, in order of first call."""
+        if self._released is not None:
+            return self._released
+        assert self._identities is not None  # (dropped only once released)
+        return to_test_workloads(self.nodeid, self._rows, self._identities.descriptions)
+
+    def __iter__(self) -> Iterator[Workload]:
+        return iter(self.workloads())
+
+    def __len__(self) -> int:
+        return len(self.workloads()) if self._released is not None else len(self._rows)
+
+    def measure(
+        self,
+        policy: TimingPolicy | None,
+        budget: SessionBudget | None = None,
+        *,
+        replays: Replays = "timing",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> list[str]:
+        """Measure each new top-level workload once recording has ended (timing unless
+        ``policy`` is None or the session's ``budget`` declines it, from the test's own calls
+        unless ``replays`` is ``timing``; FLOPs where its first call could not count them,
+        by a replay unless ``replays`` is ``never``); returns a line per workload whose
+        measurement is missing or approximate."""
+        if not self._stopped:
+            raise RuntimeError("measure() replays calls, so recording must have ended")
+        taken = self._rows.take_first_calls()
+        calls = [self._recorded_call(entry, module, first) for entry, module, first in taken]
+        measurements, problems = measure_calls(
+            calls, policy, budget, replays=replays, progress=progress
+        )
+        for (entry, _, _), measured in zip(taken, measurements, strict=True):
+            entry.measurement = measured
+        return problems
+
+    def release(self) -> None:
+        """Keep the workloads as data and drop every module, input and output reference (the
+        test has ended: a model it made must not outlive it). Idempotent."""
+        self.stop()
+        if self._released is None:
+            self._released = self.workloads()
+        self._rows = RowTable(timing=self.timing)
+        self._hooks = None
+        self._identities = None
+
+    def _recorded_call(self, entry: Entry, module: nn.Module, first: FirstCall) -> RecordedCall:
+        identity = entry.done.identity
+        target = identity.target
+        assert first.context is not None  # (rows keep only first calls that returned)
+        changed = None
+        # (never replayed: its own calls were timed as they ran, whatever changed since)
+        if self.replays and mismatch(first.context, target) is None:
+            with trained_as(first.context, target):
+                if self.scheme.structure_hash(target) != identity.structure_hash:
+                    changed = "its structure differs"
+        observed = () if entry.untimed else tuple(ns / 1e9 for ns in entry.samples_ns)
+        return RecordedCall(
+            name=entry.done.name,
+            class_name=identity.class_name,
+            workload_hash=identity.hash,
+            module=module,
+            target=target,
+            args=first.args,
+            kwargs=first.kwargs,
+            context=first.context,
+            device=identity.device,
+            flops=first.flops,
+            unsafe=first.unsafe,
+            changed=changed,
+            observed_s=observed,
+        )
+
+    def _check_open(self) -> None:
+        if self._stopped:
+            raise RuntimeError(f"recording for {self.nodeid} has ended")

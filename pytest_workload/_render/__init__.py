@@ -1,1 +1,0 @@
-"""Text for people: the terminal report, failure messages, comparisons, charts."""

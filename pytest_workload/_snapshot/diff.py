@@ -1,0 +1,348 @@
+"""The verdict on two workload tables, and what changed between them.
+
+This is the one place that decides whether a stored table and a recorded one match; the
+snapshot gate and the ``compare`` command both ask it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Literal
+
+from .._core.canonical import Json, canonical_json
+from .._core.hashes import short
+from .._fingerprint.distance import distance_factor, nearest
+from .._workload.signature import (
+    InputSignature,
+    format_node,
+    is_tensor_node,
+    label_arg,
+    tensor_shape,
+)
+from .compute_diff import compute_lines, computes_agree
+from .cost_diff import cost_lines, costs_agree
+from .document import SnapshotDocument, SnapshotEntry
+from .structure_diff import field_changes, grouped_lines
+
+ChangeKind = Literal["changed", "appeared", "vanished"]
+
+
+def format_key(key: Json) -> str:
+    """A user key as compact JSON, the way messages show it."""
+    return json.dumps(key, ensure_ascii=False, separators=(",", ":"))
+
+
+def documents_match(old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0) -> bool:
+    """Same scheme and the same workloads under the same callers (order does not matter),
+    whose costs grew by no more than ``tolerance``."""
+    return (
+        old.scheme == new.scheme
+        and len(old.entries) == len(new.entries)
+        and not _unmatched(old.entries, new.entries, tolerance)
+    )
+
+
+def flops_agree(a: int | None, b: int | None) -> bool:
+    """Equal counts, or none on either side (a submodule's). A count on one side only is a
+    difference: an unknown count is no evidence that nothing changed."""
+    return a == b
+
+
+def paths_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
+    """The same paths ran a submodule workload (a layer more or fewer of the same kind is a
+    change). A root's one path is its call site's name, which renaming a variable changes:
+    not compared."""
+    return a.depth == 0 or a.patterns == b.patterns
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference between a stored and a recorded table."""
+
+    kind: ChangeKind
+    old: SnapshotEntry | None
+    new: SnapshotEntry | None
+    details: tuple[str, ...] = ()
+
+    @property
+    def entry(self) -> SnapshotEntry:
+        entry = self.new or self.old
+        assert entry is not None
+        return entry
+
+
+def _pair_score(old: SnapshotEntry, new: SnapshotEntry) -> int:
+    """How likely ``new`` is ``old`` changed; 0 means unrelated."""
+    if old.depth != new.depth:
+        return 0
+    same = (
+        old.name == new.name,
+        old.structure_hash == new.structure_hash,
+        old.input_signature == new.input_signature,
+        old.class_name == new.class_name,
+    )
+    name, structure, signature, cls = same
+    related = name or structure or (cls and signature)
+    return sum(w for w, s in zip((8, 4, 2, 1), same, strict=True) if s) if related else 0
+
+
+def _agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
+    """Everything but the identity agrees: FLOPs, computations, paths and costs."""
+    return (
+        flops_agree(old.flops, new.flops)
+        and computes_agree(old, new)
+        and paths_agree(old, new)
+        and costs_agree(old, new, tolerance)
+    )
+
+
+def _unmatched(
+    entries: tuple[SnapshotEntry, ...],
+    others: tuple[SnapshotEntry, ...],
+    tolerance: float,
+    *,
+    recorded: bool = False,
+) -> list[SnapshotEntry]:
+    """Entries with no counterpart in ``others`` (each used once): the same identity, and
+    the rest agreeing (``recorded``: ``entries`` are the recorded ones, ``others`` stored)."""
+    pool: defaultdict[Hashable, list[SnapshotEntry]] = defaultdict(list)
+    for other in others:
+        pool[other.identity].append(other)
+    unmatched = []
+    for entry in entries:
+        candidates = pool[entry.identity]
+        fit = next(
+            (
+                o
+                for o in candidates
+                if (_agree(o, entry, tolerance) if recorded else _agree(entry, o, tolerance))
+            ),
+            None,
+        )
+        if fit is None:
+            unmatched.append(entry)
+        else:
+            candidates.remove(fit)
+    return unmatched
+
+
+def compare_documents(
+    old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0
+) -> list[Change]:
+    """Pair up what differs and say how; an unchanged workload under a changed caller is
+    not a change of its own (its caller's change explains it)."""
+    unmatched_old = _unmatched(old.entries, new.entries, tolerance)
+    changes: list[Change] = []
+    for entry in _unmatched(new.entries, old.entries, tolerance, recorded=True):
+        best = max(unmatched_old, key=lambda o: _pair_score(o, entry), default=None)
+        if best is None or _pair_score(best, entry) == 0:
+            changes.append(Change("appeared", None, entry, tuple(_nearest_stored(entry, old))))
+            continue
+        unmatched_old.remove(best)
+        more_than_the_caller = best.identity[1:] != entry.identity[1:]
+        if more_than_the_caller or not _agree(best, entry, tolerance):
+            details = tuple(explain_entry(best, entry, old, new))
+            changes.append(Change("changed", best, entry, details))
+    changes.extend(Change("vanished", entry, None) for entry in unmatched_old)
+    return changes
+
+
+def entry_signatures(old: SnapshotEntry, new: SnapshotEntry) -> list[str]:
+    return diff_signatures(
+        old.input_signature, new.input_signature, lambda p: label_arg(p, new.arg_names)
+    )
+
+
+def scaling(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
+    """The shape relation of two workloads of one structure, when one divides the other."""
+    up, down = distance_factor(new.key, old.key), distance_factor(old.key, new.key)
+    if math.isfinite(up) and up > 1:
+        return (
+            f"same structure at a scaled shape: {up:g}x the stored workload "
+            f"(distance factor {up:g})"
+        )
+    if math.isfinite(down) and down > 1:
+        return (
+            f"same structure at a scaled shape: 1/{down:g} of the stored workload "
+            f"(distance factor {down:g} the other way)"
+        )
+    return None
+
+
+def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
+    """Name the stored workload an appeared one is a scaled version of, if there is one."""
+    stored = {canonical_json(e.key): e for e in old.entries}
+    found = nearest(entry.key, [e.key for e in old.entries])
+    if found is not None:
+        e = stored[canonical_json(found[0])]
+        return [
+            f"nearest stored workload: {e.label} {e.input_signature.format()} at distance "
+            f"factor {found[1]:g}"
+        ]
+    reverse = [(distance_factor(e.key, entry.key), k) for k, e in stored.items()]
+    smaller = min((r for r in reverse if math.isfinite(r[0])), default=None)
+    if smaller is None:
+        return []
+    e = stored[smaller[1]]
+    return [
+        f"nearest stored workload: {e.label} {e.input_signature.format()}, {smaller[0]:g}x "
+        "this one (distance factor)"
+    ]
+
+
+def _children(doc: SnapshotDocument, parent: SnapshotEntry) -> dict[str, SnapshotEntry]:
+    """Recorded children of ``parent``: linked by its hash, and below depth 1 also by path,
+    since two layers of one kind share a hash (``a`` must not adopt ``b.0``)."""
+    prefixes = tuple(f"{p}." for p in parent.paths) if parent.depth else ("",)
+    return {
+        e.name: e
+        for e in doc.entries
+        if e.parent == parent.hash and e.depth == parent.depth + 1 and e.name.startswith(prefixes)
+    }
+
+
+def changed_submodules(
+    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+) -> list[str]:
+    """Submodule paths whose structure differs: direct children, then recorded descendants."""
+    paths: list[str] = []
+    before, after = dict(old.submodules), dict(new.submodules)
+    for name in sorted(before.keys() | after.keys()):
+        if name not in before:
+            paths.append(f"{name} (added)")
+        elif name not in after:
+            paths.append(f"{name} (removed)")
+        elif before[name] != after[name]:
+            paths.append(name)
+    old_children, new_children = _children(old_doc, old), _children(new_doc, new)
+    for name in sorted(old_children.keys() & new_children.keys()):
+        o, n = old_children[name], new_children[name]
+        if o.structure_hash != n.structure_hash:
+            deeper = changed_submodules(o, n, old_doc, new_doc)
+            paths.extend(p for p in (f"{name}.{d}" for d in deeper) if p not in paths)
+    return paths
+
+
+def explain_entry(
+    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+) -> list[str]:
+    """Say in words why two entries paired up by name have different hashes."""
+    lines: list[str] = []
+    if canonical_json(old.user_key) != canonical_json(new.user_key):
+        lines.append(f"user key changed: {format_key(old.user_key)} -> {format_key(new.user_key)}")
+    relation = scaling(old, new)
+    if relation is not None:
+        lines.append(relation)
+    if old.class_name != new.class_name:
+        lines.append(f"class {old.class_name} -> {new.class_name}")
+    if old.structure_hash != new.structure_hash:
+        lines.extend(_structure_lines(old, new, old_doc, new_doc))
+    lines.extend(entry_signatures(old, new))
+    if not flops_agree(old.flops, new.flops):
+        lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
+    if old.param_bytes != new.param_bytes:
+        lines.append(f"parameter bytes {_count(old.param_bytes)} -> {_count(new.param_bytes)}")
+    if not paths_agree(old, new):
+        lines.append(f"paths {old.label} -> {new.label}")
+    if not computes_agree(old, new):
+        lines.extend(compute_lines(old, new, old_doc, new_doc))
+    if old.hash == new.hash:  # (another structure or input has other costs: not news)
+        lines.extend(cost_lines(old, new))
+    if not lines:
+        lines.append("same structure and inputs under another fingerprint")
+    return lines
+
+
+def _structure_lines(
+    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+) -> list[str]:
+    """A structure change, or a dtype change where the entries show it is nothing else."""
+    dtypes = _param_dtype_change(old, new)
+    without = old.structure_hash_without_dtypes
+    if without is not None and without == new.structure_hash_without_dtypes:
+        return [f"{dtypes or 'parameter or buffer dtypes changed'} (structure otherwise the same)"]
+    hashes = f"{short(old.structure_hash)} -> {short(new.structure_hash)}"
+    lines = [f"structure changed (structure hash {hashes})"]
+    path = new.name if new.depth else ""
+    fields = field_changes(
+        old_doc.modules, new_doc.modules, old.structure_hash, new.structure_hash, path
+    )
+    if fields:
+        lines.extend(grouped_lines(fields, new.name))
+        return lines
+    paths = changed_submodules(old, new, old_doc, new_doc)
+    if paths:
+        lines.append("submodules whose structure changed: " + ", ".join(paths))
+    return lines + ([dtypes] if dtypes else [])
+
+
+def _param_dtype_change(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
+    before, after = old.param_dtypes, new.param_dtypes
+    if not before or not after or before == after:
+        return None
+    noun = "dtype" if len(before) == len(after) == 1 else "dtypes"
+    return f"parameter {noun} {', '.join(before)} -> {', '.join(after)}"
+
+
+def _count(value: int | None) -> str:
+    return "unknown" if value is None else f"{value:,}"
+
+
+def diff_signatures(
+    old: InputSignature, new: InputSignature, label: Callable[[str], str] = str
+) -> list[str]:
+    """One line per argument that differs, e.g. ``input args[0]: shape [1, 3] -> [2, 3]``."""
+    lines: list[str] = []
+    if len(old.args) != len(new.args):
+        lines.append(f"input: {len(old.args)} -> {len(new.args)} positional arguments")
+    for i, (a, b) in enumerate(zip(old.args, new.args, strict=False)):
+        lines.extend(_diff_node(label(f"args[{i}]"), a, b))
+    before, after = dict(old.kwargs), dict(new.kwargs)
+    for name in sorted(before.keys() | after.keys()):
+        path = f"kwargs[{name!r}]"
+        if name not in before:
+            lines.append(f"input {path} added: {format_node(after[name])}")
+        elif name not in after:
+            lines.append(f"input {path} removed (was {format_node(before[name])})")
+        else:
+            lines.extend(_diff_node(path, before[name], after[name]))
+    return lines
+
+
+def _diff_node(path: str, a: Json, b: Json) -> list[str]:
+    if canonical_json(a) == canonical_json(b):
+        return []
+    if is_tensor_node(a) and is_tensor_node(b):
+        assert isinstance(a, dict) and isinstance(b, dict)
+        out = []
+        if tensor_shape(a) != tensor_shape(b):
+            out.append(f"input {path}: shape {tensor_shape(a)} -> {tensor_shape(b)}")
+        for field in ("dtype", "layout", "qscheme", "axis", "subclass"):
+            if a.get(field) != b.get(field):
+                out.append(f"input {path}: {field} {a.get(field)} -> {b.get(field)}")
+        if out:
+            return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            line
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for line in _diff_node(f"{path}[{i}]", x, y)
+        ]
+    if (
+        isinstance(a, dict)
+        and isinstance(b, dict)
+        and "fields" in a
+        and "fields" in b
+        and a.keys() == b.keys()
+    ):
+        fa, fb = a["fields"], b["fields"]
+        assert isinstance(fa, dict) and isinstance(fb, dict)
+        if fa.keys() == fb.keys() and all(a[k] == b[k] for k in a if k != "fields"):
+            return [line for k in fa for line in _diff_node(f"{path}.{k}", fa[k], fb[k])]
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() == {"tuple"}:
+        return _diff_node(path, a["tuple"], b["tuple"])
+    return [f"input {path}: {format_node(a)} -> {format_node(b)}"]

@@ -1,0 +1,300 @@
+"""The snapshot document: a test's workload table as its ``.workloads`` file keeps it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+from .._core.canonical import Json, canonical_json
+from .._core.errors import OldFormatError, WorkloadDataError
+from .._core.fields import read_field, read_object, read_strings
+from .._core.strict_json import load_json
+from .._core.versions import SCHEME_1_SNAPSHOT_FORMAT, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .._workload.computation import Computation, computation_table, read_computations
+from .._workload.costs import Costs
+from .._workload.modules import ModuleTable, closure, modules_to_dict, read_modules
+from .._workload.paths import Paths, name_first
+from .._workload.signature import InputSignature, workload_key
+from .._workload.workload import Workload, check_links, check_paths, read_identity
+
+
+@dataclass(frozen=True)
+class SnapshotEntry(Paths):
+    """One workload as the snapshot keeps it: identity plus what a reviewer reads.
+
+    Nothing machine- or run-dependent (timings, call counts, call sites) is stored. ``name``
+    is its first path, ``paths`` every path that ran it (see :class:`Workload`).
+    """
+
+    name: str
+    class_name: str
+    depth: int
+    parent: str | None
+    structure_hash: str
+    input_signature: InputSignature
+    hash: str
+    submodules: tuple[tuple[str, str], ...] = ()
+    arg_names: tuple[str, ...] = ()
+    user_key: Json = None
+    flops: int | None = None
+    param_bytes: int | None = None
+    #: For review only (never compared): they tell a dtype change from a structure change.
+    param_dtypes: tuple[str, ...] | None = None
+    structure_hash_without_dtypes: str | None = None
+    #: The operations' hash (None: not recorded there); compared unless either side is
+    #: data-dependent (see :mod:`.._snapshot.diff`).
+    compute_hash: str | None = None
+    data_dependent: bool = False
+    #: Compared within ``--workload-cost-tolerance`` (see :mod:`.._snapshot.cost_diff`).
+    costs: Costs | None = None
+    paths: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", check_paths(self.name, self.paths))
+
+    @property
+    def key(self) -> list[Json]:
+        return workload_key(self.structure_hash, self.input_signature)
+
+    @property
+    def identity(self) -> tuple[str | None, str, int, str]:
+        """What must be equal for the snapshot to pass: the workload under its caller, the
+        user's own key for it, and its parameter bytes. FLOPs are left out: they may be
+        unknown (a replay that failed), so :mod:`.._snapshot.diff` compares them apart."""
+        costs = canonical_json([self.user_key, self.param_bytes])
+        return (self.parent, self.hash, self.depth, costs)
+
+    @classmethod
+    def from_workload(cls, w: Workload) -> SnapshotEntry:
+        return cls(
+            name=w.name,
+            class_name=w.class_name,
+            depth=w.depth,
+            parent=w.parent,
+            structure_hash=w.structure_hash,
+            input_signature=w.input_signature,
+            hash=w.hash,
+            submodules=w.submodules,
+            arg_names=w.arg_names,
+            user_key=w.user_key,
+            flops=w.flops,
+            param_bytes=w.params.bytes,
+            param_dtypes=w.params.dtypes,
+            structure_hash_without_dtypes=w.structure_hash_without_dtypes,
+            compute_hash=w.compute_hash,
+            data_dependent=w.data_dependent,
+            costs=w.costs,
+            paths=w.paths,
+        )
+
+    def to_dict(self) -> dict[str, Json]:
+        out: dict[str, Json] = {
+            "name": self.name,
+            "paths": list(self.patterns),
+            "class": self.class_name,
+            "depth": self.depth,
+            "parent": self.parent,
+            "input": self.input_signature.format(),
+            "arg_names": list(self.arg_names),
+            "input_signature": self.input_signature.to_dict(),
+            "structure_hash": self.structure_hash,
+            "structure_hash_without_dtypes": self.structure_hash_without_dtypes,
+            "hash": self.hash,
+            "param_bytes": self.param_bytes,
+            "param_dtypes": None if self.param_dtypes is None else list(self.param_dtypes),
+            "flops": self.flops,
+            "costs": None if self.costs is None else self.costs.to_dict(),
+            "submodules": dict(self.submodules),
+        }
+        # (absent when unknown or off, as in every snapshot written so far)
+        if self.compute_hash is not None:
+            out["compute_hash"] = self.compute_hash
+        if self.data_dependent:
+            out["data_dependent"] = True
+        if self.user_key is not None:
+            out["user_key"] = self.user_key
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object) -> SnapshotEntry:
+        d = read_object(data, "workload")
+        if not isinstance(d.get("submodules"), dict):
+            raise WorkloadDataError("missing or non-object field 'submodules'")
+        return cls(
+            **read_identity(d),
+            user_key=d.get("user_key"),
+            flops=read_field(d, "flops", int, optional=True),
+            param_bytes=read_field(d, "param_bytes", int, optional=True),
+            param_dtypes=read_strings(d, "param_dtypes"),
+            compute_hash=read_field(d, "compute_hash", str, optional=True),
+            data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
+            costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
+        )
+
+
+def _fold_key(entry: SnapshotEntry) -> tuple[object, ...]:
+    """Every stored field but the paths (a user key by its canonical JSON: 1 is not True)."""
+    return tuple(
+        canonical_json(entry.user_key) if f.name == "user_key" else getattr(entry, f.name)
+        for f in fields(entry)
+        if f.name not in ("name", "paths")
+    )
+
+
+def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
+    """One entry per workload: entries equal in every stored field but their paths (the
+    rows of identical layers, which a scheme 1 snapshot keeps one per path) as the first of
+    them, with every path."""
+    folded: dict[tuple[object, ...], list[SnapshotEntry]] = {}
+    for entry in entries:
+        folded.setdefault(_fold_key(entry), []).append(entry)
+    return tuple(
+        same[0]
+        if len(same) == 1
+        else replace(same[0], paths=name_first(same[0].name, (p for e in same for p in e.paths)))
+        for same in folded.values()
+    )
+
+
+@dataclass(frozen=True)
+class SnapshotDocument:
+    """A test's workload table as stored in its snapshot file, with each distinct
+    computation and each distinct module description of its workloads once, and the library
+    versions it was recorded with (a scheme 1 snapshot, read only to migrate it, may have
+    none of those). Only the entries decide a match; they are folded (see :func:`fold`) by
+    :meth:`of` and :meth:`from_dict`."""
+
+    scheme: int
+    entries: tuple[SnapshotEntry, ...]
+    computations: Mapping[str, Computation] = field(default_factory=dict, compare=False)
+    modules: ModuleTable = field(default_factory=dict, compare=False)
+    libraries: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def of(
+        cls,
+        scheme: int,
+        workloads: Iterable[Workload],
+        modules: ModuleTable | None = None,
+        libraries: Mapping[str, str] | None = None,
+    ) -> SnapshotDocument:
+        rows = tuple(workloads)
+        found = (c for w in rows if w.computation is not None for c in w.computation.closure())
+        return cls(
+            scheme,
+            fold(SnapshotEntry.from_workload(w) for w in rows),
+            {c.hash: c for c in found},
+            closure(modules or {}, (w.structure_hash for w in rows)),
+            dict(libraries or {}),
+        )
+
+    def to_dict(self) -> dict[str, Json]:
+        out: dict[str, Json] = {
+            SNAPSHOT_FORMAT_KEY: SNAPSHOT_FORMAT,
+            "fingerprint_scheme": self.scheme,
+            "workloads": [e.to_dict() for e in self.entries],
+        }
+        if self.libraries:
+            out["libraries"] = dict(sorted(self.libraries.items()))
+        if self.computations:
+            out["computations"] = dict(computation_table(list(self.computations.values())))
+        if self.modules:
+            out["modules"] = modules_to_dict(self.modules)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object) -> SnapshotDocument:
+        d = read_object(data, "snapshot")
+        version = read_field(d, SNAPSHOT_FORMAT_KEY, int)
+        scheme = read_field(d, "fingerprint_scheme", int)
+        if version > SNAPSHOT_FORMAT:
+            raise WorkloadDataError(
+                f"snapshot format {version} is not supported (this release reads format "
+                f"{SNAPSHOT_FORMAT}); upgrade pytest-workload or regenerate the snapshot"
+            )
+        if version != SNAPSHOT_FORMAT and (version, scheme) != (SCHEME_1_SNAPSHOT_FORMAT, 1):
+            raise OldFormatError(f"snapshot format {version}", f"format {SNAPSHOT_FORMAT}")
+        entries = []
+        for row, data in enumerate(read_field(d, "workloads", list)):
+            try:
+                entries.append(SnapshotEntry.from_dict(data))
+            except WorkloadDataError as exc:
+                raise WorkloadDataError(f"workload {row}: {exc}") from None
+        check_links(entries, "snapshot")
+        computations = read_computations(d.get("computations", {}))
+        for row, entry in enumerate(entries):
+            if entry.compute_hash is not None and entry.compute_hash not in computations:
+                raise WorkloadDataError(
+                    f"workload {row}: compute_hash {entry.compute_hash[:16]!r} has no stored "
+                    "operations in 'computations'"
+                )
+        libraries = read_field(d, "libraries", dict, optional=True) or {}
+        if not all(isinstance(v, str) for v in libraries.values()):
+            raise WorkloadDataError("libraries must map distribution names to versions")
+        return cls(
+            scheme=scheme,
+            entries=fold(entries),
+            computations=computations,
+            modules=read_modules(d.get("modules", {})),
+            libraries=libraries,
+        )
+
+    def to_text(self) -> str:
+        """Review-friendly JSON: one field per line, signatures kept on one line."""
+        lines = ["{", f'  "{SNAPSHOT_FORMAT_KEY}": {SNAPSHOT_FORMAT},']
+        lines.append(f'  "fingerprint_scheme": {self.scheme},')
+        if self.libraries:
+            lines.append(f'  "libraries": {_inline(dict(sorted(self.libraries.items())))},')
+        if not self.entries:
+            lines.append('  "workloads": []')
+        else:
+            lines.append('  "workloads": [')
+            rendered = [_render_entry(e.to_dict()) for e in self.entries]
+            lines.append(",\n".join(rendered))
+            lines.append("  ]")
+        if self.computations:
+            lines[-1] += ","
+            lines.append(_render_computations(computation_table(list(self.computations.values()))))
+        if self.modules:
+            lines[-1] += ","
+            lines.append(_render_modules(self.modules))
+        lines.append("}")
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_text(cls, text: str) -> SnapshotDocument:
+        return cls.from_dict(load_json(text))
+
+
+def _inline(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _render_entry(entry: dict[str, Json]) -> str:
+    fields = []
+    for key, value in entry.items():
+        if isinstance(value, dict) and key == "submodules" and value:
+            inner = ",\n".join(f"        {_inline(k)}: {_inline(v)}" for k, v in value.items())
+            fields.append(f'      "{key}": {{\n{inner}\n      }}')
+        else:
+            fields.append(f"      {_inline(key)}: {_inline(value)}")
+    return "    {\n" + ",\n".join(fields) + "\n    }"
+
+
+def _render_computations(table: dict[str, list[Json]]) -> str:
+    """One operation per line, so a changed operation is one changed line."""
+    blocks = []
+    for key, items in table.items():
+        body = ",\n".join(f"      {_inline(item)}" for item in items)
+        blocks.append(
+            f"    {_inline(key)}: [\n{body}\n    ]" if items else f"    {_inline(key)}: []"
+        )
+    return '  "computations": {\n' + ",\n".join(blocks) + "\n  }"
+
+
+def _render_modules(table: ModuleTable) -> str:
+    """One description per line: a changed module is one changed line."""
+    rows = ",\n".join(f"    {_inline(k)}: {_inline(v)}" for k, v in modules_to_dict(table).items())
+    return '  "modules": {\n' + rows + "\n  }"

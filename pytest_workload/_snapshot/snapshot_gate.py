@@ -1,0 +1,99 @@
+"""The snapshot gate: a test's workload table against its stored one, through syrupy."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._core.commands import PLAIN, Commands
+from .._core.gate_result import GateResult
+from .._core.notes import Note
+from .._fingerprint.scheme import FingerprintScheme
+from .._workload.workload import TestWorkloads
+from .document import SnapshotDocument, SnapshotEntry, fold
+
+if TYPE_CHECKING:
+    from .syrupy_ext import Snapshot
+
+
+class SnapshotGate:
+    """Compares (or, under ``--snapshot-update``, writes) each test's table, recorded under
+    the session's scheme; with ``migrate``, also accepts a table stored by one of
+    ``legacy_schemes`` and rewrites it; with ``accept_upgrade``, rewrites a table whose
+    change is only a library upgrade's."""
+
+    def __init__(
+        self,
+        legacy_schemes: Sequence[FingerprintScheme] = (),
+        *,
+        migrate: bool = False,
+        accept_upgrade: bool = False,
+        rootdir: Path | None = None,
+        commands: Commands = PLAIN,
+        cost_tolerance: float = 0.0,
+    ) -> None:
+        self.legacy_schemes = tuple(legacy_schemes)
+        self.commands = commands
+        self.migrate = migrate
+        self.accept_upgrade = accept_upgrade
+        self.rootdir = rootdir
+        self.cost_tolerance = cost_tolerance
+        #: Stored tables used but not checked (a failed test, no gate, a refused file): they
+        #: must not be counted as passed.
+        self.kept: list[str] = []
+
+    def check(
+        self, snapshot: Snapshot, test: TestWorkloads, scheme: int, *, judge_signatures: bool = True
+    ) -> GateResult:
+        """``judge_signatures=False`` for a test recorded only by ``--workload-record=all``:
+        its call signatures may follow its data, so a change in them alone is a note."""
+        from .syrupy_ext import check_snapshot
+
+        document = SnapshotDocument.of(scheme, test, test.modules, test.libraries)
+        legacy = self._legacy_documents(test) if self.migrate else None
+        result = check_snapshot(
+            snapshot,
+            document,
+            self.commands,
+            self.rootdir,
+            legacy,
+            self.accept_upgrade,
+            judge_signatures,
+            self.cost_tolerance,
+        )
+        if result.kept is not None:
+            self.kept.append(result.kept)
+        return GateResult(
+            failures=() if result.failure is None else (result.failure,),
+            notes=() if result.note is None else (Note(test.nodeid, result.note),),
+        )
+
+    def keep(self, snapshot: Snapshot) -> None:
+        """Leave the stored table as it is, counted as used (a failed test, or no gate)."""
+        from .syrupy_ext import keep_snapshot
+
+        result = keep_snapshot(snapshot)
+        if result.kept is not None:
+            self.kept.append(result.kept)
+
+    def _legacy_documents(self, test: TestWorkloads) -> dict[int, SnapshotDocument]:
+        """The test's table as each older scheme would have written it."""
+        documents = {}
+        for scheme in self.legacy_schemes:
+            alternate = {
+                w.hash: a for w in test for a in w.alternates if a.scheme == scheme.version
+            }
+            entries = fold(
+                dataclasses.replace(
+                    SnapshotEntry.from_workload(w),
+                    structure_hash=alternate[w.hash].structure_hash,
+                    hash=alternate[w.hash].hash,
+                    parent=None if w.parent is None else alternate[w.parent].hash,
+                )
+                for w in test
+            )
+            computations = SnapshotDocument.of(scheme.version, test).computations
+            documents[scheme.version] = SnapshotDocument(scheme.version, entries, computations)
+        return documents

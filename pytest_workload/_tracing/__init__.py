@@ -1,0 +1,20 @@
+"""What a call computes, traced: operations, FLOPs, bytes moved, peak device memory,
+what follows the data. The recorder traces roots with it; a replay counts FLOPs with it.
+
+Other features import only what is named here.
+"""
+
+from .flops import FlopCount, counting, own_tensors
+from .peak_memory import DevicePeak, device_memory
+from .tracer import Trace, count_flops, tracing
+
+__all__ = [
+    "DevicePeak",
+    "FlopCount",
+    "Trace",
+    "count_flops",
+    "counting",
+    "device_memory",
+    "own_tensors",
+    "tracing",
+]

@@ -1,0 +1,368 @@
+"""Tracing a call's torch-level operations with a function mode: what it computes, its FLOPs
+and whether it writes outside its module.
+
+A ``TorchFunctionMode`` sees each call of a torch function or tensor method the forward makes
+(``F.gelu``, ``torch.cat(..., dim=1)``, ``x + y``), once, at the level the forward wrote it;
+it does not import ``torch._dynamo``, which entering any ``TorchDispatchMode`` does (seconds,
+once per process). An operation that returns a tensor, or writes to one, is recorded as text
+(:mod:`.op_text`) into the innermost open *span* (a recorded module's call). FLOPs come from
+the operations' shapes (:mod:`.op_flops`); the few operations that hide matrix products in
+one kernel are counted by a dispatch mode around that one call.
+
+The same pass watches in-place writes (``add_``, ``x[i] = ...``, ``inplace=True``, ``out=``,
+batch norm's running statistics): a write to a tensor that is neither the module's
+(parameters, buffers, tensor attributes), nor an input, nor made during the call (a view of an
+outside tensor stays outside) changes state a replay cannot put back, so such a call is never
+replayed.
+
+It also keeps which tensors may carry data: every one not computed in the call, by operations
+that draw nothing, from such tensors and constants alone. A data-dependent event
+(:mod:`.follows_data`) on one stops the lists of the spans open then: the operation is their
+last; spans opened later keep theirs until an event of their own.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from .._torch_internals import torch_function_disabler
+from .._workload.computation import (
+    FOLLOWS_DATA,
+    Computation,
+    SubCall,
+    join_path,
+    relative_path,
+    seen_from_caller,
+)
+from .cost_count import Allocations, SpanCosts, Tensors
+from .flops import dispatch_counted, storage_of, tensor_list, torch_api
+from .follows_data import RANDOM, follows_data
+from .op_flops import needs_dispatch, op_flops
+from .op_text import call_text, op_name
+
+if TYPE_CHECKING:
+    from torch import nn
+
+_IN_PLACE_DUNDERS = frozenset(
+    f"__i{op}__"
+    for op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor",
+               "lshift", "rshift", "matmul")
+) | {"__setitem__", "__set__"}  # fmt: skip
+
+
+@dataclass
+class _Span:
+    """The operations of a call in progress, by the path of its module from the root's."""
+
+    path: str
+    items: list[str | SubCall] = field(default_factory=list)
+    #: Every operation it ran, its children's included, also after its list stopped.
+    ops: int = 0
+    #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where.
+    stopped: int = 0
+    stop: str | None = None
+    costs: SpanCosts = field(default_factory=SpanCosts)
+
+    def computation(self) -> Computation:
+        costs = self.costs.freeze(partial=bool(self.stopped))
+        return Computation(tuple(self.items), self.ops, self.stop, costs)
+
+
+class Trace:
+    """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
+
+    def __init__(self, allowed: set[int], module: nn.Module | None = None) -> None:
+        """``allowed``: the storages it may write; with ``module``, its tensors' storages are
+        added (one walk of the tree reads them and the paths)."""
+        self.flops = 0
+        self.foreign_write: str | None = None
+        #: False while the recorder's own hooks run: their torch calls are not the model's.
+        self.active = True
+        #: Why tracing stopped part-way (an operation it could not read); None when it did not.
+        self.failed: str | None = None
+        self.allowed = allowed
+        self._spans = [_Span("")]
+        # parameters and buffers (the first path of a shared one), and modules, by id
+        self._paths: dict[int, str] = {}
+        self._modules: dict[int, str] = {}
+        if module is not None:
+            self._walk(module)
+        # storages of tensors computed in the call from constants alone
+        self._constant: set[int] = set()
+        self._events = 0
+        self.allocations = Allocations()
+
+    def _walk(self, module: nn.Module) -> None:
+        """The paths of the tree's modules, parameters and buffers (each by its first path, as
+        ``named_parameters()`` and ``named_buffers()`` give them), and its tensors' storages."""
+        tensor_type = torch_api()[0].Tensor
+        buffers: list[tuple[str, Any]] = []
+        # (what own_tensors gives, read here from the same calls)
+        owned: list[Any] = []
+        for path, sub in module.named_modules():
+            self._modules.setdefault(id(sub), _quoted(path))
+            prefix = f"{path}." if path else ""
+            for name, tensor in sub.named_parameters(recurse=False):
+                self._paths.setdefault(id(tensor), _quoted(prefix + name))
+                owned.append(tensor)
+            buffers += ((prefix + name, t) for name, t in sub.named_buffers(recurse=False))
+            owned += [v for v in vars(sub).values() if isinstance(v, tensor_type)]
+        for path, tensor in buffers:
+            self._paths.setdefault(id(tensor), _quoted(path))
+            owned.append(tensor)
+        self.allowed.update(storage_of(t) for t in owned)
+
+    def open_span(self, path: str = "") -> None:
+        self._spans.append(_Span(_quoted(path)))
+
+    def close_span(self, name: str | None) -> Computation | None:
+        """End the innermost span: as the call of ``name`` in its caller's, or (None: the call
+        is not recorded) with its operations in place there."""
+        span = self._spans.pop()
+        if not self._spans:
+            self._spans.append(_Span(""))
+        caller = self._spans[-1]
+        caller.ops += span.ops
+        # (a caller's list that stopped holds only the call its event ran in)
+        joins = not caller.stopped or caller.stopped == span.stopped
+        if not caller.stopped and span.stopped:
+            caller.stopped, caller.stop = span.stopped, span.stop
+        where = relative_path(caller.path, span.path)
+        if name is None:
+            if joins:
+                caller.items.extend(_seen_from(where, item) for item in span.items)
+            return None
+        computation = span.computation()
+        if joins:
+            caller.items.append(SubCall(where, computation))
+        return computation
+
+    def fail(self, exc: Exception) -> None:
+        """Stop tracing, never the forward: what was traced is incomplete from here on."""
+        self.failed = f"its operations could not be traced ({type(exc).__name__}: {exc})"
+        self.active = False
+
+    def root(self) -> Computation:
+        """The operations outside every span: the root call's own (with its spans' calls)."""
+        return self._spans[0].computation()
+
+    def account(self, name: str, tensors: Tensors, written: list[Any]) -> None:
+        """Add a listed operation to the costs of the spans whose lists it enters."""
+        spans = [s.costs for s in self._spans if not s.stopped]
+        if spans:
+            self.allocations.account(name, tensors, written, spans)
+
+    def carries_data(self, tensor: Any) -> bool:
+        return storage_of(tensor) not in self._constant
+
+    def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], event: bool) -> None:
+        span = self._spans[-1]
+        span.ops += 1
+        if not span.stopped:
+            ordered = dict(sorted(kwargs.items())) if len(kwargs) > 1 else kwargs
+            text = call_text(name, args, ordered, self._refer)
+            span.items.append(text + FOLLOWS_DATA if event else text)
+        if event and not all(s.stopped for s in self._spans):
+            self._events += 1
+            where = self._module_running()
+            for open_span in self._spans:
+                if not open_span.stopped:
+                    open_span.stopped, open_span.stop = self._events, where
+
+    def follow(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        tensors: Tensors,
+        written: list[Any],
+    ) -> None:
+        """After an operation: keep which tensors it made or wrote may carry data, and take
+        those it made as the call's own (a view of an outside one is not)."""
+        if not tensors.made and not written:
+            return
+        inputs = tensors.storages[: tensors.positional]
+        constant = (
+            name not in RANDOM
+            and all(s in self._constant for s in inputs)
+            and all(s in self._constant for s in tensors.storages[tensors.positional :])
+            and not _has_array((args, kwargs))
+        )
+        results = tensors.made_storages
+        update = self._constant.add if constant else self._constant.discard
+        for storage in (*results, *(storage_of(t) for t in written)):
+            update(storage)
+        foreign = set(inputs) - self.allowed
+        self.allowed.update(s for s in results if s not in foreign)
+
+    def _refer(self, tensor: Any) -> str | None:
+        path = self._paths.get(id(tensor))
+        return None if path is None else _relative(self._spans[-1].path, path)
+
+    def _module_running(self) -> str | None:
+        """The path of the innermost module of the tree whose code is running."""
+        frame: Any = sys._getframe(1)
+        while frame is not None:
+            owner = frame.f_locals.get("self")
+            if owner is not None and id(owner) in self._modules:
+                return self._modules[id(owner)] or None
+            frame = frame.f_back
+        return None
+
+    def check_writes(self, func: Any, written: list[Any]) -> None:
+        for target in written:
+            if storage_of(target) not in self.allowed:
+                self.foreign_write = f"{op_name(func)} wrote to a tensor outside the module"
+
+
+@functools.lru_cache(maxsize=8192)  # (a suite's models share their module paths)
+def _quoted(path: str) -> str:
+    return ".".join(quote(name, safe="") for name in path.split(".")) if path else ""
+
+
+@functools.lru_cache(maxsize=8192)  # (each span refers to its own few parameters)
+def _relative(base: str, path: str) -> str:
+    return relative_path(base, path)
+
+
+def _seen_from(where: str, item: str | SubCall) -> str | SubCall:
+    if isinstance(item, str):
+        return seen_from_caller(where, item)
+    return SubCall(join_path(where, item.name), item.computation)
+
+
+def _has_array(values: Any) -> bool:
+    """Whether NumPy values (data the trace cannot follow) are among the arguments."""
+    if isinstance(values, (tuple, list)):
+        return any(_has_array(v) for v in values)
+    if isinstance(values, dict):
+        return any(_has_array(v) for v in values.values())
+    return type(values).__module__ == "numpy"
+
+
+_INPLACE_ARGUMENT: dict[Any, int | None] = {}
+
+
+def _inplace_position(func: Any) -> int | None:
+    """Where a Python function of torch takes ``inplace`` (``F.relu(x, True)``), if it does."""
+    if func not in _INPLACE_ARGUMENT:
+        try:
+            names = list(inspect.signature(func).parameters)
+        except (TypeError, ValueError):
+            names = []
+        _INPLACE_ARGUMENT[func] = names.index("inplace") if "inplace" in names else None
+    return _INPLACE_ARGUMENT[func]
+
+
+def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
+    raw = getattr(func, "__name__", "")
+    found = tensor_list((kwargs["out"],)) if kwargs.get("out") is not None else []
+    if args and ((name.endswith("_") and not raw.startswith("__")) or raw in _IN_PLACE_DUNDERS):
+        return found + tensor_list((args[0],))
+    position = _inplace_position(func) if "inplace" in kwargs or len(args) > 1 else None
+    inplace = kwargs.get("inplace") if position is None or len(args) <= position else args[position]
+    if inplace is True and args:
+        found += tensor_list((args[0],))
+    if name == "batch_norm" and (args[5] if len(args) > 5 else kwargs.get("training")):
+        found += tensor_list(args[1:3])
+    return found
+
+
+def _mode_class() -> type:
+    from torch import Tensor
+    from torch.overrides import TorchFunctionMode
+
+    DisableTorchFunction = torch_function_disabler()
+
+    class Tracing(TorchFunctionMode):
+        """Around each operation the tracer's own reads (shapes, storages) run with torch
+        functions disabled: a function mode the test entered (below this one) sees the
+        operation, once, and none of them."""
+
+        def __init__(self, trace: Trace) -> None:
+            super().__init__()
+            self.trace = trace
+
+        def __torch_function__(
+            self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+        ) -> Any:
+            kwargs = kwargs or {}
+            trace = self.trace
+            if not trace.active:
+                return func(*args, **kwargs)
+            try:
+                with DisableTorchFunction():
+                    name = op_name(func)
+                    dispatch = _needs_dispatch(name, args, kwargs)
+                    written = _written(func, name, args, kwargs)
+                    if written:
+                        trace.check_writes(func, written)
+            except Exception as exc:  # (a failure of the tracer must not reach the forward)
+                trace.fail(exc)
+                return func(*args, **kwargs)
+            if dispatch:
+                out, flops, write = dispatch_counted(func, args, kwargs, trace.allowed)
+                trace.foreign_write = trace.foreign_write or write
+            else:
+                out, flops = func(*args, **kwargs), None
+            try:
+                with DisableTorchFunction():
+                    event = follows_data(name, args, kwargs, trace.carries_data)
+                    made = [out] if isinstance(out, Tensor) else tensor_list((out,))
+                    if event or made or written:
+                        tensors = Tensors(args, kwargs, made)
+                        trace.follow(name, args, kwargs, tensors, written)
+                        trace.account(name, tensors, written)
+                        trace.record(name, args, kwargs, event)
+                        counted = _counted(name, args, kwargs, out) if flops is None else flops
+                        trace.flops += counted
+            except Exception as exc:
+                trace.fail(exc)
+            return out
+
+    return Tracing
+
+
+def _needs_dispatch(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    try:
+        return needs_dispatch(name, args, kwargs)
+    except (AttributeError, IndexError, TypeError, ValueError):
+        return False  # (an unusual signature: torch raises, or there is nothing to count)
+
+
+def _counted(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int:
+    try:
+        return op_flops(name, args, kwargs, out)
+    except (AttributeError, IndexError, TypeError, ValueError, RuntimeError):
+        return 0  # (a call torch accepted in a form the formulas do not read)
+
+
+_MODE: list[type] = []
+
+
+@contextmanager
+def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
+    """Trace what runs in the block; its writes are checked against ``module``'s state and
+    ``inputs``."""
+    if not _MODE:
+        _MODE.append(_mode_class())
+    trace = Trace({storage_of(t) for t in tensor_list(inputs)}, module)
+    try:
+        with _MODE[0](trace):
+            yield trace
+    finally:
+        trace.allocations.release()
+
+
+def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
+    """FLOPs of one call ``target(*args, **kwargs)``; None when tracing failed part-way."""
+    with tracing(target, (args, kwargs)) as trace:
+        target(*args, **kwargs)
+    return None if trace.failed is not None else trace.flops

@@ -1,0 +1,212 @@
+"""Module paths stored compressed, exactly: ``blocks.[0-49].fc`` for fifty ``blocks.N.fc``.
+
+A pattern is components joined by ``.`` (module names never contain one). A component is a
+literal name or an integer set, ``[a-b,c,d-e]``: ascending, disjoint, non-adjacent ranges
+(``a-b`` with ``a < b``), each integer in decimal; the component stands for each of those
+integers in turn. Only a component matching ``0|[1-9][0-9]*`` is an integer (``01`` is a
+literal), and a literal escapes each ``[``, ``]`` and ``\\`` with a ``\\``. A set of paths
+compresses to products of component sets, merged while two agree on every component but one
+integer position (the union of two products that share every other factor is exact), so
+``expand_paths(compress_paths(p))`` is ``p`` as a set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import cached_property
+from typing import Final
+
+from .._core.errors import WorkloadDataError
+
+#: Paths one workload's patterns may stand for: a hand-edited ``[0-999999999]`` is refused
+#: before it is expanded.
+MAX_PATHS: Final = 1_000_000
+#: Digits of an integer in a set (as strict JSON allows in a number); a longer run of digits
+#: is compressed as a name, which stands for itself all the same.
+MAX_DIGITS: Final = 64
+
+_INTEGER: Final = re.compile(r"0|[1-9][0-9]*")
+_RANGE: Final = re.compile(r"(0|[1-9][0-9]*)(?:-(0|[1-9][0-9]*))?")
+_ESCAPED: Final = re.compile(r"[\[\]\\]")
+
+#: A component while compressing: a literal, or a set of integers.
+_Component = str | frozenset[int]
+_Item = tuple[_Component, ...]
+
+
+def _component(text: str) -> _Component:
+    if len(text) <= MAX_DIGITS and _INTEGER.fullmatch(text):
+        return frozenset((int(text),))
+    return text
+
+
+def _merge_at(items: list[_Item], position: int) -> list[_Item]:
+    """Items that agree on every component but an integer one at ``position``, as one."""
+    merged: dict[_Item, set[int]] = {}
+    kept: list[_Item] = []
+    for item in items:
+        value = item[position]
+        if isinstance(value, str):
+            kept.append(item)
+        else:
+            merged.setdefault(item[:position] + item[position + 1 :], set()).update(value)
+    kept += [(*rest[:position], frozenset(ints), *rest[position:]) for rest, ints in merged.items()]
+    return kept
+
+
+def _ranges(ints: frozenset[int]) -> str:
+    ordered = sorted(ints)
+    runs: list[list[int]] = []
+    for n in ordered:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def _write(component: _Component) -> str:
+    if isinstance(component, str):
+        return _ESCAPED.sub(lambda m: "\\" + m.group(), component)
+    if len(component) == 1:
+        return str(next(iter(component)))
+    return f"[{_ranges(component)}]"
+
+
+def _order(component: _Component) -> tuple[int, tuple[int, ...], str]:
+    """Numbers before names, numbers as numbers."""
+    if isinstance(component, str):
+        return (1, (), component)
+    return (0, tuple(sorted(component)), "")
+
+
+def compress_paths(paths: Iterable[str]) -> list[str]:
+    """The fewest patterns this merging finds for ``paths`` (duplicates ignored), sorted
+    naturally (numbers as numbers)."""
+    by_length: dict[int, list[_Item]] = {}
+    for path in dict.fromkeys(paths):
+        item = tuple(_component(c) for c in path.split("."))
+        by_length.setdefault(len(item), []).append(item)
+    found: list[_Item] = []
+    for length, items in by_length.items():
+        count = None
+        while count != len(items):  # (until a round over every position merges nothing)
+            count = len(items)
+            for position in range(length):
+                items = _merge_at(items, position)
+        found += items
+    found.sort(key=lambda item: [_order(c) for c in item])
+    return [".".join(_write(c) for c in item) for item in found]
+
+
+def natural_key(path: str) -> list[tuple[int, tuple[int, ...], str]]:
+    """Sorts paths naturally: ``layers.2`` before ``layers.10``."""
+    return [_order(_component(c)) for c in path.split(".")]
+
+
+def name_first(name: str, paths: Iterable[str]) -> tuple[str, ...]:
+    """``name`` and the other ``paths`` in natural order: how a workload keeps its paths."""
+    return (name, *sorted({p for p in paths if p != name}, key=natural_key))
+
+
+class Paths:
+    """For a frozen record with ``paths`` (a workload, a snapshot entry): its paths
+    compressed, and labelled for people, each worked out once."""
+
+    paths: tuple[str, ...]
+
+    @cached_property
+    def patterns(self) -> list[str]:
+        """``paths`` compressed, as stored."""
+        return compress_paths(self.paths)
+
+    @cached_property
+    def label(self) -> str:
+        """Its one path as it is, or for several their patterns (``blocks.[0-49]``)."""
+        return self.paths[0] if len(self.paths) == 1 else ", ".join(self.patterns)
+
+
+def _malformed(pattern: str, why: str) -> WorkloadDataError:
+    shown = pattern if len(pattern) <= 80 else pattern[:77] + "..."
+    return WorkloadDataError(f"path pattern {shown!r}: {why}")
+
+
+def _integers(text: str, pattern: str) -> list[int]:
+    ints: list[int] = []
+    for part in text.split(","):
+        match = _RANGE.fullmatch(part)
+        if match is None or any(len(n or "") > MAX_DIGITS for n in match.groups()):
+            raise _malformed(
+                pattern,
+                f"{part[:80]!r} is not an integer or a range a-b (of at most {MAX_DIGITS} digits)",
+            )
+        low = int(match[1])
+        high = low if match[2] is None else int(match[2])
+        if high < low or (match[2] is not None and high == low):
+            raise _malformed(pattern, f"range {part!r} is not written as low-high, low < high")
+        if ints and low <= ints[-1] + 1:
+            raise _malformed(
+                pattern,
+                f"{part!r} overlaps, touches or precedes the range before it (ranges are "
+                "ascending, disjoint and written minimally)",
+            )
+        if len(ints) + high - low >= MAX_PATHS:
+            raise _malformed(pattern, f"it stands for more than {MAX_PATHS:,} paths")
+        ints.extend(range(low, high + 1))
+    return ints
+
+
+def _literal(text: str, pattern: str) -> str:
+    out: list[str] = []
+    escaped = False
+    for c in text:
+        if escaped:
+            if c not in "[]\\":
+                raise _malformed(pattern, f"'\\' escapes only '[', ']' and '\\', not {c!r}")
+            out.append(c)
+            escaped = False
+        elif c == "\\":
+            escaped = True
+        elif c in "[]":
+            raise _malformed(
+                pattern,
+                f"{text[:80]!r} is neither a name (escape {c!r} as '\\{c}') nor an integer "
+                "set [a-b,c]",
+            )
+        else:
+            out.append(c)
+    if escaped:
+        raise _malformed(pattern, f"{text[:80]!r} ends in a lone '\\'")
+    return "".join(out)
+
+
+def _expand_one(pattern: str) -> list[str]:
+    paths = [""]
+    for i, text in enumerate(pattern.split(".")):
+        if text.startswith("[") and text.endswith("]") and len(text) > 1:
+            values = [str(n) for n in _integers(text[1:-1], pattern)]
+        else:
+            values = [_literal(text, pattern)]
+        if len(paths) * len(values) > MAX_PATHS:
+            raise _malformed(pattern, f"it stands for more than {MAX_PATHS:,} paths")
+        paths = [f"{p}.{v}" if i else v for p in paths for v in values]
+    return paths
+
+
+def expand_paths(patterns: Sequence[object]) -> list[str]:
+    """Every path ``patterns`` stand for, pattern by pattern; a malformed pattern, a path
+    listed twice or more than :data:`MAX_PATHS` paths raise :class:`WorkloadDataError`."""
+    paths: dict[str, None] = {}
+    for pattern in patterns:
+        if not isinstance(pattern, str):
+            raise WorkloadDataError(
+                f"a path pattern must be a string, got {type(pattern).__name__}"
+            )
+        for path in _expand_one(pattern):
+            if path in paths:
+                raise _malformed(pattern, f"path {path[:80]!r} is listed twice")
+            paths[path] = None
+        if len(paths) > MAX_PATHS:
+            raise _malformed(pattern, f"the patterns stand for more than {MAX_PATHS:,} paths")
+    return list(paths)

@@ -1,0 +1,387 @@
+"""The recorded data: frozen dataclasses with ``to_dict``/``from_dict``, nothing else.
+
+These are what crosses process boundaries (xdist workers) and what the JSON report holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Protocol
+
+from .._core.canonical import Json, canonical_json
+from .._core.errors import WorkloadDataError
+from .._core.fields import read_count, read_field, read_object, read_strings
+from .computation import Computation
+from .costs import Costs
+from .measured import Measured
+from .modules import ModuleTable, closure, modules_to_dict, read_modules
+from .paths import Paths, expand_paths, name_first
+from .signature import InputSignature, workload_key
+from .timing import Timing
+
+
+@dataclass(frozen=True)
+class ParamStats:
+    """Parameter count, bytes (from each parameter's real dtype) and distinct dtypes of a
+    module tree."""
+
+    count: int
+    bytes: int
+    dtypes: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Json]:
+        dtypes: Json = None if self.dtypes is None else list(self.dtypes)
+        return {"count": self.count, "bytes": self.bytes, "dtypes": dtypes}
+
+    @classmethod
+    def from_dict(cls, data: object) -> ParamStats:
+        if not isinstance(data, dict) or not all(
+            isinstance(data.get(k), int) and not isinstance(data.get(k), bool) and data[k] >= 0
+            for k in ("count", "bytes")
+        ):
+            raise WorkloadDataError(
+                "params must be an object with integers 'count' and 'bytes' of at least 0"
+            )
+        return cls(data["count"], data["bytes"], read_strings(data, "dtypes"))
+
+
+@dataclass(frozen=True)
+class UserKey:
+    """A key a ``pytest_workload_key`` hook returned, and which calls returned it."""
+
+    key: Json
+    first_call: int
+    calls: int
+
+    def to_dict(self) -> dict[str, Json]:
+        return {"key": self.key, "first_call": self.first_call, "calls": self.calls}
+
+    @classmethod
+    def from_dict(cls, data: object) -> UserKey:
+        d = read_object(data, "user key")
+        if "key" not in d:
+            raise WorkloadDataError("missing field 'key'")
+        return cls(d["key"], read_field(d, "first_call", int), read_field(d, "calls", int))
+
+
+@dataclass(frozen=True)
+class AlternateHash:
+    """The same workload fingerprinted under another scheme (kept to verify migrations)."""
+
+    scheme: int
+    structure_hash: str
+    hash: str
+
+    def to_dict(self) -> dict[str, Json]:
+        return {"scheme": self.scheme, "structure_hash": self.structure_hash, "hash": self.hash}
+
+    @classmethod
+    def from_dict(cls, data: object) -> AlternateHash:
+        d = read_object(data, "alternate hash")
+        return cls(
+            read_field(d, "scheme", int),
+            read_field(d, "structure_hash", str),
+            read_field(d, "hash", str),
+        )
+
+
+def read_paths(d: Mapping[str, Any]) -> tuple[str, ...]:
+    """``name`` and the paths its ``paths`` patterns stand for (just ``name`` when they are
+    absent: a scheme 1 snapshot, which keeps one entry per path)."""
+    name = read_field(d, "name", str)
+    patterns = read_field(d, "paths", list, optional=True)
+    if patterns is None:
+        return (name,)
+    paths = expand_paths(patterns)
+    if name not in paths:
+        raise WorkloadDataError(f"name {name!r} is not one of its paths")
+    return name_first(name, paths)
+
+
+def check_paths(name: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+    """A workload's paths, its name first: ``(name,)`` when none are given."""
+    if not paths:
+        return (name,)
+    if paths[0] != name:
+        raise ValueError(f"the first path {paths[0]!r} must be the name {name!r}")
+    return paths
+
+
+def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a report's workload and a snapshot's entry share, read by one set of rules,
+    as keyword arguments for either class."""
+    submodules = read_field(d, "submodules", dict, optional=True) or {}
+    if not all(isinstance(v, str) for v in submodules.values()):
+        raise WorkloadDataError("submodules must map names to structure hashes")
+    paths = read_paths(d)
+    return {
+        "name": paths[0],
+        "paths": paths,
+        "class_name": read_field(d, "class", str),
+        "depth": read_field(d, "depth", int),
+        "parent": read_field(d, "parent", str, optional=True),
+        "structure_hash": read_field(d, "structure_hash", str),
+        "input_signature": InputSignature.from_dict(d.get("input_signature")),
+        "hash": read_field(d, "hash", str),
+        "submodules": tuple(submodules.items()),
+        "arg_names": read_strings(d, "arg_names") or (),
+        "structure_hash_without_dtypes": read_field(
+            d, "structure_hash_without_dtypes", str, optional=True
+        ),
+    }
+
+
+@dataclass(frozen=True)
+class Workload(Paths):
+    """One workload as seen in one test, under one calling workload.
+
+    ``parent`` is the caller's hash; ``caller`` is the caller's row (its index in the test's
+    workloads). Both are None for a root, and only for a root. A submodule workload that
+    several paths ran (two identical layers) is one row with every path in ``paths``; its
+    counts and timings are over all of them.
+    """
+
+    name: str
+    class_name: str
+    depth: int
+    parent: str | None
+    structure_hash: str
+    input_signature: InputSignature
+    hash: str
+    calls: int
+    params: ParamStats
+    arg_names: tuple[str, ...] = ()
+    location: str | None = None
+    total_time_s: float | None = None
+    submodules: tuple[tuple[str, str], ...] = field(default=())
+    user_keys: tuple[UserKey, ...] = ()
+    alternates: tuple[AlternateHash, ...] = ()
+    timing: Timing | None = None
+    flops: int | None = None
+    peak_memory_bytes: int | None = None
+    output_signature: Json = None
+    caller: int | None = None
+    #: Tells a change of parameter or buffer dtypes from one of structure (None: unknown).
+    structure_hash_without_dtypes: str | None = None
+    #: How ``timing`` and ``flops`` were obtained (None for a root of a failed test).
+    measured: Measured | None = None
+    #: The hash of the operations its first traced call ran (None: not known, see
+    #: ``compute_unknown``).
+    compute_hash: str | None = None
+    #: Two traced calls of this workload ran different operations.
+    data_dependent: bool = False
+    #: Why ``compute_hash`` is None.
+    compute_unknown: str | None = None
+    #: What the compute hash leaves out (the operations from the first that follows the
+    #: data on), in a line; None when it covers every operation.
+    compute_partial: str | None = None
+    #: The operations themselves, in this process only (the snapshot stores them, the JSON
+    #: report only their hash).
+    computation: Computation | None = field(default=None, compare=False, repr=False)
+    #: What its traced call moved and allocated, over the operations the compute hash covers
+    #: (None: not traced).
+    costs: Costs | None = None
+    #: Every path that ran it: ``name`` (the first to run) first, the others in natural
+    #: order; empty means ``(name,)``. A root has one, its call site's name.
+    paths: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "paths", check_paths(self.name, self.paths))
+
+    @property
+    def key(self) -> list[Json]:
+        return workload_key(self.structure_hash, self.input_signature)
+
+    @property
+    def user_key(self) -> Json:
+        """The first user key of this workload, or None when no hook keyed it."""
+        return self.user_keys[0].key if self.user_keys else None
+
+    def to_dict(self) -> dict[str, Json]:
+        return {
+            "name": self.name,
+            "paths": list(self.patterns),
+            "class": self.class_name,
+            "depth": self.depth,
+            "parent": self.parent,
+            "caller": self.caller,
+            "structure_hash": self.structure_hash,
+            "structure_hash_without_dtypes": self.structure_hash_without_dtypes,
+            "input_signature": self.input_signature.to_dict(),
+            "input": self.input_signature.format(),
+            "key": self.key,
+            "hash": self.hash,
+            "calls": self.calls,
+            "params": self.params.to_dict(),
+            "arg_names": list(self.arg_names),
+            "location": self.location,
+            "total_time_s": self.total_time_s,
+            "submodules": dict(self.submodules),
+            "user_keys": [k.to_dict() for k in self.user_keys],
+            "alternate_hashes": [a.to_dict() for a in self.alternates],
+            "timing": None if self.timing is None else self.timing.to_dict(),
+            "flops": self.flops,
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "output_signature": self.output_signature,
+            "measured": None if self.measured is None else self.measured.to_dict(),
+            "compute_hash": self.compute_hash,
+            "data_dependent": self.data_dependent,
+            "compute_unknown": self.compute_unknown,
+            "compute_partial": self.compute_partial,
+            "costs": None if self.costs is None else self.costs.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> Workload:
+        d = read_object(data, "workload")
+        identity = read_identity(d)
+        key = workload_key(identity["structure_hash"], identity["input_signature"])
+        if "key" in d and canonical_json(d["key"]) != canonical_json(key):
+            raise WorkloadDataError(
+                "field 'key' is not [structure_hash, args, kwargs] of its own structure_hash "
+                "and input_signature"
+            )
+        return cls(
+            **identity,
+            calls=read_count(d, "calls", 1),
+            params=ParamStats.from_dict(d.get("params")),
+            location=read_field(d, "location", str, optional=True),
+            total_time_s=read_field(d, "total_time_s", float, int, optional=True),
+            user_keys=tuple(
+                UserKey.from_dict(k) for k in read_field(d, "user_keys", list, optional=True) or ()
+            ),
+            alternates=tuple(
+                AlternateHash.from_dict(a)
+                for a in read_field(d, "alternate_hashes", list, optional=True) or ()
+            ),
+            timing=None if d.get("timing") is None else Timing.from_dict(d["timing"]),
+            flops=read_count(d, "flops", 0, optional=True),
+            peak_memory_bytes=read_count(d, "peak_memory_bytes", 0, optional=True),
+            output_signature=d.get("output_signature"),
+            caller=read_field(d, "caller", int, optional=True),
+            measured=None if d.get("measured") is None else Measured.from_dict(d["measured"]),
+            compute_hash=read_field(d, "compute_hash", str, optional=True),
+            data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
+            compute_unknown=read_field(d, "compute_unknown", str, optional=True),
+            compute_partial=read_field(d, "compute_partial", str, optional=True),
+            costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
+        )
+
+
+@dataclass(frozen=True)
+class TestWorkloads:
+    """Every workload one test recorded, in order of first call (parents before children)."""
+
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    workloads: tuple[Workload, ...]
+    #: The description of every module in the recorded trees, by structure hash.
+    modules: ModuleTable = field(default_factory=dict, compare=False, repr=False)
+    #: torch's version and those of the distributions that define the trees' classes.
+    libraries: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def __iter__(self) -> Iterator[Workload]:
+        return iter(self.workloads)
+
+    def __len__(self) -> int:
+        return len(self.workloads)
+
+    def roots(self) -> tuple[Workload, ...]:
+        return tuple(w for w in self.workloads if w.parent is None)
+
+    @cached_property
+    def _rows(self) -> dict[int, int]:
+        return {id(w): row for row, w in enumerate(self.workloads)}
+
+    def children(self, parent: Workload) -> tuple[Workload, ...]:
+        """The rows ``parent`` (one of this table's rows, or a row equal to it) called."""
+        row = self._rows.get(id(parent))
+        if row is None:
+            row = self.workloads.index(parent)
+        return tuple(w for w in self.workloads if w.caller == row)
+
+    def to_dict(self, modules: bool = True) -> dict[str, Json]:
+        """With ``modules=False`` (the JSON report, which keeps one table for all its tests),
+        the descriptions are left out."""
+        out: dict[str, Json] = {
+            "nodeid": self.nodeid,
+            "workloads": [w.to_dict() for w in self.workloads],
+        }
+        if self.libraries:
+            out["libraries"] = dict(self.libraries)
+        if modules and self.modules:
+            out["modules"] = modules_to_dict(self.modules)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object, modules: ModuleTable | None = None) -> TestWorkloads:
+        """``modules``: the report's table, which this test takes its descriptions from
+        (without it, the test's own ``modules`` field)."""
+        d = read_object(data, "test")
+        nodeid = read_field(d, "nodeid", str)
+        if not nodeid:
+            raise WorkloadDataError("field 'nodeid' is empty")
+        table = read_modules(d["modules"]) if modules is None and "modules" in d else modules
+        workloads = []
+        for row, data in enumerate(read_field(d, "workloads", list)):
+            try:
+                workloads.append(Workload.from_dict(data))
+            except WorkloadDataError as exc:
+                raise WorkloadDataError(f"test {nodeid!r}, workload {row}: {exc}") from None
+        check_links(workloads, f"test {nodeid!r}")
+        for row, w in enumerate(workloads):
+            if w.parent is not None and w.caller is None:
+                raise WorkloadDataError(f"test {nodeid!r}, workload {row}: no 'caller'")
+        libraries = read_field(d, "libraries", dict, optional=True) or {}
+        if not all(isinstance(v, str) for v in libraries.values()):
+            raise WorkloadDataError(f"test {nodeid!r}: libraries must map names to versions")
+        return cls(
+            nodeid=nodeid,
+            workloads=tuple(workloads),
+            modules=closure(table or {}, (w.structure_hash for w in workloads)),
+            libraries=libraries,
+        )
+
+
+class _Linked(Protocol):
+    @property
+    def hash(self) -> str: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def parent(self) -> str | None: ...
+
+
+def check_links(rows: Sequence[_Linked], where: str) -> None:
+    """Every row's ``parent`` (and ``caller``) must name a calling row one level up, and a root
+    has none: a forged link would drop a workload from every check that walks the tree."""
+    depths: dict[str, set[int]] = {}
+    for r in rows:
+        depths.setdefault(r.hash, set()).add(r.depth)
+    for row, r in enumerate(rows):
+        caller = getattr(r, "caller", None)
+        if r.depth < 0:
+            raise WorkloadDataError(f"{where}, workload {row}: depth {r.depth} is negative")
+        if (r.depth == 0) != (r.parent is None):
+            raise WorkloadDataError(
+                f"{where}, workload {row}: depth {r.depth} with parent {r.parent!r} (a workload "
+                "has a parent exactly when it is not at depth 0)"
+            )
+        if caller is not None:
+            if not 0 <= caller < row:
+                raise WorkloadDataError(
+                    f"{where}, workload {row}: caller {caller} is not an earlier row"
+                )
+            up = rows[caller]
+            if up.hash != r.parent or up.depth != r.depth - 1:
+                raise WorkloadDataError(
+                    f"{where}, workload {row}: parent and depth do not match caller row {caller}"
+                )
+        elif r.parent is not None and r.depth - 1 not in depths.get(r.parent, set()):
+            raise WorkloadDataError(
+                f"{where}, workload {row}: parent {r.parent!r} is not the hash of a workload at "
+                f"depth {r.depth - 1}"
+            )
