@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ._gate.keys import KeysGate
 from ._gate.perf import PerfGate, PerfMode
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
     from ._gate.syrupy_ext import Snapshot
 
+ReportMode = Literal["auto", "tree", "summary"]
+
 
 @dataclass(frozen=True)
 class WorkloadSettings:
@@ -70,6 +72,10 @@ class WorkloadSettings:
     rootdir: Path | None = None
     #: the commands hints name, with the flags that chose what this run recorded
     commands: Commands = PLAIN
+    #: every test records (``--workload-record=all``), not only marked ones
+    record_all: bool = False
+    #: the terminal section (``--workload-report``)
+    report: ReportMode = "auto"
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,6 @@ from ._options import (
     TREE_TESTS,
     WorkloadsMark,
     add_options,
-    option_value,
     parse_mark,
     read_settings,
 )
@@ -38,8 +37,6 @@ if TYPE_CHECKING:
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
 #: The xdist controller's merge of its workers' payloads.
 MERGE_KEY = pytest.StashKey[WorkerMerge]()
-#: Whether every test records (``--workload-record=all``), not only marked ones.
-RECORD_ALL_KEY = pytest.StashKey[bool]()
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
 #: Why the JSON report could not be written, for the terminal summary.
@@ -80,7 +77,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "perf_tolerance overrides --workload-perf-tolerance; record=False opts the test out of "
         "--workload-record=all",
     )
-    config.stash[RECORD_ALL_KEY] = option_value(config, "--workload-record") == "all"
     settings = read_settings(config)
     if settings.snapshot and not config.pluginmanager.hasplugin("syrupy"):
         raise pytest.UsageError("--workload-snapshot needs the syrupy plugin, which is disabled")
@@ -115,7 +111,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    record_all = config.stash[RECORD_ALL_KEY]
+    record_all = config.stash[SESSION_KEY].settings.record_all
     for item in items:
         mark = parse_mark(item)
         if mark is None and record_all:
@@ -262,8 +258,8 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     return result
 
 
-def _report_lines(config: pytest.Config, session: WorkloadSession) -> list[str]:
-    mode = option_value(config, "--workload-report")
+def _report_lines(session: WorkloadSession) -> list[str]:
+    mode = session.settings.report
     recorded = sum(1 for t in session.tests if t.workloads)
     if mode == "tree" or (mode == "auto" and recorded <= TREE_TESTS):
         return session.terminal_lines()
@@ -279,7 +275,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     session = config.stash[SESSION_KEY]
     quiet = config.get_verbosity() < 0  # -q: no report, notes counted; problems still shown
-    lines = [] if quiet else _report_lines(config, session)
+    lines = [] if quiet else _report_lines(session)
     if lines:
         terminalreporter.write_sep("=", "Workloads discovered")
         for line in lines:
