@@ -26,19 +26,12 @@ from ._model.baseline import BASELINE_DIRNAME
 from ._model.canonical import Json
 from ._model.files import write_report
 from ._model.notes import Note
-from ._model.report import SessionReport, count_not_replayed, count_not_timed
+from ._model.report import SessionReport
 from ._model.workload import TestWorkloads
 from ._record.recorder import Keyer, WorkloadRecorder
 from ._render.commands import PLAIN, Commands
 from ._render.escape import one_line
-from ._render.report import (
-    render_not_replayed,
-    render_not_timed,
-    render_note_counts,
-    render_notes,
-    render_session,
-    render_unchecked,
-)
+from ._render.report import render_note_counts, render_notes, render_unchecked
 from ._verdict.drift import DEFAULT_TOLERANCE
 
 if TYPE_CHECKING:
@@ -274,9 +267,6 @@ class WorkloadSession:
             notes=tuple(self._ordered(self.perf_notes + self.notes)),
         )
 
-    def terminal_lines(self) -> list[str]:
-        return render_session(self.tests)
-
     def _ordered(self, notes: list[Note]) -> list[Note]:
         """In collection order, whichever process ran each test."""
         last = len(self._order)
@@ -304,18 +294,6 @@ class WorkloadSession:
             recorded=sum(1 for t in self.tests if t.workloads),
             commands=self.settings.commands,
         )
-
-    def not_timed_line(self) -> str | None:
-        """How many workloads the session's timing budget left untimed, if any."""
-        count = count_not_timed(self.tests)
-        budget = self.settings.session_budget_s
-        return render_not_timed(count, budget) if count and budget is not None else None
-
-    def not_replayed_line(self) -> str | None:
-        """How many top-level workloads were not replayed for timing beside other xdist
-        workers, if any (counted over every worker's tests)."""
-        count = count_not_replayed(self.tests)
-        return render_not_replayed(count) if count else None
 
     def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> str | None:
         """Write the JSON report (``extend`` may add fields to it first); why it was written

@@ -14,6 +14,7 @@ from ._gate.syrupy_ext import uncount_kept
 from ._identity.describe import Describer
 from ._identity.fingerprint import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from ._model.errors import DeviceUnavailableError, FileWriteError, WorkloadWarning
+from ._model.report import count_not_replayed, count_not_timed
 from ._options import (
     MARKER,
     TREE_TESTS,
@@ -25,7 +26,14 @@ from ._options import (
 from ._record.recorder import Keyer, WorkloadRecorder
 from ._render.escape import one_line, terminal_text
 from ._render.progress import TimingProgress
-from ._render.report import junit_properties, render_gate, render_summary
+from ._render.report import (
+    junit_properties,
+    render_gate,
+    render_not_replayed,
+    render_not_timed,
+    render_session,
+    render_summary,
+)
 from ._session import WorkloadSession
 from ._verdict.collapse import KeyChecks
 from .xdist import WORKER_OUTPUT_KEY, WorkerMerge, WorkerPayload
@@ -262,11 +270,24 @@ def _report_lines(session: WorkloadSession) -> list[str]:
     mode = session.settings.report
     recorded = sum(1 for t in session.tests if t.workloads)
     if mode == "tree" or (mode == "auto" and recorded <= TREE_TESTS):
-        return session.terminal_lines()
+        return render_session(session.tests)
     checks = KeyChecks()
     collapses = sum(len(checks.check(test)) for test in session.tests)
     gate = render_gate(session.settings.snapshot, session.gate_failed, session.regressions)
     return render_summary(session.tests, collapses, gate) if recorded else []
+
+
+def _counted_lines(session: WorkloadSession) -> list[str]:
+    """How many workloads the session's timing budget left untimed, and how many top-level
+    ones were not replayed for timing beside other xdist workers (over every worker's tests)."""
+    lines = []
+    untimed, budget = count_not_timed(session.tests), session.settings.session_budget_s
+    if untimed and budget is not None:
+        lines.append(render_not_timed(untimed, budget))
+    not_replayed = count_not_replayed(session.tests)
+    if not_replayed:
+        lines.append(render_not_replayed(not_replayed))
+    return lines
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -287,9 +308,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "workload performance")
         for note in perf_notes:
             terminalreporter.write_line(note)
-    for counted in (session.not_timed_line(), session.not_replayed_line()):
-        if counted is not None:
-            terminalreporter.write_line(counted)
+    for counted in _counted_lines(session):
+        terminalreporter.write_line(counted)
     unchecked = session.unchecked_line()
     if unchecked is not None:
         terminalreporter.write_line(unchecked)
