@@ -8,10 +8,10 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._gate.keys import KeysGate
 from ._gate.perf import PerfGate, PerfMode
@@ -24,6 +24,7 @@ from ._measure.orchestrate import Replays
 from ._measure.timing import TimingPolicy
 from ._model.baseline import BASELINE_DIRNAME
 from ._model.canonical import Json
+from ._model.fields import read_field
 from ._model.files import write_report
 from ._model.notes import Note
 from ._model.report import SessionReport
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from ._gate.syrupy_ext import Snapshot
 
 ReportMode = Literal["auto", "tree", "summary"]
+#: What a worker's payload counts, summed over workers.
+_COUNTS = ("gate_failed", "regressions")
 
 
 @dataclass(frozen=True)
@@ -202,11 +205,12 @@ class WorkloadSession:
             self.snapshots.keep(snapshot)  # a failed test's table says nothing
         if not passed:
             return Outcome()
+        keys = self.keys.check(test)
         errors = [f"pytest-workload could not record: {one_line(e)}" for e in recorder.errors]
         if not self.settings.snapshot:
             where = one_line(recorder.nodeid)
             return Outcome(warnings=(f"{where}: " + "\n".join(errors),) if errors else ())
-        failures = errors + list(self.keys.check(test).failures)
+        failures = errors + list(keys.failures)
         # Under --snapshot-update a test that fails writes nothing: its table (partial, or
         # collapsed) would replace a good one.
         writes = not (failures and self.settings.update)
@@ -233,6 +237,43 @@ class WorkloadSession:
     def add(self, test: TestWorkloads) -> None:
         """Keep a test's workloads (recorded here, or sent by an xdist worker)."""
         self._tests[test.nodeid] = test
+        self.keys.wait([test.nodeid])  # unless it passes here (finish_test)
+
+    def to_payload(self) -> dict[str, Json]:
+        """What an xdist worker sends its controller (plain JSON), for ``absorb``."""
+        return {
+            "tests": [t.to_dict() for t in self.tests],
+            "notes": [n.to_dict() for n in self.notes],
+            "perf_notes": [n.to_dict() for n in self.perf_notes],
+            "environment": self.environment(),
+            "kept": list(self.snapshots.kept),
+            "gate_failed": self.gate_failed,
+            "regressions": self.regressions,
+        }
+
+    def absorb(self, payload: Mapping[str, Any]) -> None:
+        """Take in what an xdist worker sent (``to_payload``): all of it or, if it does not
+        read, nothing; its tests' collapse checks wait for ``check_collapses``."""
+        tests = [TestWorkloads.from_dict(t) for t in payload.get("tests", ())]
+        notes = [Note.from_dict(n) for n in payload.get("notes", ())]
+        perf_notes = [Note.from_dict(n) for n in payload.get("perf_notes", ())]
+        kept = [str(k) for k in payload.get("kept", ())]
+        failed, regressions = (read_field(payload, k, int, optional=True) or 0 for k in _COUNTS)
+        self._tests.update((t.nodeid, t) for t in tests)
+        self.keys.wait((t.nodeid for t in tests), sent=True)
+        self._adopted_environment = self._adopted_environment or payload.get("environment")
+        self.notes += notes
+        self.perf_notes += perf_notes
+        self.snapshots.kept += kept
+        self.gate_failed += failed
+        self.regressions += regressions
+
+    def check_collapses(self) -> list[str]:
+        """Once every test is in, the collapse checks that waited, in collection order; under
+        the gate, one between two xdist workers' tests fails the session (see KeysGate)."""
+        across = [p for p in self.keys.check_waiting(self.tests) if self.settings.snapshot]
+        self.problems += across
+        return across
 
     def test(self, nodeid: str) -> TestWorkloads | None:
         return self._tests.get(nodeid)
@@ -249,20 +290,17 @@ class WorkloadSession:
         return tuple(self._tests[k] for k in ordered)
 
     def environment(self) -> Json:
-        """Where this process measured: None in a process that never imported torch, such
-        as an xdist controller, which reports its workers' environment instead."""
+        """Where the tests were measured: the first environment an xdist worker sent, else
+        this process's (None in one that never imported torch)."""
+        if self._adopted_environment:
+            return self._adopted_environment
         return environment(self.device()) if "torch" in sys.modules else None
 
-    def adopt_environment(self, env: Json) -> None:
-        """Report the environment an xdist worker measured in (the first one sent)."""
-        self._adopted_environment = self._adopted_environment or env
-
     def report(self) -> SessionReport:
-        env = self._adopted_environment or self.environment()
         return SessionReport(
             scheme=self.scheme.version,
             tests=self.tests,
-            environment=env,
+            environment=self.environment(),
             problems=tuple(self.problems),
             notes=tuple(self._ordered(self.perf_notes + self.notes)),
         )

@@ -35,7 +35,6 @@ from ._render.report import (
     render_summary,
 )
 from ._session import WorkloadSession
-from ._verdict.collapse import KeyChecks
 from .xdist import WORKER_OUTPUT_KEY, WorkerMerge, WorkerPayload
 
 if TYPE_CHECKING:
@@ -271,10 +270,8 @@ def _report_lines(session: WorkloadSession) -> list[str]:
     recorded = sum(1 for t in session.tests if t.workloads)
     if mode == "tree" or (mode == "auto" and recorded <= TREE_TESTS):
         return render_session(session.tests)
-    checks = KeyChecks()
-    collapses = sum(len(checks.check(test)) for test in session.tests)
     gate = render_gate(session.settings.snapshot, session.gate_failed, session.regressions)
-    return render_summary(session.tests, collapses, gate) if recorded else []
+    return render_summary(session.tests, len(session.keys.found), gate) if recorded else []
 
 
 def _counted_lines(session: WorkloadSession) -> list[str]:
