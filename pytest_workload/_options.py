@@ -249,9 +249,6 @@ _OPTIONS = (
 )
 
 
-_VALUES_KEY = pytest.StashKey[dict[str, Any]]()
-
-
 def _ini_value(config: pytest.Config, option: _Option) -> object:
     raw = config.getini(option.ini)
     try:
@@ -280,15 +277,6 @@ def _read_values(config: pytest.Config) -> dict[str, Any]:
     return values
 
 
-def option_value(config: pytest.Config, flag: str) -> Any:
-    """An option's value. The first call reads and checks every option and ini key, so a bad
-    one is a usage error in ``pytest_configure``, before any test runs, whichever is used."""
-    values = config.stash.get(_VALUES_KEY, None)
-    if values is None:
-        values = config.stash[_VALUES_KEY] = _read_values(config)
-    return values[flag]
-
-
 def _json_path(config: pytest.Config, value: str) -> Path | None:
     """Relative to where pytest was started; ``-`` is standard output, not a file."""
     if not value:
@@ -307,24 +295,28 @@ def _commands(config: pytest.Config) -> Commands:
 
 
 def read_settings(config: pytest.Config) -> WorkloadSettings:
-    json_path = option_value(config, "--workload-json")
+    """Every option and ini key, read and checked here, once: a bad one is a usage error in
+    ``pytest_configure``, before any test runs, whichever is used."""
+    value = _read_values(config)
     settings = WorkloadSettings(
-        snapshot=option_value(config, "--workload-snapshot"),
+        snapshot=value["--workload-snapshot"],
         update=bool(config.getoption("update_snapshots", False)),
-        timing=option_value(config, "--workload-timing"),
-        time_budget_s=option_value(config, "--workload-time-budget"),
-        session_budget_s=option_value(config, "--workload-session-budget"),
-        perf=option_value(config, "--workload-perf"),
+        timing=value["--workload-timing"],
+        time_budget_s=value["--workload-time-budget"],
+        session_budget_s=value["--workload-session-budget"],
+        perf=value["--workload-perf"],
         workers=int(getattr(config, "workerinput", {}).get("workercount", 1)),
-        tolerance=option_value(config, "--workload-perf-tolerance"),
-        cost_tolerance=option_value(config, "--workload-cost-tolerance"),
-        baselines=config.rootpath / option_value(config, "--workload-baselines"),
-        device=option_value(config, "--workload-device"),
-        json_path=_json_path(config, json_path),
-        migrate=option_value(config, "--workload-migrate"),
-        accept_upgrade=option_value(config, "--workload-accept-upgrade"),
+        tolerance=value["--workload-perf-tolerance"],
+        cost_tolerance=value["--workload-cost-tolerance"],
+        baselines=config.rootpath / value["--workload-baselines"],
+        device=value["--workload-device"],
+        json_path=_json_path(config, value["--workload-json"]),
+        migrate=value["--workload-migrate"],
+        accept_upgrade=value["--workload-accept-upgrade"],
         rootdir=config.rootpath,
         commands=_commands(config),
+        record_all=value["--workload-record"] == "all",
+        report=value["--workload-report"],
     )
     for flag, on in (
         ("--workload-migrate", settings.migrate),

@@ -8,13 +8,14 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._core.canonical import Json
 from ._core.commands import PLAIN, Commands
+from ._core.fields import read_field
 from ._core.notes import Note
 from ._core.text import one_line
 from ._fingerprint.describe import Describer
@@ -29,15 +30,8 @@ from ._perf.stopwatch import TimingPolicy
 from ._recording.recorder import Keyer, WorkloadRecorder
 from ._report.key_gate import KeysGate
 from ._report.report_files import write_report
-from ._report.session_report import SessionReport, count_not_replayed, count_not_timed
-from ._report.summary import (
-    render_not_replayed,
-    render_not_timed,
-    render_note_counts,
-    render_notes,
-    render_session,
-    render_unchecked,
-)
+from ._report.session_report import SessionReport
+from ._report.summary import render_note_counts, render_notes, render_unchecked
 from ._snapshot.snapshot_gate import SnapshotGate
 from ._workload.workload import TestWorkloads
 
@@ -45,6 +39,10 @@ if TYPE_CHECKING:
     import torch
 
     from ._snapshot.syrupy_ext import Snapshot
+
+ReportMode = Literal["auto", "tree", "summary"]
+#: What a worker's payload counts, summed over workers.
+_COUNTS = ("gate_failed", "regressions")
 
 
 @dataclass(frozen=True)
@@ -70,6 +68,10 @@ class WorkloadSettings:
     rootdir: Path | None = None
     #: the commands hints name, with the flags that chose what this run recorded
     commands: Commands = PLAIN
+    #: every test records (``--workload-record=all``), not only marked ones
+    record_all: bool = False
+    #: the terminal section (``--workload-report``)
+    report: ReportMode = "auto"
 
 
 @dataclass(frozen=True)
@@ -203,11 +205,12 @@ class WorkloadSession:
             self.snapshots.keep(snapshot)  # a failed test's table says nothing
         if not passed:
             return Outcome()
+        keys = self.keys.check(test)
         errors = [f"pytest-workload could not record: {one_line(e)}" for e in recorder.errors]
         if not self.settings.snapshot:
             where = one_line(recorder.nodeid)
             return Outcome(warnings=(f"{where}: " + "\n".join(errors),) if errors else ())
-        failures = errors + list(self.keys.check(test).failures)
+        failures = errors + list(keys.failures)
         # Under --snapshot-update a test that fails writes nothing: its table (partial, or
         # collapsed) would replace a good one.
         writes = not (failures and self.settings.update)
@@ -234,6 +237,43 @@ class WorkloadSession:
     def add(self, test: TestWorkloads) -> None:
         """Keep a test's workloads (recorded here, or sent by an xdist worker)."""
         self._tests[test.nodeid] = test
+        self.keys.wait([test.nodeid])  # unless it passes here (finish_test)
+
+    def to_payload(self) -> dict[str, Json]:
+        """What an xdist worker sends its controller (plain JSON), for ``absorb``."""
+        return {
+            "tests": [t.to_dict() for t in self.tests],
+            "notes": [n.to_dict() for n in self.notes],
+            "perf_notes": [n.to_dict() for n in self.perf_notes],
+            "environment": self.environment(),
+            "kept": list(self.snapshots.kept),
+            "gate_failed": self.gate_failed,
+            "regressions": self.regressions,
+        }
+
+    def absorb(self, payload: Mapping[str, Any]) -> None:
+        """Take in what an xdist worker sent (``to_payload``): all of it or, if it does not
+        read, nothing; its tests' collapse checks wait for ``check_collapses``."""
+        tests = [TestWorkloads.from_dict(t) for t in payload.get("tests", ())]
+        notes = [Note.from_dict(n) for n in payload.get("notes", ())]
+        perf_notes = [Note.from_dict(n) for n in payload.get("perf_notes", ())]
+        kept = [str(k) for k in payload.get("kept", ())]
+        failed, regressions = (read_field(payload, k, int, optional=True) or 0 for k in _COUNTS)
+        self._tests.update((t.nodeid, t) for t in tests)
+        self.keys.wait((t.nodeid for t in tests), sent=True)
+        self._adopted_environment = self._adopted_environment or payload.get("environment")
+        self.notes += notes
+        self.perf_notes += perf_notes
+        self.snapshots.kept += kept
+        self.gate_failed += failed
+        self.regressions += regressions
+
+    def check_collapses(self) -> list[str]:
+        """Once every test is in, the collapse checks that waited, in collection order; under
+        the gate, one between two xdist workers' tests fails the session (see KeysGate)."""
+        across = [p for p in self.keys.check_waiting(self.tests) if self.settings.snapshot]
+        self.problems += across
+        return across
 
     def test(self, nodeid: str) -> TestWorkloads | None:
         return self._tests.get(nodeid)
@@ -250,26 +290,20 @@ class WorkloadSession:
         return tuple(self._tests[k] for k in ordered)
 
     def environment(self) -> Json:
-        """Where this process measured: None in a process that never imported torch, such
-        as an xdist controller, which reports its workers' environment instead."""
+        """Where the tests were measured: the first environment an xdist worker sent, else
+        this process's (None in one that never imported torch)."""
+        if self._adopted_environment:
+            return self._adopted_environment
         return environment(self.device()) if "torch" in sys.modules else None
 
-    def adopt_environment(self, env: Json) -> None:
-        """Report the environment an xdist worker measured in (the first one sent)."""
-        self._adopted_environment = self._adopted_environment or env
-
     def report(self) -> SessionReport:
-        env = self._adopted_environment or self.environment()
         return SessionReport(
             scheme=self.scheme.version,
             tests=self.tests,
-            environment=env,
+            environment=self.environment(),
             problems=tuple(self.problems),
             notes=tuple(self._ordered(self.perf_notes + self.notes)),
         )
-
-    def terminal_lines(self) -> list[str]:
-        return render_session(self.tests)
 
     def _ordered(self, notes: list[Note]) -> list[Note]:
         """In collection order, whichever process ran each test."""
@@ -298,18 +332,6 @@ class WorkloadSession:
             recorded=sum(1 for t in self.tests if t.workloads),
             commands=self.settings.commands,
         )
-
-    def not_timed_line(self) -> str | None:
-        """How many workloads the session's timing budget left untimed, if any."""
-        count = count_not_timed(self.tests)
-        budget = self.settings.session_budget_s
-        return render_not_timed(count, budget) if count and budget is not None else None
-
-    def not_replayed_line(self) -> str | None:
-        """How many top-level workloads were not replayed for timing beside other xdist
-        workers, if any (counted over every worker's tests)."""
-        count = count_not_replayed(self.tests)
-        return render_not_replayed(count) if count else None
 
     def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> str | None:
         """Write the JSON report (``extend`` may add fields to it first); why it was written

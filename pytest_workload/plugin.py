@@ -19,14 +19,20 @@ from ._options import (
     TREE_TESTS,
     WorkloadsMark,
     add_options,
-    option_value,
     parse_mark,
     read_settings,
 )
 from ._perf.progress import TimingProgress
 from ._recording.recorder import Keyer, WorkloadRecorder
-from ._report.collapse import KeyChecks
-from ._report.summary import junit_properties, render_gate, render_summary
+from ._report.session_report import count_not_replayed, count_not_timed
+from ._report.summary import (
+    junit_properties,
+    render_gate,
+    render_not_replayed,
+    render_not_timed,
+    render_session,
+    render_summary,
+)
 from ._session import WorkloadSession
 from ._snapshot.syrupy_ext import uncount_kept
 from .xdist import WORKER_OUTPUT_KEY, WorkerMerge, WorkerPayload
@@ -38,8 +44,6 @@ if TYPE_CHECKING:
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
 #: The xdist controller's merge of its workers' payloads.
 MERGE_KEY = pytest.StashKey[WorkerMerge]()
-#: Whether every test records (``--workload-record=all``), not only marked ones.
-RECORD_ALL_KEY = pytest.StashKey[bool]()
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
 #: Why the JSON report could not be written, for the terminal summary.
@@ -80,7 +84,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "perf_tolerance overrides --workload-perf-tolerance; record=False opts the test out of "
         "--workload-record=all",
     )
-    config.stash[RECORD_ALL_KEY] = option_value(config, "--workload-record") == "all"
     settings = read_settings(config)
     if settings.snapshot and not config.pluginmanager.hasplugin("syrupy"):
         raise pytest.UsageError("--workload-snapshot needs the syrupy plugin, which is disabled")
@@ -115,7 +118,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    record_all = config.stash[RECORD_ALL_KEY]
+    record_all = config.stash[SESSION_KEY].settings.record_all
     for item in items:
         mark = parse_mark(item)
         if mark is None and record_all:
@@ -262,15 +265,26 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     return result
 
 
-def _report_lines(config: pytest.Config, session: WorkloadSession) -> list[str]:
-    mode = option_value(config, "--workload-report")
+def _report_lines(session: WorkloadSession) -> list[str]:
+    mode = session.settings.report
     recorded = sum(1 for t in session.tests if t.workloads)
     if mode == "tree" or (mode == "auto" and recorded <= TREE_TESTS):
-        return session.terminal_lines()
-    checks = KeyChecks()
-    collapses = sum(len(checks.check(test)) for test in session.tests)
+        return render_session(session.tests)
     gate = render_gate(session.settings.snapshot, session.gate_failed, session.regressions)
-    return render_summary(session.tests, collapses, gate) if recorded else []
+    return render_summary(session.tests, len(session.keys.found), gate) if recorded else []
+
+
+def _counted_lines(session: WorkloadSession) -> list[str]:
+    """How many workloads the session's timing budget left untimed, and how many top-level
+    ones were not replayed for timing beside other xdist workers (over every worker's tests)."""
+    lines = []
+    untimed, budget = count_not_timed(session.tests), session.settings.session_budget_s
+    if untimed and budget is not None:
+        lines.append(render_not_timed(untimed, budget))
+    not_replayed = count_not_replayed(session.tests)
+    if not_replayed:
+        lines.append(render_not_replayed(not_replayed))
+    return lines
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -279,7 +293,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         return
     session = config.stash[SESSION_KEY]
     quiet = config.get_verbosity() < 0  # -q: no report, notes counted; problems still shown
-    lines = [] if quiet else _report_lines(config, session)
+    lines = [] if quiet else _report_lines(session)
     if lines:
         terminalreporter.write_sep("=", "Workloads discovered")
         for line in lines:
@@ -291,9 +305,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "workload performance")
         for note in perf_notes:
             terminalreporter.write_line(note)
-    for counted in (session.not_timed_line(), session.not_replayed_line()):
-        if counted is not None:
-            terminalreporter.write_line(counted)
+    for counted in _counted_lines(session):
+        terminalreporter.write_line(counted)
     unchecked = session.unchecked_line()
     if unchecked is not None:
         terminalreporter.write_line(unchecked)

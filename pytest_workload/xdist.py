@@ -1,5 +1,5 @@
-"""What crosses between pytest-xdist processes: a worker's payload, and the controller's
-merge of them, with crashed workers and the collapse checks no single worker could make."""
+"""What crosses between pytest-xdist processes: a worker's payload (the session writes it and
+reads it), and which worker ran what, to name a crashed worker's tests."""
 
 from __future__ import annotations
 
@@ -8,13 +8,8 @@ from typing import Any
 
 from ._core.canonical import Json
 from ._core.errors import WorkloadDataError
-from ._core.fields import read_field
-from ._core.notes import Note
 from ._core.text import one_line
-from ._report.collapse import KeyChecks
-from ._report.collapse_text import render_collapse
 from ._session import WorkloadSession
-from ._workload.workload import TestWorkloads
 
 #: Key of this plugin's payload in an xdist worker's ``workeroutput``.
 WORKER_OUTPUT_KEY = "pytest_workload"
@@ -22,62 +17,29 @@ WORKER_OUTPUT_KEY = "pytest_workload"
 
 @dataclass(frozen=True)
 class WorkerPayload:
-    """Everything one worker recorded, as plain data for ``workeroutput``."""
+    """One worker's session as ``workeroutput`` carries it: ``WorkloadSession.to_payload``."""
 
-    tests: tuple[TestWorkloads, ...] = ()
-    notes: tuple[Note, ...] = ()
-    perf_notes: tuple[Note, ...] = ()
-    environment: Json = None
-    #: Stored tables the worker used without checking them.
-    kept: tuple[str, ...] = ()
-    #: Tests the workload gate failed, and the performance regressions among their failures.
-    gate_failed: int = 0
-    regressions: int = 0
+    data: dict[str, Json]
 
     @classmethod
     def of(cls, session: WorkloadSession) -> WorkerPayload:
-        return cls(
-            session.tests,
-            tuple(session.notes),
-            tuple(session.perf_notes),
-            session.environment(),
-            tuple(session.snapshots.kept),
-            session.gate_failed,
-            session.regressions,
-        )
+        return cls(session.to_payload())
 
     def to_dict(self) -> dict[str, Json]:
-        return {
-            "tests": [t.to_dict() for t in self.tests],
-            "notes": [n.to_dict() for n in self.notes],
-            "perf_notes": [n.to_dict() for n in self.perf_notes],
-            "environment": self.environment,
-            "kept": list(self.kept),
-            "gate_failed": self.gate_failed,
-            "regressions": self.regressions,
-        }
+        return self.data
 
     @classmethod
     def from_dict(cls, data: Any) -> WorkerPayload:
         if not isinstance(data, dict):
             raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
-        return cls(
-            tuple(TestWorkloads.from_dict(t) for t in data.get("tests", ())),
-            tuple(Note.from_dict(n) for n in data.get("notes", ())),
-            tuple(Note.from_dict(n) for n in data.get("perf_notes", ())),
-            data.get("environment"),
-            tuple(str(k) for k in data.get("kept", ())),
-            read_field(data, "gate_failed", int, optional=True) or 0,
-            read_field(data, "regressions", int, optional=True) or 0,
-        )
+        return cls(data)
 
 
 class WorkerMerge:
-    """The controller's side: which worker ran what, and what each one sent."""
+    """The controller's side: which worker ran what, and handing each payload to the session."""
 
     def __init__(self, session: WorkloadSession) -> None:
         self.session = session
-        self._worker_of: dict[str, str] = {}
         self._ran_on: dict[str, dict[str, None]] = {}
         #: Workers that crashed or were killed: their tests' uses of snapshots never arrived.
         self.crashed: list[str] = []
@@ -104,26 +66,9 @@ class WorkerMerge:
                 + kept
             )
             return
-        payload = WorkerPayload.from_dict(data)
-        for test in payload.tests:
-            self.session.add(test)
-            self._worker_of[test.nodeid] = worker
-        self.session.adopt_environment(payload.environment)
-        self.session.notes.extend(payload.notes)
-        self.session.perf_notes.extend(payload.perf_notes)
-        self.session.snapshots.kept.extend(payload.kept)
-        self.session.gate_failed += payload.gate_failed
-        self.session.regressions += payload.regressions
+        self.session.absorb(WorkerPayload.from_dict(data).data)
 
     def check_across_workers(self) -> list[str]:
-        """Collapses between tests that ran on different workers: no worker saw both, so the
-        controller decides them, once, over everything merged."""
-        if not self.session.settings.snapshot or not self._worker_of:
-            return []
-        checks, found = KeyChecks(), []
-        for test in self.session.tests:
-            for c in checks.check(test):
-                if self._worker_of.get(c.first.nodeid) != self._worker_of.get(c.second.nodeid):
-                    found.append(render_collapse(c))
-        self.session.problems.extend(found)
-        return found
+        """Collapses between tests that ran on different workers, decided once, when every
+        worker's payload is in (``WorkloadSession.check_collapses``)."""
+        return self.session.check_collapses()
