@@ -141,7 +141,7 @@ _FLAGS = (
     (
         "--workload-snapshot",
         "compare each test's workloads with its syrupy snapshot; fail on collapses, hash, key or "
-        "FLOP changes, new or vanished workloads, and timing regressions",
+        "FLOP changes, costs that grew, new or vanished workloads, and timing regressions",
     ),
     (
         "--workload-migrate",

@@ -1,5 +1,6 @@
-"""The README's shown outputs, produced by real runs: the quickstart's report, the snapshot
-mismatch, the failing examples, the JSON report's fields and its input nodes.
+"""The README's and the documentation's shown outputs, produced by real runs: the quickstart
+and the tutorial (each report, mismatch and accepted change they show), the failing examples,
+the JSON report's fields and its input nodes; and every option the pages name exists.
 
 What changes between machines and runs (hashes, timings, sample counts) is normalised;
 everything else (structure, wording, counts, shapes, FLOPs, paths) must match.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import enum
+import importlib.util
 import json
 import re
 import shlex
@@ -27,18 +29,32 @@ from pytest_workload._fingerprint.describe import describe_args
 from pytest_workload._snapshot.document import SnapshotDocument
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+#: The README and every documentation page, by path from the repository root.
+PAGES = {
+    str(path.relative_to(ROOT)): path.read_text(encoding="utf-8")
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+}
 #: Inner runs time briefly and judge no timing: the outputs compared here are normalised
 #: timings, and a drift verdict would make the test depend on the machine's load.
 INI = "[pytest]\nworkload_time_budget = 0.02\nworkload_perf = off\n"
 SEP = re.compile(r"^[=-]{3,} .* [=-]{3,}$")
+#: The quickstart's second call, which the pages tell the reader to change.
+SECOND_CALL = "model(torch.rand(1, 3, 224, 224))"
+#: In document order: a code block, or the sentence that changes the second call.
+STEP = re.compile(r"```(python|text)\n(.*?)```|[Cc]hange the second call\s+to\s+`([^`]+)`", re.S)
 
 
 def section(title: str) -> str:
-    """The README section whose heading starts with ``title``."""
-    start = README.index(f"\n## {title}")
-    end = README.find("\n## ", start + 1)
-    return README[start : end if end >= 0 else len(README)]
+    """The one section, in any page, whose heading starts with ``title``, down to the next
+    heading of its level or above."""
+    found = []
+    for text in PAGES.values():
+        for match in re.finditer(rf"^(#+) {re.escape(title)}", text, flags=re.M):
+            level = len(match.group(1))
+            end = re.compile(rf"^#{{1,{level}}} ", flags=re.M).search(text, match.end())
+            found.append(text[match.start() : end.start() if end else len(text)])
+    (text,) = found
+    return text
 
 
 def blocks(text: str, language: str) -> list[str]:
@@ -86,49 +102,96 @@ def shown_message(stdout: list[str], expected: list[str]) -> list[str]:
     return stdout[start : start + len(expected)]
 
 
-def test_quickstart_and_the_mismatch_run_as_shown(pytester):
-    quickstart = section("Quickstart")
-    (code,) = blocks(quickstart, "python")
-    (session,) = blocks(quickstart, "text")
-    shown = runs(session)
-    nodeid = shown[-1][1][1]
-    path, name = nodeid.split("::")
-    assert f"def {name}(" in code and f"Save it as `{path}`" in quickstart
+@pytest.mark.parametrize(
+    ("page", "title", "shown"),
+    [
+        ("README.md", "Quickstart", {"change": 1, "failure": 1}),
+        ("docs/tutorial.md", "Tutorial", {"change": 1, "failure": 1, "report": 1}),
+    ],
+)
+def test_the_quickstart_and_the_tutorial_run_as_shown(pytester, page, title, shown):
+    """Each step in order: the test file, each shown run (passing, with the report it shows, or
+    failing with the message it shows) and the change the text asks for."""
+    text = section(title)
+    assert text in PAGES[page]
+    (code,) = blocks(text, "python")
+    (path,) = re.findall(r"Save it as `([^`]+)`", text)
+    (name,) = re.findall(r"^def (test_\w+)\(", code, flags=re.M)
+    assert SECOND_CALL in code
     pytester.makeini(INI)
     (pytester.path / path).parent.mkdir(parents=True, exist_ok=True)
-    (pytester.path / path).write_text(code)
-    for command, output in shown:
-        assert command[0] == "pytest"
-        result = pytester.runpytest(*command[1:], "-p", "no:xdist")
-        result.assert_outcomes(passed=1)
-        if output:
-            actual = shown_section(result.outlines, "Workloads discovered")
-            assert normalise(actual) == normalise(output)
-
-    gate = section("The snapshot gate")
-    (changed,) = re.findall(r"second call changed\s+to `([^`]+)`", gate)
-    (mismatch,) = [b for b in blocks(gate, "text") if "workload snapshot mismatch" in b]
-    ((command, output),) = runs(mismatch)
-    (pytester.path / path).write_text(code.replace("model(torch.rand(1, 3, 224, 224))", changed, 1))
-    result = pytester.runpytest(*command[1:], "-p", "no:xdist")
-    result.assert_outcomes(failed=1)
-    assert normalise(shown_message(result.outlines, output)) == normalise(output)
+    checked = collections.Counter[str]()
+    for step in STEP.finditer(text):
+        language, body, changed = step.groups()
+        if changed:
+            code = code.replace(SECOND_CALL, changed, 1)
+            checked["change"] += 1
+        if language != "text":
+            continue
+        (pytester.path / path).write_text(code)
+        for command, output in runs(body):
+            assert command[0] == "pytest"
+            result = pytester.runpytest(*command[1:], "-p", "no:xdist")
+            if output and not SEP.match(output[0]):
+                result.assert_outcomes(failed=1)
+                assert normalise(shown_message(result.outlines, output)) == normalise(output)
+                checked["failure"] += 1
+                continue
+            result.assert_outcomes(passed=1)
+            if output:
+                assert output[1] == f"{path}::{name}"
+                actual = shown_section(result.outlines, "Workloads discovered")
+                assert normalise(actual) == normalise(output)
+                checked["report"] += 1
+    assert checked == shown
 
 
 def test_the_failing_examples_fail_as_shown():
-    hooks = section("Your own keys: hooks")
-    (session,) = [b for b in blocks(hooks, "text") if "examples/failing/" in b]
-    for command, output in runs(session):
-        result = subprocess.run(
-            [sys.executable, "-m", *command, "-p", "no:xdist", "-p", "no:cacheprovider"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert result.returncode == 1, result.stdout + result.stderr
-        actual = shown_message(result.stdout.splitlines(), output)
-        assert normalise(actual) == normalise(output)
+    sessions = [
+        b for text in PAGES.values() for b in blocks(text, "text") if "examples/failing/" in b
+    ]
+    assert sessions
+    for session in sessions:
+        for command, output in runs(session):
+            result = subprocess.run(
+                [sys.executable, "-m", *command, "-p", "no:xdist", "-p", "no:cacheprovider"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert result.returncode == 1, result.stdout + result.stderr
+            actual = shown_message(result.stdout.splitlines(), output)
+            assert normalise(actual) == normalise(output)
+
+
+OPTION = re.compile(r"--(?:no-)?workload-[a-z-]*[a-z]")
+
+
+@pytest.fixture
+def known_options(pytester) -> set[str]:
+    """Every option ``pytest --help`` lists, ``--no-...`` forms included."""
+    return set(OPTION.findall("\n".join(pytester.runpytest("--help").outlines)))
+
+
+def test_the_pages_name_only_options_that_exist(known_options):
+    """An option renamed or removed in the code must not live on in a page."""
+    named = {(page, flag) for page, text in PAGES.items() for flag in OPTION.findall(text)}
+    assert {(page, flag) for page, flag in named if flag not in known_options} == set()
+
+
+def test_the_generated_option_reference_lists_every_option(known_options, monkeypatch):
+    """The MkDocs hook that writes the option reference, run without MkDocs."""
+    spec = importlib.util.spec_from_file_location(
+        "options_reference", ROOT / "docs" / "hooks" / "options_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, hook)  # as MkDocs loads it: dataclasses need it
+    spec.loader.exec_module(hook)
+    generated = hook.options_markdown()
+    assert set(OPTION.findall(generated)) == known_options
+    assert "%%" not in generated and "(default:" not in generated
 
 
 JSON_SUITE = """
