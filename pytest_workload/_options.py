@@ -145,14 +145,16 @@ _FLAGS = (
     ),
     (
         "--workload-migrate",
-        "rewrite snapshots of an older fingerprint scheme under the current one, after checking "
-        "every stored hash under the old scheme; needs --workload-snapshot",
+        "narrow --snapshot-update to snapshots of an older fingerprint scheme, rewritten under "
+        "the current one after checking every stored hash under the old scheme; any other "
+        "change fails; needs --workload-snapshot and --snapshot-update",
     ),
     (
         "--workload-accept-upgrade",
-        "rewrite snapshots whose change is only a library upgrade's (configuration text, "
-        "attributes, class paths); refuse any change of parameters, children, inputs, FLOPs "
-        "or computation; needs --workload-snapshot",
+        "narrow --snapshot-update to snapshots whose change is only a library upgrade's "
+        "(configuration text, attributes, class paths); refuse any change of parameters, "
+        "children, inputs, FLOPs or computation; needs --workload-snapshot and "
+        "--snapshot-update",
     ),
 )
 
@@ -318,12 +320,16 @@ def read_settings(config: pytest.Config) -> WorkloadSettings:
         record_all=value["--workload-record"] == "all",
         report=value["--workload-report"],
     )
-    for flag, on in (
-        ("--workload-migrate", settings.migrate),
-        ("--workload-accept-upgrade", settings.accept_upgrade),
+    for flag, on, command in (
+        ("--workload-migrate", settings.migrate, settings.commands.migrate),
+        ("--workload-accept-upgrade", settings.accept_upgrade, settings.commands.accept_upgrade),
     ):
         if on and not settings.snapshot:
             raise pytest.UsageError(f"{flag} needs --workload-snapshot")
+        if on and not settings.update:
+            raise pytest.UsageError(
+                f"{flag} needs --snapshot-update: syrupy writes what it rewrites; run {command}"
+            )
     return settings
 
 

@@ -55,5 +55,5 @@ def pytest_workload_schemes(config: pytest.Config) -> list[FingerprintScheme]:
     """Return fingerprint schemes this session can compute beyond the built-in ones.
 
     ``--workload-migrate`` uses the scheme a snapshot was written with to check each stored
-    hash before rewriting the snapshot under the current scheme.
+    hash before syrupy rewrites the snapshot under the current scheme.
     """

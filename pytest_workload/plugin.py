@@ -34,7 +34,6 @@ from ._report.summary import (
     render_summary,
 )
 from ._session import WorkloadSession
-from ._snapshot.syrupy_ext import uncount_kept
 from .xdist import WORKER_OUTPUT_KEY, WorkerMerge, WorkerPayload
 
 if TYPE_CHECKING:
@@ -328,19 +327,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     config = session.config
     workload_session = config.stash[SESSION_KEY]
     stopped_early = session.shouldstop or session.shouldfail or config.stash[MERGE_KEY].crashed
-    if (stopped_early or exitstatus == pytest.ExitCode.INTERRUPTED) and hasattr(
+    narrowed = workload_session.settings.migrate or workload_session.settings.accept_upgrade
+    if (narrowed or stopped_early or exitstatus == pytest.ExitCode.INTERRUPTED) and hasattr(
         config.option, "no_cleanup"
     ):
         # Tests that never ran, or whose crashed worker never reported, did not use their
         # snapshots as far as syrupy knows: such an update must not delete them (syrupy's own
-        # --snapshot-no-cleanup).
+        # --snapshot-no-cleanup). An update narrowed to migrations or upgrades deletes nothing.
         config.option.no_cleanup = True
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput[WORKER_OUTPUT_KEY] = WorkerPayload.of(workload_session).to_dict()
     yield
     if workeroutput is None:
-        uncount_kept(getattr(config, "_syrupy", None), workload_session.snapshots.kept)
         if config.stash[MERGE_KEY].check_across_workers() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         try:

@@ -299,7 +299,9 @@ def test_migration_rewrites_after_verifying_old_hashes(pytester, suite, mode):
     result.stdout.fnmatch_lines(lit("*written by fingerprint scheme 1; this run uses scheme 2*"))
     assert stored.read_text() == old_text
 
-    migrated = pytester.runpytest(*mode, "--workload-snapshot", "--workload-migrate")
+    migrated = pytester.runpytest(
+        *mode, "--workload-snapshot", "--snapshot-update", "--workload-migrate"
+    )
     migrated.assert_outcomes(passed=1)
     migrated.stdout.fnmatch_lines(
         lit(
@@ -315,7 +317,7 @@ def test_migration_refuses_when_something_else_changed(pytester, suite):
     stored = _old_snapshot(pytester, suite, two_shapes())
     old_text = stored.read_text()
     suite(two_shapes(size=12))
-    result = pytester.runpytest("--workload-snapshot", "--workload-migrate")
+    result = pytester.runpytest("--workload-snapshot", "--snapshot-update", "--workload-migrate")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(
@@ -333,7 +335,7 @@ def test_migration_refuses_when_something_else_changed(pytester, suite):
 
 def test_migration_needs_the_old_scheme(pytester, suite):
     stored = _old_snapshot(pytester, suite, two_shapes(), old=SCHEME_0)
-    result = pytester.runpytest("--workload-snapshot", "--workload-migrate")
+    result = pytester.runpytest("--workload-snapshot", "--snapshot-update", "--workload-migrate")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(
@@ -349,3 +351,41 @@ def test_migrate_needs_the_snapshot_gate(pytester, suite):
     result = pytester.runpytest("--workload-migrate")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --workload-migrate needs --workload-snapshot"])
+
+
+def test_migrate_needs_snapshot_update_and_says_the_command(pytester, suite):
+    stored = _old_snapshot(pytester, suite, two_shapes())
+    old_text = stored.read_text()
+    result = pytester.runpytest("--workload-snapshot", "--workload-migrate")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        lit(
+            "ERROR: --workload-migrate needs --snapshot-update: syrupy writes what it rewrites; "
+            "run `pytest --workload-snapshot --snapshot-update --workload-migrate`"
+        )
+    )
+    assert stored.read_text() == old_text
+
+
+def test_migrate_writes_nothing_but_the_migration(pytester, suite):
+    # another test's regression fails and its file is left as it is, also under the update
+    pytester.makeconftest(OLD_RELEASE.format(**SCHEME_1))
+    suite(two_shapes() + two_shapes().replace("test_two_shapes", "test_other"))
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=2)
+    pytester.makeconftest("")
+    update_other = ("--workload-snapshot", "--snapshot-update", "-k", "test_other")
+    pytester.runpytest(*update_other).assert_outcomes(passed=1, deselected=1)
+    directory = pytester.path / "__workload_snapshots__" / "test_models"
+    migrated, other = directory / "test_two_shapes.workloads", directory / "test_other.workloads"
+    assert '"fingerprint_scheme": 1' in migrated.read_text()
+    other_text = other.read_text()
+    assert '"fingerprint_scheme": 2' in other_text
+    stale = directory / "test_gone.workloads"  # unused: a narrowed update deletes nothing
+    stale.write_text(other_text)
+    suite(two_shapes() + two_shapes(size=12).replace("test_two_shapes", "test_other"))
+    result = pytester.runpytest("--workload-snapshot", "--snapshot-update", "--workload-migrate")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(lit("*workload snapshot mismatch (*test_other.workloads):"))
+    assert '"fingerprint_scheme": 2' in migrated.read_text()
+    assert other.read_text() == other_text
+    assert stale.read_text() == other_text

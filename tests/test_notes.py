@@ -24,8 +24,8 @@ def test_the_unchecked_line_says_what_was_not_checked_or_not_written():
     assert unchecked(0, gate=False, update=False, recorded=3) is None
     assert unchecked(0, gate=True, update=True, recorded=3) is None
     assert unchecked(2, gate=False, update=False, recorded=3) == (
-        "2 workload snapshots not checked: workload snapshots are checked only with "
-        "--workload-snapshot"
+        "2 workload snapshots not checked (syrupy counts them as passed): workload snapshots "
+        "are checked only with --workload-snapshot"
     )
     assert unchecked(0, gate=False, update=True, recorded=1, commands=ALL) == (
         "--snapshot-update wrote no workload snapshot: they are written only with "
@@ -38,7 +38,7 @@ def test_the_unchecked_line_says_what_was_not_checked_or_not_written():
         "test with --workload-record=all)"
     )
     assert unchecked(1, gate=True, update=False, recorded=2) == (
-        "1 workload snapshot not checked: its test failed"
+        "1 workload snapshot not checked (syrupy counts it as passed): its test failed"
     )
 
 
@@ -72,6 +72,8 @@ def test_every_command_repeats_the_flags_that_chose_what_was_recorded():
         "'--workload-baselines=my baselines'`"
     )
     assert PLAIN.baseline == "`pytest --workload-snapshot --snapshot-update -p no:xdist`"
-    assert PLAIN.migrate == "`pytest --workload-snapshot --workload-migrate`"
-    assert PLAIN.accept_upgrade == "`pytest --workload-snapshot --workload-accept-upgrade`"
+    assert PLAIN.migrate == "`pytest --workload-snapshot --snapshot-update --workload-migrate`"
+    assert PLAIN.accept_upgrade == (
+        "`pytest --workload-snapshot --snapshot-update --workload-accept-upgrade`"
+    )
     assert PLAIN.run == "`pytest --workload-snapshot -p no:xdist`"

@@ -102,10 +102,10 @@ def test_a_scheme_1_snapshot_in_format_1_is_still_named_and_migrated(pytester, s
     result.stdout.fnmatch_lines(
         lit(
             "*written by fingerprint scheme 1; this run uses scheme 2. Migrate it with "
-            "`pytest --workload-snapshot --workload-migrate`*"
+            "`pytest --workload-snapshot --snapshot-update --workload-migrate`*"
         )
     )
-    migrated = pytester.runpytest(*GATE, "--workload-migrate")
+    migrated = pytester.runpytest(*UPDATE, "--workload-migrate")
     migrated.assert_outcomes(passed=1)
     migrated.stdout.fnmatch_lines(
         lit("*: migrated *test_two_shapes.workloads from fingerprint scheme 1 to 2")

@@ -241,8 +241,8 @@ def test_snapshot_from_another_scheme_names_both_versions(pytester, suite):
     result.stdout.fnmatch_lines(
         lit(
             "*was written by fingerprint scheme 0; this run uses scheme 2. Migrate it with "
-            "`pytest --workload-snapshot --workload-migrate`, which first checks every stored "
-            "hash under scheme 0, or regenerate it with*"
+            "`pytest --workload-snapshot --snapshot-update --workload-migrate`, which first checks "
+            "every stored hash under scheme 0, or regenerate it with*"
         )
     )
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.pytester_suite import lit
 
 NORMS = """
@@ -53,7 +55,7 @@ def test_an_attribute_changed_in_many_modules_is_one_grouped_line(pytester, suit
             '      BatchNorm2d attribute variant added: "b" (6 modules: bn1, layers.0.1, '
             "layers.1.1, ...)",
             "*only configuration text, attributes or class paths changed*accept it with "
-            "`pytest --workload-snapshot --workload-accept-upgrade`",
+            "`pytest --workload-snapshot --snapshot-update --workload-accept-upgrade`",
         )
     )
     # below max_depth=0: the descriptions of every module are stored, each distinct one once
@@ -65,7 +67,9 @@ def test_an_attribute_changed_in_many_modules_is_one_grouped_line(pytester, suit
 def test_accept_upgrade_rewrites_a_wording_only_change(pytester, suite):
     stored = _written(pytester, suite)
     _norms(suite, "m.variant = 'b'")
-    accepted = pytester.runpytest("--workload-snapshot", "--workload-accept-upgrade")
+    accepted = pytester.runpytest(
+        "--workload-snapshot", "--snapshot-update", "--workload-accept-upgrade"
+    )
     accepted.assert_outcomes(passed=1)
     accepted.stdout.fnmatch_lines(
         lit(
@@ -82,7 +86,9 @@ def test_accept_upgrade_refuses_a_changed_computation_and_leaves_the_file(pytest
     stored = _written(pytester, suite)
     before = stored.read_text()
     _norms(suite, "m.eps = 1e-3")
-    refused = pytester.runpytest("--workload-snapshot", "--workload-accept-upgrade")
+    refused = pytester.runpytest(
+        "--workload-snapshot", "--snapshot-update", "--workload-accept-upgrade"
+    )
     refused.assert_outcomes(failed=1)
     refused.stdout.fnmatch_lines(
         lit(
@@ -115,7 +121,9 @@ def test_net():
 """,
         kernel=5,
     )
-    refused = pytester.runpytest("--workload-snapshot", "--workload-accept-upgrade")
+    refused = pytester.runpytest(
+        "--workload-snapshot", "--snapshot-update", "--workload-accept-upgrade"
+    )
     refused.assert_outcomes(failed=1)
     refused.stdout.fnmatch_lines(
         lit(
@@ -164,3 +172,16 @@ def test_the_report_holds_every_description_once_also_from_xdist_workers(pyteste
     assert "modules" not in test and "torch" in test["libraries"]
     root = test["workloads"][0]["structure_hash"]
     assert root in report["modules"] and len(report["modules"]) == 5
+
+
+def test_accept_upgrade_needs_snapshot_update(pytester, suite):
+    _norms(suite)
+    result = pytester.runpytest("--workload-snapshot", "--workload-accept-upgrade")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: --workload-accept-upgrade needs --snapshot-update: syrupy writes what it "
+            "rewrites; run `pytest --workload-snapshot --snapshot-update "
+            "--workload-accept-upgrade`"
+        ]
+    )

@@ -39,11 +39,13 @@ class Commands:
 
     @property
     def migrate(self) -> str:
-        return self.command("--workload-migrate")
+        """The update narrowed to verified migrations to the current fingerprint scheme."""
+        return self.command("--snapshot-update", "--workload-migrate")
 
     @property
     def accept_upgrade(self) -> str:
-        return self.command("--workload-accept-upgrade")
+        """The update narrowed to changes that are only a library upgrade's wording."""
+        return self.command("--snapshot-update", "--workload-accept-upgrade")
 
     @property
     def run(self) -> str:

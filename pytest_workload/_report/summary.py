@@ -159,10 +159,13 @@ def render_unchecked(
     kept: int, *, gate: bool, update: bool, recorded: int, commands: Commands
 ) -> str | None:
     """The one line that says which workload snapshots were not checked, or not written:
-    syrupy counts only the checked ones as passed."""
+    syrupy counts the kept ones as passed (they were used, left as they are)."""
+    counted = f" (syrupy counts {'it' if kept == 1 else 'them'} as passed)"
     if not gate and update and (recorded or kept):
         left = (
-            f"; {_snapshots(kept)} left as {'it is' if kept == 1 else 'they are'}" if kept else ""
+            f"; {_snapshots(kept)} left as {'it is' if kept == 1 else 'they are'}{counted}"
+            if kept
+            else ""
         )
         return (
             "--snapshot-update wrote no workload snapshot: they are written only with "
@@ -176,12 +179,13 @@ def render_unchecked(
         )
     if not gate and kept:
         return (
-            f"{_snapshots(kept)} not checked: workload snapshots are checked only with "
+            f"{_snapshots(kept)} not checked{counted}: workload snapshots are checked only with "
             "--workload-snapshot"
         )
     if kept:
         return (
-            f"{_snapshots(kept)} not checked: {'its test' if kept == 1 else 'their tests'} failed"
+            f"{_snapshots(kept)} not checked{counted}: "
+            f"{'its test' if kept == 1 else 'their tests'} failed"
         )
     return None
 

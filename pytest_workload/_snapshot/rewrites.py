@@ -1,15 +1,13 @@
-"""Rewrites of a stored snapshot that the gate makes without ``--snapshot-update``: a
-migration to the current fingerprint scheme and an accepted library upgrade. Each checks
-first that nothing else changed, and otherwise leaves the file as it is and says why."""
+"""The two rewrites of a stored snapshot that ``--snapshot-update`` narrows to: a migration to
+the current fingerprint scheme (``--workload-migrate``) and an accepted library upgrade
+(``--workload-accept-upgrade``). Each checks first that nothing else changed and says why not
+otherwise; nothing here writes: syrupy does, when the gate lets it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 from .._core.commands import Commands
-from .._core.errors import CorruptFileError, FileWriteError, WorkloadDataError
-from .._core.files import read_text, write_text_atomic
 from .._core.library_versions import versions_line
 from .._core.text import one_line
 from .diff import compare_documents, documents_match
@@ -17,21 +15,19 @@ from .document import SnapshotDocument
 from .snapshot_text import render_changes
 from .upgrade import changed_count, upgrade_refusals
 
+#: What a verdict says: why the rewrite is refused, or the note that it was made.
+Verdict = tuple[str | None, str | None]
 
-def rewrite_migrated(
-    path: Path,
+
+def migration_verdict(
+    stored: SnapshotDocument,
     shown: str,
     document: SnapshotDocument,
     legacy: Mapping[int, SnapshotDocument],
     commands: Commands,
-) -> tuple[str | None, str | None]:
-    """Rewrite an older-scheme snapshot under the current one; (refusal, note)."""
-    try:
-        stored = SnapshotDocument.from_text(read_text(path))
-    except (CorruptFileError, WorkloadDataError):
-        return None, None  # the normal check reports it
-    if stored.scheme == document.scheme:
-        return None, None
+) -> Verdict:
+    """Whether an older-scheme snapshot may be rewritten under the current scheme: only if
+    its stored hashes still match under the scheme that wrote it."""
     recorded = legacy.get(stored.scheme)
     if recorded is None:
         return (
@@ -50,20 +46,13 @@ def rewrite_migrated(
         lines += [f"  {line}" for line in render_changes(compare_documents(stored, recorded))]
         lines.append(f"fix the regression first, or accept it with {commands.accept}")
         return "\n".join(lines), None
-    write_text_atomic(path, document.to_text())
     return None, f"migrated {shown} from fingerprint scheme {stored.scheme} to {document.scheme}"
 
 
-def rewrite_upgraded(
-    path: Path, shown: str, document: SnapshotDocument, commands: Commands
-) -> tuple[str | None, str | None]:
-    """Rewrite a snapshot whose change is only an upgrade's; (refusal, note)."""
-    try:
-        stored = SnapshotDocument.from_text(read_text(path))
-    except (CorruptFileError, WorkloadDataError):
-        return None, None  # the normal check reports it
-    if stored.scheme != document.scheme or documents_match(stored, document):
-        return None, None
+def upgrade_verdict(
+    stored: SnapshotDocument, shown: str, document: SnapshotDocument, commands: Commands
+) -> Verdict:
+    """Whether a snapshot whose tables differ may be rewritten as a library upgrade's."""
     versions = versions_line(stored.libraries, document.libraries)
     refusals = upgrade_refusals(stored, document)
     if refusals:
@@ -75,10 +64,6 @@ def rewrite_upgraded(
         lines += [f"  {one_line(versions)}"] if versions else []
         lines.append(f"review the change, then accept it with {commands.accept}")
         return "\n".join(lines), None
-    try:
-        write_text_atomic(path, document.to_text())
-    except FileWriteError as exc:
-        return f"workload snapshot {shown} could not be written: {one_line(exc.reason)}", None
     count = changed_count(stored, document)
     return None, (
         f"accepted a library upgrade in {shown}: {count} workload "

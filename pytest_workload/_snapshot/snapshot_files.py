@@ -1,6 +1,6 @@
-"""A workload snapshot file on disk: its injective name, and what it holds before it is
-compared (too new to read, corrupt, or edited by hand so that a hash no longer matches what
-it claims to hash). No syrupy here."""
+"""A workload snapshot file on disk: its injective name, what it holds before it is compared
+(too new to read, corrupt, or edited by hand so that a hash no longer matches what it claims to
+hash), and whether it may stay as it is. Nothing here writes it; no syrupy here."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from .._core.errors import CorruptFileError, FileWriteError, OldFormatError, WorkloadDataError
-from .._core.files import read_text, write_text_atomic
+from .._core.errors import CorruptFileError, OldFormatError, WorkloadDataError
+from .._core.files import read_text
 from .._core.hashes import short
 from .._core.strict_json import load_json
 from .._core.versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._fingerprint.scheme import BUILTIN_SCHEMES
 from .cost_diff import shrunk
+from .diff import documents_match
 from .document import SnapshotDocument
 
 #: Where workload snapshots live, beside each test module: not syrupy's ``__snapshots__``.
@@ -89,6 +90,8 @@ class Stored:
     corrupt: str | None = None
     #: ``corrupt`` says the file is of a format no release wrote: regenerating it is due.
     old: bool = False
+    #: The stored table, where it reads (also when ``corrupt`` says a hash is not verified).
+    document: SnapshotDocument | None = None
 
 
 def inspect_stored(path: Path, scheme: int) -> Stored:
@@ -109,27 +112,27 @@ def inspect_stored(path: Path, scheme: int) -> Stored:
         return Stored(corrupt=str(exc), old=True)
     except WorkloadDataError as exc:
         return Stored(corrupt=str(exc))
-    return Stored(corrupt=_unverified(stored))
+    return Stored(corrupt=_unverified(stored), document=stored)
 
 
-def read_stored(path: Path) -> SnapshotDocument | None:
-    """The stored table; None where there is none, or it does not read."""
+def may_stay(text: str, recorded: SnapshotDocument, tolerance: float, *, updating: bool) -> bool:
+    """Whether the stored text may stay as it is beside the recorded table: it reads and
+    matches it; under ``--snapshot-update`` also holds UTF-8 only, verifies, and no cost shrank
+    since (else it is rewritten). ``text`` holds bytes that are not UTF-8 as escapes."""
     try:
-        return SnapshotDocument.from_text(read_text(path))
-    except (CorruptFileError, WorkloadDataError):
-        return None
+        stored = SnapshotDocument.from_text(text)
+    except WorkloadDataError:
+        return False
+    if not documents_match(stored, recorded, tolerance):
+        return False
+    if not updating:
+        return True
+    return _is_utf8(text) and _unverified(stored) is None and not shrunk(stored, recorded)
 
 
-def shrunk_note(path: Path, shown: str, document: SnapshotDocument, update: bool) -> str | None:
-    """A note on the costs that shrank since the matching stored table was written; with
-    ``update``, the table is rewritten with them (syrupy leaves a matching file alone)."""
+def _is_utf8(text: str) -> bool:
     try:
-        lines = shrunk(SnapshotDocument.from_text(read_text(path)), document)
-        if lines and update:
-            write_text_atomic(path, document.to_text())
-    except (CorruptFileError, WorkloadDataError, FileWriteError):
-        return None
-    if not lines:
-        return None
-    how = "recorded" if update else "--snapshot-update records them"
-    return f"costs shrank in {shown} ({how}): " + "; ".join(lines)
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 
 class SnapshotGate:
-    """Compares (or, under ``--snapshot-update``, writes) each test's table, recorded under
-    the session's scheme; with ``migrate``, also accepts a table stored by one of
-    ``legacy_schemes`` and rewrites it; with ``accept_upgrade``, rewrites a table whose
-    change is only a library upgrade's."""
+    """Compares each test's table, recorded under the session's scheme (under
+    ``--snapshot-update``, syrupy writes the ones that differ); ``migrate`` narrows the update
+    to tables stored by one of ``legacy_schemes`` that still verify under it, and
+    ``accept_upgrade`` to tables whose change is only a library upgrade's."""
 
     def __init__(
         self,
@@ -40,8 +40,8 @@ class SnapshotGate:
         self.accept_upgrade = accept_upgrade
         self.rootdir = rootdir
         self.cost_tolerance = cost_tolerance
-        #: Stored tables used but not checked (a failed test, no gate, a refused file): they
-        #: must not be counted as passed.
+        #: Stored tables used but not checked (a failed test, no gate, a refused file): syrupy
+        #: counts them as passed, so the summary says how many were not checked.
         self.kept: list[str] = []
 
     def check(

@@ -62,3 +62,12 @@ def signature_note(changes: Sequence[str]) -> str:
 
 def update_hint(commands: Commands) -> str:
     return f"run {commands.accept} to accept the recorded workloads"
+
+
+def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
+    """A note on the costs that shrank since the matching stored table was written (under
+    ``--snapshot-update``, syrupy rewrote it with them)."""
+    if not lines:
+        return None
+    how = "recorded" if updating else "--snapshot-update records them"
+    return f"costs shrank in {shown} ({how}): " + "; ".join(lines)

@@ -4,67 +4,68 @@ Each test gets one file, ``__workload_snapshots__/<test module>/<test name>.work
 holding its :class:`~pytest_workload._snapshot.document.SnapshotDocument`. The directory is not
 syrupy's ``__snapshots__``: syrupy run without this plugin (``-p no:workload``) cleans up
 ``__snapshots__`` and would delete every workload snapshot as an unknown collection. syrupy
-owns when files are written (``--snapshot-update``) and which are unused; this module decides
-what matches and what a mismatch means, through :mod:`pytest_workload._snapshot.diff`.
+owns when files are written (``--snapshot-update``) and which are unused, and the extension
+writes only when syrupy asks it to; this module decides what matches, what the narrowed
+updates (``--workload-migrate``, ``--workload-accept-upgrade``) let syrupy rewrite, and what a
+mismatch means, through :mod:`pytest_workload._snapshot.diff`. It uses syrupy's public API
+only: the ``snapshot`` fixture, ``with_defaults`` and the extension's methods.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from syrupy.assertion import SnapshotAssertion
-from syrupy.data import SnapshotCollections
 from syrupy.extensions.base import AbstractSyrupyExtension
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.extensions.single_file import SingleFileSnapshotExtension
 
 from .._core.commands import Commands
 from .._core.errors import FileWriteError, WorkloadDataError
 from .._core.files import outside, write_text_atomic
 from .._core.library_versions import versions_line
 from .._core.text import one_line
+from .cost_diff import shrunk
 from .diff import compare_documents, documents_match
 from .document import SnapshotDocument
-from .rewrites import rewrite_migrated, rewrite_upgraded
+from .rewrites import Verdict, migration_verdict, upgrade_verdict
 from .signatures_only import signature_changes
 from .snapshot_files import (
     SNAPSHOT_DIRNAME,
     SNAPSHOT_SUFFIX,
+    Stored,
     inspect_stored,
-    read_stored,
-    shrunk_note,
+    may_stay,
     snapshot_stem,
 )
-from .snapshot_text import render_changes, signature_note, update_hint
+from .snapshot_text import render_changes, shrunk_note, signature_note, update_hint
 from .upgrade import upgrade_refusals
 
 if TYPE_CHECKING:
     from syrupy.data import SnapshotCollection
     from syrupy.location import PyTestLocation
-    from syrupy.session import SnapshotSession
     from syrupy.types import SnapshotIndex
 
 #: The ``snapshot`` fixture's value, as the gates above this module name it.
 Snapshot = SnapshotAssertion
-
-
-@dataclass(frozen=True)
-class _Kept:
-    """A stored file's own text: asserted against itself, it counts as used and is never
-    rewritten (syrupy deletes, under ``--snapshot-update``, what no test used)."""
-
-    text: str
+#: What a kept table is asserted against: nothing, since every stored table matches it.
+_NOTHING: Final = ""
 
 
 class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
-    """Stores a test's workload table as review-friendly JSON and compares it by identity."""
+    """Stores a test's workload table as review-friendly JSON and compares it by identity.
 
-    _write_mode = WriteMode.TEXT
+    The one writer of workload snapshots, when syrupy writes: under ``--snapshot-update``, a
+    stored table that does not match the recorded one (see :meth:`matches`)."""
+
     cost_tolerance: ClassVar[float] = 0.0
+    #: Under ``--snapshot-update``: a table that matches but is unverified, not UTF-8, or
+    #: holds costs that shrank is due a rewrite too, so it does not match.
+    updating: ClassVar[bool] = False
     file_extension = SNAPSHOT_SUFFIX.removeprefix(".")
     snapshot_dirname = SNAPSHOT_DIRNAME
 
@@ -94,13 +95,14 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     def read_snapshot_data_from_location(
         self, *, snapshot_location: str, snapshot_name: str, session_id: str
     ) -> str | None:
-        """The stored text; bytes that are not UTF-8 are replaced, so that such a file reads
-        as corrupt (and is rewritten under ``--snapshot-update``) instead of failing syrupy."""
-        return _decoded(Path(snapshot_location))
+        """The stored text; bytes that are not UTF-8 are kept as escapes, so that such a file
+        never matches (and is rewritten under ``--snapshot-update``) instead of failing syrupy."""
+        try:
+            return Path(snapshot_location).read_bytes().decode("utf-8", "surrogateescape")
+        except OSError:
+            return None
 
     def serialize(self, data: Any, **_: Any) -> str:
-        if isinstance(data, _Kept):
-            return data.text
         if not isinstance(data, SnapshotDocument):
             raise TypeError(f"expected a SnapshotDocument, got {type(data).__qualname__}")
         return data.to_text()
@@ -108,14 +110,8 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
         if serialized_data == snapshot_data:
             return True
-        # An unreadable stored file does not match, so --snapshot-update rewrites it; the
-        # gate reports it as corrupt rather than as a difference.
-        try:
-            old = SnapshotDocument.from_text(str(snapshot_data))
-        except WorkloadDataError:
-            return False
         recorded = SnapshotDocument.from_text(str(serialized_data))
-        return documents_match(old, recorded, self.cost_tolerance)
+        return may_stay(str(snapshot_data), recorded, self.cost_tolerance, updating=self.updating)
 
     @classmethod
     def write_snapshot_collection(
@@ -125,11 +121,25 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
         write_text_atomic(Path(snapshot_collection.location), str(snapshot.data))
 
 
+class KeptSnapshotExtension(WorkloadSnapshotExtension):
+    """Leaves a stored table as it is: it matches whatever is asserted, so syrupy counts it
+    as used (and passed: syrupy has no count for "used, not checked") and never rewrites it.
+
+    syrupy deletes, under ``--snapshot-update``, the snapshots no assertion used, also those
+    of a test that failed; no public call marks a snapshot used without an assertion."""
+
+    def serialize(self, data: Any, **_: Any) -> str:
+        return ""
+
+    def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
+        return True
+
+
 @cache
-def _extension(cost_tolerance: float) -> type[WorkloadSnapshotExtension]:
+def _extension(cost_tolerance: float, updating: bool) -> type[WorkloadSnapshotExtension]:
     """The extension comparing costs within ``cost_tolerance`` (syrupy takes a class)."""
-    name, attributes = WorkloadSnapshotExtension.__name__, {"cost_tolerance": cost_tolerance}
-    return type(name, (WorkloadSnapshotExtension,), attributes)
+    attributes = {"cost_tolerance": cost_tolerance, "updating": updating}
+    return type(WorkloadSnapshotExtension.__name__, (WorkloadSnapshotExtension,), attributes)
 
 
 def _display(location: str, rootdir: Path | None) -> str:
@@ -144,8 +154,7 @@ class SnapshotResult:
 
     failure: str | None = None
     note: str | None = None
-    #: The stored table this test used without checking it, which syrupy counts as passed
-    #: until :func:`uncount_kept` takes it out.
+    #: The stored table this test used without checking it (syrupy counts it as passed).
     kept: str | None = None
 
 
@@ -157,39 +166,19 @@ def _location(assertion: SnapshotAssertion) -> str:
     )
 
 
-def _decoded(path: Path) -> str | None:
-    """A stored table's text with bytes that are not UTF-8 replaced; None if there is none."""
-    try:
-        return path.read_bytes().decode("utf-8", "replace")
-    except OSError:
-        return None
-
-
 def keep_snapshot(snapshot: SnapshotAssertion) -> SnapshotResult:
     """Mark a test's stored table as used without comparing or rewriting it: for a test that
-    did not pass, or a session without the gate, whose table says nothing about the stored
-    one. ``kept`` is the table's location, None when there is none."""
-    assertion = snapshot.use_extension(WorkloadSnapshotExtension)
+    did not pass, a session without the gate, or a refused file. ``kept`` is the table's
+    location, None when there is none."""
+    assertion = snapshot.with_defaults(extension_class=KeptSnapshotExtension)
     location = _location(assertion)
-    text = _decoded(Path(location))
-    if text is not None:
-        assertion == _Kept(text)  # noqa: B015 (a match that syrupy records as a use)
-    return SnapshotResult(kept=None if text is None else location)
+    # with no stored table, syrupy would write what is asserted under --snapshot-update
+    used = os.path.exists(location) and assertion == _NOTHING
+    return SnapshotResult(kept=location if used else None)
 
 
-def uncount_kept(syrupy_session: SnapshotSession | None, kept: Collection[str]) -> None:
-    """Take kept tables out of syrupy's "snapshots passed": they were used, not checked.
-
-    Called after syrupy built its report (on the xdist controller: after it merged its
-    workers'), before the terminal summary prints it."""
-    report = None if syrupy_session is None else syrupy_session.report
-    if report is None or not kept:
-        return
-    checked, unchecked = SnapshotCollections(), set(kept)
-    for collection in report.matched:
-        if collection.location not in unchecked:
-            checked.add(collection)
-    report.matched = checked
+def _refused(snapshot: SnapshotAssertion, failure: str) -> SnapshotResult:
+    return SnapshotResult(failure=failure, kept=keep_snapshot(snapshot).kept)
 
 
 def check_snapshot(
@@ -202,114 +191,133 @@ def check_snapshot(
     judge_signatures: bool = True,
     cost_tolerance: float = 0.0,
 ) -> SnapshotResult:
-    """Compare (or, under ``--snapshot-update``, write) a test's table; a cost may grow by
-    ``cost_tolerance`` (a fraction).
+    """Compare (or, under ``--snapshot-update``, let syrupy write) a test's table; a cost may
+    grow by ``cost_tolerance`` (a fraction).
 
-    With ``legacy`` (the recorded table under each older scheme this session can compute), a
-    snapshot of an older scheme is first migrated: rewritten under the current scheme if, and
-    only if, its stored hashes still match under the scheme that wrote it. With
-    ``accept_upgrade``, a snapshot whose change is only a library upgrade's rewording is
-    rewritten; any other change is refused and the file left alone. A test that recorded
-    nothing and has no stored table has nothing to check. Without ``judge_signatures`` (a test
-    recorded only by ``--workload-record=all``), a table that differs only in call signatures
-    is a note, and the stored one is kept as it is, unless ``--snapshot-update`` rewrites it.
+    With ``legacy`` (the recorded table under each older scheme this session can compute) or
+    ``accept_upgrade``, ``--snapshot-update`` is narrowed to one rewrite: a snapshot of an
+    older scheme is migrated if, and only if, its stored hashes still match under the scheme
+    that wrote it; a snapshot whose change is only a library upgrade's rewording is accepted.
+    Any other change fails and the file is left as it is. A test that recorded nothing and
+    has no stored table has nothing to check. Without ``judge_signatures`` (a test recorded
+    only by ``--workload-record=all``), a table that differs only in call signatures is a
+    note, and the stored one is kept as it is, unless ``--snapshot-update`` rewrites it.
     """
-    assertion = snapshot.use_extension(_extension(cost_tolerance))
+    updating = bool(snapshot.update_snapshots)
+    assertion = snapshot.with_defaults(extension_class=_extension(cost_tolerance, updating))
     location = _location(assertion)
     shown = _display(location, rootdir)
+    narrowed = legacy is not None or accept_upgrade
+    stored = _inspect(
+        location, shown, document, rootdir, commands, repair=updating and not narrowed
+    )
+    if isinstance(stored, str):
+        return _refused(snapshot, stored)
+    if stored is None:
+        return SnapshotResult()
+    old = stored.document
+    matching = old is not None and documents_match(old, document, cost_tolerance)
+    if not judge_signatures and old is not None and (narrowed or not updating):
+        changes = signature_changes(old, document, cost_tolerance)
+        if changes:
+            keep_snapshot(snapshot)  # used as it is, and counted as passed: it was checked
+            return SnapshotResult(note=signature_note(changes))
+    note = None
+    if narrowed and not matching:
+        refusal, note = _narrowed(
+            old, shown, document, legacy, accept_upgrade, commands, cost_tolerance
+        )
+        if refusal is not None:
+            return _refused(snapshot, refusal)
+    elif stored.corrupt is not None:
+        what = "" if stored.old else "corrupt "
+        note = f"rewrote {what}workload snapshot {shown} ({one_line(stored.corrupt)})"
+    if assertion == document:
+        if old is not None and matching and note is None:
+            note = shrunk_note(shown, shrunk(old, document), updating)
+        return SnapshotResult(note=note)
+    if updating:
+        return SnapshotResult(failure=f"workload snapshot {shown} {_write_error(assertion)}")
+    if old is None:
+        return SnapshotResult(failure=_missing(shown, commands))
+    return SnapshotResult(failure=explain_mismatch(shown, old, document, commands, cost_tolerance))
+
+
+def _inspect(
+    location: str,
+    shown: str,
+    document: SnapshotDocument,
+    rootdir: Path | None,
+    commands: Commands,
+    *,
+    repair: bool,
+) -> Stored | str | None:
+    """What is stored, or why the file is refused and left as it is (a plain
+    ``--snapshot-update`` may ``repair`` a corrupt one); None: nothing recorded, nothing
+    stored, nothing to check."""
     real = None if rootdir is None else outside(Path(location), rootdir)
     if real is not None:
-        return SnapshotResult(
-            failure=f"workload snapshot {shown} leads to {real}, outside the rootdir {rootdir}: "
-            "it is left as it is and nothing is written there, also under --snapshot-update",
-            kept=keep_snapshot(snapshot).kept,
+        return (
+            f"workload snapshot {shown} leads to {real}, outside the rootdir {rootdir}: "
+            "it is left as it is and nothing is written there, also under --snapshot-update"
         )
     if not document.entries and not os.path.exists(location):
-        return SnapshotResult()
+        return None
     try:
         SnapshotDocument.from_text(document.to_text())
     except WorkloadDataError as exc:  # what is written must read back, never as corrupt
-        return SnapshotResult(
-            failure=f"workload snapshot {shown} not written: the recorded table would not read "
-            f"back ({exc})",
-            kept=keep_snapshot(snapshot).kept,
+        return (
+            f"workload snapshot {shown} not written: the recorded table would not read back ({exc})"
         )
     stored = inspect_stored(Path(location), document.scheme)
     if stored.too_new is not None:
-        return SnapshotResult(
-            failure=f"workload snapshot {shown} was written by {one_line(stored.too_new)}: upgrade "
-            "pytest-workload to check it. It is left as it is, also under --snapshot-update",
-            kept=keep_snapshot(snapshot).kept,
+        return (
+            f"workload snapshot {shown} was written by {one_line(stored.too_new)}: upgrade "
+            "pytest-workload to check it. It is left as it is, also under --snapshot-update"
         )
-    updating = bool(assertion.session.update_snapshots)
-    if stored.corrupt is not None and not updating:
-        failure = (
+    if stored.corrupt is None or repair:
+        return stored
+    if stored.old:
+        return (
             f"workload snapshot {shown} is of {one_line(stored.corrupt)}; regenerate it with "
             f"{commands.accept}"
-            if stored.old
-            else _corrupt(shown, stored.corrupt, commands)
         )
-        return SnapshotResult(failure=failure, kept=keep_snapshot(snapshot).kept)
-    note = None
-    if stored.corrupt is not None:
-        # rewritten here: a hand-edited entry may still match by hash, so syrupy would not
-        try:
-            write_text_atomic(Path(location), document.to_text())
-        except FileWriteError as exc:
-            return SnapshotResult(
-                failure=f"workload snapshot {shown} could not be written: {one_line(exc.reason)}"
-            )
-        what = "" if stored.old else "corrupt "
-        note = f"rewrote {what}workload snapshot {shown} ({one_line(stored.corrupt)})"
-    if legacy is not None and os.path.exists(location):
-        refusal, migrated = rewrite_migrated(Path(location), shown, document, legacy, commands)
-        if refusal is not None:
-            return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
-        note = _join(note, migrated)
-    if accept_upgrade and not updating and os.path.exists(location):
-        refusal, accepted = rewrite_upgraded(Path(location), shown, document, commands)
-        if refusal is not None:
-            return SnapshotResult(failure=refusal, kept=keep_snapshot(snapshot).kept)
-        note = _join(note, accepted)
-    if not judge_signatures and not updating:
-        stored_table = read_stored(Path(location))
-        changes = (
-            None
-            if stored_table is None
-            else signature_changes(stored_table, document, cost_tolerance)
-        )
-        if changes:
-            keep_snapshot(snapshot)  # used as it is, and counted as passed: it was checked
-            return SnapshotResult(note=_join(note, signature_note(changes)))
-    if assertion == document:
-        return SnapshotResult(
-            note=_join(note, shrunk_note(Path(location), shown, document, updating))
-        )
-    result = assertion.executions[assertion.num_executions - 1]
-    if isinstance(result.exception, FileWriteError):
-        reason = one_line(result.exception.reason)
-        failure = f"workload snapshot {shown} could not be written: {reason}"
-    elif isinstance(result.exception, OSError):
-        failure = (
-            f"workload snapshot {shown} could not be written: {one_line(str(result.exception))}"
-        )
-    elif result.exception is not None:
-        failure = (
-            f"workload snapshot {shown} could not be checked: {one_line(str(result.exception))}"
-        )
-    elif result.recalled_data is None:
-        failure = (
-            f"no workload snapshot {shown} for the recorded workloads; {update_hint(commands)}"
-        )
-    else:
-        failure = explain_mismatch(
-            shown, str(result.recalled_data), document, commands, cost_tolerance
-        )
-    return SnapshotResult(failure=failure, note=note)
+    return _corrupt(shown, stored.corrupt, commands)
 
 
-def _join(first: str | None, second: str | None) -> str | None:
-    return "\n".join(n for n in (first, second) if n) or None
+def _narrowed(
+    old: SnapshotDocument | None,
+    shown: str,
+    document: SnapshotDocument,
+    legacy: Mapping[int, SnapshotDocument] | None,
+    accept_upgrade: bool,
+    commands: Commands,
+    tolerance: float,
+) -> Verdict:
+    """The one rewrite ``--workload-migrate`` or ``--workload-accept-upgrade`` allows for a
+    stored table that does not match, or why there is none."""
+    if old is None:
+        return _missing(shown, commands), None
+    if legacy is not None and old.scheme != document.scheme:
+        return migration_verdict(old, shown, document, legacy, commands)
+    if accept_upgrade and old.scheme == document.scheme:
+        return upgrade_verdict(old, shown, document, commands)
+    return explain_mismatch(shown, old, document, commands, tolerance), None
+
+
+def _missing(shown: str, commands: Commands) -> str:
+    return f"no workload snapshot {shown} for the recorded workloads; {update_hint(commands)}"
+
+
+def _write_error(assertion: SnapshotAssertion) -> str:
+    """Why syrupy could not write the table: the error it caught from the extension's write,
+    on the assertion's one result (``executions``, the public record syrupy's report reads)."""
+    error = next((r.exception for r in assertion.executions.values() if r.exception), None)
+    if isinstance(error, FileWriteError):
+        return f"could not be written: {one_line(error.reason)}"
+    if isinstance(error, OSError):
+        return f"could not be written: {one_line(str(error))}"
+    return f"could not be checked: {one_line(str(error))}"
 
 
 def _corrupt(shown: str, reason: str, commands: Commands) -> str:
@@ -320,13 +328,13 @@ def _corrupt(shown: str, reason: str, commands: Commands) -> str:
 
 
 def explain_mismatch(
-    location: str, text: str, document: SnapshotDocument, commands: Commands, tolerance: float
+    location: str,
+    stored: SnapshotDocument,
+    document: SnapshotDocument,
+    commands: Commands,
+    tolerance: float,
 ) -> str:
     """The failure message for a stored table that does not match the recorded one."""
-    try:
-        stored = SnapshotDocument.from_text(text)
-    except WorkloadDataError as exc:
-        return _corrupt(location, str(exc), commands)
     if stored.scheme != document.scheme:
         return (
             f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}; "
