@@ -89,12 +89,58 @@ class AlternateHash:
 
 @dataclass(frozen=True)
 class Workload(Paths):
-    """One workload as seen in one test, under one calling workload.
+    """One workload as one test saw it: one module structure called with one input signature.
 
-    ``parent`` is the caller's hash; ``caller`` is the caller's row (its index in the test's
-    workloads). Both are None for a root, and only for a root. A submodule workload that
-    several paths ran (two identical layers) is one row with every path in ``paths``; its
-    counts and timings are over all of them.
+    Example:
+        A test that calls ``model(torch.rand(1, 3, 224, 224))`` twice and
+        ``model(torch.rand(8, 3, 224, 224))`` once records two workloads of one
+        ``structure_hash``: one with ``calls == 2`` and ``key == [structure_hash, [{"tensor":
+        [1, 3, 224, 224], "dtype": "float32"}], {}]``, and one with ``calls == 1`` whose key
+        holds ``[8, 3, 224, 224]``.
+
+    A workload is one row per distinct (workload, caller) in the test: a submodule run by
+    several paths (twelve identical blocks) is one row with every path in ``paths``, and its
+    counts and times are over all of them. ``parent`` and ``caller`` are None for a root, and
+    only for a root.
+
+    Attributes:
+        name: The first path that ran it (a root: its call site's name).
+        paths: Every path that ran it, ``name`` first, the others in natural order.
+        class_name: The module's class, ``module.QualName``.
+        depth: 0 for a root, 1 for its recorded children, and so on.
+        parent: The calling workload's hash, or None for a root.
+        caller: The calling workload's row in the test's workloads, or None for a root.
+        structure_hash: The module tree's hash (see ``structure_hash``).
+        input_signature: The call's arguments as described (shapes, dtypes, values).
+        hash: The workload hash, SHA-256 of (scheme, structure hash, input signature).
+        calls: How many calls ran it.
+        params: Parameter count, bytes and dtypes of its tree.
+        arg_names: The names of its ``forward``'s positional parameters (labels for the
+            inputs).
+        location: Where a root was called from, ``path:line``; None for submodules.
+        total_time_s: Seconds its calls took in the test, all together; None when not timed.
+        submodules: ``(name, structure hash)`` of each direct child.
+        user_keys: Keys the ``pytest_workload_key`` hook returned, with the calls that got
+            each.
+        alternates: Its hashes under older fingerprint schemes (for a migration).
+        timing: Its per-call time, measured after the test; None when not timed.
+        flops: Floating-point operations per call; None where unknown.
+        peak_memory_bytes: CUDA memory a replayed call allocated at its peak, beyond what was
+            allocated before it; None elsewhere.
+        output_signature: Its output, described as the inputs are.
+        structure_hash_without_dtypes: Tells a change of parameter or buffer dtypes from one
+            of structure; None when unknown.
+        measured: How ``timing`` and ``flops`` were obtained; None for a failed test's root.
+        compute_hash: The hash of the operations its first traced call ran; None when not
+            known (``compute_unknown`` says why).
+        data_dependent: Two traced calls ran different operations.
+        compute_unknown: Why ``compute_hash`` is None.
+        compute_partial: What the compute hash leaves out (the operations from the first that
+            follows the data on), in a line; None when it covers every operation.
+        computation: The operations themselves, in this process only (the snapshot stores
+            them, the JSON report only their hash).
+        costs: Bytes read and written, operation counts and peak allocation of its traced
+            call, over the operations the compute hash covers; None when not traced.
     """
 
     name: str
@@ -117,28 +163,14 @@ class Workload(Paths):
     peak_memory_bytes: int | None = None
     output_signature: Json = None
     caller: int | None = None
-    #: Tells a change of parameter or buffer dtypes from one of structure (None: unknown).
     structure_hash_without_dtypes: str | None = None
-    #: How ``timing`` and ``flops`` were obtained (None for a root of a failed test).
     measured: Measured | None = None
-    #: The hash of the operations its first traced call ran (None: not known, see
-    #: ``compute_unknown``).
     compute_hash: str | None = None
-    #: Two traced calls of this workload ran different operations.
     data_dependent: bool = False
-    #: Why ``compute_hash`` is None.
     compute_unknown: str | None = None
-    #: What the compute hash leaves out (the operations from the first that follows the
-    #: data on), in a line; None when it covers every operation.
     compute_partial: str | None = None
-    #: The operations themselves, in this process only (the snapshot stores them, the JSON
-    #: report only their hash).
     computation: Computation | None = field(default=None, compare=False, repr=False)
-    #: What its traced call moved and allocated, over the operations the compute hash covers
-    #: (None: not traced).
     costs: Costs | None = None
-    #: Every path that ran it: ``name`` (the first to run) first, the others in natural
-    #: order; empty means ``(name,)``. A root has one, its call site's name.
     paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -146,6 +178,8 @@ class Workload(Paths):
 
     @property
     def key(self) -> list[Json]:
+        """``[structure_hash, args, kwargs]``: the workload's identity with its structure kept
+        apart from its inputs, as ``distance_factor`` and the JSON report's ``key`` take it."""
         return workload_key(self.structure_hash, self.input_signature)
 
     @property
@@ -154,6 +188,7 @@ class Workload(Paths):
         return self.user_keys[0].key if self.user_keys else None
 
     def to_dict(self) -> dict[str, Json]:
+        """The workload as the JSON report holds it."""
         return {
             "name": self.name,
             "paths": list(self.patterns),
@@ -189,6 +224,7 @@ class Workload(Paths):
 
     @classmethod
     def from_dict(cls, data: object) -> Workload:
+        """The workload from parsed JSON; malformed data raises ``WorkloadError``."""
         d = read_object(data, "workload")
         identity = read_identity(d)
         key = workload_key(identity["structure_hash"], identity["input_signature"])
@@ -226,15 +262,31 @@ class Workload(Paths):
 
 @dataclass(frozen=True)
 class TestWorkloads:
-    """Every workload one test recorded, in order of first call (parents before children)."""
+    """Every workload one test recorded, in order of first call (parents before children).
+
+    Example:
+        Iterate it for every row, or walk the tree from ``roots()`` with ``children()``:
+
+        ```python
+        for root in test.roots():
+            print(root.label, root.class_name, root.hash[:8])
+            for child in test.children(root):
+                print("  ", child.label, child.class_name, child.hash[:8])
+        ```
+
+    Attributes:
+        nodeid: The test's pytest node id.
+        workloads: Its rows (``len()`` and iteration go over them).
+        modules: The description of every module in the recorded trees, by structure hash.
+        libraries: torch's version and those of the distributions that define the trees'
+            classes, by distribution name.
+    """
 
     __test__ = False  # not a pytest test class
 
     nodeid: str
     workloads: tuple[Workload, ...]
-    #: The description of every module in the recorded trees, by structure hash.
     modules: ModuleTable = field(default_factory=dict, compare=False, repr=False)
-    #: torch's version and those of the distributions that define the trees' classes.
     libraries: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def __iter__(self) -> Iterator[Workload]:
@@ -244,6 +296,7 @@ class TestWorkloads:
         return len(self.workloads)
 
     def roots(self) -> tuple[Workload, ...]:
+        """The workloads at depth 0: the calls the test made itself."""
         return tuple(w for w in self.workloads if w.parent is None)
 
     @cached_property
