@@ -3,62 +3,54 @@
 A workload is one module structure called with one input signature. Its hash comes from the
 structure and the input shapes, dtypes and scalar values, never from weights.
 
-What is exported here is the public API; the ``_``-prefixed sub-packages are private packages
-by feature (recording, report, snapshot, perf, tracing over fingerprint, record and core) that
-may change.
+Most users only run the plugin (``pytest --workload-snapshot``, ``--workload-json``). The
+names this package exports are for code outside pytest: a CI script that reads a report, a
+model zoo that records its models, a cache keyed by workload hashes.
+
+Example:
+    Read a ``--workload-json`` report and list each workload's hash and median time:
+
+    ```python
+    from pathlib import Path
+
+    from pytest_workload import read_report
+
+    report = read_report(Path("workloads.json"))
+    for test in report.tests:
+        for workload in test:
+            median = workload.timing.median_s if workload.timing else None
+            print(test.nodeid, workload.name, workload.hash, median)
+    ```
+
+Everything not listed in ``__all__`` is private: the ``_``-prefixed packages may change in any
+release.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
-from ._core.errors import (
-    CorruptFileError,
-    DeviceUnavailableError,
-    UndescribableInputError,
-    WorkloadDataError,
-    WorkloadError,
-    WorkloadWarning,
-)
+from ._core.errors import CorruptFileError, WorkloadError, WorkloadWarning
 from ._fingerprint.distance import distance_factor, nearest
-from ._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from ._fingerprint.structure import structure_hash
 from ._recording.recorder import WorkloadRecorder
 from ._report.report_files import read_report
 from ._report.session_report import SessionReport
-from ._snapshot.document import SnapshotDocument
-from ._workload.paths import compress_paths, expand_paths
-from ._workload.signature import InputSignature, workload_key
 from ._workload.timing import Timing
-from ._workload.workload import ParamStats, TestWorkloads, Workload
+from ._workload.workload import TestWorkloads, Workload
 
-try:
-    __version__ = version("pytest-workload")
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
+#: The installed release; `[project] version` in `pyproject.toml` reads it from here.
+__version__ = "0.1.0"
 
 __all__ = [
-    "CURRENT_SCHEME",
     "CorruptFileError",
-    "DeviceUnavailableError",
-    "FingerprintScheme",
-    "InputSignature",
-    "ParamStats",
     "SessionReport",
-    "SnapshotDocument",
     "TestWorkloads",
     "Timing",
-    "UndescribableInputError",
     "Workload",
-    "WorkloadDataError",
     "WorkloadError",
     "WorkloadRecorder",
     "WorkloadWarning",
-    "compress_paths",
     "distance_factor",
-    "expand_paths",
     "nearest",
     "read_report",
     "structure_hash",
-    "workload_key",
 ]

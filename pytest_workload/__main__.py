@@ -1,6 +1,6 @@
-"""The command line: ``python -m pytest_workload compare BASE.json HEAD.json`` is the CI verdict
-between reports; ``python -m pytest_workload merge A.json B.json --output M.json`` joins the
-reports of CI shards into one.
+"""The command line, ``pytest-workload`` or ``python -m pytest_workload``: ``compare BASE.json
+HEAD.json`` is the CI verdict between reports; ``merge A.json B.json --output M.json`` joins
+the reports of CI shards into one.
 
 Exit status of ``compare``: 0 when the head did not regress, 1 when it did (changed or removed
 workloads, collapses or unstable keys, timings beyond the tolerance; new workloads are reported,
@@ -27,8 +27,8 @@ from ._report.merge_text import render_merge
 from ._report.report_files import read_report, write_report
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m pytest_workload")
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=prog)
     commands = parser.add_subparsers(dest="command", required=True)
     compare = commands.add_parser(
         "compare", help="compare two --workload-json reports (exit 1 when the head regressed)"
@@ -85,8 +85,13 @@ def _merge(args: argparse.Namespace) -> int:
     return 1 if merged.collapses else 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None, prog: str = "pytest-workload") -> int:
+    """Run the command line on ``argv`` (default: ``sys.argv[1:]``); returns the exit status.
+
+    The ``pytest-workload`` console script calls it; ``python -m pytest_workload`` too, with
+    that ``prog`` for the usage line.
+    """
+    args = _parser(prog).parse_args(argv)
     if args.command == "merge":
         try:
             return _merge(args)
@@ -104,4 +109,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(prog="python -m pytest_workload"))

@@ -211,11 +211,13 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
 
 @pytest.fixture
 def workloads(_workload_recording: WorkloadRecorder | None) -> WorkloadRecorder:
-    """The test's workload recorder: ``workloads.track(model, max_depth=N)`` records a model
+    """The test's ``WorkloadRecorder``: ``workloads.track(model, max_depth=N)`` records a model
     in an unmarked test, ``workloads.workloads()`` returns what was recorded so far.
 
-    Timings and FLOPs are measured after the test body, so they are not in what the test
-    itself reads.
+    ``track`` returns the model. Under the ``workloads`` marker every module called at top
+    level is already recorded. ``workloads()`` returns a ``TestWorkloads``, for the test's own
+    asserts. Timings and FLOPs are measured after the test body, so they are not in what the
+    test itself reads.
     """
     assert _workload_recording is not None
     return _workload_recording

@@ -6,7 +6,7 @@ every workload hash: enough to change every hash while keeping the same workload
 
 from __future__ import annotations
 
-from pytest_workload import FingerprintScheme
+from pytest_workload._fingerprint.scheme import FingerprintScheme
 from pytest_workload._fingerprint.structure_v1 import structure_node_v1
 
 

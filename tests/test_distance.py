@@ -3,9 +3,9 @@ import math
 import pytest
 import torch
 
-from pytest_workload import InputSignature, workload_key
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
 from pytest_workload._fingerprint.distance import distance_factor, nearest
+from pytest_workload._workload.signature import InputSignature, workload_key
 
 
 def key(*args, structure="s" * 64, **kwargs):

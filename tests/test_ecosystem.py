@@ -9,8 +9,10 @@ import sys
 import pytest
 import torch
 
-from pytest_workload import InputSignature, UndescribableInputError, WorkloadRecorder
+from pytest_workload import WorkloadRecorder
+from pytest_workload._core.errors import UndescribableInputError
 from pytest_workload._fingerprint.describe import describe_args
+from pytest_workload._workload.signature import InputSignature
 
 image_list = pytest.importorskip("torchvision.models.detection.image_list")
 transformers = pytest.importorskip("transformers")
@@ -94,7 +96,7 @@ def test_nothing_is_imported_to_look_them_up():
     code = (
         "import sys\n"
         "from pytest_workload._fingerprint.describe import describe_args\n"
-        "from pytest_workload import UndescribableInputError\n"
+        "from pytest_workload._core.errors import UndescribableInputError\n"
         "from pytest_workload._perf.first_call import copy_inputs\n"
         "try:\n"
         "    describe_args((object(),))\n"

@@ -11,8 +11,8 @@ import json
 import pytest
 import torch
 
-from pytest_workload import UndescribableInputError
 from pytest_workload.__main__ import main
+from pytest_workload._core.errors import UndescribableInputError
 from pytest_workload._core.strict_json import MAX_JSON_DEPTH
 from pytest_workload._fingerprint.describe import describe_args
 from tests.file_faults import GATE, UPDATE, nest, report_file, snapshots, stored

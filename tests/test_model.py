@@ -7,8 +7,11 @@ import dataclasses
 
 import pytest
 
-from pytest_workload import InputSignature, ParamStats, Workload, WorkloadDataError
+from pytest_workload import Workload
+from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._snapshot.document import SnapshotEntry
+from pytest_workload._workload.signature import InputSignature
+from pytest_workload._workload.workload import ParamStats
 
 
 def _workload() -> Workload:

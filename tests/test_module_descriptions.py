@@ -10,7 +10,6 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_workload import SnapshotDocument
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._core.library_versions import versions_line
 from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
@@ -18,6 +17,7 @@ from pytest_workload._report.compare import compare_reports
 from pytest_workload._report.comparison import render_comparison, render_comparison_markdown
 from pytest_workload._report.session_report import SessionReport
 from pytest_workload._snapshot.diff import compare_documents
+from pytest_workload._snapshot.document import SnapshotDocument
 from pytest_workload._snapshot.structure_diff import field_changes, grouped_lines, own_changes
 from pytest_workload._snapshot.upgrade import upgrade_refusals
 from pytest_workload._workload.modules import description_hash, read_modules

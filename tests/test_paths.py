@@ -6,8 +6,14 @@ import random
 
 import pytest
 
-from pytest_workload import WorkloadDataError, compress_paths, expand_paths
-from pytest_workload._workload.paths import MAX_PATHS, name_first, natural_key
+from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._workload.paths import (
+    MAX_PATHS,
+    compress_paths,
+    expand_paths,
+    name_first,
+    natural_key,
+)
 
 
 def round_trip(paths: list[str]) -> list[str]:

@@ -3,8 +3,9 @@
 import torch
 from torch import nn
 
-from pytest_workload import FingerprintScheme, InputSignature
+from pytest_workload._fingerprint.scheme import FingerprintScheme
 from pytest_workload._fingerprint.structure import structure_node
+from pytest_workload._workload.signature import InputSignature
 from tests.models import twins
 from tests.recording import record
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_workload import InputSignature, UndescribableInputError
+from pytest_workload._core.errors import UndescribableInputError
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
-from pytest_workload._workload.signature import format_node
+from pytest_workload._workload.signature import InputSignature, format_node
 
 
 def sig(*args, **kwargs):

@@ -7,14 +7,14 @@ import torch
 from pytest_workload import (
     CorruptFileError,
     SessionReport,
-    SnapshotDocument,
     TestWorkloads,
-    WorkloadDataError,
     WorkloadRecorder,
     read_report,
 )
+from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._core.files import write_text_atomic
 from pytest_workload._report.report_files import write_report
+from pytest_workload._snapshot.document import SnapshotDocument
 from tests.models import TinyNet
 
 

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 
 class WorkloadError(Exception):
-    """Base class of every error pytest-workload raises on purpose."""
+    """Base class of every error pytest-workload raises on purpose.
+
+    Catch it to handle any of them; its message is one line that names what went wrong.
+
+    Example:
+        ```python
+        try:
+            report = read_report(path)
+        except WorkloadError as exc:
+            sys.exit(f"error: {exc}")
+        ```
+    """
 
 
 class UndescribableInputError(WorkloadError, TypeError):
@@ -26,8 +37,16 @@ class UndescribableInputError(WorkloadError, TypeError):
 
 
 class WorkloadWarning(UserWarning):
-    """What would fail a test under ``--workload-snapshot`` but, without the gate, only warns:
-    an input that cannot be described, a recording that went wrong."""
+    """What would fail a test under ``--workload-snapshot`` but, without the gate, only warns.
+
+    For example, a call whose input is a generator cannot be described: under the gate the test
+    fails naming the argument path; without it, the test passes with this warning, which names
+    it. Whatever else the recorder could not record (an internal error) warns the same way.
+
+    Example:
+        Turn it into an error with pytest's own option:
+        ``pytest -W error::pytest_workload.WorkloadWarning``.
+    """
 
 
 class WorkloadDataError(WorkloadError, ValueError):
@@ -51,9 +70,20 @@ class OldFormatError(WorkloadDataError):
 
 
 class CorruptFileError(WorkloadError):
-    """A file pytest-workload reads does not hold what it should; names the file. ``future``:
-    the file is of a newer format than this release reads (an upgrade, not a fix, is due);
-    ``old``: of a format no release wrote (regenerating it is due)."""
+    """A file pytest-workload reads does not hold what it should.
+
+    Raised for a snapshot, a baseline or a JSON report that is not UTF-8, not JSON, has a
+    malformed field, or is of a format this release does not read. The message is
+    ``"<path>: <reason>"``.
+
+    Attributes:
+        path: The file, as it was given.
+        reason: What is wrong with it, in one line.
+        future: The file is of a newer format than this release reads: upgrade
+            pytest-workload rather than fix the file.
+        old: The file is of a format that only a development version before the first
+            release wrote: regenerate it (the reason names the command).
+    """
 
     def __init__(self, path: str, reason: str, *, future: bool = False, old: bool = False) -> None:
         self.path = path

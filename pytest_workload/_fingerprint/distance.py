@@ -135,8 +135,35 @@ def _as_float(factor: int) -> float:
 def distance_factor(target_key: Json, candidate_key: Json) -> float:
     """How far ``candidate_key``'s workload is from ``target_key``'s: 1 identical, inf unusable.
 
-    A batch-8 224x224 target against a batch-1 112x112 candidate of one structure gives 32.
-    Never raises: malformed keys, and keys that have no canonical JSON, give inf.
+    Use it to decide whether an artifact made for one workload (a tuned schedule, a compiled
+    kernel) can serve another of the same structure at a larger shape.
+
+    Example:
+        A batch-8 224x224 target against a batch-1 112x112 candidate of one structure:
+
+        >>> def key(*shape):
+        ...     return ["3f9a...", [{"tensor": list(shape), "dtype": "float32"}], {}]
+        >>> distance_factor(key(8, 3, 224, 224), key(1, 3, 112, 112))
+        32.0
+        >>> distance_factor(key(1, 3, 112, 112), key(8, 3, 224, 224))
+        inf
+
+    The keys are compatible when their structure hashes are equal, every non-integer part is
+    equal and every integer of the target is divisible by the candidate's; the factor is then
+    the product of target/candidate over every integer. Otherwise it is ``inf``. It is
+    asymmetric and never below 1. Tensor boundaries are kept (``[1, 1], [3, 4]`` is not
+    ``[1, 1, 3], [4]``), ``bool`` is a value and not an integer, zeros must be equal, and
+    negative or symbolic tensor dimensions are incompatible.
+
+    Args:
+        target_key: The key of the workload to serve, ``[structure_hash, args, kwargs]``
+            exactly as ``Workload.key`` and the JSON report's ``key`` field hold it.
+        candidate_key: The key of the workload whose artifact might serve it.
+
+    Returns:
+        The factor, ``1.0`` for identical keys. ``inf`` for incompatible keys, for malformed
+        keys or keys that have no canonical JSON (it never raises), and for a factor too large
+        for a float.
     """
     if not (
         isinstance(target_key, list)
@@ -154,7 +181,24 @@ def distance_factor(target_key: Json, candidate_key: Json) -> float:
 
 
 def nearest(target_key: Json, candidates: Iterable[K]) -> tuple[K, float] | None:
-    """The candidate with the smallest finite factor (ties: smallest canonical JSON), if any."""
+    """The candidate closest to ``target_key`` by ``distance_factor``, and its factor.
+
+    Example:
+        >>> def key(batch):
+        ...     return ["3f9a...", [{"tensor": [batch, 16], "dtype": "float32"}], {}]
+        >>> nearest(key(8), [key(1), key(2), key(3)])
+        (['3f9a...', [{'tensor': [2, 16], 'dtype': 'float32'}], {}], 4.0)
+        >>> nearest(key(8), [key(3)]) is None
+        True
+
+    Args:
+        target_key: The key of the workload to serve, as for ``distance_factor``.
+        candidates: The keys available (any iterable, read once).
+
+    Returns:
+        ``(candidate, factor)`` for the candidate with the smallest finite factor (ties broken
+        by the smallest canonical JSON), or None when no candidate is compatible.
+    """
     best: tuple[float, str, K] | None = None
     for candidate in candidates:
         factor = distance_factor(target_key, candidate)

@@ -228,11 +228,37 @@ def structure_hash(
     node: NodeFunction = structure_node,
     descriptions: MutableMapping[str, dict[str, Json]] | None = None,
 ) -> str:
-    """SHA-256 structure hash of a module tree; wrappers hash as the module they wrap.
+    """The structure hash of a module tree: its architecture, never its weights.
 
-    ``memo`` must only ever be used with one ``node`` function. ``descriptions``, if given,
-    receives each module's description by its hash (each module hashed with this memo; give
-    a fresh memo with a fresh ``descriptions``).
+    Example:
+        Two models of one architecture share a hash whatever their weights; another width
+        is another structure:
+
+        >>> from torch import nn
+        >>> a, b = nn.Linear(8, 4), nn.Linear(8, 4)
+        >>> structure_hash(a) == structure_hash(b)
+        True
+        >>> structure_hash(a) == structure_hash(nn.Linear(8, 5))
+        False
+        >>> len(structure_hash(a))
+        64
+
+    What enters it: each module's class, the plain attributes that choose the architecture,
+    its train/eval mode, the names, shapes and dtypes of its parameters and buffers, and its
+    children's hashes. A wrapper (``torch.compile``, ``DataParallel``,
+    ``DistributedDataParallel``) hashes as the module it wraps. It is the first part of a
+    workload's key, ``[structure_hash, args, kwargs]``, under the current fingerprint scheme.
+
+    Args:
+        module: The root of the tree.
+        memo: Hashes already computed, reused across calls (only ever with one ``node``).
+            The plugin's own; leave it out.
+        node: The function that describes one module. The plugin's own; leave it out.
+        descriptions: If given, receives each module's description by its hash (give a
+            fresh ``memo`` with it). The plugin's own; leave it out.
+
+    Returns:
+        The SHA-256 hex digest, 64 characters.
     """
     memo = {} if memo is None else memo
     target = unwrap(module)

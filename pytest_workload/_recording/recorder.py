@@ -57,10 +57,44 @@ def _check_depth(depth: object, given: object) -> None:
 
 
 class WorkloadRecorder:
-    """Records the workloads of one test. Returned by the ``workloads`` fixture.
+    """Records the workloads of one test, or of any code outside pytest.
 
-    ``start()`` records every module called at top level; ``track(model)`` records only the
-    modules given. Read the result with ``workloads()`` (or iterate the recorder).
+    In a test, the ``workloads`` fixture gives the test's recorder. Outside pytest, make one,
+    track a model, call it, stop, and read what was recorded.
+
+    Example:
+        >>> import torch
+        >>> from torch import nn
+        >>> recorder = WorkloadRecorder("zoo/mlp")
+        >>> model = recorder.track(nn.Sequential(nn.Linear(8, 4), nn.ReLU()), max_depth=1)
+        >>> _ = model(torch.rand(2, 8)), model(torch.rand(2, 8)), model(torch.rand(5, 8))
+        >>> recorder.stop()
+        >>> [(w.label, w.depth, w.calls) for w in recorder.workloads()]
+        [('model', 0, 2), ('0', 1, 2), ('1', 1, 2), ('model', 0, 1), ('0', 1, 1), ('1', 1, 1)]
+
+    ``track(model)`` records calls of that model (and its submodules down to ``max_depth``);
+    ``start()`` records every module called at top level instead. Each workload's ``hash`` and
+    ``key`` are what a cache can be keyed by. A root's ``timing`` and ``flops`` are measured by
+    the plugin after a test, so outside pytest they stay None.
+
+    Args:
+        nodeid: The name the workloads are recorded under (in a test, its node id).
+        max_depth: How deep below a root its submodules are recorded; 0 records only roots.
+        timing: Time the recorded calls as they run (``Workload.total_time_s``).
+        scheme: The fingerprint scheme. The plugin's own; leave it out.
+        describe: Describes an input type pytest-workload does not know, as the
+            ``pytest_workload_describe`` hook does: ``describe(value)`` returns JSON, or None
+            to decline.
+        keyer: Your own key for each call, as the ``pytest_workload_key`` hook returns it:
+            ``keyer(module, args, kwargs)`` returns JSON, or None for no key.
+        alternate_schemes: Older schemes to hash under too, for a migration. The plugin's
+            own; leave it out.
+        rootdir: Call sites (``Workload.location``) are written relative to it.
+        replays: Keep each workload's first inputs so that the plugin can replay it for
+            timing; False copies nothing.
+
+    Raises:
+        ValueError: ``max_depth`` is not an int of at least 0.
     """
 
     def __init__(
@@ -108,7 +142,16 @@ class WorkloadRecorder:
         self._hooks.watch_all()
 
     def track(self, module: M, *, max_depth: int | None = None) -> M:
-        """Record calls of ``module`` (and its submodules down to ``max_depth``); returns it."""
+        """Record calls of ``module`` (and its submodules down to ``max_depth``); returns it.
+
+        Args:
+            module: A ``torch.nn.Module``; a compiled or wrapped one records as it runs.
+            max_depth: Overrides the recorder's ``max_depth`` for this module.
+
+        Raises:
+            TypeError: ``module`` is not a ``torch.nn.Module``.
+            RuntimeError: Recording has ended (``stop()`` was called).
+        """
         from torch import nn
 
         self._check_open()
@@ -122,7 +165,8 @@ class WorkloadRecorder:
 
     @contextlib.contextmanager
     def recording(self, *, all_roots: bool) -> Iterator[None]:
-        """Record during a block (a test's call); every hook is gone when it ends."""
+        """Record during a block (a test's call); every hook is gone when it ends. The
+        plugin's own: outside pytest, use ``track`` or ``start`` and ``stop``."""
         with warnings.catch_warnings():
             # torch.compile warns whenever a global module hook exists; the watch hook is
             # meant to see compiled modules, so that warning is not the user's concern.
@@ -166,11 +210,11 @@ class WorkloadRecorder:
         replays: Replays = "timing",
         progress: Callable[[int, int], None] | None = None,
     ) -> list[str]:
-        """Measure each new top-level workload once recording has ended (timing unless
-        ``policy`` is None or the session's ``budget`` declines it, from the test's own calls
-        unless ``replays`` is ``timing``; FLOPs where its first call could not count them,
-        by a replay unless ``replays`` is ``never``); returns a line per workload whose
-        measurement is missing or approximate."""
+        """The plugin's own: measure each new top-level workload once recording has ended
+        (timing unless ``policy`` is None or the session's ``budget`` declines it, from the
+        test's own calls unless ``replays`` is ``timing``; FLOPs where its first call could not
+        count them, by a replay unless ``replays`` is ``never``); returns a line per workload
+        whose measurement is missing or approximate."""
         if not self._stopped:
             raise RuntimeError("measure() replays calls, so recording must have ended")
         taken = self._rows.take_first_calls()

@@ -42,7 +42,29 @@ def write_report(
 
 
 def read_report(path: Path) -> SessionReport:
-    """Load a ``--workload-json`` report; a bad file is a CorruptFileError naming it."""
+    """Read a report that ``pytest --workload-json=PATH`` wrote.
+
+    Example:
+        ```python
+        report = read_report(Path("workloads.json"))
+        slow = [(t.nodeid, w.name) for t in report.tests for w in t
+                if w.timing and w.timing.median_s > 0.1]
+        ```
+
+    Only the current report schema is read. ``pytest-workload compare`` and ``merge`` read
+    reports through this function too.
+
+    Args:
+        path: The report file.
+
+    Returns:
+        The report, every test's workloads in the order the session recorded them.
+
+    Raises:
+        CorruptFileError: The file cannot be read or is not a report. Its ``old`` is set for
+            a schema only a development version wrote (the message names the command that
+            regenerates it), its ``future`` for a newer schema than this release reads.
+    """
     try:
         return read_json_file(path, SessionReport.from_dict, "workload report")
     except CorruptFileError as exc:

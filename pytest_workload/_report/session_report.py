@@ -32,14 +32,29 @@ def count_not_replayed(tests: Sequence[TestWorkloads]) -> int:
 
 @dataclass(frozen=True)
 class SessionReport:
-    """What ``--workload-json`` writes: every test's workloads under one fingerprint scheme."""
+    """A session's JSON report, as ``--workload-json`` writes it and ``read_report`` reads it.
+
+    Example:
+        ```python
+        report = read_report(Path("workloads.json"))
+        hashes = {w.hash for test in report.tests for w in test}
+        ```
+
+    Attributes:
+        scheme: The fingerprint scheme every hash in it was computed under.
+        tests: Every test that recorded workloads, in the order the session ran them.
+        environment: Where the timings were measured (device, torch, threads, CPU, Python,
+            platform), as JSON; None when the session imported no torch.
+        problems: What the session could not record, one line each (for example the tests of
+            a crashed xdist worker).
+        notes: What the session noted that failed nothing, with the test each came from (the
+            terminal counts them by kind).
+    """
 
     scheme: int
     tests: tuple[TestWorkloads, ...]
     environment: Json = None
-    #: What the session could not record, e.g. the tests of a crashed xdist worker.
     problems: tuple[str, ...] = ()
-    #: What the session noted that failed nothing, per workload (the terminal counts them).
     notes: tuple[Note, ...] = ()
 
     @property
@@ -58,6 +73,7 @@ class SessionReport:
         return count_not_replayed(self.tests)
 
     def to_dict(self) -> dict[str, Json]:
+        """The report as the JSON file holds it (current schema)."""
         data: dict[str, Json] = {
             "schema_version": REPORT_SCHEMA_VERSION,
             "fingerprint_scheme": self.scheme,
@@ -77,6 +93,8 @@ class SessionReport:
 
     @classmethod
     def from_dict(cls, data: object) -> SessionReport:
+        """The report from parsed JSON; malformed data raises ``WorkloadError`` (a
+        ``ValueError`` too)."""
         d = read_object(data, "report")
         version = read_field(d, "schema_version", int)
         if version < REPORT_SCHEMA_VERSION:

@@ -16,8 +16,9 @@ from .._workload.computation import Computation, computation_table, read_computa
 from .._workload.costs import Costs
 from .._workload.modules import ModuleTable, closure, modules_to_dict, read_modules
 from .._workload.paths import Paths, name_first
+from .._workload.row_fields import check_links, check_paths, read_identity
 from .._workload.signature import InputSignature, workload_key
-from .._workload.workload import Workload, check_links, check_paths, read_identity
+from .._workload.workload import Workload
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,34 @@ MIN_SAMPLES: Final = 6
 
 @dataclass(frozen=True)
 class Timing:
-    """Per-call time of a workload: median, spread and a 95% confidence interval (wall clock,
-    what a user reads), and, for a replay, the calibrated ratio the gate judges.
+    """Per-call time of one workload, as ``Workload.timing`` holds it.
 
-    ``ratio`` is the median over interleaved pairs of (workload block / calibration block),
-    each per call, on the ratio clock (this thread's CPU time on the CPU, device time
-    elsewhere); ``ratio_ci`` its 95% interval. None for timings taken from the test's own
-    calls, where no calibration ran.
+    Example:
+        ``median_s=0.00324, ci_low_s=0.00316, ci_high_s=0.00332, n=66`` reads "3.24 ms a call,
+        and the true median lies between 3.16 and 3.32 ms with 95% confidence".
+
+    Wall-clock times are what a user reads. The drift gate judges ``ratio`` instead: the
+    median over interleaved pairs of (workload block / calibration kernel block), each per
+    call, on the ratio clock (this thread's CPU time on the CPU, device time elsewhere): a
+    machine that is slower for the workload and the kernel alike does not fail the gate.
+
+    Attributes:
+        median_s: Median seconds per call.
+        iqr_s: Interquartile range of the per-call times, in seconds.
+        n: Samples taken (for a replay: workload/calibration pairs).
+        ci_low_s: Low end of the median's 95% confidence interval, in seconds.
+        ci_high_s: High end of it.
+        device: The device it ran on (``cpu``, ``cuda:0``).
+        source: ``replay`` when the plugin replayed the call after the test, ``recorded
+            calls`` when the times come from the test's own calls (submodules, and top-level
+            workloads that were not replayed).
+        ratio: The calibrated ratio the gate judges; None without a calibration (times from
+            the test's own calls).
+        ratio_ci: Its 95% interval, ``(low, high)``; None with ``ratio``.
+        calibration_s: The calibration kernel's median per call on the ratio clock: how fast
+            the machine ran.
+        retimed: How many fresh re-timings a suspected regression got before this one was
+            kept.
     """
 
     median_s: float
@@ -40,18 +61,17 @@ class Timing:
     source: str = "replay"
     ratio: float | None = None
     ratio_ci: tuple[float, float] | None = None
-    #: The calibration kernel's median per call on the ratio clock: how fast the machine ran.
     calibration_s: float | None = None
-    #: How many fresh re-timings a suspected regression got before this one was kept.
     retimed: int = 0
 
     @property
     def has_interval(self) -> bool:
-        """Whether ``n`` allows a 95% interval of the median (:data:`MIN_SAMPLES` at least),
+        """Whether ``n`` allows a 95% interval of the median (``MIN_SAMPLES``, 6, at least),
         and so a verdict."""
         return self.n >= MIN_SAMPLES
 
     def to_dict(self) -> dict[str, Json]:
+        """The timing as the JSON report holds it."""
         return {
             "median_s": self.median_s,
             "iqr_s": self.iqr_s,
@@ -67,6 +87,7 @@ class Timing:
 
     @classmethod
     def from_dict(cls, data: object) -> Timing:
+        """The timing from parsed JSON; malformed data raises ``WorkloadError``."""
         d = read_object(data, "timing")
         ci = _interval(d, "ci95_s")
         assert ci is not None  # (required: read_field raised otherwise)

@@ -5,10 +5,9 @@ These are what crosses process boundaries (xdist workers) and what the JSON repo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Protocol
 
 from .._core.canonical import Json, canonical_json
 from .._core.errors import WorkloadDataError
@@ -17,7 +16,8 @@ from .computation import Computation
 from .costs import Costs
 from .measured import Measured
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
-from .paths import Paths, expand_paths, name_first
+from .paths import Paths
+from .row_fields import check_links, check_paths, read_identity
 from .signature import InputSignature, workload_key
 from .timing import Timing
 
@@ -87,60 +87,60 @@ class AlternateHash:
         )
 
 
-def read_paths(d: Mapping[str, Any]) -> tuple[str, ...]:
-    """``name`` and the paths its ``paths`` patterns stand for (just ``name`` when they are
-    absent: a scheme 1 snapshot, which keeps one entry per path)."""
-    name = read_field(d, "name", str)
-    patterns = read_field(d, "paths", list, optional=True)
-    if patterns is None:
-        return (name,)
-    paths = expand_paths(patterns)
-    if name not in paths:
-        raise WorkloadDataError(f"name {name!r} is not one of its paths")
-    return name_first(name, paths)
-
-
-def check_paths(name: str, paths: tuple[str, ...]) -> tuple[str, ...]:
-    """A workload's paths, its name first: ``(name,)`` when none are given."""
-    if not paths:
-        return (name,)
-    if paths[0] != name:
-        raise ValueError(f"the first path {paths[0]!r} must be the name {name!r}")
-    return paths
-
-
-def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields a report's workload and a snapshot's entry share, read by one set of rules,
-    as keyword arguments for either class."""
-    submodules = read_field(d, "submodules", dict, optional=True) or {}
-    if not all(isinstance(v, str) for v in submodules.values()):
-        raise WorkloadDataError("submodules must map names to structure hashes")
-    paths = read_paths(d)
-    return {
-        "name": paths[0],
-        "paths": paths,
-        "class_name": read_field(d, "class", str),
-        "depth": read_field(d, "depth", int),
-        "parent": read_field(d, "parent", str, optional=True),
-        "structure_hash": read_field(d, "structure_hash", str),
-        "input_signature": InputSignature.from_dict(d.get("input_signature")),
-        "hash": read_field(d, "hash", str),
-        "submodules": tuple(submodules.items()),
-        "arg_names": read_strings(d, "arg_names") or (),
-        "structure_hash_without_dtypes": read_field(
-            d, "structure_hash_without_dtypes", str, optional=True
-        ),
-    }
-
-
 @dataclass(frozen=True)
 class Workload(Paths):
-    """One workload as seen in one test, under one calling workload.
+    """One workload as one test saw it: one module structure called with one input signature.
 
-    ``parent`` is the caller's hash; ``caller`` is the caller's row (its index in the test's
-    workloads). Both are None for a root, and only for a root. A submodule workload that
-    several paths ran (two identical layers) is one row with every path in ``paths``; its
-    counts and timings are over all of them.
+    Example:
+        A test that calls ``model(torch.rand(1, 3, 224, 224))`` twice and
+        ``model(torch.rand(8, 3, 224, 224))`` once records two workloads of one
+        ``structure_hash``: one with ``calls == 2`` and ``key == [structure_hash, [{"tensor":
+        [1, 3, 224, 224], "dtype": "float32"}], {}]``, and one with ``calls == 1`` whose key
+        holds ``[8, 3, 224, 224]``.
+
+    A workload is one row per distinct (workload, caller) in the test: a submodule run by
+    several paths (twelve identical blocks) is one row with every path in ``paths``, and its
+    counts and times are over all of them. ``parent`` and ``caller`` are None for a root, and
+    only for a root.
+
+    Attributes:
+        name: The first path that ran it (a root: its call site's name).
+        paths: Every path that ran it, ``name`` first, the others in natural order.
+        class_name: The module's class, ``module.QualName``.
+        depth: 0 for a root, 1 for its recorded children, and so on.
+        parent: The calling workload's hash, or None for a root.
+        caller: The calling workload's row in the test's workloads, or None for a root.
+        structure_hash: The module tree's hash (see ``structure_hash``).
+        input_signature: The call's arguments as described (shapes, dtypes, values).
+        hash: The workload hash, SHA-256 of (scheme, structure hash, input signature).
+        calls: How many calls ran it.
+        params: Parameter count, bytes and dtypes of its tree.
+        arg_names: The names of its ``forward``'s positional parameters (labels for the
+            inputs).
+        location: Where a root was called from, ``path:line``; None for submodules.
+        total_time_s: Seconds its calls took in the test, all together; None when not timed.
+        submodules: ``(name, structure hash)`` of each direct child.
+        user_keys: Keys the ``pytest_workload_key`` hook returned, with the calls that got
+            each.
+        alternates: Its hashes under older fingerprint schemes (for a migration).
+        timing: Its per-call time, measured after the test; None when not timed.
+        flops: Floating-point operations per call; None where unknown.
+        peak_memory_bytes: CUDA memory a replayed call allocated at its peak, beyond what was
+            allocated before it; None elsewhere.
+        output_signature: Its output, described as the inputs are.
+        structure_hash_without_dtypes: Tells a change of parameter or buffer dtypes from one
+            of structure; None when unknown.
+        measured: How ``timing`` and ``flops`` were obtained; None for a failed test's root.
+        compute_hash: The hash of the operations its first traced call ran; None when not
+            known (``compute_unknown`` says why).
+        data_dependent: Two traced calls ran different operations.
+        compute_unknown: Why ``compute_hash`` is None.
+        compute_partial: What the compute hash leaves out (the operations from the first that
+            follows the data on), in a line; None when it covers every operation.
+        computation: The operations themselves, in this process only (the snapshot stores
+            them, the JSON report only their hash).
+        costs: Bytes read and written, operation counts and peak allocation of its traced
+            call, over the operations the compute hash covers; None when not traced.
     """
 
     name: str
@@ -163,28 +163,14 @@ class Workload(Paths):
     peak_memory_bytes: int | None = None
     output_signature: Json = None
     caller: int | None = None
-    #: Tells a change of parameter or buffer dtypes from one of structure (None: unknown).
     structure_hash_without_dtypes: str | None = None
-    #: How ``timing`` and ``flops`` were obtained (None for a root of a failed test).
     measured: Measured | None = None
-    #: The hash of the operations its first traced call ran (None: not known, see
-    #: ``compute_unknown``).
     compute_hash: str | None = None
-    #: Two traced calls of this workload ran different operations.
     data_dependent: bool = False
-    #: Why ``compute_hash`` is None.
     compute_unknown: str | None = None
-    #: What the compute hash leaves out (the operations from the first that follows the
-    #: data on), in a line; None when it covers every operation.
     compute_partial: str | None = None
-    #: The operations themselves, in this process only (the snapshot stores them, the JSON
-    #: report only their hash).
     computation: Computation | None = field(default=None, compare=False, repr=False)
-    #: What its traced call moved and allocated, over the operations the compute hash covers
-    #: (None: not traced).
     costs: Costs | None = None
-    #: Every path that ran it: ``name`` (the first to run) first, the others in natural
-    #: order; empty means ``(name,)``. A root has one, its call site's name.
     paths: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -192,6 +178,8 @@ class Workload(Paths):
 
     @property
     def key(self) -> list[Json]:
+        """``[structure_hash, args, kwargs]``: the workload's identity with its structure kept
+        apart from its inputs, as ``distance_factor`` and the JSON report's ``key`` take it."""
         return workload_key(self.structure_hash, self.input_signature)
 
     @property
@@ -200,6 +188,7 @@ class Workload(Paths):
         return self.user_keys[0].key if self.user_keys else None
 
     def to_dict(self) -> dict[str, Json]:
+        """The workload as the JSON report holds it."""
         return {
             "name": self.name,
             "paths": list(self.patterns),
@@ -235,6 +224,7 @@ class Workload(Paths):
 
     @classmethod
     def from_dict(cls, data: object) -> Workload:
+        """The workload from parsed JSON; malformed data raises ``WorkloadError``."""
         d = read_object(data, "workload")
         identity = read_identity(d)
         key = workload_key(identity["structure_hash"], identity["input_signature"])
@@ -272,15 +262,31 @@ class Workload(Paths):
 
 @dataclass(frozen=True)
 class TestWorkloads:
-    """Every workload one test recorded, in order of first call (parents before children)."""
+    """Every workload one test recorded, in order of first call (parents before children).
+
+    Example:
+        Iterate it for every row, or walk the tree from ``roots()`` with ``children()``:
+
+        ```python
+        for root in test.roots():
+            print(root.label, root.class_name, root.hash[:8])
+            for child in test.children(root):
+                print("  ", child.label, child.class_name, child.hash[:8])
+        ```
+
+    Attributes:
+        nodeid: The test's pytest node id.
+        workloads: Its rows (``len()`` and iteration go over them).
+        modules: The description of every module in the recorded trees, by structure hash.
+        libraries: torch's version and those of the distributions that define the trees'
+            classes, by distribution name.
+    """
 
     __test__ = False  # not a pytest test class
 
     nodeid: str
     workloads: tuple[Workload, ...]
-    #: The description of every module in the recorded trees, by structure hash.
     modules: ModuleTable = field(default_factory=dict, compare=False, repr=False)
-    #: torch's version and those of the distributions that define the trees' classes.
     libraries: Mapping[str, str] = field(default_factory=dict, compare=False)
 
     def __iter__(self) -> Iterator[Workload]:
@@ -290,6 +296,7 @@ class TestWorkloads:
         return len(self.workloads)
 
     def roots(self) -> tuple[Workload, ...]:
+        """The workloads at depth 0: the calls the test made itself."""
         return tuple(w for w in self.workloads if w.parent is None)
 
     @cached_property
@@ -344,44 +351,3 @@ class TestWorkloads:
             modules=closure(table or {}, (w.structure_hash for w in workloads)),
             libraries=libraries,
         )
-
-
-class _Linked(Protocol):
-    @property
-    def hash(self) -> str: ...
-    @property
-    def depth(self) -> int: ...
-    @property
-    def parent(self) -> str | None: ...
-
-
-def check_links(rows: Sequence[_Linked], where: str) -> None:
-    """Every row's ``parent`` (and ``caller``) must name a calling row one level up, and a root
-    has none: a forged link would drop a workload from every check that walks the tree."""
-    depths: dict[str, set[int]] = {}
-    for r in rows:
-        depths.setdefault(r.hash, set()).add(r.depth)
-    for row, r in enumerate(rows):
-        caller = getattr(r, "caller", None)
-        if r.depth < 0:
-            raise WorkloadDataError(f"{where}, workload {row}: depth {r.depth} is negative")
-        if (r.depth == 0) != (r.parent is None):
-            raise WorkloadDataError(
-                f"{where}, workload {row}: depth {r.depth} with parent {r.parent!r} (a workload "
-                "has a parent exactly when it is not at depth 0)"
-            )
-        if caller is not None:
-            if not 0 <= caller < row:
-                raise WorkloadDataError(
-                    f"{where}, workload {row}: caller {caller} is not an earlier row"
-                )
-            up = rows[caller]
-            if up.hash != r.parent or up.depth != r.depth - 1:
-                raise WorkloadDataError(
-                    f"{where}, workload {row}: parent and depth do not match caller row {caller}"
-                )
-        elif r.parent is not None and r.depth - 1 not in depths.get(r.parent, set()):
-            raise WorkloadDataError(
-                f"{where}, workload {row}: parent {r.parent!r} is not the hash of a workload at "
-                f"depth {r.depth - 1}"
-            )
