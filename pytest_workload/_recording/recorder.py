@@ -62,7 +62,7 @@ class WorkloadRecorder:
     In a test, the ``workloads`` fixture gives the test's recorder. Outside pytest, make one,
     track a model, call it, stop, and read what was recorded.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from torch import nn
         >>> recorder = WorkloadRecorder("zoo/mlp")
