@@ -169,34 +169,6 @@ def test_the_kernel_block_follows_the_workload_block_and_starts_warm():
     assert len(UNTIMED) == len(samples)
 
 
-class OrderStopwatch(FakeStopwatch):
-    """Logs each timed block, beside the untimed calls the functions log themselves."""
-
-    def __init__(self, clock, events):
-        super().__init__(clock, [0.004])
-        self.events = events
-
-    def __call__(self, fn, number):
-        self.events.append("timed workload" if fn is not kernel else "timed kernel")
-        return super().__call__(fn, number)
-
-
-def test_each_timed_workload_block_starts_warm():
-    events: list[str] = []
-
-    def workload():
-        events.append("untimed workload")
-
-    clock = FakeClock()
-    stopwatch = OrderStopwatch(clock, events)
-    policy = TimingPolicy(budget_s=0.1, precision=0.0)
-    samples = measure(workload, stopwatch, policy, clock, reference=kernel).wall_s
-    # past the warm-up, every sample is: one untimed call of the workload (the kernel's block
-    # before it left the caches and the allocator to the kernel), then its timed block
-    loop = events[-3 * len(samples) :]
-    assert loop == ["untimed workload", "timed workload", "timed kernel"] * len(samples)
-
-
 def test_max_samples_bounds_the_loop():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [0.001, 0.002])

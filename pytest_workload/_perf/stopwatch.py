@@ -307,9 +307,6 @@ def measure(
 ) -> Samples:
     """Blocks of ``fn`` alternating with blocks of ``reference`` (W C W C ...): warm-up, block
     sizing on the ratio clock, then adaptive repetition until the ratio's median is precise.
-    Each block starts with one untimed call of its function: the other's block left the caches
-    and the allocator to it (measured: mobilenetv2_035 timed 5% slower than
-    ``torch.utils.benchmark`` with cold blocks, within 3% with warm ones).
 
     ``clock`` only meters the budget; the samples come from ``stopwatch``.
     """
@@ -332,7 +329,6 @@ def measure(
 
     samples = Samples([], [], [])
     while len(samples.wall_s) < policy.max_samples:
-        fn()
         lap = stopwatch(fn, number)
         reference()
         calibration = stopwatch(reference, reference_number).ratio_s / reference_number
