@@ -34,7 +34,7 @@ from ._report.summary import (
     render_summary,
 )
 from ._session import WorkloadSession
-from .xdist import WORKER_OUTPUT_KEY, WorkerMerge, WorkerPayload
+from .xdist import WORKER_OUTPUT_KEY, WorkerMerge
 
 if TYPE_CHECKING:
     import torch
@@ -339,10 +339,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
         config.option.no_cleanup = True
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput[WORKER_OUTPUT_KEY] = WorkerPayload.of(workload_session).to_dict()
+        workeroutput[WORKER_OUTPUT_KEY] = workload_session.to_payload()
     yield
     if workeroutput is None:
-        if config.stash[MERGE_KEY].check_across_workers() and session.exitstatus == 0:
+        if workload_session.check_collapses() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         try:
             refused = workload_session.write_json(

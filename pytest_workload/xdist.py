@@ -3,36 +3,14 @@ reads it), and which worker ran what, to name a crashed worker's tests."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from ._core.canonical import Json
 from ._core.errors import WorkloadDataError
 from ._core.text import one_line
 from ._session import WorkloadSession
 
 #: Key of this plugin's payload in an xdist worker's ``workeroutput``.
 WORKER_OUTPUT_KEY = "pytest_workload"
-
-
-@dataclass(frozen=True)
-class WorkerPayload:
-    """One worker's session as ``workeroutput`` carries it: ``WorkloadSession.to_payload``."""
-
-    data: dict[str, Json]
-
-    @classmethod
-    def of(cls, session: WorkloadSession) -> WorkerPayload:
-        return cls(session.to_payload())
-
-    def to_dict(self) -> dict[str, Json]:
-        return self.data
-
-    @classmethod
-    def from_dict(cls, data: Any) -> WorkerPayload:
-        if not isinstance(data, dict):
-            raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
-        return cls(data)
 
 
 class WorkerMerge:
@@ -66,9 +44,6 @@ class WorkerMerge:
                 + kept
             )
             return
-        self.session.absorb(WorkerPayload.from_dict(data).data)
-
-    def check_across_workers(self) -> list[str]:
-        """Collapses between tests that ran on different workers, decided once, when every
-        worker's payload is in (``WorkloadSession.check_collapses``)."""
-        return self.session.check_collapses()
+        if not isinstance(data, dict):
+            raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
+        self.session.absorb(data)

@@ -2,11 +2,12 @@
 workers."""
 
 import dataclasses
+import json
 
 from pytest_workload import TestWorkloads
 from pytest_workload._core.notes import Note
 from pytest_workload._session import WorkloadSession, WorkloadSettings
-from pytest_workload.xdist import WorkerMerge, WorkerPayload
+from pytest_workload.xdist import WorkerMerge
 from tests.recording import tiny_table
 
 
@@ -23,7 +24,7 @@ def test_collapse_between_workers_is_decided_once_on_the_controller():
     controller = WorkerMerge(WorkloadSession(WorkloadSettings(snapshot=True)))
     controller.merge("gw0", payload(a))
     controller.merge("gw1", payload(forged))
-    (problem,) = controller.check_across_workers()
+    (problem,) = controller.session.check_collapses()
     assert problem.startswith("workload hash collapse")
     assert controller.session.problems == [problem]
 
@@ -36,13 +37,13 @@ def test_collapse_within_one_worker_is_left_to_that_worker():
     )
     controller = WorkerMerge(WorkloadSession(WorkloadSettings(snapshot=True)))
     controller.merge("gw0", payload(a, forged))
-    assert controller.check_across_workers() == []
+    assert controller.session.check_collapses() == []
 
 
 def test_no_checks_without_the_gate():
     controller = WorkerMerge(WorkloadSession(WorkloadSettings(snapshot=False)))
     controller.merge("gw0", payload(tiny_table("t.py::a", 8)))
-    assert controller.check_across_workers() == []
+    assert controller.session.check_collapses() == []
 
 
 def test_a_crashed_worker_is_reported_not_fatal():
@@ -64,7 +65,7 @@ def test_a_crashed_worker_is_reported_not_fatal():
 def test_the_controller_reports_the_environment_its_workers_measured_in():
     worker = WorkloadSession(WorkloadSettings())  # a worker that has imported torch
     worker.add(tiny_table("t.py::a", 8))
-    sent = WorkerPayload.of(worker).to_dict()
+    sent = worker.to_payload()
     assert sent["environment"]["device"]["kind"] == "cpu"
     controller = WorkloadSession(WorkloadSettings())
     WorkerMerge(controller).merge("gw0", sent)
@@ -77,5 +78,5 @@ def test_a_payload_survives_its_round_trip():
     session.add(tiny_table("t.py::a", 8))
     session.notes.append(Note("t.py::a", "a note"))
     session.perf_notes.append(Note("t.py::a", "a perf note"))
-    sent = WorkerPayload.of(session)
-    assert WorkerPayload.from_dict(sent.to_dict()) == sent
+    sent = session.to_payload()
+    assert json.loads(json.dumps(sent)) == sent
