@@ -115,7 +115,7 @@ def test_an_injected_3x_slowdown_fails_with_the_numbers(pytester, sleepy, inject
             "  decided by time relative to the calibration kernel 3.00x (wall 3.00x, the kernel "
             "1.00x); re-timed 4 times, judged on every timing's samples",
             "  median 30.00 ms vs baseline 10.00 ms: 3.00x slower calibrated (95% interval of "
-            "the ratio 3.00–3.00x; tolerance 20%)",
+            "the ratio 3.00–3.00x; tolerance 15%)",
             "  current *, baseline *",
             "  on cpu *, torch *, * threads; accept the new timing with "
             "`pytest --workload-snapshot --snapshot-update -p no:xdist`",

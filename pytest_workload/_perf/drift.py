@@ -25,8 +25,8 @@ from typing import Final, Literal
 
 from .._workload.timing import Timing
 
-#: Relative slowdown allowed before the gate fails (0.2 = 20% slower).
-DEFAULT_TOLERANCE: Final = 0.2
+#: Relative slowdown allowed before the gate fails (0.15 = 15% slower).
+DEFAULT_TOLERANCE: Final = 0.15
 
 
 DriftKind = Literal["regression", "faster", "unchanged", "too few samples"]
