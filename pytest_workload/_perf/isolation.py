@@ -32,11 +32,6 @@ if TYPE_CHECKING:
 _CONTAINERS = (list, dict, set)
 
 
-def _copy(container: Any) -> Any:
-    # (most of a module's containers are empty hook tables: nothing to copy)
-    return container.copy() if container else None
-
-
 def _same(container: Any, saved: Any) -> bool:
     """Equal by identity of the elements (``==`` on tensors compares values); ``saved`` None
     stands for empty."""
@@ -106,8 +101,9 @@ class AttributeState:
     def __init__(self, owner: object) -> None:
         self.owner = owner
         self.attributes = dict(vars(owner))
+        # (most of a module's containers are empty hook tables: nothing to copy)
         self.contents = {
-            name: _copy(value)
+            name: value.copy() if value else None
             for name, value in self.attributes.items()
             if type(value) in _CONTAINERS or isinstance(value, dict)
         }
@@ -137,10 +133,6 @@ class AttributeState:
             restore()
 
 
-def _version(tensor: torch.Tensor) -> int | None:
-    return None if tensor.is_inference() else tensor_version(tensor)
-
-
 def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tensor) -> None:
     """Copy the saved values back where they changed. Kernels that update state in place
     (batch norm's running statistics) do not always move the version counter, so values are
@@ -159,36 +151,26 @@ def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tens
             tensor.copy_(copy)
 
 
-def _rng_state() -> dict[str, Any]:
+def _rng_restorer() -> Callable[[], None]:
+    """Put the global RNGs (torch CPU and CUDA, ``random``, NumPy) back as they are now."""
     import torch
 
-    state: dict[str, Any] = {"torch": torch.get_rng_state(), "random": random.getstate()}
+    cpu, python = torch.get_rng_state(), random.getstate()
+    cuda = None
     if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
-        state["cuda"] = torch.cuda.get_rng_state_all()
+        cuda = torch.cuda.get_rng_state_all()
     numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        state["numpy"] = numpy.random.get_state()
-    return state
+    legacy = None if numpy is None else numpy.random.get_state()
 
+    def restore() -> None:
+        torch.set_rng_state(cpu)
+        random.setstate(python)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+        if numpy is not None:
+            numpy.random.set_state(legacy)
 
-def _set_rng_state(state: dict[str, Any]) -> None:
-    import torch
-
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["random"])
-    if "cuda" in state:
-        torch.cuda.set_rng_state_all(state["cuda"])
-    if "numpy" in state:
-        sys.modules["numpy"].random.set_state(state["numpy"])
-
-
-def tree(roots: Sequence[nn.Module]) -> list[nn.Module]:
-    """Every module of the trees under ``roots``, each once."""
-    seen: dict[int, nn.Module] = {}
-    for root in roots:
-        for module in root.modules():
-            seen.setdefault(id(module), module)
-    return list(seen.values())
+    return restore
 
 
 @contextmanager
@@ -214,15 +196,18 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
     were; user hooks are suspended meanwhile."""
     import torch
 
-    modules = tree(roots)
+    modules = list({id(m): m for root in roots for m in root.modules()}.values())
     states = [AttributeState(m) for m in modules]
     unique: dict[int, torch.Tensor] = {}
     for module in modules:
         for tensor in own_tensors(module):
             unique.setdefault(id(tensor), tensor)
     with torch.no_grad():
-        saved = [(t, _version(t), t.detach().clone()) for t in unique.values()]
-    rng = _rng_state()
+        saved = [
+            (t, None if t.is_inference() else tensor_version(t), t.detach().clone())
+            for t in unique.values()
+        ]
+    restore_rng = _rng_restorer()
     try:
         counts: dict[int, Any] = {}
         for state in states:
@@ -234,4 +219,4 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
             state.restore()
         for tensor, version, copy in saved:
             _put_tensor_back(tensor, version, copy)
-        _set_rng_state(rng)
+        restore_rng()
