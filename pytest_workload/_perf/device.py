@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 
 
 DEVICE_CHOICES: Final = "auto, cpu, cuda, cuda:N or mps"
-
-
 _SPEC: Final = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 

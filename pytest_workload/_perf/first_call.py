@@ -1,15 +1,11 @@
-"""A new workload's first call, observed while the test makes it, and the state that defines
-what it computed.
+"""A new workload's first call, observed while the test makes it.
 
-Before the call its inputs are copied, so a replay computes what the test computed even if the
-forward or the test then changes them. During the call its operations are traced (by the
-recorder, through ``_tracing``), which counts its FLOPs and sees writes outside the module and
-its inputs. As it returns (in its forward hook, still inside the test's contexts), its state is
-captured: a forward computes something different in train and eval mode, with another
-parameter dtype or device, with grad or inference mode on or off, and under autocast. It is
-read after the forward, so that a module that builds itself on its first call is captured as
-built; a replay runs under exactly that, or not at all. Anything that makes a replay unsafe is
-kept as a reason.
+Its inputs are copied before the call, so a replay computes what the test computed even if the
+forward or the test then changes them. As it returns (in its forward hook, still inside the
+test's contexts), what defines what it computed is captured: train/eval and grad, inference and
+autocast modes, and parameter dtypes and devices. It is read after the forward, so that a
+module that builds itself on its first call is captured as built; a replay runs under exactly
+that, or not at all.
 """
 
 from __future__ import annotations
@@ -18,7 +14,7 @@ import copy
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .._fingerprint.ecosystem import copy_known
 
@@ -26,8 +22,7 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-#: Device types whose autocast state is captured.
-_AUTOCAST_DEVICES = ("cpu", "cuda")
+    from .._tracing import FlopCount, Trace
 
 
 @dataclass(frozen=True)
@@ -58,7 +53,7 @@ def capture(target: nn.Module) -> CallContext:
 
     autocast = tuple(
         (kind, torch.is_autocast_enabled(kind), _name(torch.get_autocast_dtype(kind)))
-        for kind in _AUTOCAST_DEVICES
+        for kind in ("cpu", "cuda")
     )
     return CallContext(
         grad=torch.is_grad_enabled(),
@@ -111,15 +106,6 @@ def applied(context: CallContext, target: nn.Module) -> Iterator[None]:
         yield
 
 
-class Counted(Protocol):
-    """A traced or counted call: its FLOPs, and a write outside its module (None: none)."""
-
-    flops: int
-    foreign_write: str | None
-    #: why counting stopped part-way (its FLOPs are then unknown)
-    failed: str | None
-
-
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
 
 
@@ -161,7 +147,8 @@ def copy_inputs(value: Any) -> tuple[Any, bool]:
 
 
 class FirstCall:
-    """Begun in a new root's pre-hook, ended in its forward hook (or when it raised)."""
+    """Begun in a new root's pre-hook, ended in its forward hook (or when it raised);
+    ``copy=False`` for a call that will never be replayed."""
 
     def __init__(
         self,
@@ -171,7 +158,6 @@ class FirstCall:
         *,
         copy: bool = True,
     ) -> None:
-        """``copy``: copy the inputs, for a replay (False: it will never be replayed)."""
         self._target: nn.Module | None = target
         self.context: CallContext | None = None
         self.args: tuple[Any, ...] = ()
@@ -181,7 +167,7 @@ class FirstCall:
             (self.args, self.kwargs), copied = copy_inputs((args, kwargs))
             self.unsafe = None if copied else "an input is an object it cannot copy"
         #: what counts the call's FLOPs and sees its writes (set once its tracing began)
-        self.counts: Counted | None = None
+        self.counts: Trace | FlopCount | None = None
         self.ended = False
 
     @property
@@ -191,8 +177,7 @@ class FirstCall:
         return self.counts.flops
 
     def end(self, *, returned: bool) -> None:
-        """The call ended (its tracing has ended): capture its state if it returned (if it
-        raised, nothing is: it is not recorded). Idempotent."""
+        """Capture the call's state if it returned (one that raised is not recorded)."""
         if self.ended:
             return
         self.ended = True

@@ -1,15 +1,12 @@
 """A replay leaves no trace: what it changes in the program is put back.
 
-Put back after a replay: the parameters, buffers and tensor attributes of every module in the
-tree (values and identity), each module's Python attributes (rebound, added or deleted, and
-the contents of list, dict and set attributes), the torch CPU and CUDA RNG states, Python's
-``random`` and NumPy's global RNG, and the state of each generator a module attribute holds
-(``random.Random``, NumPy's ``Generator`` and ``RandomState``, ``torch.Generator``; an
-``itertools.count``, which cannot be rewound, is replaced by an equal one during the replay).
-User hooks, per module and global, are suspended during
-the replay, so they neither fire nor count in its timing. What lies outside (an object the
-forward reaches through a global, a list nested in a dict attribute) cannot be put back: a
-first call that wrote to a tensor there is never replayed (see :mod:`.flops`).
+Put back: the tensors of every module in the tree (values and identity), each module's Python
+attributes (and the contents of its list, dict and set attributes), the global RNGs, and each
+generator a module attribute holds (an ``itertools.count``, which cannot be rewound, is
+replaced by an equal one during the replay). User hooks are suspended during the replay, so
+they neither fire nor count in its timing. What lies outside (an object the forward reaches
+through a global) cannot be put back: a first call that wrote to a tensor there is never
+replayed.
 """
 
 from __future__ import annotations
@@ -32,30 +29,25 @@ if TYPE_CHECKING:
 _CONTAINERS = (list, dict, set)
 
 
-def _same(container: Any, saved: Any) -> bool:
-    """Equal by identity of the elements (``==`` on tensors compares values); ``saved`` None
-    stands for empty."""
+def _put_back(container: Any, saved: Any) -> None:
+    """Refill ``container`` with ``saved`` (None: empty) unless it holds the same elements by
+    identity (``==`` on tensors compares values)."""
     if saved is None:
-        return not container
-    if isinstance(container, dict):
-        return container.keys() == saved.keys() and all(v is saved[k] for k, v in container.items())
-    if isinstance(container, list):
-        return len(container) == len(saved) and all(
+        same = not container
+    elif isinstance(container, dict):
+        same = container.keys() == saved.keys() and all(v is saved[k] for k, v in container.items())
+    elif isinstance(container, list):
+        same = len(container) == len(saved) and all(
             a is b for a, b in zip(container, saved, strict=True)
         )
-    return bool(container == saved)
-
-
-def _put_back(container: Any, saved: Any) -> None:
-    if _same(container, saved):
-        return
-    container.clear()
-    if saved is None:
-        return
-    if isinstance(container, list):
-        container.extend(saved)
     else:
-        container.update(saved)
+        same = bool(container == saved)
+    if not same:
+        container.clear()
+        if isinstance(container, list):
+            container.extend(saved or ())
+        else:
+            container.update(saved or ())
 
 
 class NotIsolableError(Exception):

@@ -1,16 +1,12 @@
-"""Measuring a test's new top-level workloads once the test body has ended, within the
-session's timing budget, saying so while it takes long.
+"""Measuring a test's new top-level workloads after its body, within the session's budget.
 
-Per workload, in order of first call: FLOPs come from its first call where they were counted
-there. A replay times it (and counts FLOPs for a compiled module) under the captured state,
-isolated from the program; it is refused when the module no longer computes what the call
-computed (its structure, a dtype or a device changed since), and replaced by the observed
-calls' times when a replay could change state it cannot put back, or when xdist workers share
-the cores (a replayed timing there is biased, and gates nothing). A test that did not ask for
-timing (recorded by ``--workload-record=all`` alone) is never replayed: a replay re-runs a
-forward hundreds of times, which multiplied an unedited suite's time, and whatever the forward
-does outside the module tree happened again each time. Every outcome is said in a
-``Measured`` and, where something is missing or approximate, in a line for the report.
+FLOPs come from a workload's first call where counted there. A replay times it (and counts
+FLOPs for a compiled module); it is refused when the module no longer computes what the call
+computed, and replaced by the observed calls' times when a replay could change state it cannot
+put back, or when xdist workers share the cores (a replayed timing there is biased, and gates
+nothing). A test recorded by ``--workload-record=all`` alone is never replayed: a replay
+re-runs a forward hundreds of times, which multiplied an unedited suite's time, and whatever
+the forward does outside the module tree happened again each time.
 """
 
 from __future__ import annotations
@@ -52,8 +48,7 @@ QUIET_S = 2.0
 
 
 class SessionBudget:
-    """Seconds of timing left to this process (``--workload-session-budget``); owned by the
-    session.
+    """Seconds of timing left to this process (``--workload-session-budget``).
 
     A suite with thousands of distinct workloads would spend most of its time timing them.
     Workloads the perf gate judges (``gated(workload hash, device)``) are always timed, so the
@@ -157,8 +152,6 @@ class RecordedCall:
 
 
 def _observed(call: RecordedCall, how: str, unobserved: str) -> tuple[Timing | None, str]:
-    """The observed calls' timing and ``how`` it was obtained; None and ``unobserved`` where
-    no call was observed."""
     if not call.observed_s:
         return None, unobserved
     return summarize(list(call.observed_s), call.device, "recorded calls"), how
@@ -167,8 +160,6 @@ def _observed(call: RecordedCall, how: str, unobserved: str) -> tuple[Timing | N
 def _done(
     call: RecordedCall, timing: Timing | None, how: str, line: str | None, result: Measurement
 ) -> tuple[Measurement, str | None]:
-    """The measurement, with FLOPs from the first call where counted there, and ``line`` (what
-    is missing or approximate) for the report."""
     if call.flops is not None:
         flops, flops_how = call.flops, FIRST_CALL
     elif result.flops is not None:
@@ -180,7 +171,6 @@ def _done(
 
 
 def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measurement, str | None]:
-    """The measurement of one workload, and a line for the report when it is incomplete."""
     none = Measurement()
     changed = mismatch(call.context, call.target) or call.changed
     if changed is not None:
@@ -217,8 +207,8 @@ def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measu
 def _without_replay(
     call: RecordedCall, timing: Timing | None, how: str
 ) -> tuple[Measurement, str | None]:
-    """FLOPs as always (a replay counts them where the first call could not), the timing
-    obtained otherwise and ``how``."""
+    """FLOPs as always (a replay counts them where the first call could not); the timing
+    comes from elsewhere."""
     measured, line = measure_call(call, None)
     done = measured.measured
     if done is None or done.timing != OFF:  # (it could not have been timed anyway: says why)
@@ -229,8 +219,7 @@ def _without_replay(
 def _never_replayed(
     call: RecordedCall, policy: TimingPolicy | None
 ) -> tuple[Measurement, str | None]:
-    """A workload of a test that did not ask for timing: timed from the calls the test made,
-    FLOPs from its first call; nothing is run again."""
+    """A test that did not ask for timing: nothing is run again."""
     if call.unsafe is not None or mismatch(call.context, call.target) or call.changed:
         return measure_call(call, policy)  # (never replays these: says why)
     line = (
@@ -238,9 +227,9 @@ def _never_replayed(
         if call.flops is not None
         else not_measured(f"its first call could not count them, and {UNMARKED}")
     )
-    if policy is None:
-        return _done(call, None, OFF, line, Measurement())
-    timing, how = _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
+    timing, how = (
+        (None, OFF) if policy is None else _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
+    )
     return _done(call, timing, how, line, Measurement())
 
 
@@ -252,11 +241,9 @@ def measure_calls(
     replays: Replays = "timing",
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[Measurement], list[str]]:
-    """A measurement per call (timing unless ``policy`` is None, or ``budget`` declines it;
-    from the calls the test made unless ``replays`` is ``timing``), and lines for the report,
-    one per workload whose measurement is missing or approximate (those the budget left
-    untimed, or that were not replayed, are counted in the report instead). ``progress`` is
-    told how many calls of how many are measured, before each and once all are."""
+    """A measurement per call, and a line for the report per workload whose measurement is
+    missing or approximate (those the budget left untimed, or that were not replayed, are
+    counted in the report instead)."""
     measurements, lines = [], []
     for done, call in enumerate(calls):
         if progress is not None:

@@ -153,19 +153,15 @@ class PerfGate:
             return True
 
     def suspect(self, workload_hash: str, timing: Timing, tolerance: float) -> bool:
-        """Whether a fresh timing looks slower than the tolerance against its baseline: the
-        timing loop re-times it then (``TimingPolicy.suspect``), so a burst is outvoted and a
-        real regression gets the samples that prove it. Not under update, where the timing
-        cannot fail: re-timing would only cost time (relaxed for xdist, nothing is replayed)."""
+        """Whether the timing loop re-times a fresh timing (``TimingPolicy.suspect``). Not under
+        update, where the timing cannot fail: re-timing would only cost time."""
         if self.update:
             return False
         try:
             baseline = self._store(timing.device).get(workload_hash)
         except CorruptFileError:
             return False  # reported by check()
-        if baseline is None:
-            return False
-        return worth_retiming(judge(timing, baseline.timing, tolerance))
+        return baseline is not None and worth_retiming(judge(timing, baseline.timing, tolerance))
 
     def _store(self, device: str) -> BaselineStore:
         import torch
@@ -201,20 +197,17 @@ class PerfGate:
         try:
             baseline = store.get(w.hash)
         except CorruptFileError as exc:
+            what, rewrite = one_line(str(exc)), f"rewrite it with {self.commands.baseline}"
             if exc.future:
                 return [
-                    f"timing baseline {one_line(str(exc))}: upgrade pytest-workload to use it. "
+                    f"timing baseline {what}: upgrade pytest-workload to use it. "
                     "It is left as it is, also under --snapshot-update"
-                ]
-            if exc.old and not self.update:
-                return [
-                    f"timing baseline {one_line(str(exc))}; rewrite it with "
-                    f"{self.commands.baseline}"
                 ]
             if not self.update:
                 return [
-                    f"corrupt timing baseline {one_line(str(exc))}; fix it, delete it or rewrite "
-                    f"it with {self.commands.baseline}"
+                    f"timing baseline {what}; {rewrite}"
+                    if exc.old
+                    else f"corrupt timing baseline {what}; fix it, delete it or {rewrite}"
                 ]
             baseline = None
         if baseline is None:

@@ -1,12 +1,8 @@
 """Measuring a top-level workload by replaying its first call after the test.
 
-A replay runs under the state the call was made in (:mod:`.first_call`), on a copy of its
-inputs, isolated from the program (:mod:`.isolation`): whatever it changes is put back, and user
-hooks do not fire; a Hugging Face cache among the inputs is put back after every call. It
-measures peak memory on CUDA, then, unless timing is off, times the call adaptively on its
-device, beside the calibration kernel; it counts FLOPs only where the first call could not (a
-compiled module, whose wrapper would recompile under the counter: its unwrapped module is
-counted). An exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a
+A replay runs under the state the call was made in, on a copy of its inputs, isolated from the
+program (:mod:`.isolation`); a Hugging Face cache among the inputs is put back after every
+call. An exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a
 problem, never raised; only ``KeyboardInterrupt`` goes through.
 """
 
@@ -33,15 +29,12 @@ if TYPE_CHECKING:
 
 @functools.cache
 def calibration_kernel(device: str) -> Callable[[], object]:
-    """A small fixed workload timed beside every replayed one, built once per process and
-    device: call it to run it once.
+    """A small fixed workload timed beside every replayed one (built once per device).
 
     Its speed tracks the machine's (frequency, a neighbour's share of the caches and memory
-    bandwidth, a CPU quota), so the ratio of a workload's time to the kernel's, timed in
-    alternating blocks, divides out what moved them both. A mix of the operations models are
-    made of (a 3x3 convolution, a matrix product, an elementwise activation), about 0.3 ms on
-    one core of a 2026 x86 CPU. Its values come from a private generator, so building it
-    leaves the global random state alone.
+    bandwidth, a CPU quota), so the ratio of a workload's time to the kernel's divides out what
+    moved them both. A mix of the operations models are made of, about 0.3 ms on one core of a
+    2026 x86 CPU; a private generator leaves the global random state alone.
     """
     import torch
     import torch.nn.functional as F
@@ -110,12 +103,10 @@ def replay(
     context: CallContext | None = None,
     count: bool = True,
 ) -> Measurement:
-    """Measure calls of ``module`` (as called) whose unwrapped module is ``target``, under
-    ``context`` (default: the state now), on copies of ``args`` and ``kwargs``.
-
-    FLOPs (when ``count``) are counted on ``target``; timing uses ``module``, so a compiled
-    model is timed compiled. ``policy=None`` skips timing.
-    """
+    """Measure calls of ``module`` whose unwrapped module is ``target``, under ``context``
+    (default: the state now): peak memory on CUDA, FLOPs (when ``count``) on ``target``, whose
+    wrapper would recompile under the counter, and timing (unless ``policy`` is None) on
+    ``module``, so a compiled model is timed compiled."""
     context = capture(target) if context is None else context
     device = device_of(target, args, kwargs)
     reference = None if policy is None else calibration_kernel(str(device))

@@ -191,18 +191,17 @@ class CpuStopwatch:
         return Lap((end - start) / 1e9, (end_cpu - start_cpu) / 1e9)
 
 
-class SyncStopwatch:
-    """Wall time between two device synchronisations (MPS, or any device with a sync call)."""
-
-    def __init__(self, synchronize: Callable[[], None]) -> None:
-        self._synchronize = synchronize
+class MpsStopwatch:
+    """Wall time between two MPS synchronisations."""
 
     def __call__(self, fn: Callable[[], object], number: int) -> Lap:
-        self._synchronize()
+        import torch
+
+        torch.mps.synchronize()
         start = time.perf_counter_ns()
         for _ in range(number):
             fn()
-        self._synchronize()
+        torch.mps.synchronize()
         elapsed = (time.perf_counter_ns() - start) / 1e9
         return Lap(elapsed, elapsed)
 
@@ -241,9 +240,7 @@ def pin_allocator() -> str | None:
     glibc raises both thresholds as a process frees larger blocks, so until a big model has
     run, a small model's buffers go back to the kernel and are faulted in again on every call:
     the same workload times up to ~1.5x slower in a fresh process than after another test.
-    Pinning them (at glibc's own dynamic maximum) makes timings independent of what ran
-    before. Respects ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` if set; does
-    nothing on other C libraries.
+    Pinning them (at glibc's own dynamic maximum) makes timings independent of what ran before.
     """
     if platform.libc_ver()[0] != "glibc":
         return None
@@ -266,19 +263,15 @@ def allocator_state() -> str | None:
 
 def stopwatch_for(device: torch.device) -> Stopwatch:
     """The right way to time calls on ``device``: never CUDA without events or a sync."""
-    import torch
-
     if device.type == "cuda":
         return CudaStopwatch(device)
-    if device.type == "mps":
-        return SyncStopwatch(torch.mps.synchronize)
-    return CpuStopwatch()
+    return MpsStopwatch() if device.type == "mps" else CpuStopwatch()
 
 
 @dataclass(frozen=True)
 class Samples:
-    """One pair per sample: the workload's wall time per call, its ratio to the calibration
-    kernel (per call, on the ratio clock), and the kernel's own time per call."""
+    """Per pair of blocks: the workload's wall time per call, its ratio to the kernel's (on
+    the ratio clock), and the kernel's own time per call."""
 
     wall_s: list[float]
     ratios: list[float]
