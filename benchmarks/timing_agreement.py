@@ -30,7 +30,7 @@ from _common import fmt_time, markdown_table, median, print_header, ratio_summar
 from torch import nn
 from torch.utils.benchmark import Timer
 
-from pytest_workload._perf.context import capture
+from pytest_workload._perf.first_call import capture
 from pytest_workload._perf.replay import replay
 from pytest_workload._perf.stopwatch import TimingPolicy, pin_allocator
 

@@ -21,10 +21,9 @@ from ._core.text import one_line
 from ._fingerprint.describe import Describer
 from ._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from ._perf.baseline import BASELINE_DIRNAME
-from ._perf.budget import SessionBudget
 from ._perf.device import environment, resolve_device
 from ._perf.drift import DEFAULT_TOLERANCE
-from ._perf.orchestrate import Replays
+from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode
 from ._perf.stopwatch import TimingPolicy
 from ._recording.recorder import Keyer, WorkloadRecorder

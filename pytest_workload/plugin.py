@@ -22,7 +22,7 @@ from ._options import (
     parse_mark,
     read_settings,
 )
-from ._perf.progress import TimingProgress
+from ._perf.orchestrate import TimingProgress
 from ._recording.recorder import Keyer, WorkloadRecorder
 from ._report.session_report import count_not_replayed, count_not_timed
 from ._report.summary import (

@@ -5,9 +5,8 @@ import json
 import pytest
 
 from pytest_workload._core.errors import CorruptFileError
-from pytest_workload._perf.baseline import Baseline
-from pytest_workload._perf.baseline_store import BaselineStore
-from pytest_workload._perf.device_identity import DeviceIdentity
+from pytest_workload._perf.baseline import Baseline, BaselineStore
+from pytest_workload._perf.device import DeviceIdentity
 from pytest_workload._perf.stopwatch import summarize
 
 IDENTITY = DeviceIdentity("cpu", "Test CPU", "2.14.1", 2)

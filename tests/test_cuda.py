@@ -13,9 +13,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._perf.calibration import calibration_kernel
 from pytest_workload._perf.device import device_identity, resolve_device
-from pytest_workload._perf.replay import replay
+from pytest_workload._perf.replay import calibration_kernel, replay
 from pytest_workload._perf.stopwatch import (
     CpuStopwatch,
     CudaStopwatch,

@@ -11,10 +11,9 @@ from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._core.commands import PLAIN
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._perf.baseline import Baseline
-from pytest_workload._perf.device_identity import DeviceIdentity
+from pytest_workload._perf.device import DeviceIdentity
 from pytest_workload._perf.drift import judge, worth_retiming
-from pytest_workload._perf.perf_gate import PerfGate
-from pytest_workload._perf.perf_text import render_regression
+from pytest_workload._perf.perf_gate import PerfGate, render_regression
 from pytest_workload._perf.stopwatch import Lap, TimingPolicy, measure, summarize, time_call
 from pytest_workload._report.summary import format_timing
 from pytest_workload._workload.timing import Timing

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_workload._perf.progress import TimingProgress
+from pytest_workload._perf.orchestrate import TimingProgress
 
 
 def _run(live, times):

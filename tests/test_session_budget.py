@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from pytest_workload._perf.budget import SessionBudget
+from pytest_workload._perf.orchestrate import SessionBudget
 from pytest_workload._workload.measured import BUDGET_SPENT
 from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES
 

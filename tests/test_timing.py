@@ -13,13 +13,10 @@ from pytest_workload._core.errors import (
     DeviceUnavailableError,
     WorkloadDataError,
 )
-from pytest_workload._perf.baseline import Baseline
-from pytest_workload._perf.baseline_store import BaselineStore
-from pytest_workload._perf.calibration import calibration_kernel
-from pytest_workload._perf.device import check_device_spec, resolve_device
-from pytest_workload._perf.device_identity import DeviceIdentity
+from pytest_workload._perf.baseline import Baseline, BaselineStore
+from pytest_workload._perf.device import DeviceIdentity, check_device_spec, resolve_device
 from pytest_workload._perf.drift import judge
-from pytest_workload._perf.replay import replay
+from pytest_workload._perf.replay import calibration_kernel, replay
 from pytest_workload._perf.stopwatch import (
     CpuStopwatch,
     Lap,

@@ -1,15 +1,13 @@
-"""The performance gate, whole: replaying a recorded call to time it (stopwatch, budget,
-calibration, device, isolation), the baselines (record and store), the drift verdict, the
-gate and its failure and progress texts.
+"""The performance gate, whole: replaying a recorded call to time it (first call, isolation,
+replay, stopwatch, device, orchestrate), the baselines, the drift verdict, the gate and its
+texts.
 
 Other features import only what is named here.
 """
 
-from .budget import SessionBudget
-from .context import mismatch, trained_as
 from .drift import DEFAULT_TOLERANCE, Drift, judge
-from .first_call import FirstCall
-from .orchestrate import RecordedCall, Replays, measure_calls
+from .first_call import FirstCall, mismatch, trained_as
+from .orchestrate import RecordedCall, Replays, SessionBudget, measure_calls
 from .replay import Measurement, device_of
 from .stopwatch import TimingPolicy, summarize
 

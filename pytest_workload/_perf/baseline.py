@@ -1,19 +1,28 @@
-"""A timing baseline: the timing one workload had on one device identity."""
+"""Timing baselines: the timing one workload had on one device identity, one small JSON file
+each.
+
+Layout: ``<baseline dir>/<device identity slug>/<workload hash>.json``. One file per workload
+means two branches that add or refresh different workloads never conflict, and a reviewer sees
+exactly which timings moved. Files are text, written atomically, never unpickled.
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .._core.canonical import Json
-from .._core.errors import FutureFormatError, OldFormatError, WorkloadDataError
+from .._core.errors import CorruptFileError, FutureFormatError, OldFormatError, WorkloadDataError
 from .._core.fields import read_field, read_object
+from .._core.files import read_json_file, write_text_atomic
 from .._core.versions import BASELINE_FORMAT
 from .._workload.signature import InputSignature, workload_key
 from .._workload.timing import Timing
 from .._workload.workload import Workload
-from .device_identity import DeviceIdentity
+from .device import DeviceIdentity
 
 #: Default baseline directory, under the rootdir.
 BASELINE_DIRNAME = "__workload_baselines__"
@@ -36,16 +45,8 @@ class Baseline:
     @classmethod
     def from_workload(cls, w: Workload, device: DeviceIdentity) -> Baseline:
         assert w.timing is not None
-        return cls(
-            w.hash,
-            w.key,
-            w.name,
-            w.class_name,
-            w.input_signature.format(),
-            device,
-            w.timing,
-            w.flops,
-        )
+        signature = w.input_signature.format()
+        return cls(w.hash, w.key, w.name, w.class_name, signature, device, w.timing, w.flops)
 
     def to_dict(self) -> dict[str, Json]:
         return {
@@ -92,3 +93,54 @@ def _read_key(d: Mapping[str, Any]) -> list[Json]:
     except WorkloadDataError as exc:
         raise WorkloadDataError(f"field 'key': {exc}") from None
     return workload_key(key[0], signature)
+
+
+def _read(path: Path) -> Baseline:
+    return read_json_file(path, Baseline.from_dict, "workload baseline")
+
+
+class BaselineStore:
+    """The baselines of one device identity under a directory; writes never leave ``within``
+    through a symlink."""
+
+    def __init__(self, root: Path, device: DeviceIdentity, within: Path | None = None) -> None:
+        self.device = device
+        self.directory = root / device.slug
+        self.within = within
+        self._all: list[Baseline] | None = None
+        #: Files :meth:`all` could not read, as errors naming them (each reported once).
+        self.unreadable: list[CorruptFileError] = []
+
+    def path(self, workload_hash: str) -> Path:
+        return self.directory / f"{workload_hash}.json"
+
+    def get(self, workload_hash: str) -> Baseline | None:
+        path = self.path(workload_hash)
+        if not path.exists():
+            return None
+        baseline = _read(path)
+        if baseline.hash != workload_hash:
+            raise CorruptFileError(
+                str(path), f"holds the baseline of hash {baseline.hash}, not of its own name"
+            )
+        return baseline
+
+    def all(self) -> list[Baseline]:
+        """Every readable baseline of this device identity (read once), for nearest-shape
+        lookups; one corrupt file is left out (and listed in ``unreadable``), not fatal."""
+        if self._all is None:
+            files = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
+            self._all = []
+            for p in files:
+                try:
+                    self._all.append(_read(p))
+                except CorruptFileError as exc:
+                    self.unreadable.append(exc)
+        return self._all
+
+    def put(self, baseline: Baseline) -> Path:
+        path = self.path(baseline.hash)
+        text = json.dumps(baseline.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        write_text_atomic(path, text, within=self.within)
+        self._all = None
+        return path

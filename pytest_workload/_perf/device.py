@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import platform
 import re
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Final
 
 from .._core.canonical import Json
 from .._core.errors import DeviceUnavailableError
-from .device_identity import DeviceIdentity
+from .._core.fields import read_field, read_object
 from .stopwatch import allocator_state
 
 if TYPE_CHECKING:
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
 
 
 DEVICE_CHOICES: Final = "auto, cpu, cuda, cuda:N or mps"
-
-
 _SPEC: Final = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
@@ -61,7 +60,6 @@ def resolve_device(spec: str) -> torch.device:
 
 @cache
 def cpu_model() -> str:
-    """The CPU's model name, as the OS reports it."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
@@ -70,6 +68,38 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown CPU"
+
+
+@dataclass(frozen=True)
+class DeviceIdentity:
+    """What a timing depends on besides the workload: device model, torch, threads."""
+
+    kind: str
+    name: str
+    torch: str
+    threads: int
+
+    @property
+    def slug(self) -> str:
+        """A file-name-safe form, used as the baseline directory of this identity."""
+        raw = f"{self.kind}-{self.name}-torch{self.torch}-threads{self.threads}"
+        return re.sub(r"[^A-Za-z0-9._+-]+", "_", raw).strip("_")
+
+    def describe(self) -> str:
+        return f"{self.kind} {self.name}, torch {self.torch}, {self.threads} threads"
+
+    def to_dict(self) -> dict[str, Json]:
+        return {"kind": self.kind, "name": self.name, "torch": self.torch, "threads": self.threads}
+
+    @classmethod
+    def from_dict(cls, data: object) -> DeviceIdentity:
+        d = read_object(data, "device")
+        return cls(
+            kind=read_field(d, "kind", str),
+            name=read_field(d, "name", str),
+            torch=read_field(d, "torch", str),
+            threads=read_field(d, "threads", int),
+        )
 
 
 def device_identity(device: torch.device) -> DeviceIdentity:

@@ -83,6 +83,9 @@ def _compared(
     machine = None
     if current.calibration_s is not None and baseline.calibration_s is not None:
         machine = current.calibration_s / baseline.calibration_s
+    low, high = current.ci_low_s / baseline.ci_high_s, current.ci_high_s / baseline.ci_low_s
+    ratio = wall
+    evidence: Evidence = "wall"
     if (
         current.ratio is not None
         and current.ratio_ci is not None
@@ -90,28 +93,9 @@ def _compared(
         and baseline.ratio_ci is not None
     ):
         (cur_low, cur_high), (base_low, base_high) = current.ratio_ci, baseline.ratio_ci
-        return Drift(
-            "unchanged",
-            current.ratio / baseline.ratio,
-            cur_low / base_high,
-            cur_high / base_low,
-            tolerance,
-            "calibrated",
-            wall,
-            machine,
-            flops_ratio,
-        )
-    return Drift(
-        "unchanged",
-        wall,
-        current.ci_low_s / baseline.ci_high_s,
-        current.ci_high_s / baseline.ci_low_s,
-        tolerance,
-        "wall",
-        wall,
-        machine,
-        flops_ratio,
-    )
+        ratio, low, high = current.ratio / baseline.ratio, cur_low / base_high, cur_high / base_low
+        evidence = "calibrated"
+    return Drift("unchanged", ratio, low, high, tolerance, evidence, wall, machine, flops_ratio)
 
 
 def worth_retiming(drift: Drift) -> bool:

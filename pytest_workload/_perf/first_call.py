@@ -1,33 +1,109 @@
 """A new workload's first call, observed while the test makes it.
 
-Before the call its inputs are copied, so a replay computes what the test computed even if the
-forward or the test then changes them. During the call its operations are traced (by the
-recorder, :mod:`.tracing`), which counts its FLOPs and sees writes outside the module and its
-inputs. As it
-returns (in its forward hook, still inside the test's contexts), its state is captured: modes,
-train/eval, tensor placement, read after the forward so that a module that builds itself on
-its first call is captured as built. Anything that makes a replay unsafe is kept as a reason.
+Its inputs are copied before the call, so a replay computes what the test computed even if the
+forward or the test then changes them. As it returns (in its forward hook, still inside the
+test's contexts), what defines what it computed is captured: train/eval and grad, inference and
+autocast modes, and parameter dtypes and devices. It is read after the forward, so that a
+module that builds itself on its first call is captured as built; a replay runs under exactly
+that, or not at all.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .._fingerprint.ecosystem import copy_known
-from .context import CallContext, capture
 
 if TYPE_CHECKING:
+    import torch
     from torch import nn
 
+    from .._tracing import FlopCount, Trace
 
-class Counted(Protocol):
-    """A traced or counted call: its FLOPs, and a write outside its module (None: none)."""
 
-    flops: int
-    foreign_write: str | None
-    #: why counting stopped part-way (its FLOPs are then unknown)
-    failed: str | None
+@dataclass(frozen=True)
+class CallContext:
+    """Modes and tensor placement of one call (process-local, never stored)."""
+
+    grad: bool
+    inference: bool
+    #: (device type, enabled, dtype) per device type
+    autocast: tuple[tuple[str, bool, str], ...]
+    #: ``training`` of every module of the tree, in ``modules()`` order
+    training: tuple[bool, ...]
+    #: (name, dtype, device) of every parameter and buffer
+    tensors: tuple[tuple[str, str, str], ...]
+
+
+def _tensors(target: nn.Module) -> tuple[tuple[str, str, str], ...]:
+    named = (*target.named_parameters(), *target.named_buffers())
+    return tuple((name, _name(t.dtype), str(t.device)) for name, t in named)
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def capture(target: nn.Module) -> CallContext:
+    import torch
+
+    autocast = tuple(
+        (kind, torch.is_autocast_enabled(kind), _name(torch.get_autocast_dtype(kind)))
+        for kind in ("cpu", "cuda")
+    )
+    return CallContext(
+        grad=torch.is_grad_enabled(),
+        inference=torch.is_inference_mode_enabled(),
+        autocast=autocast,
+        training=tuple(m.training for m in target.modules()),
+        tensors=_tensors(target),
+    )
+
+
+def mismatch(context: CallContext, target: nn.Module) -> str | None:
+    """Why ``target`` can no longer compute what its captured call computed (None: it can)."""
+    if len(context.training) != sum(1 for _ in target.modules()):
+        return "its module tree changed after the call"
+    now = _tensors(target)
+    if len(now) != len(context.tensors):
+        return "its parameters or buffers changed after the call"
+    for (name, dtype, device), (_, dtype_now, device_now) in zip(context.tensors, now, strict=True):
+        if (dtype, device) != (dtype_now, device_now):
+            return f"{name} was {dtype} on {device}, is {dtype_now} on {device_now}"
+    return None
+
+
+@contextmanager
+def trained_as(context: CallContext, target: nn.Module) -> Iterator[None]:
+    """Run the block with every module in its captured train/eval mode; the program's modes
+    are back afterwards."""
+    modules = list(target.modules())
+    before = [m.training for m in modules]
+    for module, training in zip(modules, context.training, strict=True):
+        module.training = training
+    try:
+        yield
+    finally:
+        for module, training in zip(modules, before, strict=True):
+            module.training = training
+
+
+@contextmanager
+def applied(context: CallContext, target: nn.Module) -> Iterator[None]:
+    """Run the block in the captured modes (grad, inference, autocast, train/eval)."""
+    import torch
+
+    with ExitStack() as stack:
+        stack.enter_context(torch.inference_mode(context.inference))
+        stack.enter_context(torch.set_grad_enabled(context.grad))
+        for kind, enabled, dtype in context.autocast:
+            stack.enter_context(torch.autocast(kind, dtype=getattr(torch, dtype), enabled=enabled))
+        stack.enter_context(trained_as(context, target))
+        yield
 
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
@@ -71,7 +147,8 @@ def copy_inputs(value: Any) -> tuple[Any, bool]:
 
 
 class FirstCall:
-    """Begun in a new root's pre-hook, ended in its forward hook (or when it raised)."""
+    """Begun in a new root's pre-hook, ended in its forward hook (or when it raised);
+    ``copy=False`` for a call that will never be replayed."""
 
     def __init__(
         self,
@@ -81,7 +158,6 @@ class FirstCall:
         *,
         copy: bool = True,
     ) -> None:
-        """``copy``: copy the inputs, for a replay (False: it will never be replayed)."""
         self._target: nn.Module | None = target
         self.context: CallContext | None = None
         self.args: tuple[Any, ...] = ()
@@ -91,7 +167,7 @@ class FirstCall:
             (self.args, self.kwargs), copied = copy_inputs((args, kwargs))
             self.unsafe = None if copied else "an input is an object it cannot copy"
         #: what counts the call's FLOPs and sees its writes (set once its tracing began)
-        self.counts: Counted | None = None
+        self.counts: Trace | FlopCount | None = None
         self.ended = False
 
     @property
@@ -101,8 +177,7 @@ class FirstCall:
         return self.counts.flops
 
     def end(self, *, returned: bool) -> None:
-        """The call ended (its tracing has ended): capture its state if it returned (if it
-        raised, nothing is: it is not recorded). Idempotent."""
+        """Capture the call's state if it returned (one that raised is not recorded)."""
         if self.ended:
             return
         self.ended = True

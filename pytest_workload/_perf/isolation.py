@@ -1,15 +1,12 @@
 """A replay leaves no trace: what it changes in the program is put back.
 
-Put back after a replay: the parameters, buffers and tensor attributes of every module in the
-tree (values and identity), each module's Python attributes (rebound, added or deleted, and
-the contents of list, dict and set attributes), the torch CPU and CUDA RNG states, Python's
-``random`` and NumPy's global RNG, and the state of each generator a module attribute holds
-(``random.Random``, NumPy's ``Generator`` and ``RandomState``, ``torch.Generator``; an
-``itertools.count``, which cannot be rewound, is replaced by an equal one during the replay).
-User hooks, per module and global, are suspended during
-the replay, so they neither fire nor count in its timing. What lies outside (an object the
-forward reaches through a global, a list nested in a dict attribute) cannot be put back: a
-first call that wrote to a tensor there is never replayed (see :mod:`.flops`).
+Put back: the tensors of every module in the tree (values and identity), each module's Python
+attributes (and the contents of its list, dict and set attributes), the global RNGs, and each
+generator a module attribute holds (an ``itertools.count``, which cannot be rewound, is
+replaced by an equal one during the replay). User hooks are suspended during the replay, so
+they neither fire nor count in its timing. What lies outside (an object the forward reaches
+through a global) cannot be put back: a first call that wrote to a tensor there is never
+replayed.
 """
 
 from __future__ import annotations
@@ -32,35 +29,25 @@ if TYPE_CHECKING:
 _CONTAINERS = (list, dict, set)
 
 
-def _copy(container: Any) -> Any:
-    # (most of a module's containers are empty hook tables: nothing to copy)
-    return container.copy() if container else None
-
-
-def _same(container: Any, saved: Any) -> bool:
-    """Equal by identity of the elements (``==`` on tensors compares values); ``saved`` None
-    stands for empty."""
+def _put_back(container: Any, saved: Any) -> None:
+    """Refill ``container`` with ``saved`` (None: empty) unless it holds the same elements by
+    identity (``==`` on tensors compares values)."""
     if saved is None:
-        return not container
-    if isinstance(container, dict):
-        return container.keys() == saved.keys() and all(v is saved[k] for k, v in container.items())
-    if isinstance(container, list):
-        return len(container) == len(saved) and all(
+        same = not container
+    elif isinstance(container, dict):
+        same = container.keys() == saved.keys() and all(v is saved[k] for k, v in container.items())
+    elif isinstance(container, list):
+        same = len(container) == len(saved) and all(
             a is b for a, b in zip(container, saved, strict=True)
         )
-    return bool(container == saved)
-
-
-def _put_back(container: Any, saved: Any) -> None:
-    if _same(container, saved):
-        return
-    container.clear()
-    if saved is None:
-        return
-    if isinstance(container, list):
-        container.extend(saved)
     else:
-        container.update(saved)
+        same = bool(container == saved)
+    if not same:
+        container.clear()
+        if isinstance(container, list):
+            container.extend(saved or ())
+        else:
+            container.update(saved or ())
 
 
 class NotIsolableError(Exception):
@@ -106,8 +93,9 @@ class AttributeState:
     def __init__(self, owner: object) -> None:
         self.owner = owner
         self.attributes = dict(vars(owner))
+        # (most of a module's containers are empty hook tables: nothing to copy)
         self.contents = {
-            name: _copy(value)
+            name: value.copy() if value else None
             for name, value in self.attributes.items()
             if type(value) in _CONTAINERS or isinstance(value, dict)
         }
@@ -137,10 +125,6 @@ class AttributeState:
             restore()
 
 
-def _version(tensor: torch.Tensor) -> int | None:
-    return None if tensor.is_inference() else tensor_version(tensor)
-
-
 def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tensor) -> None:
     """Copy the saved values back where they changed. Kernels that update state in place
     (batch norm's running statistics) do not always move the version counter, so values are
@@ -159,36 +143,26 @@ def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tens
             tensor.copy_(copy)
 
 
-def _rng_state() -> dict[str, Any]:
+def _rng_restorer() -> Callable[[], None]:
+    """Put the global RNGs (torch CPU and CUDA, ``random``, NumPy) back as they are now."""
     import torch
 
-    state: dict[str, Any] = {"torch": torch.get_rng_state(), "random": random.getstate()}
+    cpu, python = torch.get_rng_state(), random.getstate()
+    cuda = None
     if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
-        state["cuda"] = torch.cuda.get_rng_state_all()
+        cuda = torch.cuda.get_rng_state_all()
     numpy = sys.modules.get("numpy")
-    if numpy is not None:
-        state["numpy"] = numpy.random.get_state()
-    return state
+    legacy = None if numpy is None else numpy.random.get_state()
 
+    def restore() -> None:
+        torch.set_rng_state(cpu)
+        random.setstate(python)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
+        if numpy is not None:
+            numpy.random.set_state(legacy)
 
-def _set_rng_state(state: dict[str, Any]) -> None:
-    import torch
-
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["random"])
-    if "cuda" in state:
-        torch.cuda.set_rng_state_all(state["cuda"])
-    if "numpy" in state:
-        sys.modules["numpy"].random.set_state(state["numpy"])
-
-
-def tree(roots: Sequence[nn.Module]) -> list[nn.Module]:
-    """Every module of the trees under ``roots``, each once."""
-    seen: dict[int, nn.Module] = {}
-    for root in roots:
-        for module in root.modules():
-            seen.setdefault(id(module), module)
-    return list(seen.values())
+    return restore
 
 
 @contextmanager
@@ -214,15 +188,18 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
     were; user hooks are suspended meanwhile."""
     import torch
 
-    modules = tree(roots)
+    modules = list({id(m): m for root in roots for m in root.modules()}.values())
     states = [AttributeState(m) for m in modules]
     unique: dict[int, torch.Tensor] = {}
     for module in modules:
         for tensor in own_tensors(module):
             unique.setdefault(id(tensor), tensor)
     with torch.no_grad():
-        saved = [(t, _version(t), t.detach().clone()) for t in unique.values()]
-    rng = _rng_state()
+        saved = [
+            (t, None if t.is_inference() else tensor_version(t), t.detach().clone())
+            for t in unique.values()
+        ]
+    restore_rng = _rng_restorer()
     try:
         counts: dict[int, Any] = {}
         for state in states:
@@ -234,4 +211,4 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
             state.restore()
         for tensor, version, copy in saved:
             _put_tensor_back(tensor, version, copy)
-        _set_rng_state(rng)
+        restore_rng()

@@ -1,24 +1,23 @@
-"""Measuring a test's new top-level workloads once the test body has ended.
+"""Measuring a test's new top-level workloads after its body, within the session's budget.
 
-Per workload, in order of first call: FLOPs come from its first call where they were counted
-there. A replay times it (and counts FLOPs for a compiled module) under the captured state,
-isolated from the program; it is refused when the module no longer computes what the call
-computed (its structure, a dtype or a device changed since), and replaced by the observed
-calls' times when a replay could change state it cannot put back, or when xdist workers share
-the cores (a replayed timing there is biased, and gates nothing). A test that did not ask for
-timing (recorded by ``--workload-record=all`` alone) is never replayed: a replay re-runs a
-forward hundreds of times, which multiplied an unedited suite's time, and whatever the forward
-does outside the module tree happened again each time. Every outcome is said in a
-``Measured`` and, where something is missing or approximate, in a line for the report.
+FLOPs come from a workload's first call where counted there. A replay times it (and counts
+FLOPs for a compiled module); it is refused when the module no longer computes what the call
+computed, and replaced by the observed calls' times when a replay could change state it cannot
+put back, or when xdist workers share the cores (a replayed timing there is biased, and gates
+nothing). A test recorded by ``--workload-record=all`` alone is never replayed: a replay
+re-runs a forward hundreds of times, which multiplied an unedited suite's time, and whatever
+the forward does outside the module tree happened again each time.
 """
 
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from .._core.text import one_line
 from .._workload.measured import (
     BUDGET_SPENT,
     FIRST_CALL,
@@ -35,13 +34,91 @@ from .._workload.measured import (
     observed,
 )
 from .._workload.timing import Timing
-from .budget import SessionBudget
-from .context import CallContext, mismatch
+from .first_call import CallContext, mismatch
 from .replay import Measurement, replay
 from .stopwatch import TimingPolicy, summarize
 
 if TYPE_CHECKING:
     from torch import nn
+
+T = TypeVar("T")
+
+#: Timing shorter than this says nothing: most tests time their workloads in well under it.
+QUIET_S = 2.0
+
+
+class SessionBudget:
+    """Seconds of timing left to this process (``--workload-session-budget``).
+
+    A suite with thousands of distinct workloads would spend most of its time timing them.
+    Workloads the perf gate judges (``gated(workload hash, device)``) are always timed, so the
+    gate never loses one; the rest while the budget lasts, in the order the tests run. Timing
+    the gated ones is charged too: the budget bounds the time spent timing.
+    """
+
+    def __init__(
+        self,
+        budget_s: float,
+        gated: Callable[[str, str], bool],
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.budget_s = budget_s
+        self._gated = gated
+        self._clock = clock
+        self.spent_s = 0.0
+
+    def admits(self, workload_hash: str, device: str) -> bool:
+        return self.spent_s < self.budget_s or self._gated(workload_hash, device)
+
+    def charge(self, timed: Callable[[], T]) -> T:
+        """Run ``timed`` (a timing), counting its time against the budget."""
+        started = self._clock()
+        try:
+            return timed()
+        finally:
+            self.spent_s += self._clock() - started
+
+
+class TimingProgress:
+    """Told ``(nodeid, done, total)`` before each workload is timed and once all are: a large
+    model's replays can take minutes, during which pytest itself prints nothing.
+
+    Once a test's timing has taken ``QUIET_S``, ``show(line, finished)`` is given a line saying
+    how many workloads, of which test, and how long so far: on a terminal (``live``) at every
+    workload, to rewrite one line in place, then ``finished`` to erase it; elsewhere (a log, CI)
+    once per test, a line that stays.
+    """
+
+    def __init__(
+        self,
+        show: Callable[[str, bool], None],
+        *,
+        live: bool,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._show, self._live, self._clock = show, live, clock
+        self._started = 0.0
+        self._shown = False
+
+    def __call__(self, nodeid: str, done: int, total: int) -> None:
+        now = self._clock()
+        if done == 0:
+            self._started, self._shown = now, False
+            return
+        if done == total:
+            if self._shown and self._live:
+                self._show("", True)
+            return
+        elapsed = now - self._started
+        if elapsed < QUIET_S or (self._shown and not self._live):
+            return
+        self._shown = True
+        self._show(
+            f"pytest-workload: timing the workloads of {one_line(nodeid)} after its body: "
+            f"{done} of {total} done, {elapsed:.0f} s so far",
+            False,
+        )
+
 
 #: What may be replayed: ``timing`` (every workload, the default), ``counts`` (only where the
 #: first call could not count FLOPs or a CUDA peak is wanted: beside other xdist workers),
@@ -75,8 +152,6 @@ class RecordedCall:
 
 
 def _observed(call: RecordedCall, how: str, unobserved: str) -> tuple[Timing | None, str]:
-    """The observed calls' timing and ``how`` it was obtained; None and ``unobserved`` where
-    no call was observed."""
     if not call.observed_s:
         return None, unobserved
     return summarize(list(call.observed_s), call.device, "recorded calls"), how
@@ -85,8 +160,6 @@ def _observed(call: RecordedCall, how: str, unobserved: str) -> tuple[Timing | N
 def _done(
     call: RecordedCall, timing: Timing | None, how: str, line: str | None, result: Measurement
 ) -> tuple[Measurement, str | None]:
-    """The measurement, with FLOPs from the first call where counted there, and ``line`` (what
-    is missing or approximate) for the report."""
     if call.flops is not None:
         flops, flops_how = call.flops, FIRST_CALL
     elif result.flops is not None:
@@ -98,7 +171,6 @@ def _done(
 
 
 def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measurement, str | None]:
-    """The measurement of one workload, and a line for the report when it is incomplete."""
     none = Measurement()
     changed = mismatch(call.context, call.target) or call.changed
     if changed is not None:
@@ -132,33 +204,22 @@ def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measu
     return _done(call, result.timing, REPLAYED if policy else OFF, None, result)
 
 
-def _untimed(call: RecordedCall) -> tuple[Measurement, str | None]:
-    """A workload the session's budget leaves untimed: FLOPs only, marked as such."""
+def _without_replay(
+    call: RecordedCall, timing: Timing | None, how: str
+) -> tuple[Measurement, str | None]:
+    """FLOPs as always (a replay counts them where the first call could not); the timing
+    comes from elsewhere."""
     measured, line = measure_call(call, None)
-    how = measured.measured
-    if how is None or how.timing != OFF:  # (it could not have been timed anyway: says why)
+    done = measured.measured
+    if done is None or done.timing != OFF:  # (it could not have been timed anyway: says why)
         return measured, line
-    return replace(measured, measured=replace(how, timing=BUDGET_SPENT)), line
-
-
-def _unreplayed(call: RecordedCall, policy: TimingPolicy) -> tuple[Measurement, str | None]:
-    """A workload timed beside other xdist workers: from the calls the test made, never by a
-    replay (FLOPs as always: a replay counts them where the first call could not)."""
-    if call.unsafe is not None:  # (never replayed: timed from its observed calls, says why)
-        return measure_call(call, policy)
-    measured, line = measure_call(call, None)
-    how = measured.measured
-    if how is None or how.timing != OFF:  # (it could not have been timed anyway: says why)
-        return measured, line
-    timing, why = _observed(call, XDIST_OBSERVED, XDIST_NOT_MEASURED)
-    return replace(measured, timing=timing, measured=replace(how, timing=why)), line
+    return replace(measured, timing=timing, measured=replace(done, timing=how)), line
 
 
 def _never_replayed(
     call: RecordedCall, policy: TimingPolicy | None
 ) -> tuple[Measurement, str | None]:
-    """A workload of a test that did not ask for timing: timed from the calls the test made,
-    FLOPs from its first call; nothing is run again."""
+    """A test that did not ask for timing: nothing is run again."""
     if call.unsafe is not None or mismatch(call.context, call.target) or call.changed:
         return measure_call(call, policy)  # (never replays these: says why)
     line = (
@@ -166,9 +227,9 @@ def _never_replayed(
         if call.flops is not None
         else not_measured(f"its first call could not count them, and {UNMARKED}")
     )
-    if policy is None:
-        return _done(call, None, OFF, line, Measurement())
-    timing, how = _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
+    timing, how = (
+        (None, OFF) if policy is None else _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
+    )
     return _done(call, timing, how, line, Measurement())
 
 
@@ -180,11 +241,9 @@ def measure_calls(
     replays: Replays = "timing",
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[list[Measurement], list[str]]:
-    """A measurement per call (timing unless ``policy`` is None, or ``budget`` declines it;
-    from the calls the test made unless ``replays`` is ``timing``), and lines for the report,
-    one per workload whose measurement is missing or approximate (those the budget left
-    untimed, or that were not replayed, are counted in the report instead). ``progress`` is
-    told how many calls of how many are measured, before each and once all are."""
+    """A measurement per call, and a line for the report per workload whose measurement is
+    missing or approximate (those the budget left untimed, or that were not replayed, are
+    counted in the report instead)."""
     measurements, lines = [], []
     for done, call in enumerate(calls):
         if progress is not None:
@@ -192,14 +251,17 @@ def measure_calls(
         bound = None if policy is None else policy.for_workload(call.workload_hash)
         if replays == "never":
             measured, line = _never_replayed(call, bound)
-        elif bound is not None and replays == "counts":
-            measured, line = _unreplayed(call, bound)
-        elif bound is None or budget is None:
+        elif bound is not None and replays == "counts" and call.unsafe is None:
+            # beside other xdist workers: from the calls the test made, never by a replay
+            measured, line = _without_replay(
+                call, *_observed(call, XDIST_OBSERVED, XDIST_NOT_MEASURED)
+            )
+        elif bound is None or budget is None or replays == "counts":
             measured, line = measure_call(call, bound)
         elif budget.admits(call.workload_hash, call.device):
             measured, line = budget.charge(functools.partial(measure_call, call, bound))
         else:
-            measured, line = _untimed(call)
+            measured, line = _without_replay(call, None, BUDGET_SPENT)
         measurements.append(measured)
         if line is not None:
             lines.append(f"{call.name} ({call.class_name}): {line}")

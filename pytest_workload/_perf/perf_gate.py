@@ -1,4 +1,5 @@
-"""The performance gate: each timed top-level workload against its baseline on this device."""
+"""The performance gate: each timed top-level workload against its baseline on this device,
+and its texts (regressions, faster workloads, missing baselines, too few samples)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,15 @@ from .._core.canonical import canonical_json
 from .._core.commands import PLAIN, Commands
 from .._core.errors import CorruptFileError, FileWriteError
 from .._core.gate_result import GateResult
+from .._core.hashes import short
 from .._core.notes import Note, NoteKind
-from .._core.text import one_line
+from .._core.text import _count, format_duration, one_line
 from .._fingerprint.distance import nearest
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
-from .baseline import Baseline
-from .baseline_store import BaselineStore
+from .baseline import Baseline, BaselineStore
 from .device import device_identity
-from .drift import judge, worth_retiming
-from .perf_text import render_faster, render_missing_baseline, render_regression, render_too_few
+from .drift import Drift, judge, worth_retiming
 
 _Notes = list[tuple[NoteKind, str]]
 
@@ -26,6 +26,86 @@ _Notes = list[tuple[NoteKind, str]]
 #: is replayed for timing), ``strict`` replays and gates them even then, ``off`` leaves timings
 #: to the report.
 PerfMode = Literal["on", "off", "strict"]
+
+
+def _title(w: Workload) -> str:
+    title = one_line(f"{w.label} ({w.class_name}), input {w.input_signature.format()}")
+    return f"{title}, hash {short(w.hash)}"
+
+
+def _retimed(t: Timing) -> str:
+    if not t.retimed:
+        return ""
+    times = {1: "once", 2: "twice"}.get(t.retimed, f"{t.retimed} times")
+    return f"; re-timed {times}, judged on every timing's samples"
+
+
+def _evidence(current: Timing, drift: Drift) -> str:
+    """Which evidence decided, in the words of the failure message."""
+    if drift.evidence == "flops":
+        assert drift.flops_ratio is not None
+        return (
+            f"FLOPs {drift.flops_ratio:.2f}x the baseline's: counted from shapes, so no "
+            f"machine load explains it (wall {drift.wall_ratio:.2f}x)"
+        )
+    if drift.evidence == "calibrated":
+        machine = "" if drift.machine_ratio is None else f", the kernel {drift.machine_ratio:.2f}x"
+        return (
+            f"time relative to the calibration kernel {drift.ratio:.2f}x (wall "
+            f"{drift.wall_ratio:.2f}x{machine}){_retimed(current)}"
+        )
+    return f"wall {drift.ratio:.2f}x (no calibration to compare){_retimed(current)}"
+
+
+def _interval(t: Timing) -> str:
+    if not t.has_interval:
+        return f"n={t.n}, too few for an interval"
+    return f"95% CI {format_duration(t.ci_low_s)}–{format_duration(t.ci_high_s)} (n={t.n})"
+
+
+def render_regression(
+    w: Workload, baseline: Timing, drift: Drift, device: str, commands: Commands
+) -> str:
+    current = w.timing
+    assert current is not None
+    ratio = f"{drift.ratio:.2f}x slower" + (" calibrated" if drift.evidence == "calibrated" else "")
+    if current.has_interval and baseline.has_interval:
+        ratio += (
+            f" (95% interval of the ratio {drift.ratio_low:.2f}–{drift.ratio_high:.2f}x; "
+            f"tolerance {drift.tolerance:.0%})"
+        )
+    else:
+        ratio += f" (tolerance {drift.tolerance:.0%})"
+    return "\n".join(
+        [
+            f"performance regression: {_title(w)}",
+            f"  decided by {_evidence(current, drift)}",
+            f"  median {format_duration(current.median_s)} vs baseline "
+            f"{format_duration(baseline.median_s)}: {ratio}",
+            f"  current {_interval(current)}, baseline {_interval(baseline)}",
+            f"  on {device}; accept the new timing with {commands.baseline}",
+        ]
+    )
+
+
+def render_missing_baseline(
+    w: Workload, device: str, nearest: tuple[Baseline, float] | None, commands: Commands
+) -> str:
+    # the same text in every test that runs the workload (whatever a test calls its model),
+    # so the session shows it once
+    workload = (
+        one_line(f"{w.class_name}, input {w.input_signature.format()}") + f", hash {short(w.hash)}"
+    )
+    line = f"no timing baseline for {workload} on {device}"
+    if nearest is not None:
+        other, factor = nearest
+        expected = other.timing.median_s * factor
+        line += (
+            f"; nearest compatible baseline: {one_line(f'{other.name} {other.input}')} "
+            f"({format_duration(other.timing.median_s)}) at distance factor {factor:g}, so "
+            f"about {format_duration(expected)} expected if time scales with size"
+        )
+    return f"{line}; record one with {commands.baseline}"
 
 
 class PerfGate:
@@ -73,19 +153,15 @@ class PerfGate:
             return True
 
     def suspect(self, workload_hash: str, timing: Timing, tolerance: float) -> bool:
-        """Whether a fresh timing looks slower than the tolerance against its baseline: the
-        timing loop re-times it then (``TimingPolicy.suspect``), so a burst is outvoted and a
-        real regression gets the samples that prove it. Not under update, where the timing
-        cannot fail: re-timing would only cost time (relaxed for xdist, nothing is replayed)."""
+        """Whether the timing loop re-times a fresh timing (``TimingPolicy.suspect``). Not under
+        update, where the timing cannot fail: re-timing would only cost time."""
         if self.update:
             return False
         try:
             baseline = self._store(timing.device).get(workload_hash)
         except CorruptFileError:
             return False  # reported by check()
-        if baseline is None:
-            return False
-        return worth_retiming(judge(timing, baseline.timing, tolerance))
+        return baseline is not None and worth_retiming(judge(timing, baseline.timing, tolerance))
 
     def _store(self, device: str) -> BaselineStore:
         import torch
@@ -121,20 +197,17 @@ class PerfGate:
         try:
             baseline = store.get(w.hash)
         except CorruptFileError as exc:
+            what, rewrite = one_line(str(exc)), f"rewrite it with {self.commands.baseline}"
             if exc.future:
                 return [
-                    f"timing baseline {one_line(str(exc))}: upgrade pytest-workload to use it. "
+                    f"timing baseline {what}: upgrade pytest-workload to use it. "
                     "It is left as it is, also under --snapshot-update"
-                ]
-            if exc.old and not self.update:
-                return [
-                    f"timing baseline {one_line(str(exc))}; rewrite it with "
-                    f"{self.commands.baseline}"
                 ]
             if not self.update:
                 return [
-                    f"corrupt timing baseline {one_line(str(exc))}; fix it, delete it or rewrite "
-                    f"it with {self.commands.baseline}"
+                    f"timing baseline {what}; {rewrite}"
+                    if exc.old
+                    else f"corrupt timing baseline {what}; fix it, delete it or {rewrite}"
                 ]
             baseline = None
         if baseline is None:
@@ -145,7 +218,12 @@ class PerfGate:
         if drift.kind == "unchanged" or (drift.kind == "too few samples" and self.update):
             return []
         if drift.kind == "too few samples":
-            notes.append(("not judged: too few samples", render_too_few(w, baseline.timing, drift)))
+            text = (
+                f"{_title(w)}: {drift.ratio:.2f}x its baseline, not judged: timed on "
+                f"{_count(w.timing.n, 'sample')} against the baseline's {baseline.timing.n}, "
+                f"and a verdict needs {MIN_SAMPLES} on each side"
+            )
+            notes.append(("not judged: too few samples", text))
         elif self.update:
             note = (
                 "timing baseline for "
@@ -161,41 +239,38 @@ class PerfGate:
                 return [message]
             notes.append(("not judged: xdist", f"{message}\n  ({self._relaxed})"))
         else:
-            notes.append(("faster", render_faster(w, baseline.timing, drift, self.commands)))
+            text = (
+                f"{_title(w)} is {1 / drift.ratio:.2f}x faster than its baseline "
+                f"({format_duration(w.timing.median_s)} vs "
+                f"{format_duration(baseline.timing.median_s)}); refresh the baseline with "
+                f"{self.commands.baseline}"
+            )
+            notes.append(("faster", text))
         return []
 
     def _write(
         self, w: Workload, store: BaselineStore, note: tuple[NoteKind, str], notes: _Notes
     ) -> list[str]:
-        refused = self._refusal(w)
-        if refused is not None:
-            kind, why = refused
-            notes.append((kind, f"{note[1]}: not written, {why}"))
-            return []
-        failures = self._put(w, store)
-        if not failures:
-            notes.append(note)
-        return failures
-
-    def _refusal(self, w: Workload) -> tuple[NoteKind, str] | None:
-        """Why ``w``'s timing must not become its baseline, if it must not."""
+        """Write ``w``'s timing as its baseline, unless it must not become one (say why)."""
         assert w.timing is not None
+        refused: tuple[NoteKind, str] | None = None
         if self._relaxed is not None:
-            return "baseline not written: xdist", self._relaxed
-        if not w.timing.has_interval:  # it could judge nothing
-            return "baseline not written: too few samples", (
-                f"timed on {w.timing.n} sample{'' if w.timing.n == 1 else 's'}, and a verdict "
-                f"needs {MIN_SAMPLES}"
+            refused = ("baseline not written: xdist", self._relaxed)
+        elif not w.timing.has_interval:  # it could judge nothing
+            needs = f"and a verdict needs {MIN_SAMPLES}"
+            refused = (
+                "baseline not written: too few samples",
+                f"timed on {_count(w.timing.n, 'sample')}, {needs}",
             )
-        return None
-
-    def _put(self, w: Workload, store: BaselineStore) -> list[str]:
-        assert w.timing is not None
+        if refused is not None:
+            notes.append((refused[0], f"{note[1]}: not written, {refused[1]}"))
+            return []
         try:
             store.put(Baseline.from_workload(w, store.device))
         except FileWriteError as exc:
             return [f"timing baseline not written: {one_line(str(exc))}"]
         self._written.add(store.path(w.hash))
+        notes.append(note)
         return []
 
     def _no_baseline(self, w: Workload, store: BaselineStore, notes: _Notes) -> list[str]:

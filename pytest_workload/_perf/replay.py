@@ -1,18 +1,16 @@
 """Measuring a top-level workload by replaying its first call after the test.
 
-A replay runs under the state the call was made in (:mod:`.context`), on a copy of its inputs,
-isolated from the program (:mod:`.isolation`): whatever it changes is put back, and user hooks
-do not fire; a Hugging Face cache among the inputs is put back after every call. It measures
-peak memory on CUDA, then, unless timing is off, times the call adaptively on its device; it
-counts FLOPs only where the first call could not (a compiled
-module, whose wrapper would recompile under the counter: its unwrapped module is counted).
-An exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a problem, never
-raised; only ``KeyboardInterrupt`` goes through.
+A replay runs under the state the call was made in, on a copy of its inputs, isolated from the
+program (:mod:`.isolation`); a Hugging Face cache among the inputs is put back after every
+call. An exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a
+problem, never raised; only ``KeyboardInterrupt`` goes through.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -20,15 +18,43 @@ from .._fingerprint.ecosystem import library_parts
 from .._tracing import count_flops
 from .._workload.measured import Measured
 from .._workload.timing import Timing
-from .calibration import calibration_kernel
-from .context import CallContext, applied, capture
-from .first_call import copy_inputs
+from .first_call import CallContext, applied, capture, copy_inputs
 from .isolation import AttributeState, isolated
 from .stopwatch import TimingPolicy, pin_allocator, stopwatch_for, time_call
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
+
+
+@functools.cache
+def calibration_kernel(device: str) -> Callable[[], object]:
+    """A small fixed workload timed beside every replayed one (built once per device).
+
+    Its speed tracks the machine's (frequency, a neighbour's share of the caches and memory
+    bandwidth, a CPU quota), so the ratio of a workload's time to the kernel's divides out what
+    moved them both. A mix of the operations models are made of, about 0.3 ms on one core of a
+    2026 x86 CPU; a private generator leaves the global random state alone.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    generator = torch.Generator().manual_seed(0)
+
+    def tensor(*shape: int) -> torch.Tensor:
+        return torch.rand(*shape, generator=generator, dtype=torch.float32).to(device)
+
+    image, filters, bias = tensor(1, 8, 32, 32), tensor(16, 8, 3, 3), tensor(16)
+    rows, weight = tensor(64, 256), tensor(256, 256)
+
+    def run() -> object:
+        with torch.no_grad():
+            return (
+                F.relu(F.conv2d(image, filters, bias, padding=1)).sum()
+                + torch.tanh(rows @ weight).sum()
+            )
+
+    return run
 
 
 @dataclass(frozen=True)
@@ -56,7 +82,7 @@ def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     return torch.device("cpu")
 
 
-def _peak_memory(call: Any, device: torch.device) -> int:
+def _peak_memory(call: Callable[[], None], device: torch.device) -> int:
     import torch
 
     torch.cuda.synchronize(device)
@@ -77,12 +103,10 @@ def replay(
     context: CallContext | None = None,
     count: bool = True,
 ) -> Measurement:
-    """Measure calls of ``module`` (as called) whose unwrapped module is ``target``, under
-    ``context`` (default: the state now), on copies of ``args`` and ``kwargs``.
-
-    FLOPs (when ``count``) are counted on ``target``; timing uses ``module``, so a compiled
-    model is timed compiled. ``policy=None`` skips timing.
-    """
+    """Measure calls of ``module`` whose unwrapped module is ``target``, under ``context``
+    (default: the state now): peak memory on CUDA, FLOPs (when ``count``) on ``target``, whose
+    wrapper would recompile under the counter, and timing (unless ``policy`` is None) on
+    ``module``, so a compiled model is timed compiled."""
     context = capture(target) if context is None else context
     device = device_of(target, args, kwargs)
     reference = None if policy is None else calibration_kernel(str(device))

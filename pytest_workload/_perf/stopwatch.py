@@ -1,14 +1,12 @@
 """Timing: adaptive repetition on the device a workload runs on, and robust statistics.
 
 In the spirit of ``torch.utils.benchmark``'s ``adaptive_autorange``: warm up, size blocks of
-calls so each measurement is well above clock resolution, then repeat until the median is
-known to a target precision or the time budget is spent. Each block of the workload is
-followed by a block of the calibration kernel (:mod:`.calibration`), and each pair gives one
-ratio: what slows the machine for both divides out. Statistics are order-based (median,
-IQR and a distribution-free confidence interval for the median), so a few outliers from a noisy
-CI machine move nothing.
-
-Clocks are injected, so the loop and the statistics are tested with a fake clock.
+calls well above clock resolution, then repeat until the median is known to a target precision
+or the time budget is spent. Each block of the workload is followed by a block of the
+calibration kernel (``replay.calibration_kernel``), and each pair gives one ratio: what slows
+the machine for both divides out. Statistics are order-based (median, IQR and a
+distribution-free interval for the median), so a few outliers from a noisy CI machine move
+nothing. Clocks are injected, so the loop and the statistics are tested with a fake clock.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ import platform
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final
 
 from .._workload.timing import MIN_SAMPLES, Timing
 
@@ -35,7 +33,6 @@ _Z95: Final = 1.959963984540054
 
 
 def _quantile(ordered: Sequence[float], q: float) -> float:
-    """Linear-interpolation quantile of sorted data."""
     position = q * (len(ordered) - 1)
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
@@ -103,23 +100,18 @@ def time_call(
     hit one round is outvoted by the others, and a real regression, slow in every round, is
     judged on more samples, so with a tighter interval.
     """
-    rounds = [measure(fn, stopwatch, policy, reference=reference)]
-    timing = _summary(rounds, device)
-    while len(rounds) <= policy.retimes and policy.suspected(timing):
+    rounds: list[Samples] = []
+    while True:
         rounds.append(measure(fn, stopwatch, policy, reference=reference))
-        timing = _summary(rounds, device)
-    return timing
-
-
-def _summary(rounds: Sequence[Samples], device: str) -> Timing:
-    """One timing of every round's samples."""
-    timing = summarize(
-        [s for r in rounds for s in r.wall_s],
-        device,
-        ratios=[s for r in rounds for s in r.ratios],
-        calibration_s=[s for r in rounds for s in r.calibration_s],
-    )
-    return dataclasses.replace(timing, retimed=len(rounds) - 1)
+        timing = summarize(
+            [s for r in rounds for s in r.wall_s],
+            device,
+            ratios=[s for r in rounds for s in r.ratios],
+            calibration_s=[s for r in rounds for s in r.calibration_s],
+        )
+        timing = dataclasses.replace(timing, retimed=len(rounds) - 1)
+        if len(rounds) > policy.retimes or not policy.suspected(timing):
+            return timing
 
 
 @dataclass(frozen=True)
@@ -172,10 +164,8 @@ class Lap:
     ratio_s: float
 
 
-class Stopwatch(Protocol):
-    """Times ``number`` back-to-back calls of ``fn`` on one device."""
-
-    def __call__(self, fn: Callable[[], object], number: int) -> Lap: ...
+#: Times ``number`` back-to-back calls of ``fn`` on one device: ``stopwatch(fn, number)``.
+Stopwatch = Callable[[Callable[[], object], int], Lap]
 
 
 class CpuStopwatch:
@@ -201,18 +191,17 @@ class CpuStopwatch:
         return Lap((end - start) / 1e9, (end_cpu - start_cpu) / 1e9)
 
 
-class SyncStopwatch:
-    """Wall time between two device synchronisations (MPS, or any device with a sync call)."""
-
-    def __init__(self, synchronize: Callable[[], None]) -> None:
-        self._synchronize = synchronize
+class MpsStopwatch:
+    """Wall time between two MPS synchronisations."""
 
     def __call__(self, fn: Callable[[], object], number: int) -> Lap:
-        self._synchronize()
+        import torch
+
+        torch.mps.synchronize()
         start = time.perf_counter_ns()
         for _ in range(number):
             fn()
-        self._synchronize()
+        torch.mps.synchronize()
         elapsed = (time.perf_counter_ns() - start) / 1e9
         return Lap(elapsed, elapsed)
 
@@ -241,8 +230,6 @@ class CudaStopwatch:
 
 #: glibc mallopt parameters, and the values pinned so timings do not depend on test order.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-
-
 _PINNED_MMAP_BYTES, _PINNED_TRIM_BYTES = 32 * 2**20, 64 * 2**20
 
 
@@ -253,9 +240,7 @@ def pin_allocator() -> str | None:
     glibc raises both thresholds as a process frees larger blocks, so until a big model has
     run, a small model's buffers go back to the kernel and are faulted in again on every call:
     the same workload times up to ~1.5x slower in a fresh process than after another test.
-    Pinning them (at glibc's own dynamic maximum) makes timings independent of what ran
-    before. Respects ``MALLOC_MMAP_THRESHOLD_`` / ``MALLOC_TRIM_THRESHOLD_`` if set; does
-    nothing on other C libraries.
+    Pinning them (at glibc's own dynamic maximum) makes timings independent of what ran before.
     """
     if platform.libc_ver()[0] != "glibc":
         return None
@@ -278,19 +263,15 @@ def allocator_state() -> str | None:
 
 def stopwatch_for(device: torch.device) -> Stopwatch:
     """The right way to time calls on ``device``: never CUDA without events or a sync."""
-    import torch
-
     if device.type == "cuda":
         return CudaStopwatch(device)
-    if device.type == "mps":
-        return SyncStopwatch(torch.mps.synchronize)
-    return CpuStopwatch()
+    return MpsStopwatch() if device.type == "mps" else CpuStopwatch()
 
 
 @dataclass(frozen=True)
 class Samples:
-    """One pair per sample: the workload's wall time per call, its ratio to the calibration
-    kernel (per call, on the ratio clock), and the kernel's own time per call."""
+    """Per pair of blocks: the workload's wall time per call, its ratio to the kernel's (on
+    the ratio clock), and the kernel's own time per call."""
 
     wall_s: list[float]
     ratios: list[float]
@@ -344,8 +325,12 @@ def measure(
             break
         # A precise-looking median from a few milliseconds says more about that moment than
         # about the workload: spend a fifth of the budget at least.
-        if spent() >= policy.budget_s / 5 and _precise(samples.ratios, policy.precision):
-            break
+        if spent() >= policy.budget_s / 5:
+            ordered = sorted(samples.ratios)
+            low, high = median_interval(ordered)
+            median = _quantile(ordered, 0.5)
+            if median > 0 and (high - low) / 2 / median <= policy.precision:
+                break
     return samples
 
 
@@ -355,10 +340,3 @@ _RESOLUTION_S: Final = 1e-9
 
 def _block(min_block_s: float, per_call_s: float) -> int:
     return max(1, math.ceil(min_block_s / max(per_call_s, _RESOLUTION_S)))
-
-
-def _precise(samples: Sequence[float], precision: float) -> bool:
-    ordered = sorted(samples)
-    low, high = median_interval(ordered)
-    median = _quantile(ordered, 0.5)
-    return median > 0 and (high - low) / 2 / median <= precision
