@@ -150,13 +150,11 @@ class WorkloadSession:
             nodeid,
             max_depth=max_depth,
             timing=self.settings.timing,
-            scheme=self.scheme,
             describe=describe,
             keyer=keyer,
-            alternate_schemes=self.legacy_schemes if self.settings.migrate else (),
             rootdir=self.settings.rootdir,
             replays=replays,
-        )
+        )._hash_under(self.scheme, self.legacy_schemes if self.settings.migrate else ())
 
     def device(self) -> torch.device:
         """The device tests are asked to run on (``--workload-device``), resolved once."""

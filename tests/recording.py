@@ -23,7 +23,7 @@ def no_hooks_left(*modules: nn.Module) -> bool:
 
 def record(fn, *, max_depth=0, timing=True, scheme=CURRENT_SCHEME) -> TestWorkloads:
     """The workloads of ``fn()`` recorded with every root watched."""
-    recorder = WorkloadRecorder("t", max_depth=max_depth, timing=timing, scheme=scheme)
+    recorder = WorkloadRecorder("t", max_depth=max_depth, timing=timing)._hash_under(scheme, ())
     with recorder.recording(all_roots=True):
         fn()
     assert recorder.errors == ()

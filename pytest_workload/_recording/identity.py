@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import inspect
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._core.canonical import Json
 from .._core.errors import UndescribableInputError
 from .._fingerprint.describe import Describer, describe_args
-from .._fingerprint.scheme import FingerprintScheme
+from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from .._fingerprint.structure import (
     StatsMemo,
     StructureMemo,
@@ -107,14 +107,10 @@ _IdentityKey = tuple[int, bool, object, object, str]
 class IdentityCache:
     """Identities and root plans read from module trees, valid until a tree changes."""
 
-    def __init__(
-        self,
-        scheme: FingerprintScheme,
-        alternates: Sequence[FingerprintScheme],
-        describe: Describer | None,
-    ) -> None:
-        self.scheme = scheme
-        self._alternates = tuple(alternates)
+    def __init__(self, describe: Describer | None) -> None:
+        self.scheme: FingerprintScheme = CURRENT_SCHEME
+        #: older schemes to hash under too (``--workload-migrate``)
+        self.alternates: tuple[FingerprintScheme, ...] = ()
         self._describe = describe
         self._known: dict[_IdentityKey, Identity] = {}
         self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
@@ -220,7 +216,7 @@ class IdentityCache:
             params=param_stats(target, self._stats_memo),
             arg_names=self._names_of_arguments(target),
             submodules=child_structure_hashes(target, memo, self.scheme.node),
-            alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
+            alternates=tuple(_alternate(s, target, signature) for s in self.alternates),
             output=self._describe_output(result),
             device=device,
             clocked=device == "cpu",

@@ -81,14 +81,11 @@ class WorkloadRecorder:
         nodeid: The name the workloads are recorded under (in a test, its node id).
         max_depth: How deep below a root its submodules are recorded; 0 records only roots.
         timing: Time the recorded calls as they run (``Workload.total_time_s``).
-        scheme: The fingerprint scheme. The plugin's own; leave it out.
         describe: Describes an input type pytest-workload does not know, as the
             ``pytest_workload_describe`` hook does: ``describe(value)`` returns JSON, or None
             to decline.
         keyer: Your own key for each call, as the ``pytest_workload_key`` hook returns it:
             ``keyer(module, args, kwargs)`` returns JSON, or None for no key.
-        alternate_schemes: Older schemes to hash under too, for a migration. The plugin's
-            own; leave it out.
         rootdir: Call sites (``Workload.location``) are written relative to it.
         replays: Keep each workload's first inputs so that the plugin can replay it for
             timing; False copies nothing.
@@ -103,10 +100,8 @@ class WorkloadRecorder:
         *,
         max_depth: int = 0,
         timing: bool = True,
-        scheme: FingerprintScheme = CURRENT_SCHEME,
         describe: Describer | None = None,
         keyer: Keyer | None = None,
-        alternate_schemes: Sequence[FingerprintScheme] = (),
         rootdir: Path | None = None,
         replays: bool = True,
     ) -> None:
@@ -116,11 +111,10 @@ class WorkloadRecorder:
         self.replays = replays
         self.max_depth = max_depth
         self.timing = timing
-        self.scheme = scheme
-        alternates = [s for s in alternate_schemes if s.version != scheme.version]
+        self._scheme = CURRENT_SCHEME
         self._errors = ErrorLog()
         self._rows = RowTable(timing=timing)
-        identities = IdentityCache(scheme, alternates, describe)
+        identities = IdentityCache(describe)
         self._identities: IdentityCache | None = identities
         stack = CallStack(
             identities,
@@ -134,6 +128,16 @@ class WorkloadRecorder:
         self._hooks: Hooks | None = Hooks(stack, identities, self._errors, max_depth)
         self._stopped = False
         self._released: TestWorkloads | None = None
+
+    def _hash_under(
+        self, scheme: FingerprintScheme, alternates: Sequence[FingerprintScheme]
+    ) -> WorkloadRecorder:
+        """The plugin's own, before recording: hash under the session's scheme, and under
+        older ones too for ``--workload-migrate``."""
+        assert self._identities is not None and not self._stopped
+        self._scheme = self._identities.scheme = scheme
+        self._identities.alternates = tuple(s for s in alternates if s.version != scheme.version)
+        return self
 
     def start(self) -> None:
         """Record every module called at top level until ``stop()``."""
@@ -244,7 +248,7 @@ class WorkloadRecorder:
         # (never replayed: its own calls were timed as they ran, whatever changed since)
         if self.replays and mismatch(first.context, target) is None:
             with trained_as(first.context, target):
-                if self.scheme.structure_hash(target) != identity.structure_hash:
+                if self._scheme.structure_hash(target) != identity.structure_hash:
                     changed = "its structure differs"
         observed = () if entry.untimed else tuple(ns / 1e9 for ns in entry.samples_ns)
         return RecordedCall(
