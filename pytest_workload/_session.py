@@ -27,7 +27,7 @@ from ._perf.drift import DEFAULT_TOLERANCE
 from ._perf.orchestrate import Replays
 from ._perf.perf_gate import PerfGate, PerfMode
 from ._perf.stopwatch import TimingPolicy
-from ._recording.recorder import Keyer, WorkloadRecorder
+from ._recording.recorder import Keyer, SessionRecorder, WorkloadRecorder
 from ._report.key_gate import KeysGate
 from ._report.report_files import write_report
 from ._report.session_report import SessionReport
@@ -146,15 +146,17 @@ class WorkloadSession:
         keyer: Keyer | None = None,
         replays: bool = True,
     ) -> WorkloadRecorder:
-        return WorkloadRecorder(
+        return SessionRecorder(
             nodeid,
+            self.scheme,
+            self.legacy_schemes if self.settings.migrate else (),
             max_depth=max_depth,
             timing=self.settings.timing,
             describe=describe,
             keyer=keyer,
             rootdir=self.settings.rootdir,
             replays=replays,
-        )._hash_under(self.scheme, self.legacy_schemes if self.settings.migrate else ())
+        )
 
     def device(self) -> torch.device:
         """The device tests are asked to run on (``--workload-device``), resolved once."""

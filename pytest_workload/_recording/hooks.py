@@ -27,17 +27,12 @@ from .._torch_internals import (
     function_mode_check,
     tracing_checks,
 )
-from .error_log import ErrorLog
 from .identity import IdentityCache
+from .plan import untraced
 from .stack import CallStack, Frame
-from .traced import untraced
 
 if TYPE_CHECKING:
     from torch import nn
-
-
-def _never() -> bool:
-    return False
 
 
 class Hooks:
@@ -47,53 +42,39 @@ class Hooks:
     never raises. Calls from threads other than the one that started recording are ignored.
     """
 
-    def __init__(
-        self, stack: CallStack, identities: IdentityCache, errors: ErrorLog, max_depth: int
-    ) -> None:
+    def __init__(self, stack: CallStack, identities: IdentityCache, max_depth: int) -> None:
         self._stack = stack
         self._identities = identities
-        self._errors = errors
         self._max_depth = max_depth
         self._thread: int | None = None
         self._watch_all = False
-        self._stopped = False
         self._tracked: dict[int, tuple[nn.Module, int]] = {}
         self._watch: GlobalWatch | None = None
         self._calls: CallHooks | None = None
         # the running root's modules whose hooks are in
         self._hooked: Sequence[nn.Module] = ()
-        self._compiling: Callable[[], bool] = _never
-        self._tracing: Callable[[], bool] = _never
-        # whether a function mode is on (the test's, or the tracer's), which would see the
-        # recorder's own reads of tensors
-        self._function_mode: Callable[[], bool] = _never
-
-    def watch_all(self) -> None:
-        """Open a root for every module called at top level."""
-        self._thread = get_ident()
-        self._watch_all = True
-        self._start()
-
-    def track(self, module: nn.Module, max_depth: int) -> None:
-        """Open a root for calls of ``module``."""
-        if self._thread is None:
-            self._thread = get_ident()
-        self._tracked[id(module)] = (module, max_depth)
-        self._start()
-
-    def _start(self) -> None:
-        if self._watch is not None or self._stopped:
-            return
         self._compiling = compiling_check()
         self._tracing = tracing_checks()
+        # whether a function mode is on (the test's, or the tracer's), which would see the
+        # recorder's own reads of tensors
         self._function_mode = function_mode_check()
+
+    def track(self, module: nn.Module | None, max_depth: int) -> None:
+        """Open a root for calls of ``module`` (None: of every module called at top level)."""
+        if module is None or self._thread is None:
+            self._thread = get_ident()
+        if module is None:
+            self._watch_all = True
+        else:
+            self._tracked[id(module)] = (module, max_depth)
+        if self._watch is not None:
+            return
         self._identities.watch()
         self._calls = CallHooks(self._enter, self._exit)
         self._watch = GlobalWatch(self._watch_call, self._open_call)
 
     def remove_all(self) -> None:
         """Remove every hook; a root still running is dropped. Idempotent."""
-        self._stopped = True
         if self._watch is not None:
             self._watch.remove()
             self._watch = None
@@ -159,7 +140,7 @@ class Hooks:
             else:
                 fn(*args)
         except Exception:
-            self._errors.internal()
+            self._stack.internal_error()
 
     def _watch_call(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         if self._compiling():  # (first: dynamo traces the rest away)

@@ -33,8 +33,7 @@ from .._torch_internals import own_parameters
 from .._workload.modules import hash_without_dtypes
 from .._workload.signature import InputSignature
 from .._workload.workload import AlternateHash, ParamStats
-from .plan import Plan, build_plan
-from .traced import untraced
+from .plan import Plan, build_plan, untraced
 
 if TYPE_CHECKING:
     from torch import nn

@@ -1,4 +1,5 @@
-"""The row table: completed calls aggregated into one row per workload and caller.
+"""The row table: completed calls aggregated into one row per workload and caller, and turned
+into the stored ``Workload`` of each row, parents before children.
 
 Rows are keyed by what a workload *is* (structure and inputs), not by its hash, so a scheme
 whose hashes collapse cannot merge rows and hide the collapse, and by their calling row, so a
@@ -13,17 +14,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._core.canonical import Json, canonical_json
+from .._fingerprint.libraries import library_versions
+from .._perf import Measurement, summarize
+from .._workload.measured import OBSERVED, OFF, Measured, not_measured
+from .._workload.modules import ModuleTable, closure, top_packages
+from .._workload.paths import name_first
+from .._workload.timing import Timing
+from .._workload.workload import TestWorkloads, UserKey, Workload
 from .identity import Identity
-
-# (the counts, named where the recorder's tests read them)
-from .states import OBSERVED_CALLS as OBSERVED_CALLS
-from .states import TRACED_CALLS as TRACED_CALLS
-from .states import Event, Life, advance
+from .states import Event, Life, State, advance
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from .._perf import FirstCall, Measurement
+    from .._perf import FirstCall
     from .._workload.computation import Computation
 
 UNTRACED = "first run in a call that was not traced (its caller's operations depend on the data)"
@@ -83,14 +87,11 @@ class Entry:
             self.compute_unknown = "its traced call built a lazy module's parameters"
             return
         first = not self.life.traced
-        differs = not first and _differ(self.computation, done.computation)
+        a, b = self.computation, done.computation
+        differs = not first and a is not None and b is not None and a.hash != b.hash
         self.life = advance(self.life, Event.TRACED_OTHER if differs else Event.TRACED)
         if first:
             self.computation, self.compute_unknown = done.computation, done.compute_unknown
-
-
-def _differ(a: Computation | None, b: Computation | None) -> bool:
-    return a is not None and b is not None and a.hash != b.hash
 
 
 _EntryKey = tuple[int | None, str, str, int]
@@ -112,10 +113,6 @@ class RowTable:
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    def entries(self) -> list[Entry]:
-        """Every row, in order of creation."""
-        return list(self._entries.values())
 
     def root(self, identity: Identity) -> Entry | None:
         """A root workload's row, if it has one (looked up by the identity object first: a
@@ -207,6 +204,19 @@ class RowTable:
             sub.calls += calls
             sub.counted += calls
 
+    def to_workloads(self, nodeid: str, descriptions: ModuleTable) -> TestWorkloads:
+        """The rows in order of first call, with the descriptions of their trees (taken from
+        ``descriptions``, every module description the test read)."""
+        entries = sorted(self._entries.values(), key=lambda e: e.done.order)
+        position = {e.row: i for i, e in enumerate(entries)}
+        modules = closure(descriptions, (e.done.identity.structure_hash for e in entries))
+        return TestWorkloads(
+            nodeid,
+            tuple(_workload(e, position, self.timing) for e in entries),
+            modules=modules,
+            libraries=library_versions(top_packages(modules)) if entries else {},
+        )
+
 
 def _depends_on_data(caller: Entry | None) -> None:
     """A call of known workloads ran a new one, or a known one at a new path: their
@@ -214,3 +224,73 @@ def _depends_on_data(caller: Entry | None) -> None:
     while caller is not None:
         caller.life = advance(caller.life, Event.NEW_BELOW)
         caller = caller.caller
+
+
+def _timing(entry: Entry) -> Timing | None:
+    if entry.measurement is not None:
+        return entry.measurement.timing
+    if entry.caller is None or entry.untimed or not entry.samples_ns:
+        return None
+    samples = [ns / 1e9 for ns in entry.samples_ns]
+    return summarize(samples, entry.done.identity.device, "recorded calls")
+
+
+def _measured(entry: Entry, timing: bool) -> Measured | None:
+    """How a row's numbers were obtained: a root's say its measurement (None before it, or
+    for a failed test), a submodule's are its observed calls'."""
+    if entry.caller is None:
+        return None if entry.measurement is None else entry.measurement.measured
+    if not timing:
+        how = OFF
+    elif entry.untimed:
+        how = not_measured("it ran off the CPU, where a clock around a call does not time it")
+    elif not entry.samples_ns:
+        how = not_measured("its calls were traced (which slows them): a later call times it")
+    elif entry.counted:
+        observed = len(entry.samples_ns)
+        how = (
+            f"{OBSERVED} ({observed} of {entry.calls}: the later calls of a settled root run "
+            "its submodules unhooked)"
+        )
+    else:
+        how = OBSERVED
+    return Measured(how, not_measured("FLOPs are counted for top-level workloads"))
+
+
+def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
+    done, identity, caller = entry.done, entry.done.identity, entry.caller
+    computation = entry.computation
+    measured = entry.measurement or Measurement()
+    unknown = entry.compute_unknown or "its operations were not traced"
+    return Workload(
+        name=done.name,
+        class_name=identity.class_name,
+        depth=done.depth,
+        parent=None if caller is None else caller.done.identity.hash,
+        structure_hash=identity.structure_hash,
+        structure_hash_without_dtypes=identity.structure_hash_without_dtypes,
+        input_signature=identity.signature,
+        hash=identity.hash,
+        calls=entry.calls,
+        params=identity.params,
+        arg_names=identity.arg_names,
+        location=done.location,
+        # (calls counted from a settled root's were not timed: no total)
+        total_time_s=None if not timing or entry.untimed or entry.counted else entry.total_ns / 1e9,
+        submodules=identity.submodules,
+        user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
+        alternates=identity.alternates,
+        timing=_timing(entry),
+        flops=measured.flops,
+        peak_memory_bytes=measured.peak_memory_bytes,
+        output_signature=identity.output,
+        caller=None if caller is None else position[caller.row],
+        measured=_measured(entry, timing),
+        compute_hash=None if computation is None else computation.hash,
+        data_dependent=entry.life.state is State.DATA_DEPENDENT,
+        compute_unknown=None if computation is not None else unknown,
+        compute_partial=None if computation is None else computation.coverage(),
+        computation=computation,
+        costs=None if computation is None else computation.costs,
+        paths=name_first(done.name, entry.paths),
+    )

@@ -4,13 +4,22 @@ A frame is opened by a pre-hook, completed by a forward hook (which describes th
 its identity) and popped by an always-called forward hook, so a call that raises is popped
 uncompleted: it is not recorded, nor are the calls it made. A completed root goes into the
 row table with its completed children.
+
+A new root is named where it was called from: by the name the test's own code gave it there.
+A module called at top level by a method of the module that owns it (``forward_features``
+calling ``self.layer1``) is named by its path there, after the owner's own name
+(``model.layer1``), so that the children one method calls are told apart.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
+import os
 import sys
 import time
+import traceback
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,15 +32,14 @@ from .._fingerprint.describe import Describer, describe_args, describe_kwargs, i
 from .._fingerprint.structure import class_name
 from .._perf import FirstCall
 from .._workload.computation import Computation
-from .callsite import call_site
-from .error_log import ErrorLog
 from .identity import Identity, IdentityCache
-from .plan import Plan
+from .plan import Plan, RootTrace, untraced
 from .rows import Done, Entry, RowTable
 from .states import State
-from .traced import RootTrace, untraced
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from torch import nn
 
 #: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
@@ -40,10 +48,6 @@ Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
 
 def _untimed() -> int:
     return 0
-
-
-#: A call's described positional and keyword arguments.
-_Described = tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]]
 
 
 @dataclass(slots=True)
@@ -84,17 +88,19 @@ class CallStack:
         self,
         identities: IdentityCache,
         rows: RowTable,
-        errors: ErrorLog,
+        errors: dict[str, None],
         *,
         describe: Describer | None,
         keyer: Keyer | None,
         rootdir: Path | None,
-        copies: bool = True,
+        copies: bool,
     ) -> None:
         self._identities = identities
         self._copies = copies
         self._rows = rows
-        self._errors = errors
+        #: problems of the recorder itself (an input it cannot describe, an internal failure),
+        #: distinct, in order of first occurrence: never raised into the model's forward
+        self.errors = errors
         self._describe = describe
         self._keyer = keyer
         self._rootdir = str(rootdir) if rootdir is not None else None
@@ -102,10 +108,14 @@ class CallStack:
         self.frames: list[Frame] = []
         self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else _untimed
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
-        self._seen: dict[Hashable, tuple[_Described, str]] = {}
+        self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
+
+    def internal_error(self) -> None:
+        """Log the exception being handled: the recorder failed (never the model)."""
+        self.errors["internal error while recording:\n" + traceback.format_exc()] = None
 
     def clear(self) -> None:
         """Drop the running root, if any."""
@@ -139,7 +149,10 @@ class CallStack:
             traced = frame.entry is None or frame.entry.life.traces(plan.opaque is not None)
         if traced:
             frame.entry = None  # (a traced call is filed with its operations, as a Done)
-            self._errors.guarded(self._begin_trace, frame, args, kwargs, plan, new)
+            try:  # (apart: a call that cannot be observed is still recorded, and not measured)
+                self._begin_trace(frame, args, kwargs, plan, new)
+            except Exception:
+                self.internal_error()
         elif (
             frame.entry is not None
             and frame.entry.life.state is State.SETTLED
@@ -159,13 +172,12 @@ class CallStack:
         plan: Plan,
         first: bool,
     ) -> None:
-        # guarded apart: a call that cannot be observed is still recorded (and not measured)
         trace = RootTrace(frame.module, plan)
         if first:  # (its inputs are copied before tracing begins)
             frame.first = FirstCall(frame.target, args, kwargs, copy=self._copies)
         trace.start(frame.target, (args, kwargs))
         self._trace = trace
-        frame.span = trace.traces_ops
+        frame.span = trace.opaque is None
         if frame.first is not None:
             frame.first.counts = trace.counts
 
@@ -183,15 +195,12 @@ class CallStack:
             next(self._order),
         )
         frame.ambient = sys.exc_info()[1]
-        self._push(frame, args, kwargs)
-        if self._trace is not None:
-            frame.span = frame.record and self._trace.open_span(path)
-        frame.start_ns = self._clock()
-
-    def _push(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if frame.record:
             self._describe_into(frame, args, kwargs)
         self.frames.append(frame)
+        if self._trace is not None:
+            frame.span = frame.record and self._trace.open_span(path)
+        frame.start_ns = self._clock()
 
     def complete(
         self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
@@ -295,7 +304,7 @@ class CallStack:
             else:
                 name, location = frame.name, None
             where = f" called at {location}" if location else ""
-            self._errors.add(f"{name} ({class_name(frame.target)}){where}: {exc}")
+            self.errors[f"{name} ({class_name(frame.target)}){where}: {exc}"] = None
             return
         # repr, not JSON: a process-local key that still tells True, 1 and 1.0 apart (rows are
         # told apart by the signature's canonical form), computed once per distinct raw inputs
@@ -311,10 +320,63 @@ class CallStack:
             key = self._keyer(module, args, kwargs)
             canonical_json(key)
         except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
-            self._errors.add(f"pytest_workload_key failed for {name}: {exc!r}")
+            self.errors[f"pytest_workload_key failed for {name}: {exc!r}"] = None
             return None
         refused = out_of_bounds(key)
         if refused is not None:
-            self._errors.add(f"pytest_workload_key returned {refused} for {name}")
+            self.errors[f"pytest_workload_key returned {refused} for {name}"] = None
             return None
         return key
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@functools.cache
+def _is_internal(filename: str) -> bool:
+    import torch
+
+    path = os.path.abspath(filename)
+    return path.startswith((os.path.dirname(os.path.abspath(torch.__file__)), _PACKAGE_DIR))
+
+
+def call_site(module: nn.Module, target: nn.Module, rootdir: str | None) -> tuple[str, str | None]:
+    """Name and location of the code that called a root: the first frame, walking out
+    from this hook, that is neither torch's nor this package's. Only looked up for new
+    workloads and errors, never on the repeated-call path."""
+    fallback = type(target).__name__
+    caller = inspect.currentframe()
+    while caller is not None and _is_internal(caller.f_code.co_filename):
+        caller = caller.f_back
+    if caller is None:
+        return fallback, None
+    name = _local_name(caller, module) or _path_in_owner(caller, module) or fallback
+    filename = os.path.abspath(caller.f_code.co_filename)
+    if rootdir is not None and filename.startswith(rootdir + os.sep):
+        filename = os.path.relpath(filename, rootdir)
+    return name, f"{filename}:{caller.f_lineno}"
+
+
+def _local_name(frame: FrameType, module: nn.Module) -> str | None:
+    """The name ``frame`` gives ``module`` (other than ``self``), if any."""
+    return next((k for k, v in frame.f_locals.items() if v is module and k != "self"), None)
+
+
+def _path_in_owner(caller: FrameType, module: nn.Module) -> str | None:
+    """``owner.path`` when ``caller`` is a method of a module that contains ``module``; the
+    owner is named as the first frame further out names it, else by its class."""
+    from torch import nn
+
+    owner = caller.f_locals.get("self")
+    if not isinstance(owner, nn.Module) or owner is module:
+        return None
+    path = next((p for p, m in owner.named_modules() if m is module and p), None)
+    if path is None:
+        return None
+    outer = caller.f_back
+    while outer is not None:
+        name = None if _is_internal(outer.f_code.co_filename) else _local_name(outer, owner)
+        if name is not None:
+            return f"{name}.{path}"
+        outer = outer.f_back
+    return f"{type(owner).__name__}.{path}"
