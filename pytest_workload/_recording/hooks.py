@@ -29,7 +29,8 @@ from .._torch_internals import (
 )
 from .identity import IdentityCache
 from .plan import untraced
-from .stack import CallStack, Frame
+from .rows import Call
+from .stack import CallStack
 
 if TYPE_CHECKING:
     from torch import nn
@@ -116,7 +117,7 @@ class Hooks:
         if self._watch is not None:
             self._watch.resume()
 
-    def _finish(self, frame: Frame, args: tuple[Any, ...], kwargs: Any, result: Any) -> None:
+    def _finish(self, frame: Call, args: tuple[Any, ...], kwargs: Any, result: Any) -> None:
         """The call ended: record it if it returned (else it raised), then close it."""
         # torch calls the hook from its exception handler when the forward raised
         returned = sys.exc_info()[1] is frame.ambient

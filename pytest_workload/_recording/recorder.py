@@ -225,7 +225,7 @@ class WorkloadRecorder:
         self._identities = None
 
     def _recorded_call(self, entry: Entry, module: nn.Module, first: FirstCall) -> RecordedCall:
-        identity = entry.done.identity
+        identity = entry.identity
         target = identity.target
         assert first.context is not None  # (rows keep only first calls that returned)
         changed = None

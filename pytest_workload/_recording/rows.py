@@ -33,20 +33,41 @@ if TYPE_CHECKING:
 UNTRACED = "first run in a call that was not traced (its caller's operations depend on the data)"
 
 
-@dataclass
-class Done:
-    """One completed call, with the completed calls it made."""
+@dataclass(slots=True, eq=False)
+class Call:
+    """One recorded module call: a frame of the call stack while it runs; once it returned
+    (``done``), what it was, with the completed calls it made, filed into the row table."""
 
-    identity: Identity
+    module: nn.Module
+    target: nn.Module
     name: str
-    location: str | None
     depth: int
-    elapsed_ns: int
+    record: bool
     order: int
-    children: list[Done]
+    args: tuple[Json, ...] | None = None
+    kwargs: tuple[tuple[str, Json], ...] | None = None
+    # the process-local key of its described inputs, once both args and kwargs are
+    key: str | None = None
+    start_ns: int = 0
+    elapsed_ns: int = 0
+    # the exception being handled where the call began (another one as it ends: it raised)
+    ambient: BaseException | None = None
+    # a root's identity when its inputs were seen before, looked up once as the call opens,
+    # valid while the identity cache's generation stays the same
+    identity: Identity | None = None
+    generation: int = 0
+    # a root's row when its workload has one already, looked up as the call opens
+    entry: Entry | None = None
+    # a settled root's call: its submodules run unhooked (see states.OBSERVED_CALLS)
+    settled: bool = False
+    # a new root's first call; once done, kept only for a new top-level workload
+    first: FirstCall | None = None
+    # whether this call's operations go into a span of its own (its root is traced)
+    span: bool = False
+    done: bool = False
+    children: list[Call] = field(default_factory=list)
+    location: str | None = None
     user_key: Json = None
-    # the module as called and its first call, kept when this is a new top-level workload
-    first: tuple[nn.Module, FirstCall] | None = None
     # whether its operations were traced, what they were, and (None there) why not
     traced: bool = False
     computation: Computation | None = None
@@ -59,7 +80,8 @@ class Done:
 class Entry:
     """One row: a workload under one calling row, with its calls summed."""
 
-    done: Done
+    done: Call
+    identity: Identity
     # the calling row; rows are numbered in order of creation
     caller: Entry | None
     row: int
@@ -82,7 +104,7 @@ class Entry:
     counted: int = 0
     life: Life = field(default_factory=Life)
 
-    def add_traced(self, done: Done) -> None:
+    def add_traced(self, done: Call) -> None:
         if done.building:  # (the next call is traced in its place)
             self.compute_unknown = "its traced call built a lazy module's parameters"
             return
@@ -131,16 +153,19 @@ class RowTable:
         for entry in self._entries.values():
             first, entry.done.first = entry.done.first, None
             if first is not None and entry.caller is None:
-                taken.append((entry, *first))
+                taken.append((entry, entry.done.module, first))
         return taken
 
-    def add(self, caller: Entry | None, done: Done, tally: dict[Entry, int] | None = None) -> None:
+    def add(self, caller: Entry | None, done: Call, tally: dict[Entry, int] | None = None) -> None:
         """Count a completed call (and, under its row, the calls it made); ``tally`` counts
         the rows' calls of one observed root call."""
-        key = _entry_key(caller, done.identity, done.depth)
+        identity = done.identity
+        assert identity is not None  # (a call is done once its identity is read)
+        key = _entry_key(caller, identity, done.depth)
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = Entry(done, caller, len(self._entries), {done.name: None})
+            row = len(self._entries)
+            entry = self._entries[key] = Entry(done, identity, caller, row, {done.name: None})
             if not done.traced:
                 entry.compute_unknown = UNTRACED
                 _depends_on_data(caller)
@@ -154,9 +179,7 @@ class RowTable:
             tally[entry] = tally.get(entry, 0) + 1
         # (a traced call ran under the tracer, and a first call copied its inputs first)
         sample = done.first is None and not done.traced
-        self.count(
-            entry, done.identity, done.elapsed_ns, done.user_key, done.children, sample, tally
-        )
+        self.count(entry, identity, done.elapsed_ns, done.user_key, done.children, sample, tally)
 
     def count(
         self,
@@ -164,7 +187,7 @@ class RowTable:
         identity: Identity,
         elapsed_ns: int,
         user_key: Json,
-        children: list[Done],
+        children: list[Call],
         sample: bool = True,
         tally: dict[Entry, int] | None = None,
     ) -> None:
@@ -187,7 +210,7 @@ class RowTable:
         identity: Identity,
         elapsed_ns: int,
         user_key: Json,
-        children: list[Done],
+        children: list[Call],
     ) -> None:
         """Count an untraced call of a known root, its submodules' calls recorded."""
         tally: dict[Entry, int] = {}
@@ -209,7 +232,7 @@ class RowTable:
         ``descriptions``, every module description the test read)."""
         entries = sorted(self._entries.values(), key=lambda e: e.done.order)
         position = {e.row: i for i, e in enumerate(entries)}
-        modules = closure(descriptions, (e.done.identity.structure_hash for e in entries))
+        modules = closure(descriptions, (e.identity.structure_hash for e in entries))
         return TestWorkloads(
             nodeid,
             tuple(_workload(e, position, self.timing) for e in entries),
@@ -232,7 +255,7 @@ def _timing(entry: Entry) -> Timing | None:
     if entry.caller is None or entry.untimed or not entry.samples_ns:
         return None
     samples = [ns / 1e9 for ns in entry.samples_ns]
-    return summarize(samples, entry.done.identity.device, "recorded calls")
+    return summarize(samples, entry.identity.device, "recorded calls")
 
 
 def _measured(entry: Entry, timing: bool) -> Measured | None:
@@ -258,7 +281,7 @@ def _measured(entry: Entry, timing: bool) -> Measured | None:
 
 
 def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
-    done, identity, caller = entry.done, entry.done.identity, entry.caller
+    done, identity, caller = entry.done, entry.identity, entry.caller
     computation = entry.computation
     measured = entry.measurement or Measurement()
     unknown = entry.compute_unknown or "its operations were not traced"
@@ -266,7 +289,7 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         name=done.name,
         class_name=identity.class_name,
         depth=done.depth,
-        parent=None if caller is None else caller.done.identity.hash,
+        parent=None if caller is None else caller.identity.hash,
         structure_hash=identity.structure_hash,
         structure_hash_without_dtypes=identity.structure_hash_without_dtypes,
         input_signature=identity.signature,

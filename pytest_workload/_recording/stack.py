@@ -21,7 +21,6 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +31,9 @@ from .._fingerprint.describe import Describer, describe_args, describe_kwargs, i
 from .._fingerprint.structure import class_name
 from .._perf import FirstCall
 from .._workload.computation import Computation
-from .identity import Identity, IdentityCache
+from .identity import IdentityCache
 from .plan import Plan, RootTrace, untraced
-from .rows import Done, Entry, RowTable
+from .rows import Call, RowTable
 from .states import State
 
 if TYPE_CHECKING:
@@ -50,39 +49,8 @@ def _untimed() -> int:
     return 0
 
 
-@dataclass(slots=True)
-class Frame:
-    module: nn.Module
-    target: nn.Module
-    name: str
-    depth: int
-    record: bool
-    order: int
-    args: tuple[Json, ...] | None = None
-    kwargs: tuple[tuple[str, Json], ...] | None = None
-    start_ns: int = 0
-    first: FirstCall | None = None
-    # whether this call's operations go into a span of its own (its root is traced)
-    span: bool = False
-    computation: Computation | None = None
-    done: Done | None = None
-    children: list[Done] = field(default_factory=list)
-    # a root's identity when its inputs were seen before, looked up once as the call opens,
-    # valid while the identity cache's generation stays the same
-    identity: Identity | None = None
-    generation: int = 0
-    # the process-local key of its described inputs, once both args and kwargs are
-    key: str | None = None
-    # a root's row when its workload has one already, looked up as the call opens
-    entry: Entry | None = None
-    # the exception being handled where the call began (another one as it ends: it raised)
-    ambient: BaseException | None = None
-    # a settled root's call: its submodules run unhooked (see states.OBSERVED_CALLS)
-    settled: bool = False
-
-
 class CallStack:
-    """Frames of the calls in progress, under the plan of the running root."""
+    """Calls of the calls in progress, under the plan of the running root."""
 
     def __init__(
         self,
@@ -105,7 +73,7 @@ class CallStack:
         self._keyer = keyer
         self._rootdir = str(rootdir) if rootdir is not None else None
         #: the calls in progress, innermost last (read by the hooks on every call)
-        self.frames: list[Frame] = []
+        self.frames: list[Call] = []
         self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else _untimed
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
         self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
@@ -134,7 +102,7 @@ class CallStack:
     def open_root(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan
     ) -> None:
-        frame = Frame(module, plan.target, "", 0, True, next(self._order))
+        frame = Call(module, plan.target, "", 0, True, next(self._order))
         frame.ambient = sys.exc_info()[1]
         self._describe_into(frame, args, kwargs)
         new = traced = False
@@ -148,7 +116,7 @@ class CallStack:
             new = frame.entry is None
             traced = frame.entry is None or frame.entry.life.traces(plan.opaque is not None)
         if traced:
-            frame.entry = None  # (a traced call is filed with its operations, as a Done)
+            frame.entry = None  # (a traced call is filed with its operations, as a new one)
             try:  # (apart: a call that cannot be observed is still recorded, and not measured)
                 self._begin_trace(frame, args, kwargs, plan, new)
             except Exception:
@@ -166,7 +134,7 @@ class CallStack:
 
     def _begin_trace(
         self,
-        frame: Frame,
+        frame: Call,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         plan: Plan,
@@ -186,7 +154,7 @@ class CallStack:
         _, path, static_depth, target = self.plan.members[id(module)]
         parent = self.frames[-1]
         depth = max(static_depth, parent.depth + 1)
-        frame = Frame(
+        frame = Call(
             module,
             target,
             path or type(module).__name__,
@@ -203,7 +171,7 @@ class CallStack:
         frame.start_ns = self._clock()
 
     def complete(
-        self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
         elapsed = self._clock() - frame.start_ns
         trace = self._trace
@@ -217,15 +185,14 @@ class CallStack:
                 frame.computation = trace.close_span(frame.name)
                 frame.span = False
             self._complete(frame, args, kwargs, result, elapsed)
-        if frame.done is not None:
-            frame.done.traced = True
-            unknown = trace.unknown
-            frame.done.computation = None if trace.building or unknown else frame.computation
-            frame.done.compute_unknown = unknown
-            frame.done.building = trace.building
+        if frame.done:
+            frame.traced, frame.building = True, trace.building
+            frame.compute_unknown = trace.unknown
+            if frame.building or frame.compute_unknown:
+                frame.computation = None
 
     def _complete(
-        self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, elapsed: int
+        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, elapsed: int
     ) -> None:
         if frame.first is not None:
             frame.first.end(returned=True)
@@ -248,17 +215,14 @@ class CallStack:
                 user_key = self._user_key(frame.entry.done.name, frame.module, args, kwargs)
             self._rows.observe(frame.entry, identity, elapsed, user_key, frame.children)
             return
-        name, location, first = frame.name, None, None
-        if frame.depth == 0 and self._rows.root(identity) is None:
-            name, location = call_site(frame.module, frame.target, self._rootdir)
-            if frame.first is not None and frame.first.context is not None:
-                first = (frame.module, frame.first)
-        frame.done = Done(
-            identity, name, location, frame.depth, elapsed, frame.order, frame.children
-        )
-        frame.done.first = first
+        frame.done, frame.identity, frame.elapsed_ns, frame.ambient = True, identity, elapsed, None
+        new = frame.depth == 0 and self._rows.root(identity) is None
+        if new:
+            frame.name, frame.location = call_site(frame.module, frame.target, self._rootdir)
+        if not new or frame.first is None or frame.first.context is None:
+            frame.first = None  # (kept for a new top-level workload only)
         if self._keyer is not None:
-            frame.done.user_key = self._user_key(name, frame.module, args, kwargs)
+            frame.user_key = self._user_key(frame.name, frame.module, args, kwargs)
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
@@ -273,12 +237,12 @@ class CallStack:
             if not self.frames:
                 self._end_trace()
         if frame.first is not None:
-            frame.first.end(returned=False)  # (the call raised: it is not recorded)
-        if frame.done is not None:
+            frame.first.end(returned=False)  # (unless it returned: then it has ended)
+        if frame.done:
             if self.frames:
-                self.frames[-1].children.append(frame.done)
+                self.frames[-1].children.append(frame)
             else:
-                self._rows.add(None, frame.done)
+                self._rows.add(None, frame)
         if self.frames:
             return False
         self.plan = None
@@ -286,7 +250,7 @@ class CallStack:
             self._identities.root_ended()
         return True
 
-    def _describe_into(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _describe_into(self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Describe a call's inputs and key them; inputs seen before are not described again."""
         raw = inputs_key(args, kwargs)
         seen = None if raw is None else self._seen.get(raw)
