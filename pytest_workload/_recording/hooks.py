@@ -110,13 +110,6 @@ class Hooks:
         self._hooked = (module,) if self._stack.frames[0].settled else plan.modules
         self._calls.put_in(self._hooked)
 
-    def _end_root(self, module: nn.Module, raised: bool) -> None:
-        if self._calls is not None:
-            self._calls.take_out(self._hooked, module if raised else None)
-        self._hooked = ()
-        if self._watch is not None:
-            self._watch.resume()
-
     def _finish(self, frame: Call, args: tuple[Any, ...], kwargs: Any, result: Any) -> None:
         """The call ended: record it if it returned (else it raised), then close it."""
         # torch calls the hook from its exception handler when the forward raised
@@ -126,7 +119,11 @@ class Hooks:
                 self._stack.complete(frame, args, kwargs, result)
         finally:
             if self._stack.pop():
-                self._end_root(frame.module, not returned)
+                if self._calls is not None:
+                    self._calls.take_out(self._hooked, None if returned else frame.module)
+                self._hooked = ()
+                if self._watch is not None:
+                    self._watch.resume()
 
     # -- the hooks themselves ---------------------------------------------------------------
 

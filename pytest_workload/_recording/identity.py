@@ -259,11 +259,17 @@ class IdentityCache:
     def _names_of_arguments(self, module: nn.Module) -> tuple[str, ...]:
         """``forward``'s positional parameter names, read once per forward function."""
         function = getattr(module.forward, "__func__", None)
-        if function is None:
-            return _arg_names(module)
-        names = self._arg_names.get(function)
+        names = None if function is None else self._arg_names.get(function)
         if names is None:
-            names = self._arg_names[function] = _arg_names(module)
+            try:
+                params = list(inspect.signature(module.forward).parameters.values())
+            except (TypeError, ValueError):
+                params = []
+            names = tuple(
+                p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            )
+            if function is not None:
+                self._arg_names[function] = names
         return names
 
     def _describe_output(self, result: Any) -> Json:
@@ -288,15 +294,6 @@ def _subtree(module: nn.Module, memo: WatchMemo, tensor: type) -> tuple[_Watched
         seen += _subtree(child, memo, tensor)
     memo[id(module)] = (module, tuple(seen))
     return memo[id(module)][1]
-
-
-def _arg_names(module: nn.Module) -> tuple[str, ...]:
-    try:
-        params = inspect.signature(module.forward).parameters.values()
-    except (TypeError, ValueError):
-        return ()
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return tuple(p.name for p in params if p.kind in positional)
 
 
 def _alternate(scheme: FingerprintScheme, target: nn.Module, sig: InputSignature) -> AlternateHash:

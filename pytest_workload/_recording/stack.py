@@ -50,7 +50,7 @@ def _untimed() -> int:
 
 
 class CallStack:
-    """Calls of the calls in progress, under the plan of the running root."""
+    """The calls in progress, under the plan of the running root."""
 
     def __init__(
         self,
