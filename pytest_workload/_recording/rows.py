@@ -179,50 +179,39 @@ class RowTable:
             tally[entry] = tally.get(entry, 0) + 1
         # (a traced call ran under the tracer, and a first call copied its inputs first)
         sample = done.first is None and not done.traced
-        self.count(entry, identity, done.elapsed_ns, done.user_key, done.children, sample, tally)
+        self.count(entry, done, sample, tally)
 
     def count(
-        self,
-        entry: Entry,
-        identity: Identity,
-        elapsed_ns: int,
-        user_key: Json,
-        children: list[Call],
-        sample: bool = True,
-        tally: dict[Entry, int] | None = None,
+        self, entry: Entry, call: Call, sample: bool = True, tally: dict[Entry, int] | None = None
     ) -> None:
-        """Count a call of ``entry``'s workload as ``identity`` (and, under its row, the calls
-        it made); ``sample``: its time is a timing sample."""
+        """Count ``call`` into ``entry``'s row (and, under it, the calls it made); ``sample``:
+        its time is a timing sample."""
+        assert call.identity is not None  # (read before a call is counted)
         entry.calls += 1
-        entry.total_ns += elapsed_ns
-        entry.untimed |= not identity.clocked
+        entry.total_ns += call.elapsed_ns
+        entry.untimed |= not call.identity.clocked
         if self.timing and sample:
-            entry.samples_ns.append(elapsed_ns)
-        if user_key is not None:
-            seen = entry.user_keys.setdefault(canonical_json(user_key), [user_key, entry.calls, 0])
+            entry.samples_ns.append(call.elapsed_ns)
+        key = call.user_key
+        if key is not None:
+            seen = entry.user_keys.setdefault(canonical_json(key), [key, entry.calls, 0])
             seen[2] += 1
-        for child in children:
+        for child in call.children:
             self.add(entry, child, tally)
 
-    def observe(
-        self,
-        entry: Entry,
-        identity: Identity,
-        elapsed_ns: int,
-        user_key: Json,
-        children: list[Call],
-    ) -> None:
+    def observe(self, entry: Entry, call: Call) -> None:
         """Count an untraced call of a known root, its submodules' calls recorded."""
         tally: dict[Entry, int] = {}
-        self.count(entry, identity, elapsed_ns, user_key, children, tally=tally)
+        self.count(entry, call, tally=tally)
         same = tally == entry.per_call
         entry.life = advance(entry.life, Event.OBSERVED_SAME if same else Event.OBSERVED_OTHER)
         entry.per_call = tally
 
-    def count_settled(self, entry: Entry, identity: Identity, elapsed_ns: int) -> None:
+    def count_settled(self, entry: Entry, call: Call) -> None:
         """Count a settled root's call, its submodules unhooked: their rows get the calls its
-        observed ones made."""
-        self.count(entry, identity, elapsed_ns, None, [])
+        observed ones made (a call of the root within it is not counted)."""
+        call.children.clear()
+        self.count(entry, call)
         for sub, calls in entry.per_call.items():
             sub.calls += calls
             sub.counted += calls

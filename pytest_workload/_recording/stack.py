@@ -173,10 +173,10 @@ class CallStack:
     def complete(
         self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
-        elapsed = self._clock() - frame.start_ns
+        frame.elapsed_ns = self._clock() - frame.start_ns
         trace = self._trace
         if trace is None:  # (untraced calls are the hot path)
-            self._complete(frame, args, kwargs, result, elapsed)
+            self._complete(frame, args, kwargs, result)
             return
         with untraced():
             if frame is self.frames[0]:
@@ -184,7 +184,7 @@ class CallStack:
             elif frame.span:
                 frame.computation = trace.close_span(frame.name)
                 frame.span = False
-            self._complete(frame, args, kwargs, result, elapsed)
+            self._complete(frame, args, kwargs, result)
         if frame.done:
             frame.traced, frame.building = True, trace.building
             frame.compute_unknown = trace.unknown
@@ -192,7 +192,7 @@ class CallStack:
                 frame.computation = None
 
     def _complete(
-        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, elapsed: int
+        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
         if frame.first is not None:
             frame.first.end(returned=True)
@@ -206,16 +206,15 @@ class CallStack:
             )
         elif frame.settled:
             assert frame.entry is not None
-            self._rows.count_settled(frame.entry, identity, elapsed)
+            self._rows.count_settled(frame.entry, frame)
             return
         elif frame.entry is not None:
             # a known root's untraced call: counted into its row (the repeated-call path)
-            user_key = None
             if self._keyer is not None:
-                user_key = self._user_key(frame.entry.done.name, frame.module, args, kwargs)
-            self._rows.observe(frame.entry, identity, elapsed, user_key, frame.children)
+                frame.user_key = self._user_key(frame.entry.done.name, frame.module, args, kwargs)
+            self._rows.observe(frame.entry, frame)
             return
-        frame.done, frame.identity, frame.elapsed_ns, frame.ambient = True, identity, elapsed, None
+        frame.done, frame.identity, frame.ambient = True, identity, None
         new = frame.depth == 0 and self._rows.root(identity) is None
         if new:
             frame.name, frame.location = call_site(frame.module, frame.target, self._rootdir)
