@@ -91,11 +91,7 @@ class Hooks:
         self._stack.clear()
 
     def _open_root(
-        self,
-        module: nn.Module,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        max_depth: int,
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int
     ) -> None:
         assert self._watch is not None and self._calls is not None  # (the watch called)
         plan = self._identities.plan(module, max_depth)

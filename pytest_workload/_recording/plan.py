@@ -103,31 +103,27 @@ def subtree(target: nn.Module, max_depth: int) -> list[tuple[nn.Module, str, int
 
 
 class RootTrace:
-    """Entered when a traced root call begins, by :meth:`start`; left by :meth:`end`."""
+    """The tracing of one root call (``inputs``: its args and kwargs), begun as the call
+    begins; :meth:`end` ends it."""
 
-    def __init__(self, module: nn.Module, plan: Plan) -> None:
-        self.opaque = plan.opaque
+    def __init__(self, module: nn.Module, plan: Plan, inputs: Any) -> None:
+        from torch.nn.parameter import is_lazy
+
+        target, self.opaque = plan.target, plan.opaque
         self._exit = ExitStack()
         self._trace: Trace | None = None
         self.counts: Trace | FlopCount | None = None
-        self._counted = plan.opaque is None or not is_compiled(module)
-        self.building = False
         self._device_peak: DevicePeak | None = None
-
-    def start(self, target: nn.Module, inputs: Any) -> None:
-        from torch.nn.parameter import is_lazy
-
         #: a lazy module builds its parameters in this call: not the computation of later ones
         self.building = any(is_lazy(t) for t in (*target.parameters(), *target.buffers()))
         if self.opaque is None:
-            args, kwargs = inputs
-            memory = device_memory(device_of(target, args, kwargs))
+            memory = device_memory(device_of(target, *inputs))
             if memory is not None:
                 self._device_peak = DevicePeak(memory)
                 self._device_peak.begin()
             self._trace = self._exit.enter_context(tracing(target, inputs))
             self.counts = self._trace
-        elif self._counted:  # (a compiled root is counted by its replay)
+        elif not is_compiled(module):  # (a compiled root is counted by its replay)
             self.counts = self._exit.enter_context(counting(target, inputs))
 
     @property

@@ -133,18 +133,11 @@ class CallStack:
         frame.start_ns = self._clock()
 
     def _begin_trace(
-        self,
-        frame: Call,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        plan: Plan,
-        first: bool,
+        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan, first: bool
     ) -> None:
-        trace = RootTrace(frame.module, plan)
         if first:  # (its inputs are copied before tracing begins)
             frame.first = FirstCall(frame.target, args, kwargs, copy=self._copies)
-        trace.start(frame.target, (args, kwargs))
-        self._trace = trace
+        self._trace = trace = RootTrace(frame.module, plan, (args, kwargs))
         frame.span = trace.opaque is None
         if frame.first is not None:
             frame.first.counts = trace.counts
