@@ -202,6 +202,10 @@ class IdentityCache:
         self.read = True
         memo = self._memo
         structure = self.scheme.structure_hash(target, memo, self.descriptions)
+        try:
+            output = describe_args((result,), self._describe)[0]
+        except UndescribableInputError:
+            output = None  # outputs are informative only; an opaque one is not an error
         return Identity(
             target=target,
             signature=signature,
@@ -216,7 +220,7 @@ class IdentityCache:
             arg_names=self._names_of_arguments(target),
             submodules=child_structure_hashes(target, memo, self.scheme.node),
             alternates=tuple(_alternate(s, target, signature) for s in self.alternates),
-            output=self._describe_output(result),
+            output=output,
             device=device,
             clocked=device == "cpu",
         )
@@ -271,13 +275,6 @@ class IdentityCache:
             if function is not None:
                 self._arg_names[function] = names
         return names
-
-    def _describe_output(self, result: Any) -> Json:
-        try:
-            described = describe_args((result,), self._describe)
-        except UndescribableInputError:
-            return None  # outputs are informative only; an opaque one is not an error
-        return described[0]
 
 
 def _subtree(module: nn.Module, memo: WatchMemo, tensor: type) -> tuple[_Watched, ...]:

@@ -147,13 +147,9 @@ class CallStack:
         _, path, static_depth, target = self.plan.members[id(module)]
         parent = self.frames[-1]
         depth = max(static_depth, parent.depth + 1)
+        record = parent.record and depth <= self.plan.max_depth
         frame = Call(
-            module,
-            target,
-            path or type(module).__name__,
-            depth,
-            parent.record and depth <= self.plan.max_depth,
-            next(self._order),
+            module, target, path or type(module).__name__, depth, record, next(self._order)
         )
         frame.ambient = sys.exc_info()[1]
         if frame.record:
