@@ -115,8 +115,8 @@ def probe(names: list[str]) -> dict[str, Any]:
 
     import torch
 
-    from pytest_workload import WorkloadRecorder
-    from pytest_workload._fingerprint.scheme import SCHEME_1
+    from pytest_workload._fingerprint.scheme import CURRENT_SCHEME, SCHEME_1
+    from pytest_workload._recording.recorder import SessionRecorder
 
     builders = {**_builtin_models(), **_library_models()}
     out: dict[str, Any] = {
@@ -127,7 +127,7 @@ def probe(names: list[str]) -> dict[str, Any]:
         torch.manual_seed(0)
         model, inputs = builders[name]()
         model.eval()
-        recorder = WorkloadRecorder(name, max_depth=1, timing=False, alternate_schemes=[SCHEME_1])
+        recorder = SessionRecorder(name, CURRENT_SCHEME, [SCHEME_1], max_depth=1, timing=False)
         recorder.track(model)
         with torch.no_grad(), recorder.recording(all_roots=False):
             model(*inputs)

@@ -26,7 +26,7 @@ from ._perf.drift import DEFAULT_TOLERANCE
 from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode
 from ._perf.stopwatch import TimingPolicy
-from ._recording.recorder import Keyer, WorkloadRecorder
+from ._recording.recorder import Keyer, SessionRecorder, WorkloadRecorder
 from ._report.key_gate import KeysGate
 from ._report.report_files import write_report
 from ._report.session_report import SessionReport
@@ -145,14 +145,14 @@ class WorkloadSession:
         keyer: Keyer | None = None,
         replays: bool = True,
     ) -> WorkloadRecorder:
-        return WorkloadRecorder(
+        return SessionRecorder(
             nodeid,
+            self.scheme,
+            self.legacy_schemes if self.settings.migrate else (),
             max_depth=max_depth,
             timing=self.settings.timing,
-            scheme=self.scheme,
             describe=describe,
             keyer=keyer,
-            alternate_schemes=self.legacy_schemes if self.settings.migrate else (),
             rootdir=self.settings.rootdir,
             replays=replays,
         )

@@ -117,13 +117,6 @@ GLOBAL_HOOK_TABLES = (
     "_global_parameter_registration_hooks",
     "_global_buffer_registration_hooks",
 )
-#: A module's own hook tables that run with its calls.
-MODULE_HOOK_TABLES = (
-    "_forward_pre_hooks",
-    "_forward_hooks",
-    "_backward_pre_hooks",
-    "_backward_hooks",
-)
 
 
 def global_hook_tables() -> list[dict[int, Any]]:
@@ -133,17 +126,9 @@ def global_hook_tables() -> list[dict[int, Any]]:
 
 
 def module_hook_tables(module: nn.Module) -> list[dict[int, Any]]:
-    return [getattr(module, name) for name in MODULE_HOOK_TABLES]
-
-
-def _fresh_key() -> int:
-    """A key no hook handle of this process has or will have (handles count up from one
-    counter)."""
-    from collections import OrderedDict
-
-    from torch.utils.hooks import RemovableHandle
-
-    return RemovableHandle(OrderedDict()).id
+    """A module's own hook tables that run with its calls."""
+    tables = (module._forward_pre_hooks, module._forward_hooks)
+    return [*tables, module._backward_pre_hooks, module._backward_hooks]
 
 
 class CallHooks:
@@ -151,16 +136,20 @@ class CallHooks:
     modules' tables for the duration of one root call."""
 
     def __init__(self, enter: Callable[..., None], exit_: Callable[..., None]) -> None:
-        self._key = _fresh_key()
+        from collections import OrderedDict
+
+        from torch.utils.hooks import RemovableHandle
+
+        # a key no hook handle of this process has or will have (handles count up from one
+        # counter)
+        self._key = RemovableHandle(OrderedDict()).id
         self._enter = enter
         self._exit = exit_
         # modules whose forward hook could not be taken out as their call raised
         self._left: list[nn.Module] = []
 
     def put_in(self, modules: Sequence[nn.Module]) -> None:
-        if self._left:
-            self.take_out(self._left)
-            self._left = []
+        self.take_out_left()
         key, enter, exit_ = self._key, self._enter, self._exit
         for module in modules:
             module._forward_pre_hooks[key] = enter

@@ -166,10 +166,10 @@ class FakeMemory:
 
 def test_device_peak_is_read_over_the_traced_call(monkeypatch):
     from pytest_workload import WorkloadRecorder
-    from pytest_workload._recording import traced
+    from pytest_workload._recording import plan
 
     log: list[str] = []
-    monkeypatch.setattr(traced, "device_memory", lambda device: FakeMemory(log))
+    monkeypatch.setattr(plan, "device_memory", lambda device: FakeMemory(log))
     model, x = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval(), torch.ones(1, 4)
     recorder = WorkloadRecorder("t", max_depth=1, timing=False)
     with recorder.recording(all_roots=True):

@@ -249,7 +249,7 @@ def test_never_replayed_a_single_call_is_not_timed_and_its_inputs_are_not_copied
     recorder = WorkloadRecorder("t", replays=False)
     with recorder.recording(all_roots=True):
         model(torch.rand(3))
-    ((_, first),) = [e.done.first for e in recorder._rows._entries.values()]
+    (first,) = [e.done.first for e in recorder._rows._entries.values()]
     assert first.args == () and first.kwargs == {} and first.unsafe is None
     assert recorder.measure(POLICY, replays="never") == []
     (w,) = recorder.workloads()

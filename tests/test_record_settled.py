@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._recording.rows import OBSERVED_CALLS, TRACED_CALLS
+from pytest_workload._recording.states import OBSERVED_CALLS, TRACED_CALLS
 from pytest_workload._workload.measured import OBSERVED
 from tests.recording import no_hooks_left
 

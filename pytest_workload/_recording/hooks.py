@@ -27,17 +27,13 @@ from .._torch_internals import (
     function_mode_check,
     tracing_checks,
 )
-from .error_log import ErrorLog
 from .identity import IdentityCache
-from .stack import CallStack, Frame
-from .traced import untraced
+from .plan import untraced
+from .rows import Call
+from .stack import CallStack
 
 if TYPE_CHECKING:
     from torch import nn
-
-
-def _never() -> bool:
-    return False
 
 
 class Hooks:
@@ -47,53 +43,39 @@ class Hooks:
     never raises. Calls from threads other than the one that started recording are ignored.
     """
 
-    def __init__(
-        self, stack: CallStack, identities: IdentityCache, errors: ErrorLog, max_depth: int
-    ) -> None:
+    def __init__(self, stack: CallStack, identities: IdentityCache, max_depth: int) -> None:
         self._stack = stack
         self._identities = identities
-        self._errors = errors
         self._max_depth = max_depth
         self._thread: int | None = None
         self._watch_all = False
-        self._stopped = False
         self._tracked: dict[int, tuple[nn.Module, int]] = {}
         self._watch: GlobalWatch | None = None
         self._calls: CallHooks | None = None
         # the running root's modules whose hooks are in
         self._hooked: Sequence[nn.Module] = ()
-        self._compiling: Callable[[], bool] = _never
-        self._tracing: Callable[[], bool] = _never
-        # whether a function mode is on (the test's, or the tracer's), which would see the
-        # recorder's own reads of tensors
-        self._function_mode: Callable[[], bool] = _never
-
-    def watch_all(self) -> None:
-        """Open a root for every module called at top level."""
-        self._thread = get_ident()
-        self._watch_all = True
-        self._start()
-
-    def track(self, module: nn.Module, max_depth: int) -> None:
-        """Open a root for calls of ``module``."""
-        if self._thread is None:
-            self._thread = get_ident()
-        self._tracked[id(module)] = (module, max_depth)
-        self._start()
-
-    def _start(self) -> None:
-        if self._watch is not None or self._stopped:
-            return
         self._compiling = compiling_check()
         self._tracing = tracing_checks()
+        # whether a function mode is on (the test's, or the tracer's), which would see the
+        # recorder's own reads of tensors
         self._function_mode = function_mode_check()
+
+    def track(self, module: nn.Module | None, max_depth: int) -> None:
+        """Open a root for calls of ``module`` (None: of every module called at top level)."""
+        if module is None or self._thread is None:
+            self._thread = get_ident()
+        if module is None:
+            self._watch_all = True
+        else:
+            self._tracked[id(module)] = (module, max_depth)
+        if self._watch is not None:
+            return
         self._identities.watch()
         self._calls = CallHooks(self._enter, self._exit)
         self._watch = GlobalWatch(self._watch_call, self._open_call)
 
     def remove_all(self) -> None:
         """Remove every hook; a root still running is dropped. Idempotent."""
-        self._stopped = True
         if self._watch is not None:
             self._watch.remove()
             self._watch = None
@@ -109,11 +91,7 @@ class Hooks:
         self._stack.clear()
 
     def _open_root(
-        self,
-        module: nn.Module,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        max_depth: int,
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int
     ) -> None:
         assert self._watch is not None and self._calls is not None  # (the watch called)
         plan = self._identities.plan(module, max_depth)
@@ -128,14 +106,7 @@ class Hooks:
         self._hooked = (module,) if self._stack.frames[0].settled else plan.modules
         self._calls.put_in(self._hooked)
 
-    def _end_root(self, module: nn.Module, raised: bool) -> None:
-        if self._calls is not None:
-            self._calls.take_out(self._hooked, module if raised else None)
-        self._hooked = ()
-        if self._watch is not None:
-            self._watch.resume()
-
-    def _finish(self, frame: Frame, args: tuple[Any, ...], kwargs: Any, result: Any) -> None:
+    def _finish(self, frame: Call, args: tuple[Any, ...], kwargs: Any, result: Any) -> None:
         """The call ended: record it if it returned (else it raised), then close it."""
         # torch calls the hook from its exception handler when the forward raised
         returned = sys.exc_info()[1] is frame.ambient
@@ -144,7 +115,11 @@ class Hooks:
                 self._stack.complete(frame, args, kwargs, result)
         finally:
             if self._stack.pop():
-                self._end_root(frame.module, not returned)
+                if self._calls is not None:
+                    self._calls.take_out(self._hooked, None if returned else frame.module)
+                self._hooked = ()
+                if self._watch is not None:
+                    self._watch.resume()
 
     # -- the hooks themselves ---------------------------------------------------------------
 
@@ -159,7 +134,7 @@ class Hooks:
             else:
                 fn(*args)
         except Exception:
-            self._errors.internal()
+            self._stack.internal_error()
 
     def _watch_call(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         if self._compiling():  # (first: dynamo traces the rest away)

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import inspect
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._core.canonical import Json
 from .._core.errors import UndescribableInputError
 from .._fingerprint.describe import Describer, describe_args
-from .._fingerprint.scheme import FingerprintScheme
+from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from .._fingerprint.structure import (
     StatsMemo,
     StructureMemo,
@@ -33,8 +33,7 @@ from .._torch_internals import own_parameters
 from .._workload.modules import hash_without_dtypes
 from .._workload.signature import InputSignature
 from .._workload.workload import AlternateHash, ParamStats
-from .plan import Plan, build_plan
-from .traced import untraced
+from .plan import Plan, build_plan, untraced
 
 if TYPE_CHECKING:
     from torch import nn
@@ -107,14 +106,10 @@ _IdentityKey = tuple[int, bool, object, object, str]
 class IdentityCache:
     """Identities and root plans read from module trees, valid until a tree changes."""
 
-    def __init__(
-        self,
-        scheme: FingerprintScheme,
-        alternates: Sequence[FingerprintScheme],
-        describe: Describer | None,
-    ) -> None:
-        self.scheme = scheme
-        self._alternates = tuple(alternates)
+    def __init__(self, describe: Describer | None) -> None:
+        self.scheme: FingerprintScheme = CURRENT_SCHEME
+        #: older schemes to hash under too (``--workload-migrate``)
+        self.alternates: tuple[FingerprintScheme, ...] = ()
         self._describe = describe
         self._known: dict[_IdentityKey, Identity] = {}
         self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
@@ -207,6 +202,10 @@ class IdentityCache:
         self.read = True
         memo = self._memo
         structure = self.scheme.structure_hash(target, memo, self.descriptions)
+        try:
+            output = describe_args((result,), self._describe)[0]
+        except UndescribableInputError:
+            output = None  # outputs are informative only; an opaque one is not an error
         return Identity(
             target=target,
             signature=signature,
@@ -220,8 +219,8 @@ class IdentityCache:
             params=param_stats(target, self._stats_memo),
             arg_names=self._names_of_arguments(target),
             submodules=child_structure_hashes(target, memo, self.scheme.node),
-            alternates=tuple(_alternate(s, target, signature) for s in self._alternates),
-            output=self._describe_output(result),
+            alternates=tuple(_alternate(s, target, signature) for s in self.alternates),
+            output=output,
             device=device,
             clocked=device == "cpu",
         )
@@ -264,19 +263,18 @@ class IdentityCache:
     def _names_of_arguments(self, module: nn.Module) -> tuple[str, ...]:
         """``forward``'s positional parameter names, read once per forward function."""
         function = getattr(module.forward, "__func__", None)
-        if function is None:
-            return _arg_names(module)
-        names = self._arg_names.get(function)
+        names = None if function is None else self._arg_names.get(function)
         if names is None:
-            names = self._arg_names[function] = _arg_names(module)
+            try:
+                params = list(inspect.signature(module.forward).parameters.values())
+            except (TypeError, ValueError):
+                params = []
+            names = tuple(
+                p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            )
+            if function is not None:
+                self._arg_names[function] = names
         return names
-
-    def _describe_output(self, result: Any) -> Json:
-        try:
-            described = describe_args((result,), self._describe)
-        except UndescribableInputError:
-            return None  # outputs are informative only; an opaque one is not an error
-        return described[0]
 
 
 def _subtree(module: nn.Module, memo: WatchMemo, tensor: type) -> tuple[_Watched, ...]:
@@ -293,15 +291,6 @@ def _subtree(module: nn.Module, memo: WatchMemo, tensor: type) -> tuple[_Watched
         seen += _subtree(child, memo, tensor)
     memo[id(module)] = (module, tuple(seen))
     return memo[id(module)][1]
-
-
-def _arg_names(module: nn.Module) -> tuple[str, ...]:
-    try:
-        params = inspect.signature(module.forward).parameters.values()
-    except (TypeError, ValueError):
-        return ()
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return tuple(p.name for p in params if p.kind in positional)
 
 
 def _alternate(scheme: FingerprintScheme, target: nn.Module, sig: InputSignature) -> AlternateHash:

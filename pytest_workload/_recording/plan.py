@@ -1,19 +1,37 @@
-"""Which modules of a root are recorded: the root and its submodules down to a depth.
+"""How a root's calls are recorded: which modules (the root and its submodules down to a
+depth), and the tracing of one root call, with its recorded submodules' calls as spans in it.
 
 Depth counts module nesting, with ``ModuleList``/``ModuleDict`` containers (which are never
 called) not counting as a level, so ``model.layers[3]`` is depth 1 like ``model.blocks``.
+
+Operations are traced by a function mode (:mod:`.._tracing.tracer`). Where they are not all
+visible to it (the root is, or contains, a scripted or compiled module), nothing is traced:
+FLOPs are counted at the aten level instead (or, for a compiled root, by its replay), and
+every workload of the call says why it has no compute hash.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from contextlib import AbstractContextManager, ExitStack
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from .._fingerprint.structure import is_compiled, is_scripted, unwrap
+from .._perf import device_of
+from .._torch_internals import torch_function_disabler
+from .._tracing import DevicePeak, FlopCount, Trace, counting, device_memory, tracing
+from .._workload.computation import Computation
 
 if TYPE_CHECKING:
     from torch import nn
+
+
+def untraced() -> AbstractContextManager[None]:
+    """Around the recorder's own tensor reads: no function mode (the tracer's, or one the test
+    entered) and no tensor subclass sees them, so they are never the program's operations and
+    read the same in a traced call as in any other."""
+    return torch_function_disabler()()
 
 
 @dataclass(slots=True)
@@ -38,7 +56,7 @@ def build_plan(module: nn.Module, max_depth: int) -> Plan:
         for sub, path, depth in subtree(target, max_depth):
             plan.members[id(sub)] = (sub, path, depth, unwrap(sub))
     plan.modules = tuple(member for member, _, _, _ in plan.members.values())
-    plan.opaque = _opaque(module, plan)
+    plan.opaque = _opaque(module, target)
     return plan
 
 
@@ -50,12 +68,11 @@ def _why_opaque(module: nn.Module) -> str | None:
     return None
 
 
-def _opaque(module: nn.Module, plan: Plan) -> str | None:
-    """Why a function mode cannot see every operation of the root's calls, if it cannot."""
+def _opaque(module: nn.Module, target: nn.Module) -> str | None:
     root = _why_opaque(module)
     if root is not None:
         return f"{root}: its operations are not visible"
-    for path, sub in plan.target.named_modules():
+    for path, sub in target.named_modules():
         why = _why_opaque(sub)
         if why is not None:
             return f"contains {path}, {why}, whose operations are not visible"
@@ -64,6 +81,8 @@ def _opaque(module: nn.Module, plan: Plan) -> str | None:
 
 def subtree(target: nn.Module, max_depth: int) -> list[tuple[nn.Module, str, int]]:
     """Submodules of ``target`` with their path and depth, down to ``max_depth``."""
+    from torch import nn
+
     found: list[tuple[nn.Module, str, int]] = []
     seen = {id(target)}
     queue: deque[tuple[nn.Module, str, int]] = deque([(target, "", 0)])
@@ -71,18 +90,66 @@ def subtree(target: nn.Module, max_depth: int) -> list[tuple[nn.Module, str, int
         parent, prefix, depth = queue.popleft()
         for name, child in parent.named_children():
             path = f"{prefix}.{name}" if prefix else name
-            child_depth = depth if _is_container(child) else depth + 1
+            container = isinstance(child, (nn.ModuleList, nn.ModuleDict))
+            child_depth = depth if container else depth + 1
             if child_depth > max_depth or id(child) in seen or is_scripted(child):
                 continue
             seen.add(id(child))
-            if not _is_container(child):
+            if not container:
                 found.append((child, path, child_depth))
             if unwrap(child) is child:  # wrappers are recorded, their insides are opaque
                 queue.append((child, path, child_depth))
     return found
 
 
-def _is_container(module: nn.Module) -> bool:
-    from torch import nn
+class RootTrace:
+    """The tracing of one root call (``inputs``: its args and kwargs), begun as the call
+    begins; :meth:`end` ends it."""
 
-    return isinstance(module, (nn.ModuleList, nn.ModuleDict))
+    def __init__(self, module: nn.Module, plan: Plan, inputs: Any) -> None:
+        from torch.nn.parameter import is_lazy
+
+        target, self.opaque = plan.target, plan.opaque
+        self._exit = ExitStack()
+        self._trace: Trace | None = None
+        self.counts: Trace | FlopCount | None = None
+        self._device_peak: DevicePeak | None = None
+        #: a lazy module builds its parameters in this call: not the computation of later ones
+        self.building = any(is_lazy(t) for t in (*target.parameters(), *target.buffers()))
+        if self.opaque is None:
+            memory = device_memory(device_of(target, *inputs))
+            if memory is not None:
+                self._device_peak = DevicePeak(memory)
+                self._device_peak.begin()
+            self._trace = self._exit.enter_context(tracing(target, inputs))
+            self.counts = self._trace
+        elif not is_compiled(module):  # (a compiled root is counted by its replay)
+            self.counts = self._exit.enter_context(counting(target, inputs))
+
+    @property
+    def unknown(self) -> str | None:
+        """Why the call's workloads have no compute hash (None: they have one)."""
+        if self.opaque is not None:
+            return self.opaque
+        return None if self.counts is None else self.counts.failed
+
+    def open_span(self, path: str) -> bool:
+        if self._trace is None:
+            return False
+        self._trace.open_span(path)
+        return True
+
+    def close_span(self, name: str | None) -> Computation | None:
+        return None if self._trace is None else self._trace.close_span(name)
+
+    def end(self) -> Computation | None:
+        """Stop tracing; the root call's computation (None when not traced)."""
+        root = None
+        if self._trace is not None:
+            root = None if self._trace.failed else self._trace.root()
+            if self._device_peak is not None and root is not None:
+                assert root.costs is not None  # (a traced root has them)
+                peak = replace(root.costs, device_peak_bytes=self._device_peak.end())
+                root = replace(root, costs=peak)
+        self._exit.close()
+        return root

@@ -1,16 +1,12 @@
 """Recording: which modules run during a test, with which inputs.
 
-``WorkloadRecorder`` is the facade a test sees; the work is done by its parts: ``hooks``
-(which torch hooks exist and when, through ``_torch_internals``, the torch internals they
-rely on),
-``stack`` (the calls in progress), ``identity`` (what a call's workload is, cached until a
-module tree changes), ``rows`` (calls aggregated per workload and caller), ``callsite`` (where
-a root was called from) and ``convert`` (rows to stored data). Measuring happens after the
-test, in ``_perf.orchestrate``.
+``WorkloadRecorder`` is the facade a test sees; the work is done by ``hooks`` (which torch hooks
+exist and when), ``stack`` (the calls in progress), ``identity`` (what a call's workload is),
+``rows`` (calls aggregated per workload and caller) and ``states`` (a row's life). Measuring
+happens after the test, in ``_perf.orchestrate``.
 
 A call that raises is not recorded, nor are the calls it made; the exception reaches the caller
-untouched. Errors of the recorder itself (an input it cannot describe, an internal failure) are
-collected and reported when the test ends, never raised into the model's forward.
+untouched.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ import contextlib
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._fingerprint.describe import Describer
 from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
@@ -34,8 +30,6 @@ from .._perf import (
     trained_as,
 )
 from .._workload.workload import TestWorkloads, Workload
-from .convert import to_test_workloads
-from .error_log import ErrorLog
 from .hooks import Hooks
 from .identity import IdentityCache
 from .rows import Entry, RowTable
@@ -44,7 +38,7 @@ from .stack import CallStack, Keyer
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["Keyer", "WorkloadRecorder"]
+__all__ = ["Keyer", "SessionRecorder", "WorkloadRecorder"]
 
 M = TypeVar("M", bound="nn.Module")
 
@@ -81,14 +75,11 @@ class WorkloadRecorder:
         nodeid: The name the workloads are recorded under (in a test, its node id).
         max_depth: How deep below a root its submodules are recorded; 0 records only roots.
         timing: Time the recorded calls as they run (``Workload.total_time_s``).
-        scheme: The fingerprint scheme. The plugin's own; leave it out.
         describe: Describes an input type pytest-workload does not know, as the
             ``pytest_workload_describe`` hook does: ``describe(value)`` returns JSON, or None
             to decline.
         keyer: Your own key for each call, as the ``pytest_workload_key`` hook returns it:
             ``keyer(module, args, kwargs)`` returns JSON, or None for no key.
-        alternate_schemes: Older schemes to hash under too, for a migration. The plugin's
-            own; leave it out.
         rootdir: Call sites (``Workload.location``) are written relative to it.
         replays: Keep each workload's first inputs so that the plugin can replay it for
             timing; False copies nothing.
@@ -103,10 +94,8 @@ class WorkloadRecorder:
         *,
         max_depth: int = 0,
         timing: bool = True,
-        scheme: FingerprintScheme = CURRENT_SCHEME,
         describe: Describer | None = None,
         keyer: Keyer | None = None,
-        alternate_schemes: Sequence[FingerprintScheme] = (),
         rootdir: Path | None = None,
         replays: bool = True,
     ) -> None:
@@ -116,11 +105,10 @@ class WorkloadRecorder:
         self.replays = replays
         self.max_depth = max_depth
         self.timing = timing
-        self.scheme = scheme
-        alternates = [s for s in alternate_schemes if s.version != scheme.version]
-        self._errors = ErrorLog()
+        self._scheme = CURRENT_SCHEME
+        self._errors: dict[str, None] = {}
         self._rows = RowTable(timing=timing)
-        identities = IdentityCache(scheme, alternates, describe)
+        identities = IdentityCache(describe)
         self._identities: IdentityCache | None = identities
         stack = CallStack(
             identities,
@@ -131,7 +119,7 @@ class WorkloadRecorder:
             rootdir=rootdir,
             copies=replays,
         )
-        self._hooks: Hooks | None = Hooks(stack, identities, self._errors, max_depth)
+        self._hooks: Hooks | None = Hooks(stack, identities, max_depth)
         self._stopped = False
         self._released: TestWorkloads | None = None
 
@@ -139,7 +127,7 @@ class WorkloadRecorder:
         """Record every module called at top level until ``stop()``."""
         self._check_open()
         assert self._hooks is not None  # (dropped only once stopped)
-        self._hooks.watch_all()
+        self._hooks.track(None, 0)
 
     def track(self, module: M, *, max_depth: int | None = None) -> M:
         """Record calls of ``module`` (and its submodules down to ``max_depth``); returns it.
@@ -187,14 +175,14 @@ class WorkloadRecorder:
     @property
     def errors(self) -> tuple[str, ...]:
         """Problems met while recording (undescribable inputs, internal errors)."""
-        return self._errors.messages
+        return tuple(self._errors)
 
     def workloads(self) -> TestWorkloads:
         """The workloads recorded so far, parents before children, in order of first call."""
         if self._released is not None:
             return self._released
         assert self._identities is not None  # (dropped only once released)
-        return to_test_workloads(self.nodeid, self._rows, self._identities.descriptions)
+        return self._rows.to_workloads(self.nodeid, self._identities.descriptions)
 
     def __iter__(self) -> Iterator[Workload]:
         return iter(self.workloads())
@@ -237,14 +225,14 @@ class WorkloadRecorder:
         self._identities = None
 
     def _recorded_call(self, entry: Entry, module: nn.Module, first: FirstCall) -> RecordedCall:
-        identity = entry.done.identity
+        identity = entry.identity
         target = identity.target
         assert first.context is not None  # (rows keep only first calls that returned)
         changed = None
         # (never replayed: its own calls were timed as they ran, whatever changed since)
         if self.replays and mismatch(first.context, target) is None:
             with trained_as(first.context, target):
-                if self.scheme.structure_hash(target) != identity.structure_hash:
+                if self._scheme.structure_hash(target) != identity.structure_hash:
                     changed = "its structure differs"
         observed = () if entry.untimed else tuple(ns / 1e9 for ns in entry.samples_ns)
         return RecordedCall(
@@ -266,3 +254,20 @@ class WorkloadRecorder:
     def _check_open(self) -> None:
         if self._stopped:
             raise RuntimeError(f"recording for {self.nodeid} has ended")
+
+
+class SessionRecorder(WorkloadRecorder):
+    """The plugin's recorder: it hashes under the session's ``scheme``, and for
+    ``--workload-migrate`` under the older ``alternates`` too."""
+
+    def __init__(
+        self,
+        nodeid: str,
+        scheme: FingerprintScheme,
+        alternates: Sequence[FingerprintScheme],
+        **options: Any,
+    ) -> None:
+        super().__init__(nodeid, **options)
+        assert self._identities is not None
+        self._scheme = self._identities.scheme = scheme
+        self._identities.alternates = tuple(s for s in alternates if s.version != scheme.version)

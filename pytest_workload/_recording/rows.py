@@ -1,4 +1,5 @@
-"""The row table: completed calls aggregated into one row per workload and caller.
+"""The row table: completed calls aggregated into one row per workload and caller, and turned
+into the stored ``Workload`` of each row, parents before children.
 
 Rows are keyed by what a workload *is* (structure and inputs), not by its hash, so a scheme
 whose hashes collapse cannot merge rows and hide the collapse, and by their calling row, so a
@@ -13,36 +14,60 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._core.canonical import Json, canonical_json
+from .._fingerprint.libraries import library_versions
+from .._perf import Measurement, summarize
+from .._workload.measured import OBSERVED, OFF, Measured, not_measured
+from .._workload.modules import ModuleTable, closure, top_packages
+from .._workload.paths import name_first
+from .._workload.timing import Timing
+from .._workload.workload import TestWorkloads, UserKey, Workload
 from .identity import Identity
-
-# (the counts, named where the recorder's tests read them)
-from .states import OBSERVED_CALLS as OBSERVED_CALLS
-from .states import TRACED_CALLS as TRACED_CALLS
-from .states import Event, Life, advance
+from .states import Event, Life, State, advance
 
 if TYPE_CHECKING:
     from torch import nn
 
-    from .._perf import FirstCall, Measurement
+    from .._perf import FirstCall
     from .._workload.computation import Computation
 
 UNTRACED = "first run in a call that was not traced (its caller's operations depend on the data)"
 
 
-@dataclass
-class Done:
-    """One completed call, with the completed calls it made."""
+@dataclass(slots=True, eq=False)
+class Call:
+    """One recorded module call: a frame of the call stack while it runs; once it returned
+    (``done``), what it was, with the completed calls it made, filed into the row table."""
 
-    identity: Identity
+    module: nn.Module
+    target: nn.Module
     name: str
-    location: str | None
     depth: int
-    elapsed_ns: int
+    record: bool
     order: int
-    children: list[Done]
+    args: tuple[Json, ...] | None = None
+    kwargs: tuple[tuple[str, Json], ...] | None = None
+    # the process-local key of its described inputs, once both args and kwargs are
+    key: str | None = None
+    start_ns: int = 0
+    elapsed_ns: int = 0
+    # the exception being handled where the call began (another one as it ends: it raised)
+    ambient: BaseException | None = None
+    # a root's identity when its inputs were seen before, looked up once as the call opens,
+    # valid while the identity cache's generation stays the same
+    identity: Identity | None = None
+    generation: int = 0
+    # a root's row when its workload has one already, looked up as the call opens
+    entry: Entry | None = None
+    # a settled root's call: its submodules run unhooked (see states.OBSERVED_CALLS)
+    settled: bool = False
+    # a new root's first call; once done, kept only for a new top-level workload
+    first: FirstCall | None = None
+    # whether this call's operations go into a span of its own (its root is traced)
+    span: bool = False
+    done: bool = False
+    children: list[Call] = field(default_factory=list)
+    location: str | None = None
     user_key: Json = None
-    # the module as called and its first call, kept when this is a new top-level workload
-    first: tuple[nn.Module, FirstCall] | None = None
     # whether its operations were traced, what they were, and (None there) why not
     traced: bool = False
     computation: Computation | None = None
@@ -55,7 +80,8 @@ class Done:
 class Entry:
     """One row: a workload under one calling row, with its calls summed."""
 
-    done: Done
+    done: Call
+    identity: Identity
     # the calling row; rows are numbered in order of creation
     caller: Entry | None
     row: int
@@ -78,19 +104,16 @@ class Entry:
     counted: int = 0
     life: Life = field(default_factory=Life)
 
-    def add_traced(self, done: Done) -> None:
+    def add_traced(self, done: Call) -> None:
         if done.building:  # (the next call is traced in its place)
             self.compute_unknown = "its traced call built a lazy module's parameters"
             return
         first = not self.life.traced
-        differs = not first and _differ(self.computation, done.computation)
+        a, b = self.computation, done.computation
+        differs = not first and a is not None and b is not None and a.hash != b.hash
         self.life = advance(self.life, Event.TRACED_OTHER if differs else Event.TRACED)
         if first:
             self.computation, self.compute_unknown = done.computation, done.compute_unknown
-
-
-def _differ(a: Computation | None, b: Computation | None) -> bool:
-    return a is not None and b is not None and a.hash != b.hash
 
 
 _EntryKey = tuple[int | None, str, str, int]
@@ -113,10 +136,6 @@ class RowTable:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def entries(self) -> list[Entry]:
-        """Every row, in order of creation."""
-        return list(self._entries.values())
-
     def root(self, identity: Identity) -> Entry | None:
         """A root workload's row, if it has one (looked up by the identity object first: a
         repeated call's path)."""
@@ -134,16 +153,19 @@ class RowTable:
         for entry in self._entries.values():
             first, entry.done.first = entry.done.first, None
             if first is not None and entry.caller is None:
-                taken.append((entry, *first))
+                taken.append((entry, entry.done.module, first))
         return taken
 
-    def add(self, caller: Entry | None, done: Done, tally: dict[Entry, int] | None = None) -> None:
+    def add(self, caller: Entry | None, done: Call, tally: dict[Entry, int] | None = None) -> None:
         """Count a completed call (and, under its row, the calls it made); ``tally`` counts
         the rows' calls of one observed root call."""
-        key = _entry_key(caller, done.identity, done.depth)
+        identity = done.identity
+        assert identity is not None  # (a call is done once its identity is read)
+        key = _entry_key(caller, identity, done.depth)
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = Entry(done, caller, len(self._entries), {done.name: None})
+            row = len(self._entries)
+            entry = self._entries[key] = Entry(done, identity, caller, row, {done.name: None})
             if not done.traced:
                 entry.compute_unknown = UNTRACED
                 _depends_on_data(caller)
@@ -157,55 +179,55 @@ class RowTable:
             tally[entry] = tally.get(entry, 0) + 1
         # (a traced call ran under the tracer, and a first call copied its inputs first)
         sample = done.first is None and not done.traced
-        self.count(
-            entry, done.identity, done.elapsed_ns, done.user_key, done.children, sample, tally
-        )
+        self.count(entry, done, sample, tally)
 
     def count(
-        self,
-        entry: Entry,
-        identity: Identity,
-        elapsed_ns: int,
-        user_key: Json,
-        children: list[Done],
-        sample: bool = True,
-        tally: dict[Entry, int] | None = None,
+        self, entry: Entry, call: Call, sample: bool = True, tally: dict[Entry, int] | None = None
     ) -> None:
-        """Count a call of ``entry``'s workload as ``identity`` (and, under its row, the calls
-        it made); ``sample``: its time is a timing sample."""
+        """Count ``call`` into ``entry``'s row (and, under it, the calls it made); ``sample``:
+        its time is a timing sample."""
+        assert call.identity is not None  # (read before a call is counted)
         entry.calls += 1
-        entry.total_ns += elapsed_ns
-        entry.untimed |= not identity.clocked
+        entry.total_ns += call.elapsed_ns
+        entry.untimed |= not call.identity.clocked
         if self.timing and sample:
-            entry.samples_ns.append(elapsed_ns)
-        if user_key is not None:
-            seen = entry.user_keys.setdefault(canonical_json(user_key), [user_key, entry.calls, 0])
+            entry.samples_ns.append(call.elapsed_ns)
+        key = call.user_key
+        if key is not None:
+            seen = entry.user_keys.setdefault(canonical_json(key), [key, entry.calls, 0])
             seen[2] += 1
-        for child in children:
+        for child in call.children:
             self.add(entry, child, tally)
 
-    def observe(
-        self,
-        entry: Entry,
-        identity: Identity,
-        elapsed_ns: int,
-        user_key: Json,
-        children: list[Done],
-    ) -> None:
+    def observe(self, entry: Entry, call: Call) -> None:
         """Count an untraced call of a known root, its submodules' calls recorded."""
         tally: dict[Entry, int] = {}
-        self.count(entry, identity, elapsed_ns, user_key, children, tally=tally)
+        self.count(entry, call, tally=tally)
         same = tally == entry.per_call
         entry.life = advance(entry.life, Event.OBSERVED_SAME if same else Event.OBSERVED_OTHER)
         entry.per_call = tally
 
-    def count_settled(self, entry: Entry, identity: Identity, elapsed_ns: int) -> None:
+    def count_settled(self, entry: Entry, call: Call) -> None:
         """Count a settled root's call, its submodules unhooked: their rows get the calls its
-        observed ones made."""
-        self.count(entry, identity, elapsed_ns, None, [])
+        observed ones made (a call of the root within it is not counted)."""
+        call.children.clear()
+        self.count(entry, call)
         for sub, calls in entry.per_call.items():
             sub.calls += calls
             sub.counted += calls
+
+    def to_workloads(self, nodeid: str, descriptions: ModuleTable) -> TestWorkloads:
+        """The rows in order of first call, with the descriptions of their trees (taken from
+        ``descriptions``, every module description the test read)."""
+        entries = sorted(self._entries.values(), key=lambda e: e.done.order)
+        position = {e.row: i for i, e in enumerate(entries)}
+        modules = closure(descriptions, (e.identity.structure_hash for e in entries))
+        return TestWorkloads(
+            nodeid,
+            tuple(_workload(e, position, self.timing) for e in entries),
+            modules=modules,
+            libraries=library_versions(top_packages(modules)) if entries else {},
+        )
 
 
 def _depends_on_data(caller: Entry | None) -> None:
@@ -214,3 +236,73 @@ def _depends_on_data(caller: Entry | None) -> None:
     while caller is not None:
         caller.life = advance(caller.life, Event.NEW_BELOW)
         caller = caller.caller
+
+
+def _timing(entry: Entry) -> Timing | None:
+    if entry.measurement is not None:
+        return entry.measurement.timing
+    if entry.caller is None or entry.untimed or not entry.samples_ns:
+        return None
+    samples = [ns / 1e9 for ns in entry.samples_ns]
+    return summarize(samples, entry.identity.device, "recorded calls")
+
+
+def _measured(entry: Entry, timing: bool) -> Measured | None:
+    """How a row's numbers were obtained: a root's say its measurement (None before it, or
+    for a failed test), a submodule's are its observed calls'."""
+    if entry.caller is None:
+        return None if entry.measurement is None else entry.measurement.measured
+    if not timing:
+        how = OFF
+    elif entry.untimed:
+        how = not_measured("it ran off the CPU, where a clock around a call does not time it")
+    elif not entry.samples_ns:
+        how = not_measured("its calls were traced (which slows them): a later call times it")
+    elif entry.counted:
+        observed = len(entry.samples_ns)
+        how = (
+            f"{OBSERVED} ({observed} of {entry.calls}: the later calls of a settled root run "
+            "its submodules unhooked)"
+        )
+    else:
+        how = OBSERVED
+    return Measured(how, not_measured("FLOPs are counted for top-level workloads"))
+
+
+def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
+    done, identity, caller = entry.done, entry.identity, entry.caller
+    computation = entry.computation
+    measured = entry.measurement or Measurement()
+    unknown = entry.compute_unknown or "its operations were not traced"
+    return Workload(
+        name=done.name,
+        class_name=identity.class_name,
+        depth=done.depth,
+        parent=None if caller is None else caller.identity.hash,
+        structure_hash=identity.structure_hash,
+        structure_hash_without_dtypes=identity.structure_hash_without_dtypes,
+        input_signature=identity.signature,
+        hash=identity.hash,
+        calls=entry.calls,
+        params=identity.params,
+        arg_names=identity.arg_names,
+        location=done.location,
+        # (calls counted from a settled root's were not timed: no total)
+        total_time_s=None if not timing or entry.untimed or entry.counted else entry.total_ns / 1e9,
+        submodules=identity.submodules,
+        user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
+        alternates=identity.alternates,
+        timing=_timing(entry),
+        flops=measured.flops,
+        peak_memory_bytes=measured.peak_memory_bytes,
+        output_signature=identity.output,
+        caller=None if caller is None else position[caller.row],
+        measured=_measured(entry, timing),
+        compute_hash=None if computation is None else computation.hash,
+        data_dependent=entry.life.state is State.DATA_DEPENDENT,
+        compute_unknown=None if computation is not None else unknown,
+        compute_partial=None if computation is None else computation.coverage(),
+        computation=computation,
+        costs=None if computation is None else computation.costs,
+        paths=name_first(done.name, entry.paths),
+    )

@@ -4,15 +4,23 @@ A frame is opened by a pre-hook, completed by a forward hook (which describes th
 its identity) and popped by an always-called forward hook, so a call that raises is popped
 uncompleted: it is not recorded, nor are the calls it made. A completed root goes into the
 row table with its completed children.
+
+A new root is named where it was called from: by the name the test's own code gave it there.
+A module called at top level by a method of the module that owns it (``forward_features``
+calling ``self.layer1``) is named by its path there, after the owner's own name
+(``model.layer1``), so that the children one method calls are told apart.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
+import os
 import sys
 import time
+import traceback
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,15 +31,14 @@ from .._fingerprint.describe import Describer, describe_args, describe_kwargs, i
 from .._fingerprint.structure import class_name
 from .._perf import FirstCall
 from .._workload.computation import Computation
-from .callsite import call_site
-from .error_log import ErrorLog
-from .identity import Identity, IdentityCache
-from .plan import Plan
-from .rows import Done, Entry, RowTable
+from .identity import IdentityCache
+from .plan import Plan, RootTrace, untraced
+from .rows import Call, RowTable
 from .states import State
-from .traced import RootTrace, untraced
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from torch import nn
 
 #: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
@@ -42,70 +49,41 @@ def _untimed() -> int:
     return 0
 
 
-#: A call's described positional and keyword arguments.
-_Described = tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]]
-
-
-@dataclass(slots=True)
-class Frame:
-    module: nn.Module
-    target: nn.Module
-    name: str
-    depth: int
-    record: bool
-    order: int
-    args: tuple[Json, ...] | None = None
-    kwargs: tuple[tuple[str, Json], ...] | None = None
-    start_ns: int = 0
-    first: FirstCall | None = None
-    # whether this call's operations go into a span of its own (its root is traced)
-    span: bool = False
-    computation: Computation | None = None
-    done: Done | None = None
-    children: list[Done] = field(default_factory=list)
-    # a root's identity when its inputs were seen before, looked up once as the call opens,
-    # valid while the identity cache's generation stays the same
-    identity: Identity | None = None
-    generation: int = 0
-    # the process-local key of its described inputs, once both args and kwargs are
-    key: str | None = None
-    # a root's row when its workload has one already, looked up as the call opens
-    entry: Entry | None = None
-    # the exception being handled where the call began (another one as it ends: it raised)
-    ambient: BaseException | None = None
-    # a settled root's call: its submodules run unhooked (see states.OBSERVED_CALLS)
-    settled: bool = False
-
-
 class CallStack:
-    """Frames of the calls in progress, under the plan of the running root."""
+    """The calls in progress, under the plan of the running root."""
 
     def __init__(
         self,
         identities: IdentityCache,
         rows: RowTable,
-        errors: ErrorLog,
+        errors: dict[str, None],
         *,
         describe: Describer | None,
         keyer: Keyer | None,
         rootdir: Path | None,
-        copies: bool = True,
+        copies: bool,
     ) -> None:
         self._identities = identities
         self._copies = copies
         self._rows = rows
-        self._errors = errors
+        #: problems of the recorder itself (an input it cannot describe, an internal failure),
+        #: distinct, in order of first occurrence: never raised into the model's forward
+        self.errors = errors
         self._describe = describe
         self._keyer = keyer
         self._rootdir = str(rootdir) if rootdir is not None else None
         #: the calls in progress, innermost last (read by the hooks on every call)
-        self.frames: list[Frame] = []
+        self.frames: list[Call] = []
         self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else _untimed
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
-        self._seen: dict[Hashable, tuple[_Described, str]] = {}
+        self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
+
+    def internal_error(self) -> None:
+        """Log the exception being handled: the recorder failed (never the model)."""
+        self.errors["internal error while recording:\n" + traceback.format_exc()] = None
 
     def clear(self) -> None:
         """Drop the running root, if any."""
@@ -124,7 +102,7 @@ class CallStack:
     def open_root(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan
     ) -> None:
-        frame = Frame(module, plan.target, "", 0, True, next(self._order))
+        frame = Call(module, plan.target, "", 0, True, next(self._order))
         frame.ambient = sys.exc_info()[1]
         self._describe_into(frame, args, kwargs)
         new = traced = False
@@ -138,8 +116,11 @@ class CallStack:
             new = frame.entry is None
             traced = frame.entry is None or frame.entry.life.traces(plan.opaque is not None)
         if traced:
-            frame.entry = None  # (a traced call is filed with its operations, as a Done)
-            self._errors.guarded(self._begin_trace, frame, args, kwargs, plan, new)
+            frame.entry = None  # (a traced call is filed with its operations, as a new one)
+            try:  # (apart: a call that cannot be observed is still recorded, and not measured)
+                self._begin_trace(frame, args, kwargs, plan, new)
+            except Exception:
+                self.internal_error()
         elif (
             frame.entry is not None
             and frame.entry.life.state is State.SETTLED
@@ -152,20 +133,12 @@ class CallStack:
         frame.start_ns = self._clock()
 
     def _begin_trace(
-        self,
-        frame: Frame,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        plan: Plan,
-        first: bool,
+        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan, first: bool
     ) -> None:
-        # guarded apart: a call that cannot be observed is still recorded (and not measured)
-        trace = RootTrace(frame.module, plan)
         if first:  # (its inputs are copied before tracing begins)
             frame.first = FirstCall(frame.target, args, kwargs, copy=self._copies)
-        trace.start(frame.target, (args, kwargs))
-        self._trace = trace
-        frame.span = trace.traces_ops
+        self._trace = trace = RootTrace(frame.module, plan, (args, kwargs))
+        frame.span = trace.opaque is None
         if frame.first is not None:
             frame.first.counts = trace.counts
 
@@ -174,32 +147,25 @@ class CallStack:
         _, path, static_depth, target = self.plan.members[id(module)]
         parent = self.frames[-1]
         depth = max(static_depth, parent.depth + 1)
-        frame = Frame(
-            module,
-            target,
-            path or type(module).__name__,
-            depth,
-            parent.record and depth <= self.plan.max_depth,
-            next(self._order),
+        record = parent.record and depth <= self.plan.max_depth
+        frame = Call(
+            module, target, path or type(module).__name__, depth, record, next(self._order)
         )
         frame.ambient = sys.exc_info()[1]
-        self._push(frame, args, kwargs)
+        if frame.record:
+            self._describe_into(frame, args, kwargs)
+        self.frames.append(frame)
         if self._trace is not None:
             frame.span = frame.record and self._trace.open_span(path)
         frame.start_ns = self._clock()
 
-    def _push(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        if frame.record:
-            self._describe_into(frame, args, kwargs)
-        self.frames.append(frame)
-
     def complete(
-        self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
-        elapsed = self._clock() - frame.start_ns
+        frame.elapsed_ns = self._clock() - frame.start_ns
         trace = self._trace
         if trace is None:  # (untraced calls are the hot path)
-            self._complete(frame, args, kwargs, result, elapsed)
+            self._complete(frame, args, kwargs, result)
             return
         with untraced():
             if frame is self.frames[0]:
@@ -207,16 +173,15 @@ class CallStack:
             elif frame.span:
                 frame.computation = trace.close_span(frame.name)
                 frame.span = False
-            self._complete(frame, args, kwargs, result, elapsed)
-        if frame.done is not None:
-            frame.done.traced = True
-            unknown = trace.unknown
-            frame.done.computation = None if trace.building or unknown else frame.computation
-            frame.done.compute_unknown = unknown
-            frame.done.building = trace.building
+            self._complete(frame, args, kwargs, result)
+        if frame.done:
+            frame.traced, frame.building = True, trace.building
+            frame.compute_unknown = trace.unknown
+            if frame.building or frame.compute_unknown:
+                frame.computation = None
 
     def _complete(
-        self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any, elapsed: int
+        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
         if frame.first is not None:
             frame.first.end(returned=True)
@@ -230,26 +195,22 @@ class CallStack:
             )
         elif frame.settled:
             assert frame.entry is not None
-            self._rows.count_settled(frame.entry, identity, elapsed)
+            self._rows.count_settled(frame.entry, frame)
             return
         elif frame.entry is not None:
             # a known root's untraced call: counted into its row (the repeated-call path)
-            user_key = None
             if self._keyer is not None:
-                user_key = self._user_key(frame.entry.done.name, frame.module, args, kwargs)
-            self._rows.observe(frame.entry, identity, elapsed, user_key, frame.children)
+                frame.user_key = self._user_key(frame.entry.done.name, frame.module, args, kwargs)
+            self._rows.observe(frame.entry, frame)
             return
-        name, location, first = frame.name, None, None
-        if frame.depth == 0 and self._rows.root(identity) is None:
-            name, location = call_site(frame.module, frame.target, self._rootdir)
-            if frame.first is not None and frame.first.context is not None:
-                first = (frame.module, frame.first)
-        frame.done = Done(
-            identity, name, location, frame.depth, elapsed, frame.order, frame.children
-        )
-        frame.done.first = first
+        frame.done, frame.identity, frame.ambient = True, identity, None
+        new = frame.depth == 0 and self._rows.root(identity) is None
+        if new:
+            frame.name, frame.location = call_site(frame.module, frame.target, self._rootdir)
+        if not new or frame.first is None or frame.first.context is None:
+            frame.first = None  # (kept for a new top-level workload only)
         if self._keyer is not None:
-            frame.done.user_key = self._user_key(name, frame.module, args, kwargs)
+            frame.user_key = self._user_key(frame.name, frame.module, args, kwargs)
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
@@ -264,12 +225,12 @@ class CallStack:
             if not self.frames:
                 self._end_trace()
         if frame.first is not None:
-            frame.first.end(returned=False)  # (the call raised: it is not recorded)
-        if frame.done is not None:
+            frame.first.end(returned=False)  # (unless it returned: then it has ended)
+        if frame.done:
             if self.frames:
-                self.frames[-1].children.append(frame.done)
+                self.frames[-1].children.append(frame)
             else:
-                self._rows.add(None, frame.done)
+                self._rows.add(None, frame)
         if self.frames:
             return False
         self.plan = None
@@ -277,7 +238,7 @@ class CallStack:
             self._identities.root_ended()
         return True
 
-    def _describe_into(self, frame: Frame, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def _describe_into(self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Describe a call's inputs and key them; inputs seen before are not described again."""
         raw = inputs_key(args, kwargs)
         seen = None if raw is None else self._seen.get(raw)
@@ -295,7 +256,7 @@ class CallStack:
             else:
                 name, location = frame.name, None
             where = f" called at {location}" if location else ""
-            self._errors.add(f"{name} ({class_name(frame.target)}){where}: {exc}")
+            self.errors[f"{name} ({class_name(frame.target)}){where}: {exc}"] = None
             return
         # repr, not JSON: a process-local key that still tells True, 1 and 1.0 apart (rows are
         # told apart by the signature's canonical form), computed once per distinct raw inputs
@@ -311,10 +272,63 @@ class CallStack:
             key = self._keyer(module, args, kwargs)
             canonical_json(key)
         except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
-            self._errors.add(f"pytest_workload_key failed for {name}: {exc!r}")
+            self.errors[f"pytest_workload_key failed for {name}: {exc!r}"] = None
             return None
         refused = out_of_bounds(key)
         if refused is not None:
-            self._errors.add(f"pytest_workload_key returned {refused} for {name}")
+            self.errors[f"pytest_workload_key returned {refused} for {name}"] = None
             return None
         return key
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@functools.cache
+def _is_internal(filename: str) -> bool:
+    import torch
+
+    path = os.path.abspath(filename)
+    return path.startswith((os.path.dirname(os.path.abspath(torch.__file__)), _PACKAGE_DIR))
+
+
+def call_site(module: nn.Module, target: nn.Module, rootdir: str | None) -> tuple[str, str | None]:
+    """Name and location of the code that called a root: the first frame, walking out
+    from this hook, that is neither torch's nor this package's. Only looked up for new
+    workloads and errors, never on the repeated-call path."""
+    fallback = type(target).__name__
+    caller = inspect.currentframe()
+    while caller is not None and _is_internal(caller.f_code.co_filename):
+        caller = caller.f_back
+    if caller is None:
+        return fallback, None
+    name = _local_name(caller, module) or _path_in_owner(caller, module) or fallback
+    filename = os.path.abspath(caller.f_code.co_filename)
+    if rootdir is not None and filename.startswith(rootdir + os.sep):
+        filename = os.path.relpath(filename, rootdir)
+    return name, f"{filename}:{caller.f_lineno}"
+
+
+def _local_name(frame: FrameType, module: nn.Module) -> str | None:
+    """The name ``frame`` gives ``module`` (other than ``self``), if any."""
+    return next((k for k, v in frame.f_locals.items() if v is module and k != "self"), None)
+
+
+def _path_in_owner(caller: FrameType, module: nn.Module) -> str | None:
+    """``owner.path`` when ``caller`` is a method of a module that contains ``module``; the
+    owner is named as the first frame further out names it, else by its class."""
+    from torch import nn
+
+    owner = caller.f_locals.get("self")
+    if not isinstance(owner, nn.Module) or owner is module:
+        return None
+    path = next((p for p, m in owner.named_modules() if m is module and p), None)
+    if path is None:
+        return None
+    outer = caller.f_back
+    while outer is not None:
+        name = None if _is_internal(outer.f_code.co_filename) else _local_name(outer, owner)
+        if name is not None:
+            return f"{name}.{path}"
+        outer = outer.f_back
+    return f"{type(owner).__name__}.{path}"
