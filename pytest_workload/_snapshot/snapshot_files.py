@@ -1,23 +1,26 @@
 """A workload snapshot file on disk: its injective name, what it holds before it is compared
 (too new to read, corrupt, or edited by hand so that a hash no longer matches what it claims to
-hash), and whether it may stay as it is. Nothing here writes it; no syrupy here."""
+hash), why it is refused, and whether it may stay as it is. Nothing here writes it; no syrupy
+here."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from .._core.commands import Commands
 from .._core.errors import CorruptFileError, OldFormatError, WorkloadDataError
-from .._core.files import read_text
+from .._core.files import outside, read_text
 from .._core.hashes import short
 from .._core.strict_json import load_json
+from .._core.text import one_line
 from .._core.versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._fingerprint.scheme import BUILTIN_SCHEMES
-from .cost_diff import shrunk
-from .diff import documents_match
+from .diff import documents_match, shrunk
 from .document import SnapshotDocument
 
 #: Where workload snapshots live, beside each test module: not syrupy's ``__snapshots__``.
@@ -94,7 +97,7 @@ class Stored:
     document: SnapshotDocument | None = None
 
 
-def inspect_stored(path: Path, scheme: int) -> Stored:
+def _read_stored(path: Path, scheme: int) -> Stored:
     if not path.exists():
         return Stored()
     try:
@@ -136,3 +139,52 @@ def _is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def inspect(
+    location: str,
+    shown: str,
+    document: SnapshotDocument,
+    rootdir: Path | None,
+    commands: Commands,
+    *,
+    repair: bool,
+) -> Stored | str | None:
+    """What is stored, or why the file is refused and left as it is (a plain
+    ``--snapshot-update`` may ``repair`` a corrupt one); None: nothing recorded, nothing
+    stored, nothing to check."""
+    real = None if rootdir is None else outside(Path(location), rootdir)
+    if real is not None:
+        return (
+            f"workload snapshot {shown} leads to {real}, outside the rootdir {rootdir}: "
+            "it is left as it is and nothing is written there, also under --snapshot-update"
+        )
+    if not document.entries and not os.path.exists(location):
+        return None
+    try:
+        SnapshotDocument.from_text(document.to_text())
+    except WorkloadDataError as exc:  # what is written must read back, never as corrupt
+        return (
+            f"workload snapshot {shown} not written: the recorded table would not read back ({exc})"
+        )
+    stored = _read_stored(Path(location), document.scheme)
+    if stored.too_new is not None:
+        return (
+            f"workload snapshot {shown} was written by {one_line(stored.too_new)}: upgrade "
+            "pytest-workload to check it. It is left as it is, also under --snapshot-update"
+        )
+    if stored.corrupt is None or repair:
+        return stored
+    if stored.old:
+        return (
+            f"workload snapshot {shown} is of {one_line(stored.corrupt)}; regenerate it with "
+            f"{commands.accept}"
+        )
+    return _corrupt(shown, stored.corrupt, commands)
+
+
+def _corrupt(shown: str, reason: str, commands: Commands) -> str:
+    return (
+        f"corrupt workload snapshot {shown}: {one_line(reason)}. It is left as it is; fix it or "
+        f"regenerate it with {commands.accept}"
+    )

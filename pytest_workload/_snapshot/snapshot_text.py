@@ -1,22 +1,35 @@
-"""The failure texts of snapshot changes: what changed per workload, and how to accept it."""
+"""What the snapshot gate says: the failure texts of a changed table, and the two rewrites
+``--snapshot-update`` narrows to. A migration to the current fingerprint scheme
+(``--workload-migrate``) needs the stored hashes to still match under the scheme that wrote
+them. An accepted library upgrade (``--workload-accept-upgrade``) may reword a module's
+configuration text, add or change its plain attributes, or move its class; it must leave alone
+everything the computation depends on (:func:`upgrade_refusals`). Nothing here writes: syrupy
+does, when the gate lets it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from .._core.canonical import Json, canonical_json, sha256_hex
 from .._core.commands import Commands
 from .._core.hashes import prefix_length, short
+from .._core.library_versions import versions_line
 from .._core.text import _INDENT, one_line
-from .diff import Change
+from .._workload.modules import ModuleTable, child_links
+from .diff import Change, compare_documents, documents_match, paths_agree
+from .document import SnapshotDocument, SnapshotEntry
+
+#: Submodule changes listed per message before the rest are summarised in a count.
+MAX_SUBMODULE_CHANGES = 8
+#: Description fields an upgrade may change: the wording, never the computation.
+REWORDING = frozenset({"class", "config", "attributes"})
+#: What a verdict says: why the rewrite is refused, or the note that it was made.
+Verdict = tuple[str | None, str | None]
 
 
 def _entry_title(change: Change) -> str:
     e = change.entry
     return one_line(f"{e.label} ({e.class_name})")
-
-
-#: Submodule changes listed per message before the rest are summarised in a count.
-MAX_SUBMODULE_CHANGES = 8
 
 
 def _change_lines(change: Change, hash_len: int) -> list[str]:
@@ -60,8 +73,61 @@ def signature_note(changes: Sequence[str]) -> str:
     )
 
 
-def update_hint(commands: Commands) -> str:
+def _update_hint(commands: Commands) -> str:
     return f"run {commands.accept} to accept the recorded workloads"
+
+
+def missing(shown: str, commands: Commands) -> str:
+    return f"no workload snapshot {shown} for the recorded workloads; {_update_hint(commands)}"
+
+
+def explain_mismatch(
+    location: str,
+    stored: SnapshotDocument,
+    document: SnapshotDocument,
+    commands: Commands,
+    tolerance: float,
+) -> str:
+    """The failure message for a stored table that does not match the recorded one."""
+    if stored.scheme != document.scheme:
+        return (
+            f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}; "
+            f"this run uses scheme {document.scheme}. Migrate it with {commands.migrate}, "
+            f"which first checks every stored hash under scheme {stored.scheme}, or "
+            f"regenerate it with {commands.accept}"
+        )
+    lines = [f"workload snapshot mismatch ({location}):"]
+    versions = versions_line(stored.libraries, document.libraries)
+    lines += [f"  {one_line(versions)}"] if versions else []
+    lines += [f"  {c}" for c in render_changes(compare_documents(stored, document, tolerance))]
+    if not upgrade_refusals(stored, document):
+        lines.append(
+            "only configuration text, attributes or class paths changed (parameters, "
+            "children, inputs, FLOPs and computations did not): accept it with "
+            f"{commands.accept_upgrade}"
+        )
+    lines.append(_update_hint(commands))
+    return "\n".join(lines)
+
+
+def narrowed(
+    old: SnapshotDocument | None,
+    shown: str,
+    document: SnapshotDocument,
+    legacy: Mapping[int, SnapshotDocument] | None,
+    accept_upgrade: bool,
+    commands: Commands,
+    tolerance: float,
+) -> Verdict:
+    """The one rewrite ``--workload-migrate`` or ``--workload-accept-upgrade`` allows for a
+    stored table that does not match, or why there is none."""
+    if old is None:
+        return missing(shown, commands), None
+    if legacy is not None and old.scheme != document.scheme:
+        return _migration_verdict(old, shown, document, legacy, commands)
+    if accept_upgrade and old.scheme == document.scheme:
+        return _upgrade_verdict(old, shown, document, commands)
+    return explain_mismatch(shown, old, document, commands, tolerance), None
 
 
 def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
@@ -71,3 +137,125 @@ def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
         return None
     how = "recorded" if updating else "--snapshot-update records them"
     return f"costs shrank in {shown} ({how}): " + "; ".join(lines)
+
+
+def _migration_verdict(
+    stored: SnapshotDocument,
+    shown: str,
+    document: SnapshotDocument,
+    legacy: Mapping[int, SnapshotDocument],
+    commands: Commands,
+) -> Verdict:
+    """Whether an older-scheme snapshot may be rewritten under the current scheme: only if
+    its stored hashes still match under the scheme that wrote it."""
+    recorded = legacy.get(stored.scheme)
+    if recorded is None:
+        return (
+            f"cannot migrate workload snapshot {shown}: it was written by fingerprint scheme "
+            f"{stored.scheme}, which this session cannot compute (known: "
+            f"{', '.join(str(v) for v in sorted(legacy)) or 'none'}). Regenerate it with "
+            f"{commands.accept} after reviewing the change",
+            None,
+        )
+    if not documents_match(stored, recorded):
+        lines = [
+            f"refusing to migrate workload snapshot {shown} from scheme {stored.scheme} to "
+            f"{document.scheme}: under scheme {stored.scheme} the recorded workloads no longer "
+            "match the stored ones, so something changed besides the scheme:"
+        ]
+        lines += [f"  {line}" for line in render_changes(compare_documents(stored, recorded))]
+        lines.append(f"fix the regression first, or accept it with {commands.accept}")
+        return "\n".join(lines), None
+    return None, f"migrated {shown} from fingerprint scheme {stored.scheme} to {document.scheme}"
+
+
+def _upgrade_verdict(
+    stored: SnapshotDocument, shown: str, document: SnapshotDocument, commands: Commands
+) -> Verdict:
+    """Whether a snapshot whose tables differ may be rewritten as a library upgrade's."""
+    versions = versions_line(stored.libraries, document.libraries)
+    refusals = upgrade_refusals(stored, document)
+    if refusals:
+        lines = [
+            f"refusing to accept workload snapshot {shown} as a library upgrade: more than "
+            "configuration text, attributes or class paths changed. It is left as it is:"
+        ]
+        lines += [f"  {one_line(r)}" for r in refusals]
+        lines += [f"  {one_line(versions)}"] if versions else []
+        lines.append(f"review the change, then accept it with {commands.accept}")
+        return "\n".join(lines), None
+    count = sum(o.hash != n.hash for o, n in zip(stored.entries, document.entries, strict=False))
+    return None, (
+        f"accepted a library upgrade in {shown}: {count} workload "
+        f"{'hash' if count == 1 else 'hashes'} rewritten; parameters, children, inputs, FLOPs "
+        f"and computations unchanged" + (f" ({one_line(versions)})" if versions else "")
+    )
+
+
+def _skeleton(table: ModuleTable, key: str, memo: dict[str, str | None]) -> str | None:
+    """A hash of a tree without its rewordable fields; None where a description is missing."""
+    if key in memo:
+        return memo[key]
+    description = table.get(key)
+    if description is None:
+        memo[key] = None
+        return None
+    kept: dict[str, Json] = {
+        k: v for k, v in description.items() if k not in REWORDING and k != "children"
+    }
+    children: list[Json] = []
+    for name, child in child_links(description):
+        inner = _skeleton(table, child, memo)
+        if inner is None:
+            memo[key] = None
+            return None
+        children.append([name, inner])
+    kept["children"] = children
+    memo[key] = digest = sha256_hex(canonical_json(kept))
+    return digest
+
+
+def _entry_refusal(
+    old: SnapshotEntry, new: SnapshotEntry, skeletons: tuple[str | None, str | None]
+) -> list[str]:
+    what = []
+    if old.input_signature != new.input_signature:
+        what.append(f"input {old.input_signature.format()} -> {new.input_signature.format()}")
+    if skeletons[0] is None or skeletons[1] is None:
+        what.append("no stored module description to compare its parameters and children with")
+    elif skeletons[0] != skeletons[1]:
+        what.append("parameters, buffers, children or train/eval mode changed")
+    if old.param_bytes != new.param_bytes:
+        what.append(f"parameter bytes {old.param_bytes} -> {new.param_bytes}")
+    if old.flops != new.flops:
+        what.append(f"FLOPs {old.flops} -> {new.flops}")
+    if old.compute_hash != new.compute_hash:
+        hashes = [short(h) if h else "unknown" for h in (old.compute_hash, new.compute_hash)]
+        what.append(f"computation changed (compute hash {hashes[0]} -> {hashes[1]})")
+    if canonical_json(old.user_key) != canonical_json(new.user_key):
+        what.append("user key changed")
+    if not paths_agree(old, new):
+        what.append(f"paths {old.label} -> {new.label}")
+    return [f"{new.label} ({new.class_name}): {w}" for w in what]
+
+
+def upgrade_refusals(stored: SnapshotDocument, recorded: SnapshotDocument) -> list[str]:
+    """Why the recorded table is more than an upgrade of the stored one (empty: it is not).
+
+    Workloads are paired in order: an upgrade changes hashes, never which calls ran."""
+    if stored.scheme != recorded.scheme:
+        return [f"fingerprint scheme {stored.scheme} -> {recorded.scheme} (migrate it instead)"]
+    if len(stored.entries) != len(recorded.entries):
+        return [f"{len(stored.entries)} workloads stored, {len(recorded.entries)} recorded"]
+    memos: tuple[dict[str, str | None], dict[str, str | None]] = ({}, {})
+    refusals: list[str] = []
+    for old, new in zip(stored.entries, recorded.entries, strict=True):
+        if (old.name, old.depth) != (new.name, new.depth):
+            refusals.append(f"stored workload {old.label} is not the recorded {new.label}")
+            continue
+        skeletons = (
+            _skeleton(stored.modules, old.structure_hash, memos[0]),
+            _skeleton(recorded.modules, new.structure_hash, memos[1]),
+        )
+        refusals.extend(_entry_refusal(old, new, skeletons))
+    return refusals
