@@ -44,11 +44,10 @@ class SnapshotEntry(Paths):
     #: For review only (never compared): they tell a dtype change from a structure change.
     param_dtypes: tuple[str, ...] | None = None
     structure_hash_without_dtypes: str | None = None
-    #: The operations' hash (None: not recorded there); compared unless either side is
-    #: data-dependent (see :mod:`.._snapshot.diff`).
+    #: The operations' hash (None: not recorded there; see :func:`.part_diff.computes_agree`).
     compute_hash: str | None = None
     data_dependent: bool = False
-    #: Compared within ``--workload-cost-tolerance`` (see :mod:`.._snapshot.cost_diff`).
+    #: Compared within ``--workload-cost-tolerance`` (see :func:`.part_diff.costs_agree`).
     costs: Costs | None = None
     paths: tuple[str, ...] = ()
 
@@ -63,7 +62,7 @@ class SnapshotEntry(Paths):
     def identity(self) -> tuple[str | None, str, int, str]:
         """What must be equal for the snapshot to pass: the workload under its caller, the
         user's own key for it, and its parameter bytes. FLOPs are left out: they may be
-        unknown (a replay that failed), so :mod:`.._snapshot.diff` compares them apart."""
+        unknown (a replay that failed), so :mod:`.diff` compares them apart."""
         costs = canonical_json([self.user_key, self.param_bytes])
         return (self.parent, self.hash, self.depth, costs)
 
@@ -195,10 +194,10 @@ class SnapshotDocument:
         out: dict[str, Json] = {
             SNAPSHOT_FORMAT_KEY: SNAPSHOT_FORMAT,
             "fingerprint_scheme": self.scheme,
-            "workloads": [e.to_dict() for e in self.entries],
         }
         if self.libraries:
             out["libraries"] = dict(sorted(self.libraries.items()))
+        out["workloads"] = [e.to_dict() for e in self.entries]
         if self.computations:
             out["computations"] = dict(computation_table(list(self.computations.values())))
         if self.modules:
@@ -243,26 +242,21 @@ class SnapshotDocument:
         )
 
     def to_text(self) -> str:
-        """Review-friendly JSON: one field per line, signatures kept on one line."""
-        lines = ["{", f'  "{SNAPSHOT_FORMAT_KEY}": {SNAPSHOT_FORMAT},']
-        lines.append(f'  "fingerprint_scheme": {self.scheme},')
-        if self.libraries:
-            lines.append(f'  "libraries": {_inline(dict(sorted(self.libraries.items())))},')
-        if not self.entries:
-            lines.append('  "workloads": []')
-        else:
-            lines.append('  "workloads": [')
-            rendered = [_render_entry(e.to_dict()) for e in self.entries]
-            lines.append(",\n".join(rendered))
-            lines.append("  ]")
-        if self.computations:
-            lines[-1] += ","
-            lines.append(_render_computations(computation_table(list(self.computations.values()))))
-        if self.modules:
-            lines[-1] += ","
-            lines.append(_render_modules(self.modules))
-        lines.append("}")
-        return "\n".join(lines) + "\n"
+        """Review-friendly JSON: one field per line, signatures kept on one line, and one
+        operation and one module description per line, so a change is one changed line."""
+        fields = []
+        for key, value in self.to_dict().items():
+            if key == "workloads" and isinstance(value, list) and value:
+                entries = ",\n".join(_render_entry(e) for e in value if isinstance(e, dict))
+                fields.append(f'  "workloads": [\n{entries}\n  ]')
+            elif key == "computations" and isinstance(value, dict):
+                fields.append(_render_computations(value))
+            elif key == "modules" and isinstance(value, dict):
+                rows = ",\n".join(f"    {_inline(k)}: {_inline(v)}" for k, v in value.items())
+                fields.append(f'  "modules": {{\n{rows}\n  }}')
+            else:
+                fields.append(f"  {_inline(key)}: {_inline(value)}")
+        return "{\n" + ",\n".join(fields) + "\n}\n"
 
     @classmethod
     def from_text(cls, text: str) -> SnapshotDocument:
@@ -284,18 +278,12 @@ def _render_entry(entry: dict[str, Json]) -> str:
     return "    {\n" + ",\n".join(fields) + "\n    }"
 
 
-def _render_computations(table: dict[str, list[Json]]) -> str:
-    """One operation per line, so a changed operation is one changed line."""
+def _render_computations(table: dict[str, Json]) -> str:
     blocks = []
     for key, items in table.items():
+        assert isinstance(items, list)
         body = ",\n".join(f"      {_inline(item)}" for item in items)
         blocks.append(
             f"    {_inline(key)}: [\n{body}\n    ]" if items else f"    {_inline(key)}: []"
         )
     return '  "computations": {\n' + ",\n".join(blocks) + "\n  }"
-
-
-def _render_modules(table: ModuleTable) -> str:
-    """One description per line: a changed module is one changed line."""
-    rows = ",\n".join(f"    {_inline(k)}: {_inline(v)}" for k, v in modules_to_dict(table).items())
-    return '  "modules": {\n' + rows + "\n  }"

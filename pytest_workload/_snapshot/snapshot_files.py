@@ -56,7 +56,6 @@ def snapshot_stem(name: str) -> str:
 
 
 def _too_new(data: object, scheme: int) -> str | None:
-    """What makes a stored table too new for this release to read or rewrite, if anything."""
     if not isinstance(data, dict):
         return None
     layout, stored_scheme = data.get(SNAPSHOT_FORMAT_KEY), data.get("fingerprint_scheme")
@@ -89,7 +88,6 @@ def _unverified(stored: SnapshotDocument) -> str | None:
 class Stored:
     """What the stored file holds, as far as the gate must know before comparing."""
 
-    too_new: str | None = None
     corrupt: str | None = None
     #: ``corrupt`` says the file is of a format no release wrote: regenerating it is due.
     old: bool = False
@@ -97,7 +95,8 @@ class Stored:
     document: SnapshotDocument | None = None
 
 
-def _read_stored(path: Path, scheme: int) -> Stored:
+def _read_stored(path: Path, scheme: int) -> Stored | str:
+    """What the file holds, or what makes it too new to read or rewrite."""
     if not path.exists():
         return Stored()
     try:
@@ -108,7 +107,7 @@ def _read_stored(path: Path, scheme: int) -> Stored:
         return Stored(corrupt=str(exc))
     too_new = _too_new(data, scheme)
     if too_new is not None:
-        return Stored(too_new=too_new)
+        return too_new
     try:
         stored = SnapshotDocument.from_dict(data)
     except OldFormatError as exc:
@@ -168,9 +167,9 @@ def inspect(
             f"workload snapshot {shown} not written: the recorded table would not read back ({exc})"
         )
     stored = _read_stored(Path(location), document.scheme)
-    if stored.too_new is not None:
+    if isinstance(stored, str):
         return (
-            f"workload snapshot {shown} was written by {one_line(stored.too_new)}: upgrade "
+            f"workload snapshot {shown} was written by {one_line(stored)}: upgrade "
             "pytest-workload to check it. It is left as it is, also under --snapshot-update"
         )
     if stored.corrupt is None or repair:
@@ -180,11 +179,7 @@ def inspect(
             f"workload snapshot {shown} is of {one_line(stored.corrupt)}; regenerate it with "
             f"{commands.accept}"
         )
-    return _corrupt(shown, stored.corrupt, commands)
-
-
-def _corrupt(shown: str, reason: str, commands: Commands) -> str:
     return (
-        f"corrupt workload snapshot {shown}: {one_line(reason)}. It is left as it is; fix it or "
-        f"regenerate it with {commands.accept}"
+        f"corrupt workload snapshot {shown}: {one_line(stored.corrupt)}. It is left as it is; "
+        f"fix it or regenerate it with {commands.accept}"
     )

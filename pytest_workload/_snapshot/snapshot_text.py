@@ -8,7 +8,8 @@ does, when the gate lets it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 
 from .._core.canonical import Json, canonical_json, sha256_hex
 from .._core.commands import Commands
@@ -27,25 +28,17 @@ REWORDING = frozenset({"class", "config", "attributes"})
 Verdict = tuple[str | None, str | None]
 
 
-def _entry_title(change: Change) -> str:
-    e = change.entry
-    return one_line(f"{e.label} ({e.class_name})")
-
-
 def _change_lines(change: Change, hash_len: int) -> list[str]:
+    e = change.entry
+    title = one_line(f"{e.label} ({e.class_name})")
     if change.kind == "changed":
         assert change.old is not None and change.new is not None
-        head = (
-            f"changed:  {_entry_title(change)} {short(change.old.hash, hash_len)} -> "
-            f"{short(change.new.hash, hash_len)}"
-        )
-        return [head, *(f"{_INDENT}{one_line(d)}" for d in change.details)]
-    e = change.entry
-    return [
-        f"{change.kind + ':':<9} {_entry_title(change)} {short(e.hash, hash_len)}, input "
-        f"{one_line(e.input_signature.format())}",
-        *(f"{_INDENT}{one_line(d)}" for d in change.details),
-    ]
+        hashes = f"{short(change.old.hash, hash_len)} -> {short(change.new.hash, hash_len)}"
+        head = f"changed:  {title} {hashes}"
+    else:
+        shape = one_line(e.input_signature.format())
+        head = f"{change.kind + ':':<9} {title} {short(e.hash, hash_len)}, input {shape}"
+    return [head, *(f"{_INDENT}{one_line(d)}" for d in change.details)]
 
 
 def render_changes(changes: Sequence[Change]) -> list[str]:
@@ -192,27 +185,24 @@ def _upgrade_verdict(
     )
 
 
-def _skeleton(table: ModuleTable, key: str, memo: dict[str, str | None]) -> str | None:
+def _skeletons(table: ModuleTable) -> Callable[[str], str | None]:
     """A hash of a tree without its rewordable fields; None where a description is missing."""
-    if key in memo:
-        return memo[key]
-    description = table.get(key)
-    if description is None:
-        memo[key] = None
-        return None
-    kept: dict[str, Json] = {
-        k: v for k, v in description.items() if k not in REWORDING and k != "children"
-    }
-    children: list[Json] = []
-    for name, child in child_links(description):
-        inner = _skeleton(table, child, memo)
-        if inner is None:
-            memo[key] = None
+
+    @cache
+    def skeleton(key: str) -> str | None:
+        description = table.get(key)
+        if description is None:
             return None
-        children.append([name, inner])
-    kept["children"] = children
-    memo[key] = digest = sha256_hex(canonical_json(kept))
-    return digest
+        links = [(name, skeleton(child)) for name, child in child_links(description)]
+        if any(inner is None for _, inner in links):
+            return None
+        kept: dict[str, Json] = {
+            k: v for k, v in description.items() if k not in REWORDING and k != "children"
+        }
+        kept["children"] = [[name, inner] for name, inner in links]
+        return sha256_hex(canonical_json(kept))
+
+    return skeleton
 
 
 def _entry_refusal(
@@ -247,15 +237,12 @@ def upgrade_refusals(stored: SnapshotDocument, recorded: SnapshotDocument) -> li
         return [f"fingerprint scheme {stored.scheme} -> {recorded.scheme} (migrate it instead)"]
     if len(stored.entries) != len(recorded.entries):
         return [f"{len(stored.entries)} workloads stored, {len(recorded.entries)} recorded"]
-    memos: tuple[dict[str, str | None], dict[str, str | None]] = ({}, {})
+    before, after = _skeletons(stored.modules), _skeletons(recorded.modules)
     refusals: list[str] = []
     for old, new in zip(stored.entries, recorded.entries, strict=True):
         if (old.name, old.depth) != (new.name, new.depth):
             refusals.append(f"stored workload {old.label} is not the recorded {new.label}")
             continue
-        skeletons = (
-            _skeleton(stored.modules, old.structure_hash, memos[0]),
-            _skeleton(recorded.modules, new.structure_hash, memos[1]),
-        )
+        skeletons = (before(old.structure_hash), after(new.structure_hash))
         refusals.extend(_entry_refusal(old, new, skeletons))
     return refusals

@@ -165,31 +165,22 @@ def _use(snapshot: SnapshotAssertion) -> str | None:
     return location if os.path.exists(location) and assertion == _NOTHING else None
 
 
+@dataclasses.dataclass
 class SnapshotGate:
     """Compares each test's table, recorded under the session's scheme (under
     ``--snapshot-update``, syrupy writes the ones that differ); ``migrate`` narrows the update
     to tables stored by one of ``legacy_schemes`` that still verify under it, and
     ``accept_upgrade`` to tables whose change is only a library upgrade's."""
 
-    def __init__(
-        self,
-        legacy_schemes: Sequence[FingerprintScheme] = (),
-        *,
-        migrate: bool = False,
-        accept_upgrade: bool = False,
-        rootdir: Path | None = None,
-        commands: Commands = PLAIN,
-        cost_tolerance: float = 0.0,
-    ) -> None:
-        self.legacy_schemes = tuple(legacy_schemes)
-        self.commands = commands
-        self.migrate = migrate
-        self.accept_upgrade = accept_upgrade
-        self.rootdir = rootdir
-        self.cost_tolerance = cost_tolerance
-        #: Stored tables used but not checked (a failed test, no gate, a refused file): syrupy
-        #: counts them as passed, so the summary says how many were not checked.
-        self.kept: list[str] = []
+    legacy_schemes: Sequence[FingerprintScheme] = ()
+    migrate: bool = False
+    accept_upgrade: bool = False
+    rootdir: Path | None = None
+    commands: Commands = PLAIN
+    cost_tolerance: float = 0.0
+    #: Stored tables used but not checked (a failed test, no gate, a refused file): syrupy
+    #: counts them as passed, so the summary says how many were not checked.
+    kept: list[str] = dataclasses.field(default_factory=list)
 
     def keep(self, snapshot: Snapshot) -> None:
         """Leave the stored table as it is, counted as used (a failed test, or no gate)."""
@@ -215,18 +206,11 @@ class SnapshotGate:
         test: TestWorkloads,
         judge_signatures: bool,
     ) -> Verdict:
-        """The failure or the note of one table.
-
-        With ``--workload-migrate`` or ``--workload-accept-upgrade``, ``--snapshot-update`` is
-        narrowed to one rewrite: a snapshot of an older scheme is migrated if, and only if, its
-        stored hashes still match under the scheme that wrote it; a snapshot whose change is
-        only a library upgrade's rewording is accepted. Any other change fails and the file is
-        left as it is. A test that recorded nothing and has no stored table has nothing to
-        check. Without ``judge_signatures`` (a test recorded only by
-        ``--workload-record=all``: its inputs may follow its data), a table that differs only
-        in call signatures is a note, and the stored one is kept as it is, unless
-        ``--snapshot-update`` rewrites it.
-        """
+        """The failure or the note of one table. A narrowed ``--snapshot-update`` allows only
+        its one rewrite (see :func:`narrowed`); any other change fails and leaves the file as it
+        is. Without ``judge_signatures`` (a test recorded only by ``--workload-record=all``: its
+        inputs may follow its data), a change in call signatures alone is a note, and the
+        stored table is kept as it is, unless ``--snapshot-update`` rewrites it."""
         updating = bool(snapshot.update_snapshots)
         tolerance, commands = self.cost_tolerance, self.commands
         assertion = snapshot.with_defaults(extension_class=_extension(tolerance, updating))
