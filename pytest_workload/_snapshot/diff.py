@@ -1,9 +1,6 @@
-"""The verdict on two workload tables, and what changed between them.
-
-This is the one place that decides whether a stored table and a recorded one match; the
-snapshot gate and the ``compare`` command both ask it. It also says where two tables differ
-only in call signatures, and what costs shrank.
-"""
+"""The verdict on two workload tables, and what changed between them: the one place that
+decides whether a stored table and a recorded one match (the snapshot gate and the ``compare``
+command both ask it)."""
 
 from __future__ import annotations
 
@@ -23,6 +20,7 @@ from .part_diff import compute_lines, computes_agree, cost_lines, costs_agree, d
 from .structure_diff import field_changes, grouped_lines
 
 ChangeKind = Literal["changed", "appeared", "vanished"]
+SCALED = "same structure at a scaled shape:"
 
 
 def format_key(key: Json) -> str:
@@ -104,14 +102,8 @@ def _unmatched(
     unmatched = []
     for entry in entries:
         candidates = pool[entry.identity]
-        fit = next(
-            (
-                o
-                for o in candidates
-                if (_agree(o, entry, tolerance) if recorded else _agree(entry, o, tolerance))
-            ),
-            None,
-        )
+        pairs = ((o, (o, entry) if recorded else (entry, o)) for o in candidates)
+        fit = next((o for o, pair in pairs if _agree(*pair, tolerance)), None)
         if fit is None:
             unmatched.append(entry)
         else:
@@ -150,14 +142,10 @@ def scaling(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
     """The shape relation of two workloads of one structure, when one divides the other."""
     up, down = distance_factor(new.key, old.key), distance_factor(old.key, new.key)
     if math.isfinite(up) and up > 1:
-        return (
-            f"same structure at a scaled shape: {up:g}x the stored workload "
-            f"(distance factor {up:g})"
-        )
+        return f"{SCALED} {up:g}x the stored workload (distance factor {up:g})"
     if math.isfinite(down) and down > 1:
         return (
-            f"same structure at a scaled shape: 1/{down:g} of the stored workload "
-            f"(distance factor {down:g} the other way)"
+            f"{SCALED} 1/{down:g} of the stored workload (distance factor {down:g} the other way)"
         )
     return None
 
@@ -167,20 +155,14 @@ def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
     stored = {canonical_json(e.key): e for e in old.entries}
     found = nearest(entry.key, [e.key for e in old.entries])
     if found is not None:
-        e = stored[canonical_json(found[0])]
-        return [
-            f"nearest stored workload: {e.label} {e.input_signature.format()} at distance "
-            f"factor {found[1]:g}"
-        ]
-    reverse = [(distance_factor(e.key, entry.key), k) for k, e in stored.items()]
-    smaller = min((r for r in reverse if math.isfinite(r[0])), default=None)
-    if smaller is None:
-        return []
-    e = stored[smaller[1]]
-    return [
-        f"nearest stored workload: {e.label} {e.input_signature.format()}, {smaller[0]:g}x "
-        "this one (distance factor)"
-    ]
+        e, how = stored[canonical_json(found[0])], f" at distance factor {found[1]:g}"
+    else:
+        reverse = [(distance_factor(e.key, entry.key), k) for k, e in stored.items()]
+        smaller = min((r for r in reverse if math.isfinite(r[0])), default=None)
+        if smaller is None:
+            return []
+        e, how = stored[smaller[1]], f", {smaller[0]:g}x this one (distance factor)"
+    return [f"nearest stored workload: {e.label} {e.input_signature.format()}{how}"]
 
 
 def _children(doc: SnapshotDocument, parent: SnapshotEntry) -> dict[str, SnapshotEntry]:
@@ -223,8 +205,7 @@ def explain_entry(
     lines: list[str] = []
     if canonical_json(old.user_key) != canonical_json(new.user_key):
         lines.append(f"user key changed: {format_key(old.user_key)} -> {format_key(new.user_key)}")
-    relation = scaling(old, new)
-    if relation is not None:
+    if (relation := scaling(old, new)) is not None:
         lines.append(relation)
     if old.class_name != new.class_name:
         lines.append(f"class {old.class_name} -> {new.class_name}")
@@ -284,11 +265,9 @@ def _count(value: int | None) -> str:
 def signature_changes(
     old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0
 ) -> list[str] | None:
-    """What the call signatures changed, where the tables differ only in that: each workload
-    present on one side only (no workload of its identity on the other) has its structure on
-    the other side, at its depth, under another call signature. One line per change, e.g.
-    ``model (Net): input kwargs['mask'] added: int64[2, 7]``; empty where the tables match;
-    None where they differ in anything else (a structure, a computation, a scheme)."""
+    """What the call signatures changed, where the tables differ only in that (each one-sided
+    workload has its structure on the other side, at its depth, under another signature): one
+    line per change; empty where the tables match; None where they differ in anything else."""
     if old.scheme != new.scheme:
         return None
     one_sided_old = _unmatched(old.entries, new.entries, tolerance)

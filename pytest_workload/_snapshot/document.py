@@ -23,11 +23,8 @@ from .._workload.workload import Workload
 
 @dataclass(frozen=True)
 class SnapshotEntry(Paths):
-    """One workload as the snapshot keeps it: identity plus what a reviewer reads.
-
-    Nothing machine- or run-dependent (timings, call counts, call sites) is stored. ``name``
-    is its first path, ``paths`` every path that ran it (see :class:`Workload`).
-    """
+    """One workload as the snapshot keeps it: identity plus what a reviewer reads, nothing
+    machine- or run-dependent (timings, call counts, call sites)."""
 
     name: str
     class_name: str
@@ -68,26 +65,10 @@ class SnapshotEntry(Paths):
 
     @classmethod
     def from_workload(cls, w: Workload) -> SnapshotEntry:
-        return cls(
-            name=w.name,
-            class_name=w.class_name,
-            depth=w.depth,
-            parent=w.parent,
-            structure_hash=w.structure_hash,
-            input_signature=w.input_signature,
-            hash=w.hash,
-            submodules=w.submodules,
-            arg_names=w.arg_names,
-            user_key=w.user_key,
-            flops=w.flops,
-            param_bytes=w.params.bytes,
-            param_dtypes=w.params.dtypes,
-            structure_hash_without_dtypes=w.structure_hash_without_dtypes,
-            compute_hash=w.compute_hash,
-            data_dependent=w.data_dependent,
-            costs=w.costs,
-            paths=w.paths,
-        )
+        shared = {
+            f.name: getattr(w, f.name) for f in fields(cls) if not f.name.startswith("param_")
+        }
+        return cls(**shared, param_bytes=w.params.bytes, param_dtypes=w.params.dtypes)
 
     def to_dict(self) -> dict[str, Json]:
         out: dict[str, Json] = {
@@ -160,11 +141,9 @@ def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
 
 @dataclass(frozen=True)
 class SnapshotDocument:
-    """A test's workload table as stored in its snapshot file, with each distinct
-    computation and each distinct module description of its workloads once, and the library
-    versions it was recorded with (a scheme 1 snapshot, read only to migrate it, may have
-    none of those). Only the entries decide a match; they are folded (see :func:`fold`) by
-    :meth:`of` and :meth:`from_dict`."""
+    """A test's workload table as its snapshot file stores it, with each distinct computation
+    and module description once, and the library versions (a scheme 1 snapshot may have none
+    of those). Only the entries, folded, decide a match."""
 
     scheme: int
     entries: tuple[SnapshotEntry, ...]

@@ -91,11 +91,9 @@ def computes_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
 def compute_lines(
     old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
 ) -> list[str]:
-    """``computation changed (...)`` and the operations that differ, by submodule path.
-
-    For a workload whose structure or inputs changed too (another hash), operations that
-    only see other shapes are what that change explains: only other operations are shown,
-    and nothing when there are none."""
+    """``computation changed (...)`` and the operations that differ, by submodule path. Where
+    the structure or inputs changed too (another hash), that change explains operations that
+    only see other shapes: only other operations are shown, and nothing when there are none."""
     assert old.compute_hash is not None and new.compute_hash is not None
     hashes = f"{short(old.compute_hash)} -> {short(new.compute_hash)}"
     head = f"computation changed (compute hash {hashes})"
@@ -174,10 +172,8 @@ def grew(old: int | None, new: int | None, tolerance: float) -> bool:
 
 
 def costs_agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
-    """No cost of the recorded ``new`` grew beyond ``tolerance`` over the stored ``old``.
-
-    Costs are counted, not timed, so any growth is the code's; shrinking never fails. They
-    come from the trace that gives the compute hash and follow its rules: none on either side
+    """No cost of the recorded ``new`` grew beyond ``tolerance`` over the stored ``old``. Costs
+    are counted, not timed: any growth is the code's. Like compute hashes, none on either side
     agrees with any, and a data-dependent workload's follow the data."""
     a, b = old.costs, new.costs
     if old.data_dependent or new.data_dependent or a is None or b is None:

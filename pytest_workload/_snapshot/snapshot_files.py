@@ -36,11 +36,8 @@ _SHORTENED: Final = "~"
 
 
 def snapshot_stem(name: str) -> str:
-    """The file name (without suffix) of the snapshot of the test named ``name``.
-
-    Injective: unsafe characters are escaped, not dropped, and a name too long for the
-    file-name limit is cut and given a short hash of the whole name.
-    """
+    """The file name (without suffix) of the test ``name``'s snapshot. Injective: unsafe
+    characters are escaped, and a name too long is cut and given a short hash of the whole."""
     escaped = "".join(
         c if c in _SAFE else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
         for c in name
@@ -150,8 +147,7 @@ def inspect(
     repair: bool,
 ) -> Stored | str | None:
     """What is stored, or why the file is refused and left as it is (a plain
-    ``--snapshot-update`` may ``repair`` a corrupt one); None: nothing recorded, nothing
-    stored, nothing to check."""
+    ``--snapshot-update`` may ``repair`` a corrupt one); None: nothing to check."""
     real = None if rootdir is None else outside(Path(location), rootdir)
     if real is not None:
         return (

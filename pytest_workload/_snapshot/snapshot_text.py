@@ -1,10 +1,7 @@
 """What the snapshot gate says: the failure texts of a changed table, and the two rewrites
-``--snapshot-update`` narrows to. A migration to the current fingerprint scheme
-(``--workload-migrate``) needs the stored hashes to still match under the scheme that wrote
-them. An accepted library upgrade (``--workload-accept-upgrade``) may reword a module's
-configuration text, add or change its plain attributes, or move its class; it must leave alone
-everything the computation depends on (:func:`upgrade_refusals`). Nothing here writes: syrupy
-does, when the gate lets it."""
+``--snapshot-update`` narrows to, each checked first: a migration (``--workload-migrate``) and
+an accepted library upgrade (``--workload-accept-upgrade``), which may reword a module's
+configuration, attributes or class path but nothing the computation depends on."""
 
 from __future__ import annotations
 
@@ -103,26 +100,6 @@ def explain_mismatch(
     return "\n".join(lines)
 
 
-def narrowed(
-    old: SnapshotDocument | None,
-    shown: str,
-    document: SnapshotDocument,
-    legacy: Mapping[int, SnapshotDocument] | None,
-    accept_upgrade: bool,
-    commands: Commands,
-    tolerance: float,
-) -> Verdict:
-    """The one rewrite ``--workload-migrate`` or ``--workload-accept-upgrade`` allows for a
-    stored table that does not match, or why there is none."""
-    if old is None:
-        return missing(shown, commands), None
-    if legacy is not None and old.scheme != document.scheme:
-        return _migration_verdict(old, shown, document, legacy, commands)
-    if accept_upgrade and old.scheme == document.scheme:
-        return _upgrade_verdict(old, shown, document, commands)
-    return explain_mismatch(shown, old, document, commands, tolerance), None
-
-
 def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
     """A note on the costs that shrank since the matching stored table was written (under
     ``--snapshot-update``, syrupy rewrote it with them)."""
@@ -132,7 +109,7 @@ def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
     return f"costs shrank in {shown} ({how}): " + "; ".join(lines)
 
 
-def _migration_verdict(
+def migration_verdict(
     stored: SnapshotDocument,
     shown: str,
     document: SnapshotDocument,
@@ -162,7 +139,7 @@ def _migration_verdict(
     return None, f"migrated {shown} from fingerprint scheme {stored.scheme} to {document.scheme}"
 
 
-def _upgrade_verdict(
+def upgrade_verdict(
     stored: SnapshotDocument, shown: str, document: SnapshotDocument, commands: Commands
 ) -> Verdict:
     """Whether a snapshot whose tables differ may be rewritten as a library upgrade's."""

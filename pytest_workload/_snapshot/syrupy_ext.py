@@ -1,15 +1,12 @@
-"""The one place that talks to syrupy: a snapshot extension for workload tables, and the
-snapshot gate that asserts them.
+"""The one place that talks to syrupy: the extension that stores a test's workload table,
+and the snapshot gate that asserts it.
 
-Each test gets one file, ``__workload_snapshots__/<test module>/<test name>.workloads``,
-holding its :class:`~pytest_workload._snapshot.document.SnapshotDocument`. The directory is not
-syrupy's ``__snapshots__``: syrupy run without this plugin (``-p no:workload``) cleans up
-``__snapshots__`` and would delete every workload snapshot as an unknown collection. syrupy
-owns when files are written (``--snapshot-update``) and which are unused, and the extension
-writes only when syrupy asks it to; this module decides what matches, what the narrowed
-updates (``--workload-migrate``, ``--workload-accept-upgrade``) let syrupy rewrite, and what a
-mismatch means. It uses syrupy's public API
-only: the ``snapshot`` fixture, ``with_defaults`` and the extension's methods.
+Each test gets one file, ``__workload_snapshots__/<test module>/<test name>.workloads``, not in
+syrupy's ``__snapshots__``, which syrupy run without this plugin (``-p no:workload``) would
+clean up, deleting every workload snapshot as an unknown collection. syrupy owns when files are
+written (``--snapshot-update``) and which are unused; the extension writes only when syrupy asks
+it to. Only syrupy's public API is used: the ``snapshot`` fixture, ``with_defaults`` and the
+extension's methods.
 """
 
 from __future__ import annotations
@@ -39,10 +36,11 @@ from .snapshot_files import SNAPSHOT_DIRNAME, SNAPSHOT_SUFFIX, inspect, may_stay
 from .snapshot_text import (
     Verdict,
     explain_mismatch,
+    migration_verdict,
     missing,
-    narrowed,
     shrunk_note,
     signature_note,
+    upgrade_verdict,
 )
 
 if TYPE_CHECKING:
@@ -57,10 +55,8 @@ _NOTHING: Final = ""
 
 
 class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
-    """Stores a test's workload table as review-friendly JSON and compares it by identity.
-
-    The one writer of workload snapshots, when syrupy writes: under ``--snapshot-update``, a
-    stored table that does not match the recorded one (see :meth:`matches`)."""
+    """Stores a test's workload table as review-friendly JSON and compares it by identity; the
+    one writer of workload snapshots, when syrupy writes."""
 
     cost_tolerance: ClassVar[float] = 0.0
     #: Under ``--snapshot-update``: a table that matches but is unverified, not UTF-8, or
@@ -137,7 +133,7 @@ class KeptSnapshotExtension(WorkloadSnapshotExtension):
 
 @cache
 def _extension(cost_tolerance: float, updating: bool) -> type[WorkloadSnapshotExtension]:
-    """The extension comparing costs within ``cost_tolerance`` (syrupy takes a class)."""
+    # (syrupy takes a class, not an instance)
     attributes = {"cost_tolerance": cost_tolerance, "updating": updating}
     return type(WorkloadSnapshotExtension.__name__, (WorkloadSnapshotExtension,), attributes)
 
@@ -207,10 +203,11 @@ class SnapshotGate:
         judge_signatures: bool,
     ) -> Verdict:
         """The failure or the note of one table. A narrowed ``--snapshot-update`` allows only
-        its one rewrite (see :func:`narrowed`); any other change fails and leaves the file as it
-        is. Without ``judge_signatures`` (a test recorded only by ``--workload-record=all``: its
-        inputs may follow its data), a change in call signatures alone is a note, and the
-        stored table is kept as it is, unless ``--snapshot-update`` rewrites it."""
+        its one rewrite (a migration, an accepted upgrade); any other change fails and leaves
+        the file as it is. Without ``judge_signatures`` (a test recorded only by
+        ``--workload-record=all``: its inputs may follow its data), a change in call signatures
+        alone is a note, and the stored table is kept as it is, unless ``--snapshot-update``
+        rewrites it."""
         updating = bool(snapshot.update_snapshots)
         tolerance, commands = self.cost_tolerance, self.commands
         assertion = snapshot.with_defaults(extension_class=_extension(tolerance, updating))
@@ -234,9 +231,15 @@ class SnapshotGate:
                 return None, signature_note(changes)
         note = None
         if narrowed_to_one and not matching:
-            refusal, note = narrowed(
-                old, shown, document, legacy, self.accept_upgrade, commands, tolerance
-            )
+            refusal: str | None
+            if old is None:
+                refusal = missing(shown, commands)
+            elif legacy is not None and old.scheme != document.scheme:
+                refusal, note = migration_verdict(old, shown, document, legacy, commands)
+            elif self.accept_upgrade and old.scheme == document.scheme:
+                refusal, note = upgrade_verdict(old, shown, document, commands)
+            else:
+                refusal = explain_mismatch(shown, old, document, commands, tolerance)
             if refusal is not None:
                 self.keep(snapshot)
                 return refusal, None
