@@ -223,19 +223,8 @@ class SnapshotDocument:
     def to_text(self) -> str:
         """Review-friendly JSON: one field per line, signatures kept on one line, and one
         operation and one module description per line, so a change is one changed line."""
-        fields = []
-        for key, value in self.to_dict().items():
-            if key == "workloads" and isinstance(value, list) and value:
-                entries = ",\n".join(_render_entry(e) for e in value if isinstance(e, dict))
-                fields.append(f'  "workloads": [\n{entries}\n  ]')
-            elif key == "computations" and isinstance(value, dict):
-                fields.append(_render_computations(value))
-            elif key == "modules" and isinstance(value, dict):
-                rows = ",\n".join(f"    {_inline(k)}: {_inline(v)}" for k, v in value.items())
-                fields.append(f'  "modules": {{\n{rows}\n  }}')
-            else:
-                fields.append(f"  {_inline(key)}: {_inline(value)}")
-        return "{\n" + ",\n".join(fields) + "\n}\n"
+        fields = (f"{_inline(k)}: {_render(k, v, 4)}" for k, v in self.to_dict().items())
+        return _block(fields, 2) + "\n"
 
     @classmethod
     def from_text(cls, text: str) -> SnapshotDocument:
@@ -246,23 +235,31 @@ def _inline(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def _render_entry(entry: dict[str, Json]) -> str:
-    fields = []
-    for key, value in entry.items():
-        if isinstance(value, dict) and key == "submodules" and value:
-            inner = ",\n".join(f"        {_inline(k)}: {_inline(v)}" for k, v in value.items())
-            fields.append(f'      "{key}": {{\n{inner}\n      }}')
-        else:
-            fields.append(f"      {_inline(key)}: {_inline(value)}")
-    return "    {\n" + ",\n".join(fields) + "\n    }"
+def _block(rows: Iterable[str], indent: int, brackets: str = "{}") -> str:
+    """``rows`` one per line at ``indent`` spaces, inside brackets that close two spaces left."""
+    pad = " " * indent
+    return f"{brackets[0]}\n" + ",\n".join(pad + r for r in rows) + f"\n{pad[:-2]}{brackets[1]}"
 
 
-def _render_computations(table: dict[str, Json]) -> str:
-    blocks = []
-    for key, items in table.items():
-        assert isinstance(items, list)
-        body = ",\n".join(f"      {_inline(item)}" for item in items)
-        blocks.append(
-            f"    {_inline(key)}: [\n{body}\n    ]" if items else f"    {_inline(key)}: []"
+def _render(key: str, value: Json, indent: int) -> str:
+    """A field's value: each workload, operation, module description and submodule on its
+    own line, anything else inline."""
+    if key == "workloads" and isinstance(value, list) and value:
+        rows = (
+            _block((f"{_inline(k)}: {_render(k, v, indent + 4)}" for k, v in e.items()), indent + 2)
+            for e in value
+            if isinstance(e, dict)
         )
-    return '  "computations": {\n' + ",\n".join(blocks) + "\n  }"
+        return _block(rows, indent, "[]")
+    if key in ("computations", "modules", "submodules") and isinstance(value, dict) and value:
+        nested = key == "computations"
+        return _block(
+            (
+                f"{_inline(k)}: {_render('operations' if nested else '', v, indent + 2)}"
+                for k, v in value.items()
+            ),
+            indent,
+        )
+    if key == "operations" and isinstance(value, list) and value:
+        return _block((_inline(v) for v in value), indent, "[]")
+    return _inline(value)
