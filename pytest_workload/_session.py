@@ -31,7 +31,7 @@ from ._report.key_gate import KeysGate
 from ._report.report_files import write_report
 from ._report.session_report import SessionReport
 from ._report.summary import render_note_counts, render_notes, render_unchecked
-from ._snapshot.snapshot_gate import SnapshotGate
+from ._snapshot.syrupy_ext import SnapshotGate
 from ._workload.workload import TestWorkloads
 
 if TYPE_CHECKING:

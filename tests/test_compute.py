@@ -14,9 +14,9 @@ from torch import nn
 
 from pytest_workload import Workload, WorkloadRecorder
 from pytest_workload._core.errors import WorkloadDataError
-from pytest_workload._snapshot.compute_diff import diff_operations
 from pytest_workload._snapshot.diff import compare_documents
 from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._snapshot.part_diff import diff_operations
 from pytest_workload._tracing.flops import counting
 from pytest_workload._tracing.op_text import op_text
 from pytest_workload._tracing.tracer import count_flops, tracing

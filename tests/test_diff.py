@@ -6,9 +6,9 @@ from torch import nn
 
 from pytest_workload import WorkloadRecorder
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
-from pytest_workload._snapshot.diff import compare_documents, diff_signatures, documents_match
+from pytest_workload._snapshot.diff import compare_documents, documents_match, signature_changes
 from pytest_workload._snapshot.document import SnapshotDocument
-from pytest_workload._snapshot.signatures_only import signature_changes
+from pytest_workload._snapshot.part_diff import diff_signatures
 from pytest_workload._workload.paths import expand_paths
 from pytest_workload._workload.signature import InputSignature
 from tests.models import TinyNet

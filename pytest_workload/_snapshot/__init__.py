@@ -1,8 +1,5 @@
-"""The snapshot: its document format, the diff and upgrade verdicts over it, its files,
-the syrupy extension that stores it, the gate and the change texts.
-
-Other features import only what is named here.
-"""
+"""The snapshot: its document format, the verdicts and texts over it, its files, and the
+gate that stores it through syrupy. Other features import only what is named here."""
 
 from .diff import Change, compare_documents, format_key
 from .document import SnapshotDocument

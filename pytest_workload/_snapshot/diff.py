@@ -1,34 +1,26 @@
-"""The verdict on two workload tables, and what changed between them.
-
-This is the one place that decides whether a stored table and a recorded one match; the
-snapshot gate and the ``compare`` command both ask it.
-"""
+"""The verdict on two workload tables, and what changed between them: the one place that
+decides whether a stored table and a recorded one match (the snapshot gate and the ``compare``
+command both ask it)."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections import defaultdict
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal
 
 from .._core.canonical import Json, canonical_json
 from .._core.hashes import short
 from .._fingerprint.distance import distance_factor, nearest
-from .._workload.signature import (
-    InputSignature,
-    format_node,
-    is_tensor_node,
-    label_arg,
-    tensor_shape,
-)
-from .compute_diff import compute_lines, computes_agree
-from .cost_diff import cost_lines, costs_agree
+from .._workload.signature import label_arg
 from .document import SnapshotDocument, SnapshotEntry
+from .part_diff import compute_lines, computes_agree, cost_lines, costs_agree, diff_signatures
 from .structure_diff import field_changes, grouped_lines
 
 ChangeKind = Literal["changed", "appeared", "vanished"]
+SCALED = "same structure at a scaled shape:"
 
 
 def format_key(key: Json) -> str:
@@ -44,12 +36,6 @@ def documents_match(old: SnapshotDocument, new: SnapshotDocument, tolerance: flo
         and len(old.entries) == len(new.entries)
         and not _unmatched(old.entries, new.entries, tolerance)
     )
-
-
-def flops_agree(a: int | None, b: int | None) -> bool:
-    """Equal counts, or none on either side (a submodule's). A count on one side only is a
-    difference: an unknown count is no evidence that nothing changed."""
-    return a == b
 
 
 def paths_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
@@ -92,8 +78,9 @@ def _pair_score(old: SnapshotEntry, new: SnapshotEntry) -> int:
 
 def _agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
     """Everything but the identity agrees: FLOPs, computations, paths and costs."""
+    # (a FLOP count on one side only differs: an unknown count is no evidence of no change)
     return (
-        flops_agree(old.flops, new.flops)
+        old.flops == new.flops
         and computes_agree(old, new)
         and paths_agree(old, new)
         and costs_agree(old, new, tolerance)
@@ -115,14 +102,8 @@ def _unmatched(
     unmatched = []
     for entry in entries:
         candidates = pool[entry.identity]
-        fit = next(
-            (
-                o
-                for o in candidates
-                if (_agree(o, entry, tolerance) if recorded else _agree(entry, o, tolerance))
-            ),
-            None,
-        )
+        pairs = ((o, (o, entry) if recorded else (entry, o)) for o in candidates)
+        fit = next((o for o, pair in pairs if _agree(*pair, tolerance)), None)
         if fit is None:
             unmatched.append(entry)
         else:
@@ -151,7 +132,7 @@ def compare_documents(
     return changes
 
 
-def entry_signatures(old: SnapshotEntry, new: SnapshotEntry) -> list[str]:
+def _signatures(old: SnapshotEntry, new: SnapshotEntry) -> list[str]:
     return diff_signatures(
         old.input_signature, new.input_signature, lambda p: label_arg(p, new.arg_names)
     )
@@ -161,14 +142,10 @@ def scaling(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
     """The shape relation of two workloads of one structure, when one divides the other."""
     up, down = distance_factor(new.key, old.key), distance_factor(old.key, new.key)
     if math.isfinite(up) and up > 1:
-        return (
-            f"same structure at a scaled shape: {up:g}x the stored workload "
-            f"(distance factor {up:g})"
-        )
+        return f"{SCALED} {up:g}x the stored workload (distance factor {up:g})"
     if math.isfinite(down) and down > 1:
         return (
-            f"same structure at a scaled shape: 1/{down:g} of the stored workload "
-            f"(distance factor {down:g} the other way)"
+            f"{SCALED} 1/{down:g} of the stored workload (distance factor {down:g} the other way)"
         )
     return None
 
@@ -178,20 +155,14 @@ def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
     stored = {canonical_json(e.key): e for e in old.entries}
     found = nearest(entry.key, [e.key for e in old.entries])
     if found is not None:
-        e = stored[canonical_json(found[0])]
-        return [
-            f"nearest stored workload: {e.label} {e.input_signature.format()} at distance "
-            f"factor {found[1]:g}"
-        ]
-    reverse = [(distance_factor(e.key, entry.key), k) for k, e in stored.items()]
-    smaller = min((r for r in reverse if math.isfinite(r[0])), default=None)
-    if smaller is None:
-        return []
-    e = stored[smaller[1]]
-    return [
-        f"nearest stored workload: {e.label} {e.input_signature.format()}, {smaller[0]:g}x "
-        "this one (distance factor)"
-    ]
+        e, how = stored[canonical_json(found[0])], f" at distance factor {found[1]:g}"
+    else:
+        reverse = [(distance_factor(e.key, entry.key), k) for k, e in stored.items()]
+        smaller = min((r for r in reverse if math.isfinite(r[0])), default=None)
+        if smaller is None:
+            return []
+        e, how = stored[smaller[1]], f", {smaller[0]:g}x this one (distance factor)"
+    return [f"nearest stored workload: {e.label} {e.input_signature.format()}{how}"]
 
 
 def _children(doc: SnapshotDocument, parent: SnapshotEntry) -> dict[str, SnapshotEntry]:
@@ -234,15 +205,14 @@ def explain_entry(
     lines: list[str] = []
     if canonical_json(old.user_key) != canonical_json(new.user_key):
         lines.append(f"user key changed: {format_key(old.user_key)} -> {format_key(new.user_key)}")
-    relation = scaling(old, new)
-    if relation is not None:
+    if (relation := scaling(old, new)) is not None:
         lines.append(relation)
     if old.class_name != new.class_name:
         lines.append(f"class {old.class_name} -> {new.class_name}")
     if old.structure_hash != new.structure_hash:
         lines.extend(_structure_lines(old, new, old_doc, new_doc))
-    lines.extend(entry_signatures(old, new))
-    if not flops_agree(old.flops, new.flops):
+    lines.extend(_signatures(old, new))
+    if old.flops != new.flops:
         lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
     if old.param_bytes != new.param_bytes:
         lines.append(f"parameter bytes {_count(old.param_bytes)} -> {_count(new.param_bytes)}")
@@ -292,57 +262,57 @@ def _count(value: int | None) -> str:
     return "unknown" if value is None else f"{value:,}"
 
 
-def diff_signatures(
-    old: InputSignature, new: InputSignature, label: Callable[[str], str] = str
-) -> list[str]:
-    """One line per argument that differs, e.g. ``input args[0]: shape [1, 3] -> [2, 3]``."""
-    lines: list[str] = []
-    if len(old.args) != len(new.args):
-        lines.append(f"input: {len(old.args)} -> {len(new.args)} positional arguments")
-    for i, (a, b) in enumerate(zip(old.args, new.args, strict=False)):
-        lines.extend(_diff_node(label(f"args[{i}]"), a, b))
-    before, after = dict(old.kwargs), dict(new.kwargs)
-    for name in sorted(before.keys() | after.keys()):
-        path = f"kwargs[{name!r}]"
-        if name not in before:
-            lines.append(f"input {path} added: {format_node(after[name])}")
-        elif name not in after:
-            lines.append(f"input {path} removed (was {format_node(before[name])})")
-        else:
-            lines.extend(_diff_node(path, before[name], after[name]))
-    return lines
-
-
-def _diff_node(path: str, a: Json, b: Json) -> list[str]:
-    if canonical_json(a) == canonical_json(b):
-        return []
-    if is_tensor_node(a) and is_tensor_node(b):
-        assert isinstance(a, dict) and isinstance(b, dict)
-        out = []
-        if tensor_shape(a) != tensor_shape(b):
-            out.append(f"input {path}: shape {tensor_shape(a)} -> {tensor_shape(b)}")
-        for field in ("dtype", "layout", "qscheme", "axis", "subclass"):
-            if a.get(field) != b.get(field):
-                out.append(f"input {path}: {field} {a.get(field)} -> {b.get(field)}")
-        if out:
-            return out
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [
-            line
-            for i, (x, y) in enumerate(zip(a, b, strict=True))
-            for line in _diff_node(f"{path}[{i}]", x, y)
-        ]
-    if (
-        isinstance(a, dict)
-        and isinstance(b, dict)
-        and "fields" in a
-        and "fields" in b
-        and a.keys() == b.keys()
+def signature_changes(
+    old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0
+) -> list[str] | None:
+    """What the call signatures changed, where the tables differ only in that (each one-sided
+    workload has its structure on the other side, at its depth, under another signature): one
+    line per change; empty where the tables match; None where they differ in anything else."""
+    if old.scheme != new.scheme:
+        return None
+    one_sided_old = _unmatched(old.entries, new.entries, tolerance)
+    one_sided_new = _unmatched(new.entries, old.entries, tolerance, recorded=True)
+    lines: dict[str, None] = {}
+    for entry, other, other_one_sided in (
+        *((e, new, one_sided_new) for e in one_sided_old),
+        *((e, old, one_sided_old) for e in one_sided_new),
     ):
-        fa, fb = a["fields"], b["fields"]
-        assert isinstance(fa, dict) and isinstance(fb, dict)
-        if fa.keys() == fb.keys() and all(a[k] == b[k] for k in a if k != "fields"):
-            return [line for k in fa for line in _diff_node(f"{path}.{k}", fa[k], fb[k])]
-    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() == {"tuple"}:
-        return _diff_node(path, a["tuple"], b["tuple"])
-    return [f"input {path}: {format_node(a)} -> {format_node(b)}"]
+        if entry.identity in {o.identity for o in other.entries}:
+            return None
+        # the counterpart of the same structure that differs least; a one-sided one first
+        counterparts = sorted(
+            (
+                o
+                for o in other.entries
+                if o.structure_hash == entry.structure_hash
+                and o.depth == entry.depth
+                and o.input_signature != entry.input_signature
+            ),
+            key=lambda o: (o not in other_one_sided, o.name != entry.name),
+        )
+        diffs = min(
+            (
+                _signatures(entry, o) if other is new else _signatures(o, entry)
+                for o in counterparts
+            ),
+            key=len,
+            default=None,
+        )
+        if diffs is None:
+            return None
+        lines.update(dict.fromkeys(f"{entry.label} ({entry.class_name}): {d}" for d in diffs))
+    return list(lines)
+
+
+def shrunk(old: SnapshotDocument, new: SnapshotDocument) -> list[str]:
+    """For each recorded workload whose stored costs were higher, what shrank (a note: the
+    gate passes it)."""
+    stored = {(e.parent, e.hash, e.depth): e for e in old.entries}
+    lines = []
+    for entry in new.entries:
+        before = stored.get((entry.parent, entry.hash, entry.depth))
+        if before is None or not costs_agree(before, entry, 0.0) or before.costs == entry.costs:
+            continue
+        moved = [line for line in cost_lines(before, entry) if " -> " in line]
+        lines += [f"{entry.label}: {'; '.join(moved)}"] if moved else []
+    return lines

@@ -23,11 +23,8 @@ from .._workload.workload import Workload
 
 @dataclass(frozen=True)
 class SnapshotEntry(Paths):
-    """One workload as the snapshot keeps it: identity plus what a reviewer reads.
-
-    Nothing machine- or run-dependent (timings, call counts, call sites) is stored. ``name``
-    is its first path, ``paths`` every path that ran it (see :class:`Workload`).
-    """
+    """One workload as the snapshot keeps it: identity plus what a reviewer reads, nothing
+    machine- or run-dependent (timings, call counts, call sites)."""
 
     name: str
     class_name: str
@@ -44,11 +41,10 @@ class SnapshotEntry(Paths):
     #: For review only (never compared): they tell a dtype change from a structure change.
     param_dtypes: tuple[str, ...] | None = None
     structure_hash_without_dtypes: str | None = None
-    #: The operations' hash (None: not recorded there); compared unless either side is
-    #: data-dependent (see :mod:`.._snapshot.diff`).
+    #: The operations' hash (None: not recorded there; see :func:`.part_diff.computes_agree`).
     compute_hash: str | None = None
     data_dependent: bool = False
-    #: Compared within ``--workload-cost-tolerance`` (see :mod:`.._snapshot.cost_diff`).
+    #: Compared within ``--workload-cost-tolerance`` (see :func:`.part_diff.costs_agree`).
     costs: Costs | None = None
     paths: tuple[str, ...] = ()
 
@@ -63,32 +59,16 @@ class SnapshotEntry(Paths):
     def identity(self) -> tuple[str | None, str, int, str]:
         """What must be equal for the snapshot to pass: the workload under its caller, the
         user's own key for it, and its parameter bytes. FLOPs are left out: they may be
-        unknown (a replay that failed), so :mod:`.._snapshot.diff` compares them apart."""
+        unknown (a replay that failed), so :mod:`.diff` compares them apart."""
         costs = canonical_json([self.user_key, self.param_bytes])
         return (self.parent, self.hash, self.depth, costs)
 
     @classmethod
     def from_workload(cls, w: Workload) -> SnapshotEntry:
-        return cls(
-            name=w.name,
-            class_name=w.class_name,
-            depth=w.depth,
-            parent=w.parent,
-            structure_hash=w.structure_hash,
-            input_signature=w.input_signature,
-            hash=w.hash,
-            submodules=w.submodules,
-            arg_names=w.arg_names,
-            user_key=w.user_key,
-            flops=w.flops,
-            param_bytes=w.params.bytes,
-            param_dtypes=w.params.dtypes,
-            structure_hash_without_dtypes=w.structure_hash_without_dtypes,
-            compute_hash=w.compute_hash,
-            data_dependent=w.data_dependent,
-            costs=w.costs,
-            paths=w.paths,
-        )
+        shared = {
+            f.name: getattr(w, f.name) for f in fields(cls) if not f.name.startswith("param_")
+        }
+        return cls(**shared, param_bytes=w.params.bytes, param_dtypes=w.params.dtypes)
 
     def to_dict(self) -> dict[str, Json]:
         out: dict[str, Json] = {
@@ -161,11 +141,9 @@ def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
 
 @dataclass(frozen=True)
 class SnapshotDocument:
-    """A test's workload table as stored in its snapshot file, with each distinct
-    computation and each distinct module description of its workloads once, and the library
-    versions it was recorded with (a scheme 1 snapshot, read only to migrate it, may have
-    none of those). Only the entries decide a match; they are folded (see :func:`fold`) by
-    :meth:`of` and :meth:`from_dict`."""
+    """A test's workload table as its snapshot file stores it, with each distinct computation
+    and module description once, and the library versions (a scheme 1 snapshot may have none
+    of those). Only the entries, folded, decide a match."""
 
     scheme: int
     entries: tuple[SnapshotEntry, ...]
@@ -195,10 +173,10 @@ class SnapshotDocument:
         out: dict[str, Json] = {
             SNAPSHOT_FORMAT_KEY: SNAPSHOT_FORMAT,
             "fingerprint_scheme": self.scheme,
-            "workloads": [e.to_dict() for e in self.entries],
         }
         if self.libraries:
             out["libraries"] = dict(sorted(self.libraries.items()))
+        out["workloads"] = [e.to_dict() for e in self.entries]
         if self.computations:
             out["computations"] = dict(computation_table(list(self.computations.values())))
         if self.modules:
@@ -243,26 +221,10 @@ class SnapshotDocument:
         )
 
     def to_text(self) -> str:
-        """Review-friendly JSON: one field per line, signatures kept on one line."""
-        lines = ["{", f'  "{SNAPSHOT_FORMAT_KEY}": {SNAPSHOT_FORMAT},']
-        lines.append(f'  "fingerprint_scheme": {self.scheme},')
-        if self.libraries:
-            lines.append(f'  "libraries": {_inline(dict(sorted(self.libraries.items())))},')
-        if not self.entries:
-            lines.append('  "workloads": []')
-        else:
-            lines.append('  "workloads": [')
-            rendered = [_render_entry(e.to_dict()) for e in self.entries]
-            lines.append(",\n".join(rendered))
-            lines.append("  ]")
-        if self.computations:
-            lines[-1] += ","
-            lines.append(_render_computations(computation_table(list(self.computations.values()))))
-        if self.modules:
-            lines[-1] += ","
-            lines.append(_render_modules(self.modules))
-        lines.append("}")
-        return "\n".join(lines) + "\n"
+        """Review-friendly JSON: one field per line, signatures kept on one line, and one
+        operation and one module description per line, so a change is one changed line."""
+        fields = (f"{_inline(k)}: {_render(k, v, 4)}" for k, v in self.to_dict().items())
+        return _block(fields, 2) + "\n"
 
     @classmethod
     def from_text(cls, text: str) -> SnapshotDocument:
@@ -273,29 +235,31 @@ def _inline(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
-def _render_entry(entry: dict[str, Json]) -> str:
-    fields = []
-    for key, value in entry.items():
-        if isinstance(value, dict) and key == "submodules" and value:
-            inner = ",\n".join(f"        {_inline(k)}: {_inline(v)}" for k, v in value.items())
-            fields.append(f'      "{key}": {{\n{inner}\n      }}')
-        else:
-            fields.append(f"      {_inline(key)}: {_inline(value)}")
-    return "    {\n" + ",\n".join(fields) + "\n    }"
+def _block(rows: Iterable[str], indent: int, brackets: str = "{}") -> str:
+    """``rows`` one per line at ``indent`` spaces, inside brackets that close two spaces left."""
+    pad = " " * indent
+    return f"{brackets[0]}\n" + ",\n".join(pad + r for r in rows) + f"\n{pad[:-2]}{brackets[1]}"
 
 
-def _render_computations(table: dict[str, list[Json]]) -> str:
-    """One operation per line, so a changed operation is one changed line."""
-    blocks = []
-    for key, items in table.items():
-        body = ",\n".join(f"      {_inline(item)}" for item in items)
-        blocks.append(
-            f"    {_inline(key)}: [\n{body}\n    ]" if items else f"    {_inline(key)}: []"
+def _render(key: str, value: Json, indent: int) -> str:
+    """A field's value: each workload, operation, module description and submodule on its
+    own line, anything else inline."""
+    if key == "workloads" and isinstance(value, list) and value:
+        rows = (
+            _block((f"{_inline(k)}: {_render(k, v, indent + 4)}" for k, v in e.items()), indent + 2)
+            for e in value
+            if isinstance(e, dict)
         )
-    return '  "computations": {\n' + ",\n".join(blocks) + "\n  }"
-
-
-def _render_modules(table: ModuleTable) -> str:
-    """One description per line: a changed module is one changed line."""
-    rows = ",\n".join(f"    {_inline(k)}: {_inline(v)}" for k, v in modules_to_dict(table).items())
-    return '  "modules": {\n' + rows + "\n  }"
+        return _block(rows, indent, "[]")
+    if key in ("computations", "modules", "submodules") and isinstance(value, dict) and value:
+        nested = key == "computations"
+        return _block(
+            (
+                f"{_inline(k)}: {_render('operations' if nested else '', v, indent + 2)}"
+                for k, v in value.items()
+            ),
+            indent,
+        )
+    if key == "operations" and isinstance(value, list) and value:
+        return _block((_inline(v) for v in value), indent, "[]")
+    return _inline(value)

@@ -1,23 +1,26 @@
 """A workload snapshot file on disk: its injective name, what it holds before it is compared
 (too new to read, corrupt, or edited by hand so that a hash no longer matches what it claims to
-hash), and whether it may stay as it is. Nothing here writes it; no syrupy here."""
+hash), why it is refused, and whether it may stay as it is. Nothing here writes it; no syrupy
+here."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import string
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from .._core.commands import Commands
 from .._core.errors import CorruptFileError, OldFormatError, WorkloadDataError
-from .._core.files import read_text
+from .._core.files import outside, read_text
 from .._core.hashes import short
 from .._core.strict_json import load_json
+from .._core.text import one_line
 from .._core.versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._fingerprint.scheme import BUILTIN_SCHEMES
-from .cost_diff import shrunk
-from .diff import documents_match
+from .diff import documents_match, shrunk
 from .document import SnapshotDocument
 
 #: Where workload snapshots live, beside each test module: not syrupy's ``__snapshots__``.
@@ -33,11 +36,8 @@ _SHORTENED: Final = "~"
 
 
 def snapshot_stem(name: str) -> str:
-    """The file name (without suffix) of the snapshot of the test named ``name``.
-
-    Injective: unsafe characters are escaped, not dropped, and a name too long for the
-    file-name limit is cut and given a short hash of the whole name.
-    """
+    """The file name (without suffix) of the test ``name``'s snapshot. Injective: unsafe
+    characters are escaped, and a name too long is cut and given a short hash of the whole."""
     escaped = "".join(
         c if c in _SAFE else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
         for c in name
@@ -53,7 +53,6 @@ def snapshot_stem(name: str) -> str:
 
 
 def _too_new(data: object, scheme: int) -> str | None:
-    """What makes a stored table too new for this release to read or rewrite, if anything."""
     if not isinstance(data, dict):
         return None
     layout, stored_scheme = data.get(SNAPSHOT_FORMAT_KEY), data.get("fingerprint_scheme")
@@ -86,7 +85,6 @@ def _unverified(stored: SnapshotDocument) -> str | None:
 class Stored:
     """What the stored file holds, as far as the gate must know before comparing."""
 
-    too_new: str | None = None
     corrupt: str | None = None
     #: ``corrupt`` says the file is of a format no release wrote: regenerating it is due.
     old: bool = False
@@ -94,7 +92,8 @@ class Stored:
     document: SnapshotDocument | None = None
 
 
-def inspect_stored(path: Path, scheme: int) -> Stored:
+def _read_stored(path: Path, scheme: int) -> Stored | str:
+    """What the file holds, or what makes it too new to read or rewrite."""
     if not path.exists():
         return Stored()
     try:
@@ -105,7 +104,7 @@ def inspect_stored(path: Path, scheme: int) -> Stored:
         return Stored(corrupt=str(exc))
     too_new = _too_new(data, scheme)
     if too_new is not None:
-        return Stored(too_new=too_new)
+        return too_new
     try:
         stored = SnapshotDocument.from_dict(data)
     except OldFormatError as exc:
@@ -136,3 +135,47 @@ def _is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def inspect(
+    location: str,
+    shown: str,
+    document: SnapshotDocument,
+    rootdir: Path | None,
+    commands: Commands,
+    *,
+    repair: bool,
+) -> Stored | str | None:
+    """What is stored, or why the file is refused and left as it is (a plain
+    ``--snapshot-update`` may ``repair`` a corrupt one); None: nothing to check."""
+    real = None if rootdir is None else outside(Path(location), rootdir)
+    if real is not None:
+        return (
+            f"workload snapshot {shown} leads to {real}, outside the rootdir {rootdir}: "
+            "it is left as it is and nothing is written there, also under --snapshot-update"
+        )
+    if not document.entries and not os.path.exists(location):
+        return None
+    try:
+        SnapshotDocument.from_text(document.to_text())
+    except WorkloadDataError as exc:  # what is written must read back, never as corrupt
+        return (
+            f"workload snapshot {shown} not written: the recorded table would not read back ({exc})"
+        )
+    stored = _read_stored(Path(location), document.scheme)
+    if isinstance(stored, str):
+        return (
+            f"workload snapshot {shown} was written by {one_line(stored)}: upgrade "
+            "pytest-workload to check it. It is left as it is, also under --snapshot-update"
+        )
+    if stored.corrupt is None or repair:
+        return stored
+    if stored.old:
+        return (
+            f"workload snapshot {shown} is of {one_line(stored.corrupt)}; regenerate it with "
+            f"{commands.accept}"
+        )
+    return (
+        f"corrupt workload snapshot {shown}: {one_line(stored.corrupt)}. It is left as it is; "
+        f"fix it or regenerate it with {commands.accept}"
+    )

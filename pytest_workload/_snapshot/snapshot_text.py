@@ -1,38 +1,41 @@
-"""The failure texts of snapshot changes: what changed per workload, and how to accept it."""
+"""What the snapshot gate says: the failure texts of a changed table, and the two rewrites
+``--snapshot-update`` narrows to, each checked first: a migration (``--workload-migrate``) and
+an accepted library upgrade (``--workload-accept-upgrade``), which may reword a module's
+configuration, attributes or class path but nothing the computation depends on."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 
+from .._core.canonical import Json, canonical_json, sha256_hex
 from .._core.commands import Commands
 from .._core.hashes import prefix_length, short
+from .._core.library_versions import versions_line
 from .._core.text import _INDENT, one_line
-from .diff import Change
-
-
-def _entry_title(change: Change) -> str:
-    e = change.entry
-    return one_line(f"{e.label} ({e.class_name})")
-
+from .._workload.modules import ModuleTable, child_links
+from .diff import Change, compare_documents, documents_match, paths_agree
+from .document import SnapshotDocument, SnapshotEntry
 
 #: Submodule changes listed per message before the rest are summarised in a count.
 MAX_SUBMODULE_CHANGES = 8
+#: Description fields an upgrade may change: the wording, never the computation.
+REWORDING = frozenset({"class", "config", "attributes"})
+#: What a verdict says: why the rewrite is refused, or the note that it was made.
+Verdict = tuple[str | None, str | None]
 
 
 def _change_lines(change: Change, hash_len: int) -> list[str]:
+    e = change.entry
+    title = one_line(f"{e.label} ({e.class_name})")
     if change.kind == "changed":
         assert change.old is not None and change.new is not None
-        head = (
-            f"changed:  {_entry_title(change)} {short(change.old.hash, hash_len)} -> "
-            f"{short(change.new.hash, hash_len)}"
-        )
-        return [head, *(f"{_INDENT}{one_line(d)}" for d in change.details)]
-    e = change.entry
-    return [
-        f"{change.kind + ':':<9} {_entry_title(change)} {short(e.hash, hash_len)}, input "
-        f"{one_line(e.input_signature.format())}",
-        *(f"{_INDENT}{one_line(d)}" for d in change.details),
-    ]
+        hashes = f"{short(change.old.hash, hash_len)} -> {short(change.new.hash, hash_len)}"
+        head = f"changed:  {title} {hashes}"
+    else:
+        shape = one_line(e.input_signature.format())
+        head = f"{change.kind + ':':<9} {title} {short(e.hash, hash_len)}, input {shape}"
+    return [head, *(f"{_INDENT}{one_line(d)}" for d in change.details)]
 
 
 def render_changes(changes: Sequence[Change]) -> list[str]:
@@ -60,8 +63,41 @@ def signature_note(changes: Sequence[str]) -> str:
     )
 
 
-def update_hint(commands: Commands) -> str:
+def _update_hint(commands: Commands) -> str:
     return f"run {commands.accept} to accept the recorded workloads"
+
+
+def missing(shown: str, commands: Commands) -> str:
+    return f"no workload snapshot {shown} for the recorded workloads; {_update_hint(commands)}"
+
+
+def explain_mismatch(
+    location: str,
+    stored: SnapshotDocument,
+    document: SnapshotDocument,
+    commands: Commands,
+    tolerance: float,
+) -> str:
+    """The failure message for a stored table that does not match the recorded one."""
+    if stored.scheme != document.scheme:
+        return (
+            f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}; "
+            f"this run uses scheme {document.scheme}. Migrate it with {commands.migrate}, "
+            f"which first checks every stored hash under scheme {stored.scheme}, or "
+            f"regenerate it with {commands.accept}"
+        )
+    lines = [f"workload snapshot mismatch ({location}):"]
+    versions = versions_line(stored.libraries, document.libraries)
+    lines += [f"  {one_line(versions)}"] if versions else []
+    lines += [f"  {c}" for c in render_changes(compare_documents(stored, document, tolerance))]
+    if not upgrade_refusals(stored, document):
+        lines.append(
+            "only configuration text, attributes or class paths changed (parameters, "
+            "children, inputs, FLOPs and computations did not): accept it with "
+            f"{commands.accept_upgrade}"
+        )
+    lines.append(_update_hint(commands))
+    return "\n".join(lines)
 
 
 def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
@@ -71,3 +107,119 @@ def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
         return None
     how = "recorded" if updating else "--snapshot-update records them"
     return f"costs shrank in {shown} ({how}): " + "; ".join(lines)
+
+
+def migration_verdict(
+    stored: SnapshotDocument,
+    shown: str,
+    document: SnapshotDocument,
+    legacy: Mapping[int, SnapshotDocument],
+    commands: Commands,
+) -> Verdict:
+    """Whether an older-scheme snapshot may be rewritten under the current scheme: only if
+    its stored hashes still match under the scheme that wrote it."""
+    recorded = legacy.get(stored.scheme)
+    if recorded is None:
+        return (
+            f"cannot migrate workload snapshot {shown}: it was written by fingerprint scheme "
+            f"{stored.scheme}, which this session cannot compute (known: "
+            f"{', '.join(str(v) for v in sorted(legacy)) or 'none'}). Regenerate it with "
+            f"{commands.accept} after reviewing the change",
+            None,
+        )
+    if not documents_match(stored, recorded):
+        lines = [
+            f"refusing to migrate workload snapshot {shown} from scheme {stored.scheme} to "
+            f"{document.scheme}: under scheme {stored.scheme} the recorded workloads no longer "
+            "match the stored ones, so something changed besides the scheme:"
+        ]
+        lines += [f"  {line}" for line in render_changes(compare_documents(stored, recorded))]
+        lines.append(f"fix the regression first, or accept it with {commands.accept}")
+        return "\n".join(lines), None
+    return None, f"migrated {shown} from fingerprint scheme {stored.scheme} to {document.scheme}"
+
+
+def upgrade_verdict(
+    stored: SnapshotDocument, shown: str, document: SnapshotDocument, commands: Commands
+) -> Verdict:
+    """Whether a snapshot whose tables differ may be rewritten as a library upgrade's."""
+    versions = versions_line(stored.libraries, document.libraries)
+    refusals = upgrade_refusals(stored, document)
+    if refusals:
+        lines = [
+            f"refusing to accept workload snapshot {shown} as a library upgrade: more than "
+            "configuration text, attributes or class paths changed. It is left as it is:"
+        ]
+        lines += [f"  {one_line(r)}" for r in refusals]
+        lines += [f"  {one_line(versions)}"] if versions else []
+        lines.append(f"review the change, then accept it with {commands.accept}")
+        return "\n".join(lines), None
+    count = sum(o.hash != n.hash for o, n in zip(stored.entries, document.entries, strict=False))
+    return None, (
+        f"accepted a library upgrade in {shown}: {count} workload "
+        f"{'hash' if count == 1 else 'hashes'} rewritten; parameters, children, inputs, FLOPs "
+        f"and computations unchanged" + (f" ({one_line(versions)})" if versions else "")
+    )
+
+
+def _skeletons(table: ModuleTable) -> Callable[[str], str | None]:
+    """A hash of a tree without its rewordable fields; None where a description is missing."""
+
+    @cache
+    def skeleton(key: str) -> str | None:
+        description = table.get(key)
+        if description is None:
+            return None
+        links = [(name, skeleton(child)) for name, child in child_links(description)]
+        if any(inner is None for _, inner in links):
+            return None
+        kept: dict[str, Json] = {
+            k: v for k, v in description.items() if k not in REWORDING and k != "children"
+        }
+        kept["children"] = [[name, inner] for name, inner in links]
+        return sha256_hex(canonical_json(kept))
+
+    return skeleton
+
+
+def _entry_refusal(
+    old: SnapshotEntry, new: SnapshotEntry, skeletons: tuple[str | None, str | None]
+) -> list[str]:
+    what = []
+    if old.input_signature != new.input_signature:
+        what.append(f"input {old.input_signature.format()} -> {new.input_signature.format()}")
+    if skeletons[0] is None or skeletons[1] is None:
+        what.append("no stored module description to compare its parameters and children with")
+    elif skeletons[0] != skeletons[1]:
+        what.append("parameters, buffers, children or train/eval mode changed")
+    if old.param_bytes != new.param_bytes:
+        what.append(f"parameter bytes {old.param_bytes} -> {new.param_bytes}")
+    if old.flops != new.flops:
+        what.append(f"FLOPs {old.flops} -> {new.flops}")
+    if old.compute_hash != new.compute_hash:
+        hashes = [short(h) if h else "unknown" for h in (old.compute_hash, new.compute_hash)]
+        what.append(f"computation changed (compute hash {hashes[0]} -> {hashes[1]})")
+    if canonical_json(old.user_key) != canonical_json(new.user_key):
+        what.append("user key changed")
+    if not paths_agree(old, new):
+        what.append(f"paths {old.label} -> {new.label}")
+    return [f"{new.label} ({new.class_name}): {w}" for w in what]
+
+
+def upgrade_refusals(stored: SnapshotDocument, recorded: SnapshotDocument) -> list[str]:
+    """Why the recorded table is more than an upgrade of the stored one (empty: it is not).
+
+    Workloads are paired in order: an upgrade changes hashes, never which calls ran."""
+    if stored.scheme != recorded.scheme:
+        return [f"fingerprint scheme {stored.scheme} -> {recorded.scheme} (migrate it instead)"]
+    if len(stored.entries) != len(recorded.entries):
+        return [f"{len(stored.entries)} workloads stored, {len(recorded.entries)} recorded"]
+    before, after = _skeletons(stored.modules), _skeletons(recorded.modules)
+    refusals: list[str] = []
+    for old, new in zip(stored.entries, recorded.entries, strict=True):
+        if (old.name, old.depth) != (new.name, new.depth):
+            refusals.append(f"stored workload {old.label} is not the recorded {new.label}")
+            continue
+        skeletons = (before(old.structure_hash), after(new.structure_hash))
+        refusals.extend(_entry_refusal(old, new, skeletons))
+    return refusals

@@ -1,10 +1,6 @@
-"""Which field of which module changed between two structure hashes.
-
-Two module trees are walked side by side through the stored descriptions, down every path
-whose hash differs (also below the recorded depth). Each difference of a module's own fields
-is one :class:`FieldChange`; the same change in many modules (every ``BatchNorm2d`` gained
-``bias=True``) is grouped into one line that names how many and which.
-"""
+"""Which field of which module changed between two structure hashes: two module trees walked
+side by side through the stored descriptions, down every path whose hash differs. The same
+change in many modules (every ``BatchNorm2d`` gained ``bias=True``) is one line."""
 
 from __future__ import annotations
 
@@ -15,8 +11,6 @@ from dataclasses import dataclass
 from .._core.canonical import Json, canonical_json
 from .._workload.modules import ModuleTable, child_links
 
-#: The field that links a description to its children's (walked, not compared as a value).
-_CHILDREN = "children"
 #: Paths named per grouped change before the rest are counted.
 MAX_PATHS = 3
 #: Grouped changes listed before the rest are counted.
@@ -97,7 +91,7 @@ def own_changes(old: Mapping[str, Json], new: Mapping[str, Json]) -> list[str]:
     lines: list[str] = []
     for key in [*old, *(k for k in new if k not in old)]:
         a, b = old.get(key), new.get(key)
-        if key == _CHILDREN or canonical_json(a) == canonical_json(b):
+        if key == "children" or canonical_json(a) == canonical_json(b):
             continue
         if key == "class":
             lines.append(f"class {a} -> {b}")

@@ -1,21 +1,19 @@
-"""The one place that talks to syrupy: a snapshot extension for workload tables.
+"""The one place that talks to syrupy: the extension that stores a test's workload table,
+and the snapshot gate that asserts it.
 
-Each test gets one file, ``__workload_snapshots__/<test module>/<test name>.workloads``,
-holding its :class:`~pytest_workload._snapshot.document.SnapshotDocument`. The directory is not
-syrupy's ``__snapshots__``: syrupy run without this plugin (``-p no:workload``) cleans up
-``__snapshots__`` and would delete every workload snapshot as an unknown collection. syrupy
-owns when files are written (``--snapshot-update``) and which are unused, and the extension
-writes only when syrupy asks it to; this module decides what matches, what the narrowed
-updates (``--workload-migrate``, ``--workload-accept-upgrade``) let syrupy rewrite, and what a
-mismatch means, through :mod:`pytest_workload._snapshot.diff`. It uses syrupy's public API
-only: the ``snapshot`` fixture, ``with_defaults`` and the extension's methods.
+Each test gets one file, ``__workload_snapshots__/<test module>/<test name>.workloads``, not in
+syrupy's ``__snapshots__``, which syrupy run without this plugin (``-p no:workload``) would
+clean up, deleting every workload snapshot as an unknown collection. syrupy owns when files are
+written (``--snapshot-update``) and which are unused; the extension writes only when syrupy asks
+it to. Only syrupy's public API is used: the ``snapshot`` fixture, ``with_defaults`` and the
+extension's methods.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
@@ -24,26 +22,26 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 
-from .._core.commands import Commands
-from .._core.errors import FileWriteError, WorkloadDataError
-from .._core.files import outside, write_text_atomic
-from .._core.library_versions import versions_line
+from .._core.commands import PLAIN, Commands
+from .._core.errors import FileWriteError
+from .._core.files import write_text_atomic
+from .._core.gate_result import GateResult
+from .._core.notes import Note
 from .._core.text import one_line
-from .cost_diff import shrunk
-from .diff import compare_documents, documents_match
-from .document import SnapshotDocument
-from .rewrites import Verdict, migration_verdict, upgrade_verdict
-from .signatures_only import signature_changes
-from .snapshot_files import (
-    SNAPSHOT_DIRNAME,
-    SNAPSHOT_SUFFIX,
-    Stored,
-    inspect_stored,
-    may_stay,
-    snapshot_stem,
+from .._fingerprint.scheme import FingerprintScheme
+from .._workload.workload import TestWorkloads
+from .diff import documents_match, shrunk, signature_changes
+from .document import SnapshotDocument, SnapshotEntry, fold
+from .snapshot_files import SNAPSHOT_DIRNAME, SNAPSHOT_SUFFIX, inspect, may_stay, snapshot_stem
+from .snapshot_text import (
+    Verdict,
+    explain_mismatch,
+    migration_verdict,
+    missing,
+    shrunk_note,
+    signature_note,
+    upgrade_verdict,
 )
-from .snapshot_text import render_changes, shrunk_note, signature_note, update_hint
-from .upgrade import upgrade_refusals
 
 if TYPE_CHECKING:
     from syrupy.data import SnapshotCollection
@@ -57,10 +55,8 @@ _NOTHING: Final = ""
 
 
 class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
-    """Stores a test's workload table as review-friendly JSON and compares it by identity.
-
-    The one writer of workload snapshots, when syrupy writes: under ``--snapshot-update``, a
-    stored table that does not match the recorded one (see :meth:`matches`)."""
+    """Stores a test's workload table as review-friendly JSON and compares it by identity; the
+    one writer of workload snapshots, when syrupy writes."""
 
     cost_tolerance: ClassVar[float] = 0.0
     #: Under ``--snapshot-update``: a table that matches but is unverified, not UTF-8, or
@@ -137,7 +133,7 @@ class KeptSnapshotExtension(WorkloadSnapshotExtension):
 
 @cache
 def _extension(cost_tolerance: float, updating: bool) -> type[WorkloadSnapshotExtension]:
-    """The extension comparing costs within ``cost_tolerance`` (syrupy takes a class)."""
+    # (syrupy takes a class, not an instance)
     attributes = {"cost_tolerance": cost_tolerance, "updating": updating}
     return type(WorkloadSnapshotExtension.__name__, (WorkloadSnapshotExtension,), attributes)
 
@@ -148,16 +144,6 @@ def _display(location: str, rootdir: Path | None) -> str:
     return one_line(location)
 
 
-@dataclass(frozen=True)
-class SnapshotResult:
-    """The outcome of one test's snapshot check: a failure message, or a note, or neither."""
-
-    failure: str | None = None
-    note: str | None = None
-    #: The stored table this test used without checking it (syrupy counts it as passed).
-    kept: str | None = None
-
-
 def _location(assertion: SnapshotAssertion) -> str:
     return str(
         assertion.extension.get_location(
@@ -166,147 +152,129 @@ def _location(assertion: SnapshotAssertion) -> str:
     )
 
 
-def keep_snapshot(snapshot: SnapshotAssertion) -> SnapshotResult:
-    """Mark a test's stored table as used without comparing or rewriting it: for a test that
-    did not pass, a session without the gate, or a refused file. ``kept`` is the table's
-    location, None when there is none."""
+def _use(snapshot: SnapshotAssertion) -> str | None:
+    """Mark a test's stored table as used without comparing or rewriting it; its location,
+    None when there is none."""
     assertion = snapshot.with_defaults(extension_class=KeptSnapshotExtension)
     location = _location(assertion)
     # with no stored table, syrupy would write what is asserted under --snapshot-update
-    used = os.path.exists(location) and assertion == _NOTHING
-    return SnapshotResult(kept=location if used else None)
+    return location if os.path.exists(location) and assertion == _NOTHING else None
 
 
-def _refused(snapshot: SnapshotAssertion, failure: str) -> SnapshotResult:
-    return SnapshotResult(failure=failure, kept=keep_snapshot(snapshot).kept)
+@dataclasses.dataclass
+class SnapshotGate:
+    """Compares each test's table, recorded under the session's scheme (under
+    ``--snapshot-update``, syrupy writes the ones that differ); ``migrate`` narrows the update
+    to tables stored by one of ``legacy_schemes`` that still verify under it, and
+    ``accept_upgrade`` to tables whose change is only a library upgrade's."""
 
+    legacy_schemes: Sequence[FingerprintScheme] = ()
+    migrate: bool = False
+    accept_upgrade: bool = False
+    rootdir: Path | None = None
+    commands: Commands = PLAIN
+    cost_tolerance: float = 0.0
+    #: Stored tables used but not checked (a failed test, no gate, a refused file): syrupy
+    #: counts them as passed, so the summary says how many were not checked.
+    kept: list[str] = dataclasses.field(default_factory=list)
 
-def check_snapshot(
-    snapshot: SnapshotAssertion,
-    document: SnapshotDocument,
-    commands: Commands,
-    rootdir: Path | None = None,
-    legacy: Mapping[int, SnapshotDocument] | None = None,
-    accept_upgrade: bool = False,
-    judge_signatures: bool = True,
-    cost_tolerance: float = 0.0,
-) -> SnapshotResult:
-    """Compare (or, under ``--snapshot-update``, let syrupy write) a test's table; a cost may
-    grow by ``cost_tolerance`` (a fraction).
+    def keep(self, snapshot: Snapshot) -> None:
+        """Leave the stored table as it is, counted as used (a failed test, or no gate)."""
+        kept = _use(snapshot)
+        if kept is not None:
+            self.kept.append(kept)
 
-    With ``legacy`` (the recorded table under each older scheme this session can compute) or
-    ``accept_upgrade``, ``--snapshot-update`` is narrowed to one rewrite: a snapshot of an
-    older scheme is migrated if, and only if, its stored hashes still match under the scheme
-    that wrote it; a snapshot whose change is only a library upgrade's rewording is accepted.
-    Any other change fails and the file is left as it is. A test that recorded nothing and
-    has no stored table has nothing to check. Without ``judge_signatures`` (a test recorded
-    only by ``--workload-record=all``), a table that differs only in call signatures is a
-    note, and the stored one is kept as it is, unless ``--snapshot-update`` rewrites it.
-    """
-    updating = bool(snapshot.update_snapshots)
-    assertion = snapshot.with_defaults(extension_class=_extension(cost_tolerance, updating))
-    location = _location(assertion)
-    shown = _display(location, rootdir)
-    narrowed = legacy is not None or accept_upgrade
-    stored = _inspect(
-        location, shown, document, rootdir, commands, repair=updating and not narrowed
-    )
-    if isinstance(stored, str):
-        return _refused(snapshot, stored)
-    if stored is None:
-        return SnapshotResult()
-    old = stored.document
-    matching = old is not None and documents_match(old, document, cost_tolerance)
-    if not judge_signatures and old is not None and (narrowed or not updating):
-        changes = signature_changes(old, document, cost_tolerance)
-        if changes:
-            keep_snapshot(snapshot)  # used as it is, and counted as passed: it was checked
-            return SnapshotResult(note=signature_note(changes))
-    note = None
-    if narrowed and not matching:
-        refusal, note = _narrowed(
-            old, shown, document, legacy, accept_upgrade, commands, cost_tolerance
+    def check(
+        self, snapshot: Snapshot, test: TestWorkloads, scheme: int, *, judge_signatures: bool = True
+    ) -> GateResult:
+        """Compare (or, under ``--snapshot-update``, let syrupy write) a test's table."""
+        document = SnapshotDocument.of(scheme, test, test.modules, test.libraries)
+        failure, note = self._judge(snapshot, document, test, judge_signatures)
+        return GateResult(
+            failures=() if failure is None else (failure,),
+            notes=() if note is None else (Note(test.nodeid, note),),
         )
-        if refusal is not None:
-            return _refused(snapshot, refusal)
-    elif stored.corrupt is not None:
-        what = "" if stored.old else "corrupt "
-        note = f"rewrote {what}workload snapshot {shown} ({one_line(stored.corrupt)})"
-    if assertion == document:
-        if old is not None and matching and note is None:
-            note = shrunk_note(shown, shrunk(old, document), updating)
-        return SnapshotResult(note=note)
-    if updating:
-        return SnapshotResult(failure=f"workload snapshot {shown} {_write_error(assertion)}")
-    if old is None:
-        return SnapshotResult(failure=_missing(shown, commands))
-    return SnapshotResult(failure=explain_mismatch(shown, old, document, commands, cost_tolerance))
 
+    def _judge(
+        self,
+        snapshot: Snapshot,
+        document: SnapshotDocument,
+        test: TestWorkloads,
+        judge_signatures: bool,
+    ) -> Verdict:
+        """The failure or the note of one table. A narrowed ``--snapshot-update`` allows only
+        its one rewrite (a migration, an accepted upgrade); any other change fails and leaves
+        the file as it is. Without ``judge_signatures`` (a test recorded only by
+        ``--workload-record=all``: its inputs may follow its data), a change in call signatures
+        alone is a note, and the stored table is kept as it is, unless ``--snapshot-update``
+        rewrites it."""
+        updating = bool(snapshot.update_snapshots)
+        tolerance, commands = self.cost_tolerance, self.commands
+        assertion = snapshot.with_defaults(extension_class=_extension(tolerance, updating))
+        location = _location(assertion)
+        shown = _display(location, self.rootdir)
+        legacy = self._legacy_documents(test) if self.migrate else None
+        narrowed_to_one = legacy is not None or self.accept_upgrade
+        repair = updating and not narrowed_to_one
+        stored = inspect(location, shown, document, self.rootdir, commands, repair=repair)
+        if isinstance(stored, str):
+            self.keep(snapshot)
+            return stored, None
+        if stored is None:
+            return None, None
+        old = stored.document
+        matching = old is not None and documents_match(old, document, tolerance)
+        if not judge_signatures and old is not None and (narrowed_to_one or not updating):
+            changes = signature_changes(old, document, tolerance)
+            if changes:
+                _use(snapshot)  # used as it is, and counted as passed: it was checked
+                return None, signature_note(changes)
+        note = None
+        if narrowed_to_one and not matching:
+            refusal: str | None
+            if old is None:
+                refusal = missing(shown, commands)
+            elif legacy is not None and old.scheme != document.scheme:
+                refusal, note = migration_verdict(old, shown, document, legacy, commands)
+            elif self.accept_upgrade and old.scheme == document.scheme:
+                refusal, note = upgrade_verdict(old, shown, document, commands)
+            else:
+                refusal = explain_mismatch(shown, old, document, commands, tolerance)
+            if refusal is not None:
+                self.keep(snapshot)
+                return refusal, None
+        elif stored.corrupt is not None:
+            what = "" if stored.old else "corrupt "
+            note = f"rewrote {what}workload snapshot {shown} ({one_line(stored.corrupt)})"
+        if assertion == document:
+            if old is not None and matching and note is None:
+                note = shrunk_note(shown, shrunk(old, document), updating)
+            return None, note
+        if updating:
+            return f"workload snapshot {shown} {_write_error(assertion)}", None
+        if old is None:
+            return missing(shown, commands), None
+        return explain_mismatch(shown, old, document, commands, tolerance), None
 
-def _inspect(
-    location: str,
-    shown: str,
-    document: SnapshotDocument,
-    rootdir: Path | None,
-    commands: Commands,
-    *,
-    repair: bool,
-) -> Stored | str | None:
-    """What is stored, or why the file is refused and left as it is (a plain
-    ``--snapshot-update`` may ``repair`` a corrupt one); None: nothing recorded, nothing
-    stored, nothing to check."""
-    real = None if rootdir is None else outside(Path(location), rootdir)
-    if real is not None:
-        return (
-            f"workload snapshot {shown} leads to {real}, outside the rootdir {rootdir}: "
-            "it is left as it is and nothing is written there, also under --snapshot-update"
-        )
-    if not document.entries and not os.path.exists(location):
-        return None
-    try:
-        SnapshotDocument.from_text(document.to_text())
-    except WorkloadDataError as exc:  # what is written must read back, never as corrupt
-        return (
-            f"workload snapshot {shown} not written: the recorded table would not read back ({exc})"
-        )
-    stored = inspect_stored(Path(location), document.scheme)
-    if stored.too_new is not None:
-        return (
-            f"workload snapshot {shown} was written by {one_line(stored.too_new)}: upgrade "
-            "pytest-workload to check it. It is left as it is, also under --snapshot-update"
-        )
-    if stored.corrupt is None or repair:
-        return stored
-    if stored.old:
-        return (
-            f"workload snapshot {shown} is of {one_line(stored.corrupt)}; regenerate it with "
-            f"{commands.accept}"
-        )
-    return _corrupt(shown, stored.corrupt, commands)
-
-
-def _narrowed(
-    old: SnapshotDocument | None,
-    shown: str,
-    document: SnapshotDocument,
-    legacy: Mapping[int, SnapshotDocument] | None,
-    accept_upgrade: bool,
-    commands: Commands,
-    tolerance: float,
-) -> Verdict:
-    """The one rewrite ``--workload-migrate`` or ``--workload-accept-upgrade`` allows for a
-    stored table that does not match, or why there is none."""
-    if old is None:
-        return _missing(shown, commands), None
-    if legacy is not None and old.scheme != document.scheme:
-        return migration_verdict(old, shown, document, legacy, commands)
-    if accept_upgrade and old.scheme == document.scheme:
-        return upgrade_verdict(old, shown, document, commands)
-    return explain_mismatch(shown, old, document, commands, tolerance), None
-
-
-def _missing(shown: str, commands: Commands) -> str:
-    return f"no workload snapshot {shown} for the recorded workloads; {update_hint(commands)}"
+    def _legacy_documents(self, test: TestWorkloads) -> dict[int, SnapshotDocument]:
+        """The test's table as each older scheme would have written it."""
+        documents = {}
+        for scheme in self.legacy_schemes:
+            alternate = {
+                w.hash: a for w in test for a in w.alternates if a.scheme == scheme.version
+            }
+            entries = fold(
+                dataclasses.replace(
+                    SnapshotEntry.from_workload(w),
+                    structure_hash=alternate[w.hash].structure_hash,
+                    hash=alternate[w.hash].hash,
+                    parent=None if w.parent is None else alternate[w.parent].hash,
+                )
+                for w in test
+            )
+            computations = SnapshotDocument.of(scheme.version, test).computations
+            documents[scheme.version] = SnapshotDocument(scheme.version, entries, computations)
+        return documents
 
 
 def _write_error(assertion: SnapshotAssertion) -> str:
@@ -318,39 +286,3 @@ def _write_error(assertion: SnapshotAssertion) -> str:
     if isinstance(error, OSError):
         return f"could not be written: {one_line(str(error))}"
     return f"could not be checked: {one_line(str(error))}"
-
-
-def _corrupt(shown: str, reason: str, commands: Commands) -> str:
-    return (
-        f"corrupt workload snapshot {shown}: {one_line(reason)}. It is left as it is; fix it or "
-        f"regenerate it with {commands.accept}"
-    )
-
-
-def explain_mismatch(
-    location: str,
-    stored: SnapshotDocument,
-    document: SnapshotDocument,
-    commands: Commands,
-    tolerance: float,
-) -> str:
-    """The failure message for a stored table that does not match the recorded one."""
-    if stored.scheme != document.scheme:
-        return (
-            f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}; "
-            f"this run uses scheme {document.scheme}. Migrate it with {commands.migrate}, "
-            f"which first checks every stored hash under scheme {stored.scheme}, or "
-            f"regenerate it with {commands.accept}"
-        )
-    lines = [f"workload snapshot mismatch ({location}):"]
-    versions = versions_line(stored.libraries, document.libraries)
-    lines += [f"  {one_line(versions)}"] if versions else []
-    lines += [f"  {c}" for c in render_changes(compare_documents(stored, document, tolerance))]
-    if not upgrade_refusals(stored, document):
-        lines.append(
-            "only configuration text, attributes or class paths changed (parameters, "
-            "children, inputs, FLOPs and computations did not): accept it with "
-            f"{commands.accept_upgrade}"
-        )
-    lines.append(update_hint(commands))
-    return "\n".join(lines)

@@ -1,0 +1,220 @@
+"""What differs in one part of two workloads, line by line: their input signatures, their
+computations and their costs, with the rules that say when computations and costs agree."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from difflib import SequenceMatcher
+
+from .._core.canonical import Json, canonical_json
+from .._core.hashes import short
+from .._workload.computation import Computation, SubCall, join_path
+from .._workload.signature import InputSignature, format_node, is_tensor_node, tensor_shape
+from .document import SnapshotDocument, SnapshotEntry
+
+#: Operation-level differences listed per workload before the rest are counted.
+MAX_OP_LINES = 8
+#: (label, field) of the compared costs, in the order messages give them.
+METRICS = (
+    ("peak memory", "peak_bytes"),
+    ("device peak memory", "device_peak_bytes"),
+    ("bytes written", "bytes_written"),
+    ("bytes read", "bytes_read"),
+)
+
+
+def diff_signatures(
+    old: InputSignature, new: InputSignature, label: Callable[[str], str] = str
+) -> list[str]:
+    """One line per argument that differs, e.g. ``input args[0]: shape [1, 3] -> [2, 3]``."""
+    lines: list[str] = []
+    if len(old.args) != len(new.args):
+        lines.append(f"input: {len(old.args)} -> {len(new.args)} positional arguments")
+    for i, (a, b) in enumerate(zip(old.args, new.args, strict=False)):
+        lines.extend(_diff_node(label(f"args[{i}]"), a, b))
+    before, after = dict(old.kwargs), dict(new.kwargs)
+    for name in sorted(before.keys() | after.keys()):
+        path = f"kwargs[{name!r}]"
+        if name not in before:
+            lines.append(f"input {path} added: {format_node(after[name])}")
+        elif name not in after:
+            lines.append(f"input {path} removed (was {format_node(before[name])})")
+        else:
+            lines.extend(_diff_node(path, before[name], after[name]))
+    return lines
+
+
+def _diff_node(path: str, a: Json, b: Json) -> list[str]:
+    if canonical_json(a) == canonical_json(b):
+        return []
+    if is_tensor_node(a) and is_tensor_node(b):
+        assert isinstance(a, dict) and isinstance(b, dict)
+        out = []
+        if tensor_shape(a) != tensor_shape(b):
+            out.append(f"input {path}: shape {tensor_shape(a)} -> {tensor_shape(b)}")
+        for field in ("dtype", "layout", "qscheme", "axis", "subclass"):
+            if a.get(field) != b.get(field):
+                out.append(f"input {path}: {field} {a.get(field)} -> {b.get(field)}")
+        if out:
+            return out
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            line
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for line in _diff_node(f"{path}[{i}]", x, y)
+        ]
+    if (
+        isinstance(a, dict)
+        and isinstance(b, dict)
+        and "fields" in a
+        and "fields" in b
+        and a.keys() == b.keys()
+    ):
+        fa, fb = a["fields"], b["fields"]
+        assert isinstance(fa, dict) and isinstance(fb, dict)
+        if fa.keys() == fb.keys() and all(a[k] == b[k] for k in a if k != "fields"):
+            return [line for k in fa for line in _diff_node(f"{path}.{k}", fa[k], fb[k])]
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() == {"tuple"}:
+        return _diff_node(path, a["tuple"], b["tuple"])
+    return [f"input {path}: {format_node(a)} -> {format_node(b)}"]
+
+
+def computes_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
+    """Equal compute hashes. A side without one (a compiled or scripted module) has no
+    computation on record, and a data-dependent workload's operations follow its data, so
+    its gate does not flap with them (its ``data_dependent`` mark tells it): both agree."""
+    if a.compute_hash is None or b.compute_hash is None or a.data_dependent or b.data_dependent:
+        return True
+    return a.compute_hash == b.compute_hash
+
+
+def compute_lines(
+    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+) -> list[str]:
+    """``computation changed (...)`` and the operations that differ, by submodule path. Where
+    the structure or inputs changed too (another hash), that change explains operations that
+    only see other shapes: only other operations are shown, and nothing when there are none."""
+    assert old.compute_hash is not None and new.compute_hash is not None
+    hashes = f"{short(old.compute_hash)} -> {short(new.compute_hash)}"
+    head = f"computation changed (compute hash {hashes})"
+    a = old_doc.computations.get(old.compute_hash)
+    b = new_doc.computations.get(new.compute_hash)
+    names_only = old.hash != new.hash
+    if a is None or b is None:
+        return [] if names_only else [f"{head}; the operations are not stored on both sides"]
+    if names_only and [_name(op) for op in a.flat] == [_name(op) for op in b.flat]:
+        return []
+    lines: list[str] = []
+    # (a submodule's calls are named from it; a root's, from the root)
+    base = old.label if old.depth else ""
+    diff_operations(a, b, old.label, lines, names_only=names_only, base=base)
+    if len(lines) > MAX_OP_LINES:
+        lines = [*lines[:MAX_OP_LINES], f"... and {len(lines) - MAX_OP_LINES} more differences"]
+    return [head, *lines]
+
+
+def _name(item: str | SubCall) -> str:
+    return item.partition("(")[0] if isinstance(item, str) else f"call {item.name}"
+
+
+def _text(item: str | SubCall) -> str:
+    return item if isinstance(item, str) else f"call {item.name}"
+
+
+def diff_operations(
+    a: Computation,
+    b: Computation,
+    path: str,
+    out: list[str],
+    *,
+    names_only: bool = False,
+    base: str = "",
+) -> None:
+    """Append one line per differing operation of ``path`` (numbered from 1 in the new list,
+    in the old one for a removed operation), and recurse into submodule calls that differ,
+    named by their path from ``base``; with ``names_only``, an operation whose arguments alone
+    differ is not a difference."""
+    before, after = ([i if isinstance(i, str) else f"@{i.name}" for i in c.items] for c in (a, b))
+    for tag, i1, i2, j1, j2 in SequenceMatcher(None, before, after, False).get_opcodes():
+        old, new = a.items[i1:i2], b.items[j1:j2]
+        paired = {"equal": len(old), "replace": min(len(old), len(new))}.get(tag, 0)
+        for k, (x, y) in enumerate(zip(old[:paired], new[:paired], strict=True)):
+            if tag != "equal" and not (names_only and _name(x) == _name(y)):
+                out.append(f"{path}: {_replaced(x, y)} at op {j1 + k + 1}")
+            elif (
+                isinstance(x, SubCall)
+                and isinstance(y, SubCall)
+                and x.computation.hash != y.computation.hash
+            ):
+                child = join_path(base, x.name) if base else x.name
+                diff_operations(
+                    x.computation, y.computation, child, out, names_only=names_only, base=child
+                )
+        for k in range(paired, len(new)):
+            out.append(f"{path}: + {_text(new[k])} at op {j1 + k + 1}")
+        for k in range(paired, len(old)):
+            out.append(f"{path}: - {_text(old[k])} at op {i1 + k + 1}")
+
+
+def _replaced(a: str | SubCall, b: str | SubCall) -> str:
+    """``relu -> gelu`` when the operation changed, the full texts when only its arguments."""
+    if _name(a) != _name(b):
+        return f"{_name(a)} -> {_name(b)}"
+    return f"{_text(a)} -> {_text(b)}"
+
+
+def grew(old: int | None, new: int | None, tolerance: float) -> bool:
+    """More than ``tolerance`` (a fraction) above the stored value; a device peak on one side
+    only (another device) is a difference."""
+    if old is None or new is None:
+        return old != new
+    return new > old * (1 + tolerance)
+
+
+def costs_agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
+    """No cost of the recorded ``new`` grew beyond ``tolerance`` over the stored ``old``. Costs
+    are counted, not timed: any growth is the code's. Like compute hashes, none on either side
+    agrees with any, and a data-dependent workload's follow the data."""
+    a, b = old.costs, new.costs
+    if old.data_dependent or new.data_dependent or a is None or b is None:
+        return True
+    return not any(grew(getattr(a, f), getattr(b, f), tolerance) for _, f in METRICS)
+
+
+def format_bytes(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _moved(label: str, old: int | None, new: int | None) -> str:
+    if old is None or new is None:
+        shown = (format_bytes(v) if v is not None else "unknown" for v in (old, new))
+        return f"{label} {' -> '.join(shown)}"
+    sign = "+" if new >= old else "-"
+    delta = f"{sign}{format_bytes(abs(new - old))}"
+    ratio = f", {new / old:.2f}x" if old else ""
+    return f"{label} {format_bytes(old)} -> {format_bytes(new)} ({delta}{ratio})"
+
+
+def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
+    """One line per cost that moved (``peak memory 1.0 MiB -> 9.0 MiB (+8.0 MiB, 9.00x)``),
+    then the operation counts that changed."""
+    a, b = old.costs, new.costs
+    if old.data_dependent or new.data_dependent or a is None or b is None:
+        return
+    for label, name in METRICS:
+        before, after = getattr(a, name), getattr(b, name)
+        if before != after:
+            yield _moved(label, before, after)
+    counts, now = dict(a.ops), dict(b.ops)
+    moved = [
+        f"{now.get(name, 0) - counts.get(name, 0):+d} {name}"
+        for name in sorted(counts.keys() | now.keys())
+        if counts.get(name, 0) != now.get(name, 0)
+    ]
+    if moved:
+        yield "operations " + ", ".join(moved)
+    if a.partial or b.partial:
+        yield "costs are over the operations before the first that follows the data"
