@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._fingerprint.libraries import library_versions
+from .._fingerprint.ecosystem import library_versions
 from .._perf import Measurement, summarize
 from .._workload.measured import OBSERVED, OFF, Measured, not_measured
 from .._workload.modules import ModuleTable, closure, top_packages
