@@ -4,8 +4,8 @@ what follows the data. The recorder traces roots with it; a replay counts FLOPs 
 Other features import only what is named here.
 """
 
+from .cost_count import DevicePeak, device_memory
 from .flops import FlopCount, counting, own_tensors
-from .peak_memory import DevicePeak, device_memory
 from .tracer import Trace, count_flops, tracing
 
 __all__ = [

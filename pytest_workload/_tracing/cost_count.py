@@ -6,6 +6,12 @@ allocated from the operation that made it until it is freed: a weak reference's 
 the storage, which CPython runs when its last reference (a view's too) goes, at the same point in
 every run. The peak of each span (a recorded module's call) is over what was allocated since it
 began.
+
+On CUDA the allocator's peak over the call is read too. Its counter is reset where the call
+begins: left as it was, an earlier peak would hide the call's, so the number would depend on
+what ran before it. A test that reads ``torch.cuda.max_memory_allocated`` across a recorded
+workload's first call therefore reads the peak since that call began (the replays, which
+measure the same way, already reset it).
 """
 
 from __future__ import annotations
@@ -14,10 +20,13 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._workload.costs import Costs
-from .flops import storage_of, tensor_list
+from .flops import storage_of, tensor_list, torch_api
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -130,3 +139,52 @@ def _on_free(
             span.live -= size
 
     return freed
+
+
+class DeviceMemory(Protocol):
+    """The allocator counters of one device."""
+
+    def synchronize(self) -> None: ...
+    def reset_peak(self) -> None: ...
+    def allocated(self) -> int: ...
+    def peak(self) -> int: ...
+
+
+class CudaMemory:
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.cuda = torch_api()[0].cuda
+
+    def synchronize(self) -> None:
+        self.cuda.synchronize(self.device)
+
+    def reset_peak(self) -> None:
+        self.cuda.reset_peak_memory_stats(self.device)
+
+    def allocated(self) -> int:
+        return int(self.cuda.memory_allocated(self.device))
+
+    def peak(self) -> int:
+        return int(self.cuda.max_memory_allocated(self.device))
+
+
+def device_memory(device: torch.device) -> DeviceMemory | None:
+    """The counters of ``device``; None where it has none this measures (CPU, MPS)."""
+    return CudaMemory(device) if device.type == "cuda" else None
+
+
+class DevicePeak:
+    """Bytes the allocator held above what it held when :meth:`begin` ran, at most."""
+
+    def __init__(self, memory: DeviceMemory) -> None:
+        self.memory = memory
+        self._base = 0
+
+    def begin(self) -> None:
+        self.memory.synchronize()
+        self.memory.reset_peak()
+        self._base = self.memory.allocated()
+
+    def end(self) -> int:
+        self.memory.synchronize()
+        return max(self.memory.peak() - self._base, 0)

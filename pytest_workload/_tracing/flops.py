@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._torch_internals import cpu_flash_attention, dispatch_mode_class, op_schema, storage_key
@@ -84,16 +85,16 @@ def own_tensors(module: nn.Module) -> Iterator[torch.Tensor]:
     yield from (v for v in vars(module).values() if isinstance(v, torch.Tensor))
 
 
+@dataclass
 class FlopCount:
-    """What one counted operation did: its FLOPs and whether it wrote outside the call's own
-    state."""
+    """What a counted call did: its FLOPs and whether it wrote outside its own state."""
 
-    def __init__(self) -> None:
-        self.flops = 0
-        self.foreign_write: str | None = None
-        self.failed: str | None = None  # (the aten level reads every operation)
+    flops: int = 0
+    foreign_write: str | None = None
+    failed: str | None = None  # (the aten level reads every operation)
 
 
+@functools.cache
 def _mode_class() -> type:
     import torch
     from torch.utils.flop_counter import flop_registry, shape_wrapper
@@ -142,20 +143,15 @@ def _mode_class() -> type:
     return Counting
 
 
-_MODE: list[type] = []
-
-
 @contextmanager
 def counting(module: nn.Module, inputs: Iterable[Any]) -> Iterator[FlopCount]:
     """Count the FLOPs of what runs in the block at the aten level, and see its writes
     outside ``module``'s state and ``inputs``: for a call whose operations the function level
     cannot see (a scripted module, or one that contains one)."""
-    if not _MODE:
-        _MODE.append(_mode_class())
     count = FlopCount()
     owned = (t for m in module.modules() for t in own_tensors(m))
     allowed = {storage_of(t) for t in (*owned, *tensor_list(inputs))}
-    with _MODE[0](count, allowed):
+    with _mode_class()(count, allowed):
         yield count
 
 
@@ -164,9 +160,7 @@ def dispatch_counted(
 ) -> tuple[Any, int, str | None]:
     """Run ``func(*args, **kwargs)`` under the counting mode: its result, its FLOPs, and a
     write to a tensor whose storage is not in ``allowed`` (which grows by what it makes)."""
-    if not _MODE:
-        _MODE.append(_mode_class())
     count = FlopCount()
-    with _MODE[0](count, allowed):
+    with _mode_class()(count, allowed):
         out = func(*args, **kwargs)
     return out, count.flops, count.foreign_write

@@ -5,9 +5,9 @@ A ``TorchFunctionMode`` sees each call of a torch function or tensor method the 
 (``F.gelu``, ``torch.cat(..., dim=1)``, ``x + y``), once, at the level the forward wrote it;
 it does not import ``torch._dynamo``, which entering any ``TorchDispatchMode`` does (seconds,
 once per process). An operation that returns a tensor, or writes to one, is recorded as text
-(:mod:`.op_text`) into the innermost open *span* (a recorded module's call). FLOPs come from
-the operations' shapes (:mod:`.op_flops`); the few operations that hide matrix products in
-one kernel are counted by a dispatch mode around that one call.
+(:mod:`.operations`) into the innermost open *span* (a recorded module's call). FLOPs come
+from the operations' shapes; the few operations that hide matrix products in one kernel are
+counted by a dispatch mode around that one call.
 
 The same pass watches in-place writes (``add_``, ``x[i] = ...``, ``inplace=True``, ``out=``,
 batch norm's running statistics): a write to a tensor that is neither the module's
@@ -17,7 +17,7 @@ replayed.
 
 It also keeps which tensors may carry data: every one not computed in the call, by operations
 that draw nothing, from such tensors and constants alone. A data-dependent event
-(:mod:`.follows_data`) on one stops the lists of the spans open then: the operation is their
+(:mod:`.operations`) on one stops the lists of the spans open then: the operation is their
 last; spans opened later keep theirs until an event of their own.
 """
 
@@ -43,9 +43,7 @@ from .._workload.computation import (
 )
 from .cost_count import Allocations, SpanCosts, Tensors
 from .flops import dispatch_counted, storage_of, tensor_list, torch_api
-from .follows_data import RANDOM, follows_data
-from .op_flops import needs_dispatch, op_flops
-from .op_text import call_text, op_name
+from .operations import RANDOM, call_text, follows_data, needs_dispatch, op_flops, op_name
 
 if TYPE_CHECKING:
     from torch import nn
@@ -78,9 +76,8 @@ class _Span:
 class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
-    def __init__(self, allowed: set[int], module: nn.Module | None = None) -> None:
-        """``allowed``: the storages it may write; with ``module``, its tensors' storages are
-        added (one walk of the tree reads them and the paths)."""
+    def __init__(self, allowed: set[int], module: nn.Module) -> None:
+        """``allowed``: the storages it may write, besides ``module``'s tensors'."""
         self.flops = 0
         self.foreign_write: str | None = None
         #: False while the recorder's own hooks run: their torch calls are not the model's.
@@ -92,8 +89,7 @@ class Trace:
         # parameters and buffers (the first path of a shared one), and modules, by id
         self._paths: dict[int, str] = {}
         self._modules: dict[int, str] = {}
-        if module is not None:
-            self._walk(module)
+        self._walk(module)
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
         self._events = 0
@@ -119,7 +115,7 @@ class Trace:
             owned.append(tensor)
         self.allowed.update(storage_of(t) for t in owned)
 
-    def open_span(self, path: str = "") -> None:
+    def open_span(self, path: str) -> None:
         self._spans.append(_Span(_quoted(path)))
 
     def close_span(self, name: str | None) -> Computation | None:
@@ -275,6 +271,7 @@ def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     return found
 
 
+@functools.cache
 def _mode_class() -> type:
     from torch import Tensor
     from torch.overrides import TorchFunctionMode
@@ -300,7 +297,7 @@ def _mode_class() -> type:
             try:
                 with DisableTorchFunction():
                     name = op_name(func)
-                    dispatch = _needs_dispatch(name, args, kwargs)
+                    dispatch = needs_dispatch(name, args, kwargs)
                     written = _written(func, name, args, kwargs)
                     if written:
                         trace.check_writes(func, written)
@@ -330,13 +327,6 @@ def _mode_class() -> type:
     return Tracing
 
 
-def _needs_dispatch(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    try:
-        return needs_dispatch(name, args, kwargs)
-    except (AttributeError, IndexError, TypeError, ValueError):
-        return False  # (an unusual signature: torch raises, or there is nothing to count)
-
-
 def _counted(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int:
     try:
         return op_flops(name, args, kwargs, out)
@@ -344,18 +334,13 @@ def _counted(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
         return 0  # (a call torch accepted in a form the formulas do not read)
 
 
-_MODE: list[type] = []
-
-
 @contextmanager
 def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
     """Trace what runs in the block; its writes are checked against ``module``'s state and
     ``inputs``."""
-    if not _MODE:
-        _MODE.append(_mode_class())
     trace = Trace({storage_of(t) for t in tensor_list(inputs)}, module)
     try:
-        with _MODE[0](trace):
+        with _mode_class()(trace):
             yield trace
     finally:
         trace.allocations.release()
