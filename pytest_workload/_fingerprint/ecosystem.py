@@ -47,13 +47,6 @@ def _loaded(location: tuple[str, str]) -> type | None:
     return found if isinstance(found, type) else None
 
 
-def _image_list(value: Any, nested: Nested, path: str) -> dict[str, Json]:
-    return {
-        "tensors": nested(value.tensors, f"{path}.tensors"),
-        "image_sizes": nested(list(value.image_sizes), f"{path}.image_sizes"),
-    }
-
-
 def _layers(cache: Any) -> list[tuple[Any, Any] | None]:
     """Each layer's (keys, values), None for a layer not filled yet (a fresh static cache).
     Caches before transformers 4.54 keep two lists instead of layer objects."""
@@ -92,19 +85,21 @@ def _cache(value: Any, nested: Nested, path: str) -> dict[str, Json]:
     return node
 
 
-_KNOWN: tuple[tuple[tuple[str, str], Callable[[Any, Nested, str], dict[str, Json]]], ...] = (
-    (_IMAGE_LIST, _image_list),
-    (_CACHE, _cache),
-)
-
-
 def describe_known(value: object, nested: Nested, path: str) -> Json | None:
     """The description of an ecosystem type, tagged with its class; None for other values."""
-    for location, describe in _KNOWN:
-        cls = _loaded(location)
-        if cls is not None and isinstance(value, cls):
-            return {"builtin": qualified_name(type(value)), "fields": describe(value, nested, path)}
-    return None
+    image_list, cache = _loaded(_IMAGE_LIST), _loaded(_CACHE)
+    fields: dict[str, Json]
+    if image_list is not None and isinstance(value, image_list):
+        images: Any = value
+        fields = {
+            "tensors": nested(images.tensors, f"{path}.tensors"),
+            "image_sizes": nested(list(images.image_sizes), f"{path}.image_sizes"),
+        }
+    elif cache is not None and isinstance(value, cache):
+        fields = _cache(value, nested, path)
+    else:
+        return None
+    return {"builtin": qualified_name(type(value)), "fields": fields}
 
 
 def _reachable(value: object, tensor: type, found: dict[int, object], seen: set[int]) -> None:

@@ -89,17 +89,9 @@ def class_name(module: nn.Module) -> str:
 #: initialisation (``fix_init``, ``weight_init_mode``, ``gain_init``), or restate what the
 #: parameter shapes show (``in_chans``, ``attn_dim``).
 NOT_ARCHITECTURE: Final = frozenset(
-    {
-        "fused_attn",
-        "inplace",
-        "grad_checkpointing",
-        "fix_init",
-        "weight_init_mode",
-        "gain_init",
-        "in_chans",
-        "attn_dim",
-    }
-)
+    {"fused_attn", "inplace", "grad_checkpointing", "fix_init", "weight_init_mode", "gain_init",
+     "in_chans", "attn_dim"}
+)  # fmt: skip
 
 
 def _attribute_value(value: object, scheme: int) -> object:

@@ -3,15 +3,12 @@
 An operation reads its tensor inputs and writes its new outputs and in-place targets only where
 it moved data: a view (every output on an input's storage) moves none. A new storage counts as
 allocated from the operation that made it until it is freed: a weak reference's callback on
-the storage, which CPython runs when its last reference (a view's too) goes, at the same point in
-every run. The peak of each span (a recorded module's call) is over what was allocated since it
-began.
+the storage, which CPython runs when its last reference (a view's too) goes, at the same point
+in every run. The peak of each span (a recorded module's call) is over what it allocated.
 
-On CUDA the allocator's peak over the call is read too. Its counter is reset where the call
-begins: left as it was, an earlier peak would hide the call's, so the number would depend on
-what ran before it. A test that reads ``torch.cuda.max_memory_allocated`` across a recorded
-workload's first call therefore reads the peak since that call began (the replays, which
-measure the same way, already reset it).
+On CUDA the allocator's peak is read too, its counter reset where the call begins: an earlier
+peak would hide the call's. So a test that reads ``torch.cuda.max_memory_allocated`` across a
+recorded workload's first call reads the peak since that call began (as after a replay).
 """
 
 from __future__ import annotations
@@ -20,7 +17,7 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .._workload.costs import Costs
 from .flops import storage_of, tensor_list, torch_api
@@ -141,16 +138,9 @@ def _on_free(
     return freed
 
 
-class DeviceMemory(Protocol):
+class CudaMemory:
     """The allocator counters of one device."""
 
-    def synchronize(self) -> None: ...
-    def reset_peak(self) -> None: ...
-    def allocated(self) -> int: ...
-    def peak(self) -> int: ...
-
-
-class CudaMemory:
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self.cuda = torch_api()[0].cuda
@@ -168,7 +158,7 @@ class CudaMemory:
         return int(self.cuda.max_memory_allocated(self.device))
 
 
-def device_memory(device: torch.device) -> DeviceMemory | None:
+def device_memory(device: torch.device) -> CudaMemory | None:
     """The counters of ``device``; None where it has none this measures (CPU, MPS)."""
     return CudaMemory(device) if device.type == "cuda" else None
 
@@ -176,7 +166,7 @@ def device_memory(device: torch.device) -> DeviceMemory | None:
 class DevicePeak:
     """Bytes the allocator held above what it held when :meth:`begin` ran, at most."""
 
-    def __init__(self, memory: DeviceMemory) -> None:
+    def __init__(self, memory: CudaMemory) -> None:
         self.memory = memory
         self._base = 0
 

@@ -1,12 +1,9 @@
-"""Counting FLOPs with a dispatch mode, where the function level cannot (:mod:`.tracing`).
-
-Used by :mod:`.tracing` for the few operations whose matrix products run inside one kernel
-(recurrent layers, ``bilinear``...), which only the aten level shows, and around the whole
-call of a module whose operations the function level cannot see (TorchScript). The count is
-shape-based (``torch.utils.flop_counter``'s formulas), so identical on every machine. The
-mode also sees the operation's in-place writes at the aten level. Entering it imports
-``torch._dynamo`` (about a second, once per process): only a model that runs such an
-operation or such a module pays it.
+"""Counting FLOPs with a dispatch mode where the function level cannot (:mod:`.tracer`): the
+few operations whose matrix products run inside one kernel, and the whole call of a module
+whose operations the function level cannot see (TorchScript); and the tensor helpers the
+tracer shares. The count is shape-based (``torch.utils.flop_counter``'s formulas), so identical
+on every machine; the mode also sees in-place writes. Entering it imports ``torch._dynamo``
+(about a second, once per process): only a model that runs such an operation pays it.
 """
 
 from __future__ import annotations
@@ -22,20 +19,6 @@ from .._torch_internals import cpu_flash_attention, dispatch_mode_class, op_sche
 if TYPE_CHECKING:
     import torch
     from torch import nn
-
-
-def _cpu_attention_formula() -> dict[Any, Any]:
-    """torch counts fused attention only for its CUDA kernels, so under ``no_grad`` a CPU
-    ``scaled_dot_product_attention`` would count 0 and FLOPs (which enter the snapshot) would
-    depend on the machine. Its CPU kernel gets CUDA's formula; torch versions without that
-    kernel run attention as matmuls, which are counted already."""
-    from torch.utils import flop_counter
-
-    formula = getattr(flop_counter, "sdpa_flop_count", None)
-    kernel = cpu_flash_attention()
-    if formula is None or kernel is None:
-        return {}
-    return {kernel: lambda query, key, value, *_, **__: formula(query, key, value)}
 
 
 @functools.cache
@@ -97,26 +80,28 @@ class FlopCount:
 @functools.cache
 def _mode_class() -> type:
     import torch
-    from torch.utils.flop_counter import flop_registry, shape_wrapper
+    from torch.utils import flop_counter
 
-    registry = {**flop_registry}
-    registry.update(
-        {
-            k: shape_wrapper(v)  # type: ignore[no-untyped-call]
-            for k, v in _cpu_attention_formula().items()
-        }
-    )
-    writes: dict[Any, tuple[tuple[int, str], ...]] = {}
+    registry = {**flop_counter.flop_registry}
+    # torch counts fused attention only for its CUDA kernels, so under ``no_grad`` a CPU
+    # ``scaled_dot_product_attention`` would count 0 and FLOPs (which enter the snapshot) would
+    # depend on the machine. Its CPU kernel gets CUDA's formula; torch versions without that
+    # kernel run attention as matmuls, which are counted already.
+    formula = getattr(flop_counter, "sdpa_flop_count", None)
+    kernel = cpu_flash_attention()
+    if formula is not None and kernel is not None:
+        registry[kernel] = flop_counter.shape_wrapper(  # type: ignore[no-untyped-call]
+            lambda query, key, value, *_, **__: formula(query, key, value)
+        )
 
+    @functools.cache
     def written(func: Any) -> tuple[tuple[int, str], ...]:
-        if func not in writes:
-            arguments = op_schema(func).arguments
-            writes[func] = tuple(
-                (i, a.name)
-                for i, a in enumerate(arguments)
-                if a.alias_info is not None and a.alias_info.is_write
-            )
-        return writes[func]
+        arguments = op_schema(func).arguments
+        return tuple(
+            (i, a.name)
+            for i, a in enumerate(arguments)
+            if a.alias_info is not None and a.alias_info.is_write
+        )
 
     class Counting(dispatch_mode_class()):  # type: ignore[misc]
         def __init__(self, count: FlopCount, allowed: set[int]) -> None:

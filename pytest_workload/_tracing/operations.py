@@ -1,26 +1,23 @@
 """One torch-level operation as the tracer sees it: its text, its FLOPs, and whether it
 follows the values of its tensors.
 
-Text: tensors are written as dtype and shape (never values, never device), other arguments by
-value, so the text is the same on every machine, under any seed and any weights, and differs
-when the computation does: ``relu`` against ``gelu``, ``dim=1`` against ``dim=0``,
-``eps=1e-05`` against ``eps=1e-06``. A parameter or buffer of the traced tree is followed by
-its path (``float32[8, 8]@fc1.weight``), so two layers of one shape swapped are another text.
+Its text writes tensors as dtype and shape (never values, never device) and other arguments by
+value: the same on every machine, under any seed and any weights, and different when the
+computation is (``relu`` against ``gelu``, ``dim=1`` against ``dim=0``). A parameter or buffer
+of the traced tree is followed by its path (``float32[8, 8]@fc1.weight``), so two layers of
+one shape swapped are another text.
 
-FLOPs: those ``torch.utils.flop_counter`` gives the aten operations each call runs (matrix
-products and convolutions, 2 per multiply-add; attention as its two products), so counting at
-this level reports what counting at the dispatch level did, without a dispatch mode. Where
-torch runs a product as ``dot`` or ``mv`` (which that counter does not count), this counts 0
-too. Operations that hide matrix products inside one C++ kernel (recurrent layers,
-``bilinear``, ``tensordot``, einsum over three operands...) are in :data:`OPAQUE`: their count
-is taken by a dispatch mode around that one call (see :mod:`.flops`).
+Its FLOPs are those ``torch.utils.flop_counter`` gives the aten operations it runs (2 per
+multiply-add; attention as its two products; ``dot`` and ``mv`` 0), so counting here reports
+what counting at the dispatch level did, without a dispatch mode. Those that hide matrix
+products in one C++ kernel (:data:`OPAQUE`) are counted by a dispatch mode around that one
+call (:mod:`.flops`).
 
-Data: a *value read* hands tensor values to Python (``item``, ``bool(t)``, ``tolist``), where
-they can steer control flow or become shapes; a *value-shaped* operation returns a tensor whose
-shape the values set (``nonzero``, ``t[mask]``, ``torchvision.ops.nms``). Either is a
-data-dependent event when a tensor it reads may carry data: one not computed in the call from
-constants alone (inputs, parameters, buffers, random draws and their results all may). What
-runs after such an event may follow the data, so a trace stops its computation there.
+A *value read* hands tensor values to Python (``item``, ``bool(t)``), where they can steer
+control flow or become shapes; a *value-shaped* operation returns a tensor whose shape the
+values set (``nonzero``, ``t[mask]``, ``nms``). Either is a data-dependent event when a tensor
+it reads may carry data (one not computed in the call from constants alone): what runs after
+it may follow the data, so a trace stops its computation there.
 """
 
 from __future__ import annotations
@@ -136,6 +133,11 @@ _CONV = {
     "conv1d": False, "conv2d": False, "conv3d": False,
     "conv_transpose1d": True, "conv_transpose2d": True, "conv_transpose3d": True,
 }  # fmt: skip
+#: Matrix products: where their two operands are, and their names.
+_PRODUCTS = {
+    "mm": (0, "input", "mat2"), "bmm": (0, "input", "mat2"),
+    "addmm": (1, "mat1", "mat2"), "baddbmm": (1, "batch1", "batch2"),
+}  # fmt: skip
 
 
 def _mm(m: int, k: int, n: int, batch: int = 1) -> int:
@@ -144,15 +146,6 @@ def _mm(m: int, k: int, n: int, batch: int = 1) -> int:
 
 def _shape(value: Any) -> list[int]:
     return [int(s) for s in value.shape]
-
-
-def _conv(x: Any, w: Any, out: Any, transposed: bool) -> int:
-    x_shape, out_shape, w_shape = _shape(x), _shape(out), _shape(w)
-    if len(x_shape) == len(w_shape) - 1:  # unbatched: torch adds a batch of one
-        x_shape, out_shape = [1, *x_shape], [1, *out_shape]
-    spatial = (x_shape if transposed else out_shape)[2:]
-    c_out, c_in, *kernel = w_shape
-    return 2 * math.prod(spatial) * math.prod(kernel) * x_shape[0] * c_out * c_in
 
 
 def _folds(a: Any, b: Any) -> bool:
@@ -197,10 +190,6 @@ def _broadcast(a: Any, b: Any) -> list[int]:
     return [int(y) if int(x) == 1 else int(x) for x, y in zip(a, b, strict=True)]
 
 
-def _linear(x: Any, w: Any) -> int:
-    return _mm(math.prod(x.shape[:-1]), w.shape[-1], w.shape[0] if w.dim() == 2 else 1)
-
-
 def _letters(spec: str, dims: int) -> list[str]:
     """An operand's subscripts, with ``...`` expanded to numbered broadcast dimensions."""
     if "..." not in spec:
@@ -237,17 +226,6 @@ def einsum_flops(equation: str, operands: list[Any]) -> int | None:
     return 2 * math.prod(sizes[x] for x in kept)
 
 
-def _attention(q: Any, k: Any, v: Any) -> int | None:
-    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
-        return None
-    b, h, s_q, d = _shape(q)
-    b2, h2, s_k, d2 = _shape(k)
-    b3, h3, s_v, d_v = _shape(v)
-    if (b, h, d) != (b2, h2, d2) or (b, h, s_k) != (b3, h3, s_v):
-        return None  # (grouped heads, broadcasting: let the dispatch level count them)
-    return _mm(s_q, d, s_k, b * h) + _mm(s_q, s_k, d_v, b * h)
-
-
 def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], i: int, key: str) -> Any:
     return args[i] if len(args) > i else kwargs.get(key)
 
@@ -261,9 +239,15 @@ def _einsum_operands(args: tuple[Any, ...]) -> list[Any]:
 
 def _sdpa(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
     """``scaled_dot_product_attention``'s FLOPs from its query, key and value, if countable."""
-    return _attention(
-        _arg(args, kwargs, 0, "query"), _arg(args, kwargs, 1, "key"), _arg(args, kwargs, 2, "value")
-    )
+    q, k, v = (_arg(args, kwargs, i, key) for i, key in enumerate(("query", "key", "value")))
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        return None
+    b, h, s_q, d = _shape(q)
+    b2, h2, s_k, d2 = _shape(k)
+    b3, h3, s_v, d_v = _shape(v)
+    if (b, h, d) != (b2, h2, d2) or (b, h, s_k) != (b3, h3, s_v):
+        return None  # (grouped heads, broadcasting: let the dispatch level count them)
+    return _mm(s_q, d, s_k, b * h) + _mm(s_q, s_k, d_v, b * h)
 
 
 def needs_dispatch(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -289,25 +273,22 @@ def op_flops(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
     if base in ("matmul", "rmatmul", "imatmul"):
         a, b = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "other")
         return matmul_flops(b, a) if base == "rmatmul" else matmul_flops(a, b)
-    if base == "mm":
-        a, b = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "mat2")
-        return _mm(a.shape[0], a.shape[1], b.shape[1])
-    if base in ("addmm", "baddbmm"):
-        a, b = (
-            _arg(args, kwargs, 1, "mat1" if base == "addmm" else "batch1"),
-            _arg(args, kwargs, 2, "mat2" if base == "addmm" else "batch2"),
-        )
-        batch = 1 if base == "addmm" else a.shape[0]
+    if base in _PRODUCTS:
+        i, first, second = _PRODUCTS[base]
+        a, b = _arg(args, kwargs, i, first), _arg(args, kwargs, i + 1, second)
+        batch = a.shape[0] if base.startswith("b") else 1
         return _mm(a.shape[-2], a.shape[-1], b.shape[-1], batch)
-    if base == "bmm":
-        a, b = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "mat2")
-        return _mm(a.shape[1], a.shape[2], b.shape[2], a.shape[0])
     if base == "linear":
-        return _linear(_arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "weight"))
+        x, w = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "weight")
+        return _mm(math.prod(x.shape[:-1]), w.shape[-1], w.shape[0] if w.dim() == 2 else 1)
     if base in _CONV:
-        return _conv(
-            _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "weight"), out, _CONV[base]
-        )
+        x_shape, out_shape = _shape(_arg(args, kwargs, 0, "input")), _shape(out)
+        w_shape = _shape(_arg(args, kwargs, 1, "weight"))
+        c_out, c_in, *kernel = w_shape
+        if len(x_shape) == len(w_shape) - 1:  # unbatched: torch adds a batch of one
+            x_shape, out_shape = [1, *x_shape], [1, *out_shape]
+        spatial = (x_shape if _CONV[base] else out_shape)[2:]
+        return 2 * math.prod(spatial) * math.prod(kernel) * x_shape[0] * c_out * c_in
     if base == "einsum":
         return einsum_flops(args[0], _einsum_operands(args)) or 0
     if base == "scaled_dot_product_attention":
@@ -315,12 +296,11 @@ def op_flops(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
     return 0
 
 
-_VALUE_READS = frozenset(
+#: Value reads, then value-shaped operations.
+_READ_VALUES = frozenset(
     ("item", "tolist", "numpy", "bool", "int", "float", "index", "complex", "contains",
-     "format", "repr", "str", "array", "equal", "allclose", "is_nonzero")
-)  # fmt: skip
-_VALUE_SHAPED = frozenset(
-    ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount",
+     "format", "repr", "str", "array", "equal", "allclose", "is_nonzero",
+     "nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount",
      "nms", "batched_nms")
 )  # fmt: skip
 #: Operations whose output shape is set by their later arguments (a 0-dim tensor there is
@@ -348,7 +328,7 @@ RANDOM = frozenset(
 def follows_data(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carries: Any) -> bool:
     """Whether the operation ``name`` is a data-dependent event; ``carries(tensor)`` says
     whether a tensor may carry data."""
-    if name in _VALUE_READS or name in _VALUE_SHAPED:
+    if name in _READ_VALUES:
         return any(carries(t) for t in tensor_list((args, kwargs)))
     if name == "getitem":
         return len(args) > 1 and any(_is_mask(t) and carries(t) for t in tensor_list(args[1:]))

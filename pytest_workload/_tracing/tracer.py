@@ -223,9 +223,8 @@ def _quoted(path: str) -> str:
     return ".".join(quote(name, safe="") for name in path.split(".")) if path else ""
 
 
-@functools.lru_cache(maxsize=8192)  # (each span refers to its own few parameters)
-def _relative(base: str, path: str) -> str:
-    return relative_path(base, path)
+# (each span refers to its own few parameters)
+_relative = functools.lru_cache(maxsize=8192)(relative_path)
 
 
 def _seen_from(where: str, item: str | SubCall) -> str | SubCall:
@@ -243,18 +242,14 @@ def _has_array(values: Any) -> bool:
     return type(values).__module__ == "numpy"
 
 
-_INPLACE_ARGUMENT: dict[Any, int | None] = {}
-
-
+@functools.cache
 def _inplace_position(func: Any) -> int | None:
     """Where a Python function of torch takes ``inplace`` (``F.relu(x, True)``), if it does."""
-    if func not in _INPLACE_ARGUMENT:
-        try:
-            names = list(inspect.signature(func).parameters)
-        except (TypeError, ValueError):
-            names = []
-        _INPLACE_ARGUMENT[func] = names.index("inplace") if "inplace" in names else None
-    return _INPLACE_ARGUMENT[func]
+    try:
+        names = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return None
+    return names.index("inplace") if "inplace" in names else None
 
 
 def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
