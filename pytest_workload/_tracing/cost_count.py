@@ -94,22 +94,19 @@ class Allocations:
             span.written += wrote
             span.names[name] += 1
         for key, tensor in new.items():
-            self._allocate(key, tensor, spans)
-
-    def _allocate(self, key: int, tensor: Any, spans: list[SpanCosts]) -> None:
-        try:
-            storage = tensor.untyped_storage()
-        except (RuntimeError, NotImplementedError):
-            return  # (sparse, nested: no one storage to follow)
-        size = int(storage.nbytes())
-        self._alive.add(key)
-        for span in spans:
-            span.live += size
-            span.peak = max(span.peak, span.live)
-        ref = weakref.ref(storage, self._freed)
-        self._refs[id(ref)] = ref
-        self._followed[id(ref)] = key, size
-        self._spans[id(ref)] = spans
+            try:
+                storage = tensor.untyped_storage()
+            except (RuntimeError, NotImplementedError):
+                continue  # (sparse, nested: no one storage to follow)
+            size = int(storage.nbytes())
+            alive.add(key)
+            for span in spans:
+                span.live += size
+                span.peak = max(span.peak, span.live)
+            ref = weakref.ref(storage, self._freed)
+            self._refs[id(ref)] = ref
+            self._followed[id(ref)] = key, size
+            self._spans[id(ref)] = spans
 
     def release(self) -> None:
         """Stop following the storages (the call's outputs outlive it): a weak reference

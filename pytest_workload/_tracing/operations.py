@@ -270,29 +270,32 @@ def op_flops(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
     """The FLOPs of one operation that does not need the dispatch level (see
     :func:`needs_dispatch`)."""
     base = name.removesuffix("_")
-    if base in ("matmul", "rmatmul", "imatmul"):
-        a, b = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "other")
-        return matmul_flops(b, a) if base == "rmatmul" else matmul_flops(a, b)
-    if base in _PRODUCTS:
-        i, first, second = _PRODUCTS[base]
-        a, b = _arg(args, kwargs, i, first), _arg(args, kwargs, i + 1, second)
-        batch = a.shape[0] if base.startswith("b") else 1
-        return _mm(a.shape[-2], a.shape[-1], b.shape[-1], batch)
-    if base == "linear":
-        x, w = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "weight")
-        return _mm(math.prod(x.shape[:-1]), w.shape[-1], w.shape[0] if w.dim() == 2 else 1)
-    if base in _CONV:
-        x_shape, out_shape = _shape(_arg(args, kwargs, 0, "input")), _shape(out)
-        w_shape = _shape(_arg(args, kwargs, 1, "weight"))
-        c_out, c_in, *kernel = w_shape
-        if len(x_shape) == len(w_shape) - 1:  # unbatched: torch adds a batch of one
-            x_shape, out_shape = [1, *x_shape], [1, *out_shape]
-        spatial = (x_shape if _CONV[base] else out_shape)[2:]
-        return 2 * math.prod(spatial) * math.prod(kernel) * x_shape[0] * c_out * c_in
-    if base == "einsum":
-        return einsum_flops(args[0], _einsum_operands(args)) or 0
-    if base == "scaled_dot_product_attention":
-        return _sdpa(args, kwargs) or 0
+    try:
+        if base in ("matmul", "rmatmul", "imatmul"):
+            a, b = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "other")
+            return matmul_flops(b, a) if base == "rmatmul" else matmul_flops(a, b)
+        if base in _PRODUCTS:
+            i, first, second = _PRODUCTS[base]
+            a, b = _arg(args, kwargs, i, first), _arg(args, kwargs, i + 1, second)
+            batch = a.shape[0] if base.startswith("b") else 1
+            return _mm(a.shape[-2], a.shape[-1], b.shape[-1], batch)
+        if base == "linear":
+            x, w = _arg(args, kwargs, 0, "input"), _arg(args, kwargs, 1, "weight")
+            return _mm(math.prod(x.shape[:-1]), w.shape[-1], w.shape[0] if w.dim() == 2 else 1)
+        if base in _CONV:
+            x_shape, out_shape = _shape(_arg(args, kwargs, 0, "input")), _shape(out)
+            w_shape = _shape(_arg(args, kwargs, 1, "weight"))
+            c_out, c_in, *kernel = w_shape
+            if len(x_shape) == len(w_shape) - 1:  # unbatched: torch adds a batch of one
+                x_shape, out_shape = [1, *x_shape], [1, *out_shape]
+            spatial = (x_shape if _CONV[base] else out_shape)[2:]
+            return 2 * math.prod(spatial) * math.prod(kernel) * x_shape[0] * c_out * c_in
+        if base == "einsum":
+            return einsum_flops(args[0], _einsum_operands(args)) or 0
+        if base == "scaled_dot_product_attention":
+            return _sdpa(args, kwargs) or 0
+    except (AttributeError, IndexError, TypeError, ValueError, RuntimeError):
+        pass  # (a call torch accepted in a form the formulas do not read)
     return 0
 
 

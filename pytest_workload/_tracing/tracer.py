@@ -86,18 +86,14 @@ class Trace:
         self.failed: str | None = None
         self.allowed = allowed
         self._spans = [_Span("")]
-        # parameters and buffers (the first path of a shared one), and modules, by id
-        self._paths: dict[int, str] = {}
-        self._modules: dict[int, str] = {}
-        self._walk(module)
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
         self._events = 0
         self.allocations = Allocations()
-
-    def _walk(self, module: nn.Module) -> None:
-        """The paths of the tree's modules, parameters and buffers (each by its first path, as
-        ``named_parameters()`` and ``named_buffers()`` give them), and its tensors' storages."""
+        # parameters and buffers (each by its first path, as ``named_parameters()`` and
+        # ``named_buffers()`` give them), and modules, by id; and the tree's tensors' storages
+        self._paths: dict[int, str] = {}
+        self._modules: dict[int, str] = {}
         tensor_type = torch_api()[0].Tensor
         buffers: list[tuple[str, Any]] = []
         # (what own_tensors gives, read here from the same calls)
@@ -212,11 +208,6 @@ class Trace:
             frame = frame.f_back
         return None
 
-    def check_writes(self, func: Any, written: list[Any]) -> None:
-        for target in written:
-            if storage_of(target) not in self.allowed:
-                self.foreign_write = f"{op_name(func)} wrote to a tensor outside the module"
-
 
 @functools.lru_cache(maxsize=8192)  # (a suite's models share their module paths)
 def _quoted(path: str) -> str:
@@ -294,8 +285,8 @@ def _mode_class() -> type:
                     name = op_name(func)
                     dispatch = needs_dispatch(name, args, kwargs)
                     written = _written(func, name, args, kwargs)
-                    if written:
-                        trace.check_writes(func, written)
+                    if any(storage_of(t) not in trace.allowed for t in written):
+                        trace.foreign_write = f"{name} wrote to a tensor outside the module"
             except Exception as exc:  # (a failure of the tracer must not reach the forward)
                 trace.fail(exc)
                 return func(*args, **kwargs)
@@ -313,20 +304,12 @@ def _mode_class() -> type:
                         trace.follow(name, args, kwargs, tensors, written)
                         trace.account(name, tensors, written)
                         trace.record(name, args, kwargs, event)
-                        counted = _counted(name, args, kwargs, out) if flops is None else flops
-                        trace.flops += counted
+                        trace.flops += op_flops(name, args, kwargs, out) if flops is None else flops
             except Exception as exc:
                 trace.fail(exc)
             return out
 
     return Tracing
-
-
-def _counted(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int:
-    try:
-        return op_flops(name, args, kwargs, out)
-    except (AttributeError, IndexError, TypeError, ValueError, RuntimeError):
-        return 0  # (a call torch accepted in a form the formulas do not read)
 
 
 @contextmanager
