@@ -17,7 +17,7 @@ from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._snapshot.compute_diff import diff_operations
 from pytest_workload._snapshot.diff import compare_documents
 from pytest_workload._snapshot.document import SnapshotDocument
-from pytest_workload._tracing.flops import counting
+from pytest_workload._tracing.cost_count import counting
 from pytest_workload._tracing.operations import call_text, op_name
 from pytest_workload._tracing.tracer import count_flops, tracing
 from pytest_workload._workload.computation import Computation, SubCall, read_computations

@@ -1,14 +1,11 @@
 """The libraries around torch: their own input types, and their versions.
 
-torchvision's ``ImageList`` and Hugging Face caches (``DynamicCache``, ``EncoderDecoderCache``,
-``StaticCache`` and the other ``Cache`` classes) are described for a hash and copied for a
-replay.
-
-Each is looked up only when its library is already imported (a test that passes one has
-imported it), so a session without them pays nothing. A value is described by what decides its
-computation: an ``ImageList`` by its batch tensor and image sizes, a cache by its layer count,
-sequence length and the shapes and dtypes of each layer's keys and values, never their values.
-``ModelOutput`` needs nothing here: it is a dataclass, described field by field. The
+torchvision's ``ImageList`` and Hugging Face caches (``DynamicCache``, ``StaticCache``...) are
+described for a hash and copied for a replay, looked up only when their library is already
+imported (a test that passes one has imported it), so a session without them pays nothing. A
+value is described by what decides its computation: an ``ImageList`` by its batch tensor and
+image sizes, a cache by its layer count, sequence length and the shapes and dtypes of each
+layer's keys and values. ``ModelOutput`` needs nothing here: it is a dataclass. The
 ``pytest_workload_describe`` hook is asked first, so a project can describe these its own way.
 
 A cache is copied as Hugging Face's documentation copies one to reuse it (``copy.deepcopy``),

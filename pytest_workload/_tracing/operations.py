@@ -11,7 +11,7 @@ Its FLOPs are those ``torch.utils.flop_counter`` gives the aten operations it ru
 multiply-add; attention as its two products; ``dot`` and ``mv`` 0), so counting here reports
 what counting at the dispatch level did, without a dispatch mode. Those that hide matrix
 products in one C++ kernel (:data:`OPAQUE`) are counted by a dispatch mode around that one
-call (:mod:`.flops`).
+call (:mod:`.cost_count`).
 
 A *value read* hands tensor values to Python (``item``, ``bool(t)``), where they can steer
 control flow or become shapes; a *value-shaped* operation returns a tensor whose shape the
@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .flops import tensor_list, torch_api
+from .cost_count import tensor_list, torch_api
 
 #: A tensor's path in the traced tree (None: not a parameter or buffer of it).
 Refer = Callable[[Any], "str | None"]

@@ -41,8 +41,15 @@ from .._workload.computation import (
     relative_path,
     seen_from_caller,
 )
-from .cost_count import Allocations, SpanCosts, Tensors
-from .flops import dispatch_counted, storage_of, tensor_list, torch_api
+from .cost_count import (
+    Allocations,
+    SpanCosts,
+    Tensors,
+    dispatch_counted,
+    storage_of,
+    tensor_list,
+    torch_api,
+)
 from .operations import RANDOM, call_text, follows_data, needs_dispatch, op_flops, op_name
 
 if TYPE_CHECKING:
