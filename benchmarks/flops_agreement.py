@@ -19,7 +19,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_workload._tracing.flops import counting
+from pytest_workload._tracing.cost_count import counting
 from pytest_workload._tracing.tracer import count_flops
 from tests.test_zoo import ARCHS, DTYPES, SHAPES, build
 

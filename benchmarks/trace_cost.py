@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import markdown_table, median, print_header, ratio_summary
 
-from pytest_workload._tracing.flops import counting
+from pytest_workload._tracing.cost_count import counting
 from pytest_workload._tracing.tracer import tracing
 
 FIRST_USE = """
@@ -108,7 +108,7 @@ def first_use(runs: int) -> list[list[object]]:
     for _ in range(runs):
         for kind, (module, name) in {
             "function mode": ("tracer", "tracing"),
-            "dispatch mode": ("flops", "counting"),
+            "dispatch mode": ("cost_count", "counting"),
         }.items():
             code = FIRST_USE.format(module=module, name=name)
             out = subprocess.run(

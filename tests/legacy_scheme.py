@@ -7,11 +7,11 @@ every workload hash: enough to change every hash while keeping the same workload
 from __future__ import annotations
 
 from pytest_workload._fingerprint.scheme import FingerprintScheme
-from pytest_workload._fingerprint.structure_v1 import structure_node_v1
+from pytest_workload._fingerprint.structure import structure_node
 
 
 def _node_without_attributes(module, children):
-    node = structure_node_v1(module, children)
+    node = structure_node(module, children, scheme=1)
     del node["attributes"]
     return node
 

@@ -17,8 +17,8 @@ from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._snapshot.diff import compare_documents
 from pytest_workload._snapshot.document import SnapshotDocument
 from pytest_workload._snapshot.part_diff import diff_operations
-from pytest_workload._tracing.flops import counting
-from pytest_workload._tracing.op_text import op_text
+from pytest_workload._tracing.cost_count import counting
+from pytest_workload._tracing.operations import call_text, op_name
 from pytest_workload._tracing.tracer import count_flops, tracing
 from pytest_workload._workload.computation import Computation, SubCall, read_computations
 from tests.models import TinyNet
@@ -50,6 +50,10 @@ def compute_hash(model, *inputs, max_depth=0):
     (root, *_) = recorded(lambda: model(*inputs), max_depth)
     assert root.compute_hash is not None, root.compute_unknown
     return root.compute_hash
+
+
+def op_text(func, args, kwargs):
+    return call_text(op_name(func), args, kwargs, lambda tensor: None)
 
 
 def test_operation_text_names_the_operation_and_its_arguments():

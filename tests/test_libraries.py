@@ -7,7 +7,7 @@ import importlib.metadata
 
 import pytest
 
-from pytest_workload._fingerprint import libraries
+from pytest_workload._fingerprint import ecosystem as libraries
 
 
 @pytest.fixture

@@ -55,13 +55,6 @@ def _describe_tensor(value: Any, path: str, torch: Any) -> Json:
     return node
 
 
-def _describe_int(value: int, path: str) -> Json:
-    if abs(value) >= INT_BOUND:  # compared, not printed: str() of 10**5000 itself fails
-        reason = f"integers of more than {MAX_INT_DIGITS} digits are not described"
-        raise UndescribableInputError(path, type(value), reason)
-    return int(value)
-
-
 def _describe_str(value: str, path: str) -> Json:
     """A string by value; a long one by its digest, its length and a preview, so that a
     1 MB argument is not stored in every snapshot and report three times over."""
@@ -130,7 +123,10 @@ class _Describer:
         if isinstance(value, str):
             return _describe_str(value, path)
         if isinstance(value, int):
-            return _describe_int(value, path)
+            if abs(value) >= INT_BOUND:  # compared, not printed: str() of 10**5000 itself fails
+                reason = f"integers of more than {MAX_INT_DIGITS} digits are not described"
+                raise UndescribableInputError(path, type(value), reason)
+            return int(value)
         if isinstance(value, float):
             return _describe_float(value)
         if isinstance(value, complex):
@@ -145,9 +141,6 @@ class _Describer:
                 return {"device": "any"}
         if np is not None and isinstance(value, np.ndarray):
             return {_NDARRAY_TAG: [int(d) for d in value.shape], "dtype": str(value.dtype)}
-        return self._describe_composite(value, path)
-
-    def _describe_composite(self, value: object, path: str) -> Json:
         if isinstance(value, (list, tuple, dict)) or _is_dataclass_instance(value):
             if id(value) in self._on_path:
                 raise UndescribableInputError(path, type(value), "it contains itself")

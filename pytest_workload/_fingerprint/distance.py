@@ -1,16 +1,6 @@
-"""Workload distance factor: can a schedule tuned for one workload serve another?
-
-Keys are compared exactly as the JSON ``key`` field holds them, ``[structure_hash, args,
-kwargs]``. Two keys are compatible when their structure hashes are equal, every non-integer
-part is equal, and every integer of the target is divisible by the candidate's; the factor is
-then the product of target/candidate over all integers (1 for identical keys), otherwise
-``inf``. It is asymmetric and never below 1.
-
-Unlike the original rules, containers keep their boundaries (``[[1, 1], [3, 4]]`` is not
-``[[1, 1, 3], [4]]``), ``bool`` is a value rather than an integer, negative and symbolic
-tensor dimensions are incompatible, and nothing raises: mismatched types and malformed keys
-give ``inf``.
-"""
+"""Workload distance factor: can a schedule tuned for one workload serve another
+(:func:`distance_factor`)? Unlike the original rules, containers keep their boundaries,
+``bool`` is a value rather than an integer, and nothing raises."""
 
 from __future__ import annotations
 
@@ -24,9 +14,6 @@ from .._workload.signature import is_tensor_node
 K = TypeVar("K", bound=Json)
 
 
-_INCOMPATIBLE = None
-
-
 _SHAPE_TAGS = ("tensor", "ndarray")
 
 
@@ -35,10 +22,8 @@ def _is_int(value: object) -> bool:
 
 
 def _serialisable(key: Json) -> bool:
-    """Whether a key has canonical JSON, as every recorded key had (its hash is taken over it).
-
-    NaN, a cycle or nesting past the recursion limit means it was never a workload's key.
-    """
+    """Whether a key has canonical JSON, as every recorded key had (its hash is taken over it):
+    NaN, a cycle or nesting past the recursion limit means it was never a workload's key."""
     try:
         canonical_json(key)
     except (TypeError, ValueError, RecursionError):
@@ -51,41 +36,34 @@ def _int_ratio(target: int, candidate: int) -> int | None:
         return 1
     if target > 0 and candidate > 0 and target % candidate == 0:
         return target // candidate
-    return _INCOMPATIBLE
+    return None
 
 
 def _shape(node: dict[str, Json]) -> list[Json] | None:
     """The shape of a tensor or array node, or None when the node is malformed."""
     shapes = [node[tag] for tag in _SHAPE_TAGS if tag in node]
-    if len(shapes) != 1 or not isinstance(shapes[0], list):
-        return None
-    return shapes[0]
-
-
-def _shape_ratio(target: list[Json], candidate: list[Json]) -> int | None:
-    """Tensor shapes: same rank, concrete non-negative dimensions, each one dividing."""
-    if len(target) != len(candidate):
-        return _INCOMPATIBLE
-    factor = 1
-    for a, b in zip(target, candidate, strict=True):
-        if not (_is_int(a) and _is_int(b)) or a < 0 or b < 0:  # type: ignore[operator]
-            return _INCOMPATIBLE
-        ratio = _int_ratio(a, b)  # type: ignore[arg-type]
-        if ratio is None:
-            return _INCOMPATIBLE
-        factor *= ratio
-    return factor
+    return shapes[0] if len(shapes) == 1 and isinstance(shapes[0], list) else None
 
 
 def _tensor_ratio(target: dict[str, Json], candidate: dict[str, Json]) -> int | None:
+    """Equal but for the shapes, which have one rank and concrete non-negative dimensions,
+    each one dividing."""
     t, c = _shape(target), _shape(candidate)
-    if t is None or c is None or target.keys() != candidate.keys():
-        return _INCOMPATIBLE
+    if t is None or c is None or target.keys() != candidate.keys() or len(t) != len(c):
+        return None
     rest_t = {k: v for k, v in target.items() if k not in _SHAPE_TAGS}
     rest_c = {k: v for k, v in candidate.items() if k not in _SHAPE_TAGS}
     if canonical_json(rest_t) != canonical_json(rest_c):
-        return _INCOMPATIBLE
-    return _shape_ratio(t, c)
+        return None
+    factor = 1
+    for a, b in zip(t, c, strict=True):
+        if not (_is_int(a) and _is_int(b)) or a < 0 or b < 0:  # type: ignore[operator]
+            return None
+        ratio = _int_ratio(a, b)  # type: ignore[arg-type]
+        if ratio is None:
+            return None
+        factor *= ratio
+    return factor
 
 
 def _step(target: Json, candidate: Json, pending: list[tuple[Json, Json]]) -> int | None:
@@ -96,17 +74,15 @@ def _step(target: Json, candidate: Json, pending: list[tuple[Json, Json]]) -> in
         return _int_ratio(target, candidate)  # type: ignore[arg-type]
     if isinstance(target, list) and isinstance(candidate, list):
         if len(target) != len(candidate):
-            return _INCOMPATIBLE
+            return None
         pending += zip(target, candidate, strict=True)
         return 1
     if isinstance(target, dict) and isinstance(candidate, dict):
         if target.keys() != candidate.keys():
-            return _INCOMPATIBLE
+            return None
         pending += ((target[k], candidate[k]) for k in target)
         return 1
-    if type(target) is not type(candidate):
-        return _INCOMPATIBLE
-    return 1 if target == candidate else _INCOMPATIBLE
+    return 1 if type(target) is type(candidate) and target == candidate else None
 
 
 def _ratio(target: Json, candidate: Json) -> int | None:
@@ -120,16 +96,9 @@ def _ratio(target: Json, candidate: Json) -> int | None:
     while pending:
         ratio = _step(*pending.pop(), pending)
         if ratio is None:
-            return _INCOMPATIBLE
+            return None
         factor *= ratio
     return factor
-
-
-def _as_float(factor: int) -> float:
-    try:
-        return float(factor)
-    except OverflowError:
-        return math.inf
 
 
 def distance_factor(target_key: Json, candidate_key: Json) -> float:
@@ -177,7 +146,10 @@ def distance_factor(target_key: Json, candidate_key: Json) -> float:
     ):
         return math.inf
     ratio = _ratio(target_key[1:], candidate_key[1:])
-    return math.inf if ratio is None else _as_float(ratio)
+    try:
+        return math.inf if ratio is None else float(ratio)
+    except OverflowError:
+        return math.inf
 
 
 def nearest(target_key: Json, candidates: Iterable[K]) -> tuple[K, float] | None:

@@ -1,25 +1,31 @@
-"""The ecosystem's own input types: torchvision's ``ImageList`` and Hugging Face caches
-(``DynamicCache``, ``EncoderDecoderCache``, ``StaticCache`` and the other ``Cache`` classes),
-described for a hash and copied for a replay.
+"""The libraries around torch: their own input types, and their versions.
 
-Each is looked up only when its library is already imported (a test that passes one has
-imported it), so a session without them pays nothing. A value is described by what decides its
-computation: an ``ImageList`` by its batch tensor and image sizes, a cache by its layer count,
-sequence length and the shapes and dtypes of each layer's keys and values, never their values.
-``ModelOutput`` needs nothing here: it is a dataclass, described field by field. The
+torchvision's ``ImageList`` and Hugging Face caches (``DynamicCache``, ``StaticCache``...) are
+described for a hash and copied for a replay, looked up only when their library is already
+imported (a test that passes one has imported it), so a session without them pays nothing. A
+value is described by what decides its computation: an ``ImageList`` by its batch tensor and
+image sizes, a cache by its layer count, sequence length and the shapes and dtypes of each
+layer's keys and values. ``ModelOutput`` needs nothing here: it is a dataclass. The
 ``pytest_workload_describe`` hook is asked first, so a project can describe these its own way.
 
 A cache is copied as Hugging Face's documentation copies one to reuse it (``copy.deepcopy``),
 with its tensors detached and cloned first (``deepcopy`` refuses a tensor with a history). A
 forward grows the cache it is given by rebinding its layers' tensors, so a replay puts the
 attributes of the cache's objects back after each call (:func:`library_parts`).
+
+The versions of the distributions that define a module tree's classes are recorded beside the
+hashes (never in them), so that a failure after an upgrade can say which libraries changed
+since the snapshot was written.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import importlib.metadata
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from .._core.canonical import Json
@@ -36,13 +42,6 @@ def _loaded(location: tuple[str, str]) -> type | None:
     module = sys.modules.get(location[0])
     found = getattr(module, location[1], None)
     return found if isinstance(found, type) else None
-
-
-def _image_list(value: Any, nested: Nested, path: str) -> dict[str, Json]:
-    return {
-        "tensors": nested(value.tensors, f"{path}.tensors"),
-        "image_sizes": nested(list(value.image_sizes), f"{path}.image_sizes"),
-    }
 
 
 def _layers(cache: Any) -> list[tuple[Any, Any] | None]:
@@ -83,19 +82,21 @@ def _cache(value: Any, nested: Nested, path: str) -> dict[str, Json]:
     return node
 
 
-_KNOWN: tuple[tuple[tuple[str, str], Callable[[Any, Nested, str], dict[str, Json]]], ...] = (
-    (_IMAGE_LIST, _image_list),
-    (_CACHE, _cache),
-)
-
-
 def describe_known(value: object, nested: Nested, path: str) -> Json | None:
     """The description of an ecosystem type, tagged with its class; None for other values."""
-    for location, describe in _KNOWN:
-        cls = _loaded(location)
-        if cls is not None and isinstance(value, cls):
-            return {"builtin": qualified_name(type(value)), "fields": describe(value, nested, path)}
-    return None
+    image_list, cache = _loaded(_IMAGE_LIST), _loaded(_CACHE)
+    fields: dict[str, Json]
+    if image_list is not None and isinstance(value, image_list):
+        images: Any = value
+        fields = {
+            "tensors": nested(images.tensors, f"{path}.tensors"),
+            "image_sizes": nested(list(images.image_sizes), f"{path}.image_sizes"),
+        }
+    elif cache is not None and isinstance(value, cache):
+        fields = _cache(value, nested, path)
+    else:
+        return None
+    return {"builtin": qualified_name(type(value)), "fields": fields}
 
 
 def _reachable(value: object, tensor: type, found: dict[int, object], seen: set[int]) -> None:
@@ -169,3 +170,60 @@ def library_parts(values: object) -> list[object]:
         elif isinstance(value, dict):
             pending += value.values()
     return found
+
+
+_INSTALLED = ("site-packages", "dist-packages")
+
+
+@functools.cache
+def _distributions() -> Mapping[str, list[str]]:
+    """Import names to distribution names, read from every installed distribution (about a
+    second on a large environment): asked only for an installed package whose distribution is
+    named otherwise (``PIL``, ``sklearn``)."""
+    return importlib.metadata.packages_distributions()
+
+
+def _provides(dist: importlib.metadata.Distribution, package: str, file: Path) -> bool:
+    top_level = dist.read_text("top_level.txt")
+    if top_level is not None:
+        return package in top_level.split()
+    home = Path(dist.locate_file(package))  # type: ignore[arg-type]
+    return file.is_relative_to(home) or file == home.with_suffix(".py")
+
+
+@functools.cache
+def _providers(package: str) -> tuple[str, ...]:
+    """The distributions that provide the imported top-level ``package``: the one of the same
+    name, looked up alone; the whole environment is read only for an installed package it
+    does not match. A test's own module (not installed) has none."""
+    file = getattr(sys.modules.get(package), "__file__", None)
+    if file is None:
+        return ()
+    path = Path(file)
+    try:
+        dist = importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    else:
+        if _provides(dist, package, path):
+            return (dist.metadata["Name"],)
+    if not any(part in _INSTALLED for part in path.parts):
+        return ()
+    return tuple(_distributions().get(package, ()))
+
+
+@functools.cache
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def library_versions(packages: Iterable[str]) -> dict[str, str]:
+    """torch's version and that of each distribution providing one of ``packages`` (top-level
+    import names); a package no installed distribution provides (a test's own module) is
+    left out."""
+    found = {"torch"} | {d for p in packages for d in _providers(p)}
+    versions = {name: _version(name) for name in sorted(found)}
+    return {name: v for name, v in versions.items() if v is not None}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
@@ -20,7 +21,6 @@ from .._core.canonical import Json, canonical_json, sha256_hex
 from .._core.versions import FINGERPRINT_SCHEME
 from .._workload.signature import InputSignature
 from .structure import NodeFunction, StructureMemo, structure_hash, structure_node
-from .structure_v1 import structure_node_v1
 
 if TYPE_CHECKING:
     from torch import nn
@@ -46,7 +46,7 @@ class FingerprintScheme:
 
 
 #: Scheme 1: the class by its module path, ``extra_repr()`` and every plain public attribute.
-SCHEME_1: Final = FingerprintScheme(version=1, node=structure_node_v1)
+SCHEME_1: Final = FingerprintScheme(version=1, node=partial(structure_node, scheme=1))
 
 #: Scheme 2: what survives a library release that only rewords (see :mod:`.structure`).
 CURRENT_SCHEME: Final = FingerprintScheme(version=FINGERPRINT_SCHEME, node=structure_node)

@@ -26,9 +26,9 @@ import contextlib
 import enum
 import math
 import re
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from types import BuiltinFunctionType, FunctionType
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final
 
 from .._core.canonical import Json
 from .._core.strict_json import INT_BOUND
@@ -43,8 +43,6 @@ if TYPE_CHECKING:
 
 
 ADDRESS: Final = re.compile(r"0x[0-9a-fA-F]+")
-
-
 _SKIP: Final = object()
 
 
@@ -91,36 +89,32 @@ def class_name(module: nn.Module) -> str:
 #: initialisation (``fix_init``, ``weight_init_mode``, ``gain_init``), or restate what the
 #: parameter shapes show (``in_chans``, ``attn_dim``).
 NOT_ARCHITECTURE: Final = frozenset(
-    {
-        "fused_attn",
-        "inplace",
-        "grad_checkpointing",
-        "fix_init",
-        "weight_init_mode",
-        "gain_init",
-        "in_chans",
-        "attn_dim",
-    }
-)
+    {"fused_attn", "inplace", "grad_checkpointing", "fix_init", "weight_init_mode", "gain_init",
+     "in_chans", "attn_dim"}
+)  # fmt: skip
 
 
-def _attribute_value(value: object) -> object:
+def _attribute_value(value: object, scheme: int) -> object:
     """A plain attribute as JSON, or _SKIP for anything that is not configuration. Types,
-    functions and enums go by name: like classes, they move between modules."""
+    functions and enums go by name: like classes, they move between modules (scheme 1 named
+    them with their module)."""
     if isinstance(value, enum.Enum):
-        return f"{type(value).__qualname__}.{value.name}"
+        cls = qualified_name(type(value)) if scheme == 1 else type(value).__qualname__
+        return f"{cls}.{value.name}"
     if isinstance(value, str):
         return ADDRESS.sub("0x?", value)
-    if isinstance(value, int) and abs(value) >= INT_BOUND:
+    if isinstance(value, int) and abs(value) >= INT_BOUND and scheme > 1:
         return hex(value)  # text, as a non-finite float: no stored number is this long
     if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else repr(value)
     if isinstance(value, (tuple, list)):
-        items = [_attribute_value(v) for v in value]
+        items = [_attribute_value(v, scheme) for v in value]
         return _SKIP if any(v is _SKIP for v in items) else items
     if isinstance(value, (FunctionType, BuiltinFunctionType, type)):
+        if scheme == 1:
+            return f"{getattr(value, '__module__', None)}.{value.__qualname__}"
         return str(value.__qualname__)
     import torch
 
@@ -129,14 +123,14 @@ def _attribute_value(value: object) -> object:
     return _SKIP
 
 
-def _attributes(module: nn.Module) -> dict[str, Json]:
+def _attributes(module: nn.Module, scheme: int) -> dict[str, Json]:
     out: dict[str, Json] = {}
     for name, value in vars(module).items():
-        if name.startswith("_") or name == "training" or name in NOT_ARCHITECTURE:
+        if name.startswith("_") or name == "training":
             continue
-        if value is None or value is False:
+        if scheme > 1 and (name in NOT_ARCHITECTURE or value is None or value is False):
             continue
-        described = _attribute_value(value)
+        described = _attribute_value(value, scheme)
         if described is not _SKIP:
             out[name] = described  # type: ignore[assignment]
     return out
@@ -190,36 +184,37 @@ def canonical_code(code: str) -> str:
     return _NUMBERED.sub(renumber, code)
 
 
-def _scripted_code(module: nn.Module) -> str | None:
-    """A scripted module's TorchScript code: its computation, which no hook can see."""
-    # A scripted module without forward has no code: older torch raises a RuntimeError,
-    # torch 2.14 an AttributeError (a container such as torchvision's IntermediateLayerGetter).
-    with contextlib.suppress(RuntimeError, AttributeError):
-        return canonical_code(str(module.code))
-    return None
-
-
-def structure_node(module: nn.Module, children: list[Json]) -> dict[str, Json]:
+def structure_node(module: nn.Module, children: list[Json], scheme: int = 2) -> dict[str, Json]:
     """One module's description (its children given as hashes): every key enters its hash
-    except those in :data:`~pytest_workload._workload.modules.DESCRIPTION_ONLY`."""
-    node: dict[str, Json] = {
-        "class": _short_class(module),
-        "class_path": class_name(module),
-        "attributes": _attributes(module),
-        "training": module.training,
-        "parameters": tensor_entries(iter(own_parameters(module).items())),
-        "buffers": tensor_entries(iter(own_buffers(module).items())),
-        "children": children,
-    }
-    if is_scripted(module):
-        node["code"] = _scripted_code(module)
+    except those in :data:`~pytest_workload._workload.modules.DESCRIPTION_ONLY`.
+
+    ``scheme=1`` gives what fingerprint scheme 1 hashed, kept to verify and migrate its
+    snapshots: the class with its module path, the ``extra_repr()`` text (with a scripted
+    module's code as it is) and every plain public attribute."""
+    scripted, code = is_scripted(module), None
+    if scripted:  # its TorchScript code is its computation, which no hook can see
+        # A scripted module without forward has no code: older torch raises a RuntimeError,
+        # torch 2.14 an AttributeError (a container such as torchvision's IntermediateLayerGetter).
+        with contextlib.suppress(RuntimeError, AttributeError):
+            code = str(module.code)
+    node: dict[str, Json]
+    if scheme == 1:
+        config = module.extra_repr() if code is None else f"{module.extra_repr()}\n{code}"
+        node = {"class": class_name(module), "config": ADDRESS.sub("0x?", config)}
+    else:
+        node = {"class": _short_class(module), "class_path": class_name(module)}
+    node["attributes"] = _attributes(module, scheme)
+    node["training"] = module.training
+    node["parameters"] = tensor_entries(iter(own_parameters(module).items()))
+    node["buffers"] = tensor_entries(iter(own_buffers(module).items()))
+    node["children"] = children
+    if scripted and scheme > 1:
+        node["code"] = None if code is None else canonical_code(code)
     return node
 
 
-class NodeFunction(Protocol):
-    """Builds the description of one module from the module and its children's hashes."""
-
-    def __call__(self, module: nn.Module, children: list[Json]) -> dict[str, Json]: ...
+#: Builds the description of one module from the module and its children's hashes.
+NodeFunction = Callable[["nn.Module", list[Json]], dict[str, Json]]
 
 
 def structure_hash(

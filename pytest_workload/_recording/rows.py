@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._core.canonical import Json, canonical_json
-from .._fingerprint.libraries import library_versions
+from .._fingerprint.ecosystem import library_versions
 from .._perf import Measurement, summarize
 from .._workload.measured import OBSERVED, OFF, Measured, not_measured
 from .._workload.modules import ModuleTable, closure, top_packages

@@ -4,8 +4,7 @@ what follows the data. The recorder traces roots with it; a replay counts FLOPs 
 Other features import only what is named here.
 """
 
-from .flops import FlopCount, counting, own_tensors
-from .peak_memory import DevicePeak, device_memory
+from .cost_count import DevicePeak, FlopCount, counting, device_memory, own_tensors
 from .tracer import Trace, count_flops, tracing
 
 __all__ = [

@@ -1,23 +1,169 @@
-"""Counting a traced call's costs (:mod:`.._workload.costs`) from its listed operations.
+"""What a traced call costs: FLOPs counted at the dispatch level, bytes moved, peaks.
+
+The dispatch mode counts FLOPs where the function level cannot (:mod:`.tracer`): the few
+operations whose matrix products run inside one kernel, and the whole call of a module whose
+operations the function level cannot see (TorchScript). Its count is shape-based
+(``torch.utils.flop_counter``'s formulas), so identical on every machine; it also sees in-place
+writes. Entering it imports ``torch._dynamo`` (about a second, once per process): only a model
+that runs such an operation pays it.
 
 An operation reads its tensor inputs and writes its new outputs and in-place targets only where
 it moved data: a view (every output on an input's storage) moves none. A new storage counts as
 allocated from the operation that made it until it is freed: a weak reference's callback on
-the storage, which CPython runs when its last reference (a view's too) goes, at the same point in
-every run. The peak of each span (a recorded module's call) is over what was allocated since it
-began.
+the storage, which CPython runs when its last reference (a view's too) goes, at the same point
+in every run. The peak of each span (a recorded module's call) is over what it allocated.
+
+On CUDA the allocator's peak is read too, its counter reset where the call begins: an earlier
+peak would hide the call's. So a test that reads ``torch.cuda.max_memory_allocated`` across a
+recorded workload's first call reads the peak since that call began (as after a replay).
 """
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._torch_internals import cpu_flash_attention, dispatch_mode_class, op_schema, storage_key
 from .._workload.costs import Costs
-from .flops import storage_of, tensor_list
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+
+@functools.cache
+def torch_api() -> tuple[Any, Callable[[Any], bool]]:
+    """``torch`` and ``is_lazy``, imported once: the tracer's helpers run per operation."""
+    import torch
+    from torch.nn.parameter import is_lazy
+
+    return torch, is_lazy
+
+
+def storage_of(tensor: torch.Tensor) -> int:
+    """The storage's identity (views share it); 0 for a parameter not built yet; the tensor's
+    own identity for one without a storage (sparse, nested)."""
+    torch, is_lazy = torch_api()
+    if type(tensor) is not torch.Tensor and is_lazy(tensor):  # (a plain tensor never is)
+        return 0
+    try:
+        return storage_key(tensor.untyped_storage())
+    except (RuntimeError, NotImplementedError):
+        return id(tensor)
+
+
+def tensor_list(values: Iterable[Any]) -> list[torch.Tensor]:
+    """Tensors in ``values``, looking into tuples, lists and dict values."""
+    found: list[torch.Tensor] = []
+    _collect(values, torch_api()[0].Tensor, found)
+    return found
+
+
+def _collect(values: Iterable[Any], tensor: type, found: list[Any]) -> None:
+    for value in values:
+        if isinstance(value, tensor):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            _collect(value, tensor, found)
+        elif isinstance(value, dict):
+            _collect(value.values(), tensor, found)
+
+
+def own_tensors(module: nn.Module) -> Iterator[torch.Tensor]:
+    """Parameters, buffers and plain tensor attributes of ``module`` (not its submodules)."""
+    import torch
+
+    yield from module.parameters(recurse=False)
+    yield from module.buffers(recurse=False)
+    yield from (v for v in vars(module).values() if isinstance(v, torch.Tensor))
+
+
+@dataclass
+class FlopCount:
+    """What a counted call did: its FLOPs and whether it wrote outside its own state."""
+
+    flops: int = 0
+    foreign_write: str | None = None
+    failed: str | None = None  # (the aten level reads every operation)
+
+
+@functools.cache
+def _mode_class() -> type:
+    import torch
+    from torch.utils import flop_counter
+
+    registry = {**flop_counter.flop_registry}
+    # torch counts fused attention only for its CUDA kernels, so under ``no_grad`` a CPU
+    # ``scaled_dot_product_attention`` would count 0 and FLOPs (which enter the snapshot) would
+    # depend on the machine. Its CPU kernel gets CUDA's formula; torch versions without that
+    # kernel run attention as matmuls, which are counted already.
+    formula = getattr(flop_counter, "sdpa_flop_count", None)
+    kernel = cpu_flash_attention()
+    if formula is not None and kernel is not None:
+        registry[kernel] = flop_counter.shape_wrapper(  # type: ignore[no-untyped-call]
+            lambda query, key, value, *_, **__: formula(query, key, value)
+        )
+
+    @functools.cache
+    def written(func: Any) -> tuple[tuple[int, str], ...]:
+        arguments = op_schema(func).arguments
+        return tuple(
+            (i, a.name)
+            for i, a in enumerate(arguments)
+            if a.alias_info is not None and a.alias_info.is_write
+        )
+
+    class Counting(dispatch_mode_class()):  # type: ignore[misc]
+        def __init__(self, count: FlopCount, allowed: set[int]) -> None:
+            super().__init__()
+            self.count = count
+            self.allowed = allowed
+
+        def __torch_dispatch__(
+            self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+        ) -> Any:
+            kwargs = kwargs or {}
+            for i, name in written(func):
+                target = args[i] if i < len(args) else kwargs.get(name)
+                if isinstance(target, torch.Tensor) and storage_of(target) not in self.allowed:
+                    self.count.foreign_write = f"{func} wrote to a tensor outside the module"
+            out = func(*args, **kwargs)
+            for tensor in tensor_list((out,)):
+                self.allowed.add(storage_of(tensor))
+            formula = registry.get(func.overloadpacket)
+            if formula is not None:
+                self.count.flops += int(formula(*args, **kwargs, out_val=out))
+            return out
+
+    return Counting
+
+
+@contextmanager
+def counting(module: nn.Module, inputs: Iterable[Any]) -> Iterator[FlopCount]:
+    """Count the FLOPs of what runs in the block at the aten level, and see its writes
+    outside ``module``'s state and ``inputs``: for a call whose operations the function level
+    cannot see (a scripted module, or one that contains one)."""
+    count = FlopCount()
+    owned = (t for m in module.modules() for t in own_tensors(m))
+    allowed = {storage_of(t) for t in (*owned, *tensor_list(inputs))}
+    with _mode_class()(count, allowed):
+        yield count
+
+
+def dispatch_counted(
+    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], allowed: set[int]
+) -> tuple[Any, int, str | None]:
+    """Run ``func(*args, **kwargs)`` under the counting mode: its result, its FLOPs, and a
+    write to a tensor whose storage is not in ``allowed`` (which grows by what it makes)."""
+    count = FlopCount()
+    with _mode_class()(count, allowed):
+        out = func(*args, **kwargs)
+    return out, count.flops, count.foreign_write
 
 
 @dataclass
@@ -88,22 +234,19 @@ class Allocations:
             span.written += wrote
             span.names[name] += 1
         for key, tensor in new.items():
-            self._allocate(key, tensor, spans)
-
-    def _allocate(self, key: int, tensor: Any, spans: list[SpanCosts]) -> None:
-        try:
-            storage = tensor.untyped_storage()
-        except (RuntimeError, NotImplementedError):
-            return  # (sparse, nested: no one storage to follow)
-        size = int(storage.nbytes())
-        self._alive.add(key)
-        for span in spans:
-            span.live += size
-            span.peak = max(span.peak, span.live)
-        ref = weakref.ref(storage, self._freed)
-        self._refs[id(ref)] = ref
-        self._followed[id(ref)] = key, size
-        self._spans[id(ref)] = spans
+            try:
+                storage = tensor.untyped_storage()
+            except (RuntimeError, NotImplementedError):
+                continue  # (sparse, nested: no one storage to follow)
+            size = int(storage.nbytes())
+            alive.add(key)
+            for span in spans:
+                span.live += size
+                span.peak = max(span.peak, span.live)
+            ref = weakref.ref(storage, self._freed)
+            self._refs[id(ref)] = ref
+            self._followed[id(ref)] = key, size
+            self._spans[id(ref)] = spans
 
     def release(self) -> None:
         """Stop following the storages (the call's outputs outlive it): a weak reference
@@ -130,3 +273,45 @@ def _on_free(
             span.live -= size
 
     return freed
+
+
+class CudaMemory:
+    """The allocator counters of one device."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.cuda = torch_api()[0].cuda
+
+    def synchronize(self) -> None:
+        self.cuda.synchronize(self.device)
+
+    def reset_peak(self) -> None:
+        self.cuda.reset_peak_memory_stats(self.device)
+
+    def allocated(self) -> int:
+        return int(self.cuda.memory_allocated(self.device))
+
+    def peak(self) -> int:
+        return int(self.cuda.max_memory_allocated(self.device))
+
+
+def device_memory(device: torch.device) -> CudaMemory | None:
+    """The counters of ``device``; None where it has none this measures (CPU, MPS)."""
+    return CudaMemory(device) if device.type == "cuda" else None
+
+
+class DevicePeak:
+    """Bytes the allocator held above what it held when :meth:`begin` ran, at most."""
+
+    def __init__(self, memory: CudaMemory) -> None:
+        self.memory = memory
+        self._base = 0
+
+    def begin(self) -> None:
+        self.memory.synchronize()
+        self.memory.reset_peak()
+        self._base = self.memory.allocated()
+
+    def end(self) -> int:
+        self.memory.synchronize()
+        return max(self.memory.peak() - self._base, 0)

@@ -5,9 +5,9 @@ A ``TorchFunctionMode`` sees each call of a torch function or tensor method the 
 (``F.gelu``, ``torch.cat(..., dim=1)``, ``x + y``), once, at the level the forward wrote it;
 it does not import ``torch._dynamo``, which entering any ``TorchDispatchMode`` does (seconds,
 once per process). An operation that returns a tensor, or writes to one, is recorded as text
-(:mod:`.op_text`) into the innermost open *span* (a recorded module's call). FLOPs come from
-the operations' shapes (:mod:`.op_flops`); the few operations that hide matrix products in
-one kernel are counted by a dispatch mode around that one call.
+(:mod:`.operations`) into the innermost open *span* (a recorded module's call). FLOPs come
+from the operations' shapes; the few operations that hide matrix products in one kernel are
+counted by a dispatch mode around that one call.
 
 The same pass watches in-place writes (``add_``, ``x[i] = ...``, ``inplace=True``, ``out=``,
 batch norm's running statistics): a write to a tensor that is neither the module's
@@ -17,7 +17,7 @@ replayed.
 
 It also keeps which tensors may carry data: every one not computed in the call, by operations
 that draw nothing, from such tensors and constants alone. A data-dependent event
-(:mod:`.follows_data`) on one stops the lists of the spans open then: the operation is their
+(:mod:`.operations`) on one stops the lists of the spans open then: the operation is their
 last; spans opened later keep theirs until an event of their own.
 """
 
@@ -41,11 +41,16 @@ from .._workload.computation import (
     relative_path,
     seen_from_caller,
 )
-from .cost_count import Allocations, SpanCosts, Tensors
-from .flops import dispatch_counted, storage_of, tensor_list, torch_api
-from .follows_data import RANDOM, follows_data
-from .op_flops import needs_dispatch, op_flops
-from .op_text import call_text, op_name
+from .cost_count import (
+    Allocations,
+    SpanCosts,
+    Tensors,
+    dispatch_counted,
+    storage_of,
+    tensor_list,
+    torch_api,
+)
+from .operations import RANDOM, call_text, follows_data, needs_dispatch, op_flops, op_name
 
 if TYPE_CHECKING:
     from torch import nn
@@ -78,9 +83,8 @@ class _Span:
 class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
-    def __init__(self, allowed: set[int], module: nn.Module | None = None) -> None:
-        """``allowed``: the storages it may write; with ``module``, its tensors' storages are
-        added (one walk of the tree reads them and the paths)."""
+    def __init__(self, allowed: set[int], module: nn.Module) -> None:
+        """``allowed``: the storages it may write, besides ``module``'s tensors'."""
         self.flops = 0
         self.foreign_write: str | None = None
         #: False while the recorder's own hooks run: their torch calls are not the model's.
@@ -89,19 +93,14 @@ class Trace:
         self.failed: str | None = None
         self.allowed = allowed
         self._spans = [_Span("")]
-        # parameters and buffers (the first path of a shared one), and modules, by id
-        self._paths: dict[int, str] = {}
-        self._modules: dict[int, str] = {}
-        if module is not None:
-            self._walk(module)
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
         self._events = 0
         self.allocations = Allocations()
-
-    def _walk(self, module: nn.Module) -> None:
-        """The paths of the tree's modules, parameters and buffers (each by its first path, as
-        ``named_parameters()`` and ``named_buffers()`` give them), and its tensors' storages."""
+        # parameters and buffers (each by its first path, as ``named_parameters()`` and
+        # ``named_buffers()`` give them), and modules, by id; and the tree's tensors' storages
+        self._paths: dict[int, str] = {}
+        self._modules: dict[int, str] = {}
         tensor_type = torch_api()[0].Tensor
         buffers: list[tuple[str, Any]] = []
         # (what own_tensors gives, read here from the same calls)
@@ -119,7 +118,7 @@ class Trace:
             owned.append(tensor)
         self.allowed.update(storage_of(t) for t in owned)
 
-    def open_span(self, path: str = "") -> None:
+    def open_span(self, path: str) -> None:
         self._spans.append(_Span(_quoted(path)))
 
     def close_span(self, name: str | None) -> Computation | None:
@@ -216,20 +215,14 @@ class Trace:
             frame = frame.f_back
         return None
 
-    def check_writes(self, func: Any, written: list[Any]) -> None:
-        for target in written:
-            if storage_of(target) not in self.allowed:
-                self.foreign_write = f"{op_name(func)} wrote to a tensor outside the module"
-
 
 @functools.lru_cache(maxsize=8192)  # (a suite's models share their module paths)
 def _quoted(path: str) -> str:
     return ".".join(quote(name, safe="") for name in path.split(".")) if path else ""
 
 
-@functools.lru_cache(maxsize=8192)  # (each span refers to its own few parameters)
-def _relative(base: str, path: str) -> str:
-    return relative_path(base, path)
+# (each span refers to its own few parameters)
+_relative = functools.lru_cache(maxsize=8192)(relative_path)
 
 
 def _seen_from(where: str, item: str | SubCall) -> str | SubCall:
@@ -247,18 +240,14 @@ def _has_array(values: Any) -> bool:
     return type(values).__module__ == "numpy"
 
 
-_INPLACE_ARGUMENT: dict[Any, int | None] = {}
-
-
+@functools.cache
 def _inplace_position(func: Any) -> int | None:
     """Where a Python function of torch takes ``inplace`` (``F.relu(x, True)``), if it does."""
-    if func not in _INPLACE_ARGUMENT:
-        try:
-            names = list(inspect.signature(func).parameters)
-        except (TypeError, ValueError):
-            names = []
-        _INPLACE_ARGUMENT[func] = names.index("inplace") if "inplace" in names else None
-    return _INPLACE_ARGUMENT[func]
+    try:
+        names = list(inspect.signature(func).parameters)
+    except (TypeError, ValueError):
+        return None
+    return names.index("inplace") if "inplace" in names else None
 
 
 def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any]:
@@ -275,6 +264,7 @@ def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
     return found
 
 
+@functools.cache
 def _mode_class() -> type:
     from torch import Tensor
     from torch.overrides import TorchFunctionMode
@@ -300,10 +290,10 @@ def _mode_class() -> type:
             try:
                 with DisableTorchFunction():
                     name = op_name(func)
-                    dispatch = _needs_dispatch(name, args, kwargs)
+                    dispatch = needs_dispatch(name, args, kwargs)
                     written = _written(func, name, args, kwargs)
-                    if written:
-                        trace.check_writes(func, written)
+                    if any(storage_of(t) not in trace.allowed for t in written):
+                        trace.foreign_write = f"{name} wrote to a tensor outside the module"
             except Exception as exc:  # (a failure of the tracer must not reach the forward)
                 trace.fail(exc)
                 return func(*args, **kwargs)
@@ -321,8 +311,7 @@ def _mode_class() -> type:
                         trace.follow(name, args, kwargs, tensors, written)
                         trace.account(name, tensors, written)
                         trace.record(name, args, kwargs, event)
-                        counted = _counted(name, args, kwargs, out) if flops is None else flops
-                        trace.flops += counted
+                        trace.flops += op_flops(name, args, kwargs, out) if flops is None else flops
             except Exception as exc:
                 trace.fail(exc)
             return out
@@ -330,32 +319,13 @@ def _mode_class() -> type:
     return Tracing
 
 
-def _needs_dispatch(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    try:
-        return needs_dispatch(name, args, kwargs)
-    except (AttributeError, IndexError, TypeError, ValueError):
-        return False  # (an unusual signature: torch raises, or there is nothing to count)
-
-
-def _counted(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int:
-    try:
-        return op_flops(name, args, kwargs, out)
-    except (AttributeError, IndexError, TypeError, ValueError, RuntimeError):
-        return 0  # (a call torch accepted in a form the formulas do not read)
-
-
-_MODE: list[type] = []
-
-
 @contextmanager
 def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
     """Trace what runs in the block; its writes are checked against ``module``'s state and
     ``inputs``."""
-    if not _MODE:
-        _MODE.append(_mode_class())
     trace = Trace({storage_of(t) for t in tensor_list(inputs)}, module)
     try:
-        with _MODE[0](trace):
+        with _mode_class()(trace):
             yield trace
     finally:
         trace.allocations.release()
