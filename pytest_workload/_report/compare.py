@@ -72,35 +72,23 @@ class Comparison:
         return bool(self.collapses) or any(r.verdict in REGRESSIONS for r in self.rows)
 
 
-def _document(test: TestWorkloads | None, scheme: int) -> SnapshotDocument:
-    if test is None:
-        return SnapshotDocument.of(scheme, ())
+def _document(test: TestWorkloads, scheme: int) -> SnapshotDocument:
     return SnapshotDocument.of(scheme, test.workloads, test.modules, test.libraries)
 
 
-def _root_timings(test: TestWorkloads | None) -> dict[str, Timing]:
-    if test is None:
-        return {}
-    return {w.hash: w.timing for w in test.roots() if w.timing is not None}
-
-
-_DRIFT_VERDICTS: dict[str, Verdict] = {
+#: A row's verdict from a hash change's kind or a timing drift's.
+_VERDICTS: dict[str, Verdict] = {
+    "changed": "changed",
+    "appeared": "new",
+    "vanished": "removed",
     "regression": "slower",
     "faster": "faster",
     "too few samples": "too few",
 }
 
 
-_CHANGE_VERDICTS: dict[str, Verdict] = {
-    "changed": "changed",
-    "appeared": "new",
-    "vanished": "removed",
-}
-
-
 def _change_row(nodeid: str, change: Change) -> Row:
     e = change.entry
-    verdict = _CHANGE_VERDICTS[change.kind]
     return Row(
         nodeid,
         e.label,
@@ -108,7 +96,7 @@ def _change_row(nodeid: str, change: Change) -> Row:
         e.input_signature.format(),
         None if change.old is None else change.old.hash,
         None if change.new is None else change.new.hash,
-        verdict,
+        _VERDICTS[change.kind],
         change.details,
     )
 
@@ -117,7 +105,7 @@ def _timed_row(nodeid: str, w: Workload, base: Timing | None, tolerance: float) 
     drift = None if base is None or w.timing is None else judge(w.timing, base, tolerance)
     verdict: Verdict = "ok"
     if drift is not None and drift.kind != "unchanged":
-        verdict = _DRIFT_VERDICTS[drift.kind]
+        verdict = _VERDICTS[drift.kind]
     return Row(
         nodeid,
         w.label,
@@ -147,16 +135,17 @@ def compare_reports(
     base_tests = {t.nodeid: t for t in base.tests}
     head_tests = {t.nodeid: t for t in head.tests}
     rows: list[Row] = []
+    absent = TestWorkloads("", ())
     # head's tests in its order, then those only the base had
     for nodeid in [*head_tests, *(k for k in base_tests if k not in head_tests)]:
-        b, h = base_tests.get(nodeid), head_tests.get(nodeid)
+        b, h = base_tests.get(nodeid, absent), head_tests.get(nodeid, absent)
         changes = compare_documents(_document(b, base.scheme), _document(h, head.scheme))
         rows += [_change_row(nodeid, c) for c in changes]
         changed = {c.new.hash for c in changes if c.new is not None}
-        base_times = _root_timings(b) if timed else {}
+        base_times = {w.hash: w.timing for w in b.roots() if timed and w.timing is not None}
         rows += [
             _timed_row(nodeid, w, base_times.get(w.hash), tolerance)
-            for w in (h.roots() if h is not None else ())
+            for w in h.roots()
             if w.hash not in changed
         ]
     checks = KeyChecks()
@@ -265,11 +254,7 @@ def render_comparison_markdown(c: Comparison) -> list[str]:
 _FORMATS = (".svg", ".png", ".html")
 
 
-def _timed(rows: tuple[Row, ...]) -> list[Row]:
-    return [r for r in rows if r.head_time is not None or r.base_time is not None]
-
-
-def _figure(comparison: Comparison) -> Figure:
+def _figure(rows: list[Row]) -> Figure:
     try:
         import matplotlib
 
@@ -279,27 +264,19 @@ def _figure(comparison: Comparison) -> Figure:
         raise WorkloadError(
             "charts need matplotlib: pip install 'pytest-workload[chart]'"
         ) from None
-    rows = _timed(comparison.rows)
     fig, ax = plt.subplots(figsize=(9, 0.6 * max(len(rows), 1) + 1.5))
     # one line each, and no mathtext: a "$" in a name would otherwise be rendered as maths
     labels = [one_line(f"{r.name} {r.input}").replace("$", r"\$") for r in rows]
     for offset, side, color in ((-0.2, "base_time", "#8c8c8c"), (0.2, "head_time", "#1f77b4")):
-        ys: list[float] = []
-        xs: list[float] = []
-        errors: tuple[list[float], list[float]] = ([], [])
-        for i, row in enumerate(rows):
-            t = getattr(row, side)
-            if t is None:
-                continue
-            ys.append(i + offset)
-            xs.append(t.median_s * 1e3)
-            errors[0].append((t.median_s - t.ci_low_s) * 1e3)
-            errors[1].append((t.ci_high_s - t.median_s) * 1e3)
+        timed = [(i + offset, t) for i, r in enumerate(rows) if (t := getattr(r, side)) is not None]
         ax.barh(
-            ys,
-            xs,
+            [y for y, _ in timed],
+            [t.median_s * 1e3 for _, t in timed],
             height=0.38,
-            xerr=errors,
+            xerr=(
+                [(t.median_s - t.ci_low_s) * 1e3 for _, t in timed],
+                [(t.ci_high_s - t.median_s) * 1e3 for _, t in timed],
+            ),
             color=color,
             capsize=3,
             label=side.removesuffix("_time"),
@@ -317,9 +294,10 @@ def write_chart(comparison: Comparison, path: Path) -> Path:
     """Write the chart as SVG or PNG, or as an HTML page that embeds the SVG."""
     if path.suffix not in _FORMATS:
         raise WorkloadError(f"chart {path}: use one of {', '.join(_FORMATS)}")
-    if not _timed(comparison.rows):
+    rows = [r for r in comparison.rows if r.head_time is not None or r.base_time is not None]
+    if not rows:
         raise WorkloadError("no timings to chart: were the reports written with timing on?")
-    fig = _figure(comparison)
+    fig = _figure(rows)
     try:
         if path.suffix == ".html":
             buffer = io.StringIO()

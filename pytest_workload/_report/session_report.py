@@ -255,18 +255,6 @@ def _tests(shards: Sequence[Shard]) -> tuple[tuple[TestWorkloads, ...], dict[str
     return tuple(tests), shard_of
 
 
-def _environment(shards: Sequence[Shard]) -> tuple[Json, tuple[str, ...]]:
-    """The shards' common environment; None (timings not compared) where they differ."""
-    first = shards[0].report
-    if all(same_device(first, s.report) for s in shards[1:]):
-        return first.environment, ()
-    names = ", ".join(s.name for s in shards)
-    return None, (
-        f"the shards ({names}) were measured on different devices, torch versions or thread "
-        "counts: the merged report carries no environment, so compare judges no timing",
-    )
-
-
 def merge_reports(shards: Sequence[Shard]) -> Merged:
     """One report from shard reports of one fingerprint scheme, tests in shard order."""
     if not shards:
@@ -285,13 +273,21 @@ def merge_reports(shards: Sequence[Shard]) -> Merged:
         for test in tests
         for c in checks.check(test)
     )
-    environment, mismatch = _environment(shards)
-    problems = tuple(f"{s.name}: {p}" for s in shards for p in s.report.problems) + mismatch
+    first = shards[0].report
+    environment = first.environment
+    problems = [f"{s.name}: {p}" for s in shards for p in s.report.problems]
+    if not all(same_device(first, s.report) for s in shards[1:]):
+        environment = None  # timings not compared
+        problems.append(
+            f"the shards ({', '.join(s.name for s in shards)}) were measured on different "
+            "devices, torch versions or thread counts: the merged report carries no "
+            "environment, so compare judges no timing"
+        )
     report = SessionReport(
-        scheme=shards[0].report.scheme,
+        scheme=first.scheme,
         tests=tests,
         environment=environment,
-        problems=problems,
+        problems=tuple(problems),
         notes=tuple(n for s in shards for n in s.report.notes),
     )
     return Merged(report, collapses)

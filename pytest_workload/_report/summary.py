@@ -16,12 +16,6 @@ from .session_report import count_not_replayed, count_not_timed
 TREE_TESTS = 20
 
 
-def format_params(count: int, size: int) -> str:
-    mb = size / 1e6
-    shown = "<0.1 MB" if 0 < mb < 0.1 else f"{mb:.1f} MB"
-    return f"{count:,} ({shown})"
-
-
 def format_flops(flops: int) -> str:
     for unit, scale in (("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
         if flops >= scale:
@@ -39,14 +33,17 @@ def format_timing(t: Timing) -> str:
     return f"median {format_duration(t.median_s)}, {spread} (n={t.n}, {where}, {t.device})"
 
 
-def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
+def _tree_lines(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -> list[str]:
+    """A workload's fields, then its children's trees, each further indented."""
     executed = f"executed {w.calls}×"
     if w.total_time_s is not None:
         executed += f" – {format_duration(w.total_time_s)}"
+    mb = w.params.bytes / 1e6
+    size = "<0.1 MB" if 0 < mb < 0.1 else f"{mb:.1f} MB"
     fields = [
         ("Class", one_line(f"{w.class_name.rsplit('.', 1)[-1]} ({w.class_name})")),
         ("Location", None if w.location is None else one_line(w.location)),
-        ("Parameters", format_params(w.params.count, w.params.bytes)),
+        ("Parameters", f"{w.params.count:,} ({size})"),
         ("Input", one_line(w.input_signature.format())),
         ("Hash", short(w.hash, hash_len)),
         ("Timing", None if w.timing is None else format_timing(w.timing)),
@@ -58,11 +55,6 @@ def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
     ]
     lines = [f"{indent}{one_line(w.label)} ({executed})"]
     lines += [f"{indent}{_INDENT}{k + ':':<13}{v}" for k, v in fields if v is not None]
-    return lines
-
-
-def _tree_lines(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -> list[str]:
-    lines = _workload_lines(w, indent, hash_len)
     for child in test.children(w):
         lines.append("")
         lines += _tree_lines(test, child, indent + _INDENT * 2, hash_len)
