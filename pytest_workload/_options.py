@@ -242,14 +242,6 @@ _OPTIONS = (
 )
 
 
-def _ini_value(config: pytest.Config, option: _Option) -> object:
-    raw = config.getini(option.ini)
-    try:
-        return option.parse(raw)
-    except argparse.ArgumentTypeError as exc:
-        raise pytest.UsageError(f"ini option {option.ini} = {raw!r}: {exc}") from None
-
-
 def _flag_value(config: pytest.Config, flag: str) -> bool:
     given = config.getoption(_dest(flag))
     if given is not None:
@@ -265,8 +257,13 @@ def _read_values(config: pytest.Config) -> dict[str, Any]:
     the default, each checked by the same parser."""
     values: dict[str, Any] = {flag: _flag_value(config, flag) for flag, _ in _FLAGS}
     for option in _OPTIONS:
-        given = config.getoption(_dest(option.flag))
-        values[option.flag] = _ini_value(config, option) if given is None else given
+        values[option.flag] = config.getoption(option.ini)
+        if values[option.flag] is None:
+            raw = config.getini(option.ini)
+            try:
+                values[option.flag] = option.parse(raw)
+            except argparse.ArgumentTypeError as exc:
+                raise pytest.UsageError(f"ini option {option.ini} = {raw!r}: {exc}") from None
     return values
 
 

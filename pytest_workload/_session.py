@@ -30,7 +30,7 @@ from ._perf.orchestrate import Replays
 from ._perf.perf_gate import PerfGate, PerfMode
 from ._perf.stopwatch import TimingPolicy
 from ._recording.recorder import Keyer, WorkloadRecorder
-from ._report.collapse import KeysGate
+from ._report.collapse import KeysGate, render_collapse
 from ._report.session_report import SessionReport, write_report
 from ._report.summary import render_note_counts, render_notes, render_unchecked
 from ._snapshot.snapshot_gate import SnapshotGate
@@ -203,7 +203,7 @@ class WorkloadSession:
             self.snapshots.keep(snapshot)  # a failed test's table says nothing
         if not passed:
             return Outcome()
-        collapses = self.keys.check(test)
+        collapses = [render_collapse(c) for c in self.keys.check(test)]
         errors = [f"pytest-workload could not record: {one_line(e)}" for e in recorder.errors]
         if not self.settings.snapshot:
             where = one_line(recorder.nodeid)

@@ -90,12 +90,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     live = bool(reporter.isatty()) and not os.environ.get("CI")
 
     def show(line: str, finished: bool) -> None:
-        if not live:
-            reporter.ensure_newline()
+        reporter.ensure_newline()  # live: pytest writes the test file's name again after it
+        if live:
+            reporter.rewrite(line, erase=True)
+        else:
             reporter.write_line(line)
-            return
-        reporter.ensure_newline()  # pytest writes the test file's name again after it
-        reporter.rewrite(line, erase=True)
 
     config.stash[SESSION_KEY].progress = TimingProgress(show, live=live)
 

@@ -128,13 +128,13 @@ def render_collapse(collapse: Collapse) -> str:
     return "\n".join([head, *rows])
 
 
-class KeysGate:
+class KeysGate(KeyChecks):
     """The session's one collapse index. Each test is checked once, against every test checked
     before it: as it runs, so that it can fail, or once every test is in, for a test that
     failed or that an xdist worker sent. Every collapse found is kept, for the summary."""
 
     def __init__(self) -> None:
-        self._checks = KeyChecks()
+        super().__init__()
         self.found: list[Collapse] = []
         self._waiting: dict[str, None] = {}
         #: Which xdist worker's payload (counted from 1) sent each test.
@@ -148,9 +148,11 @@ class KeysGate:
             if sent:
                 self._sender[nodeid] = sender
 
-    def check(self, test: TestWorkloads) -> list[str]:
-        """Fails a test whose workloads collapse with one checked earlier."""
-        return [render_collapse(c) for c in self._collapses(test)]
+    def check(self, test: TestWorkloads) -> list[Collapse]:
+        self._waiting.pop(test.nodeid, None)
+        found = super().check(test)
+        self.found += found
+        return found
 
     def check_waiting(self, tests: Iterable[TestWorkloads]) -> list[str]:
         """Check those of ``tests`` that waited, in that order; say the collapses between two
@@ -160,12 +162,6 @@ class KeysGate:
         return [
             render_collapse(c)
             for test in waited
-            for c in self._collapses(test)
+            for c in self.check(test)
             if self._sender.get(c.first.nodeid) != self._sender.get(c.second.nodeid)
         ]
-
-    def _collapses(self, test: TestWorkloads) -> list[Collapse]:
-        self._waiting.pop(test.nodeid, None)
-        found = self._checks.check(test)
-        self.found += found
-        return found
