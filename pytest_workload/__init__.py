@@ -32,8 +32,7 @@ from ._core.errors import CorruptFileError, WorkloadError, WorkloadWarning
 from ._fingerprint.distance import distance_factor, nearest
 from ._fingerprint.structure import structure_hash
 from ._recording.recorder import WorkloadRecorder
-from ._report.report_files import read_report
-from ._report.session_report import SessionReport
+from ._report.session_report import SessionReport, read_report
 from ._workload.timing import Timing
 from ._workload.workload import TestWorkloads, Workload
 

@@ -18,13 +18,15 @@ from pathlib import Path
 from ._core.errors import WorkloadError
 from ._core.files import write_text_atomic
 from ._core.text import one_line
-from ._options import tolerance
+from ._options import number
 from ._perf.drift import DEFAULT_TOLERANCE
-from ._report.compare import Comparison, compare_reports
-from ._report.comparison import render_comparison, render_comparison_markdown
-from ._report.merge import Shard, merge_reports
-from ._report.merge_text import render_merge
-from ._report.report_files import read_report, write_report
+from ._report.compare import (
+    compare_reports,
+    render_comparison,
+    render_comparison_markdown,
+    write_chart,
+)
+from ._report.session_report import Shard, merge_reports, read_report, render_merge, write_report
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
@@ -43,7 +45,7 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--tolerance",
-        type=tolerance,
+        type=number,
         default=DEFAULT_TOLERANCE,
         help=f"slowdown allowed beyond the noise, >= 0 (default: {DEFAULT_TOLERANCE})",
     )
@@ -63,8 +65,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _write(comparison: Comparison, args: argparse.Namespace) -> None:
+def _compare(args: argparse.Namespace) -> int:
     """The summary before the chart, so that a chart that fails still leaves the summary."""
+    comparison = compare_reports(read_report(args.base), read_report(args.head), args.tolerance)
     render = render_comparison_markdown if args.format == "markdown" else render_comparison
     text = "\n".join(render(comparison)) + "\n"
     if args.output is None:
@@ -72,9 +75,8 @@ def _write(comparison: Comparison, args: argparse.Namespace) -> None:
     else:
         write_text_atomic(args.output, text, make_parents=False)
     if args.chart is not None:
-        from ._report.chart import write_chart
-
         write_chart(comparison, args.chart)
+    return 1 if comparison.regressed else 0
 
 
 def _merge(args: argparse.Namespace) -> int:
@@ -92,20 +94,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "pytest-workload") -> in
     that ``prog`` for the usage line.
     """
     args = _parser(prog).parse_args(argv)
-    if args.command == "merge":
-        try:
-            return _merge(args)
-        except WorkloadError as exc:
-            print(f"error: {one_line(str(exc))}", file=sys.stderr)
-            return 2
     try:
-        base, head = read_report(args.base), read_report(args.head)
-        comparison = compare_reports(base, head, args.tolerance)
-        _write(comparison, args)
+        return _merge(args) if args.command == "merge" else _compare(args)
     except WorkloadError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
-    return 1 if comparison.regressed else 0
 
 
 if __name__ == "__main__":

@@ -22,14 +22,11 @@ from ._core.text import one_line
 from ._perf.baseline import BASELINE_DIRNAME
 from ._perf.device import check_device_spec
 from ._perf.drift import DEFAULT_TOLERANCE
+from ._report.summary import TREE_TESTS
 from ._session import WorkloadSettings
 from ._workload.timing import MIN_SAMPLES
 
 MARKER = "workloads"
-#: Recorded tests up to which ``--workload-report=auto`` shows every test's tree.
-TREE_TESTS = 20
-
-
 _MARK_ARGUMENTS = ("max_depth", "perf_tolerance", "record")
 
 
@@ -54,9 +51,8 @@ def _bound(positive: bool) -> str:
     return f"a finite number {'> 0' if positive else '>= 0'}"
 
 
-def number(value: str, *, positive: bool) -> float:
-    """A finite float ``> 0`` (``positive``) or ``>= 0``; NaN, infinities and other text are
-    rejected."""
+def number(value: str, *, positive: bool = False) -> float:
+    """A finite float ``> 0`` (``positive``) or ``>= 0`` (a tolerance: ``0.2`` allows 20%)."""
     try:
         parsed = float(value)
     except ValueError:
@@ -64,11 +60,6 @@ def number(value: str, *, positive: bool) -> float:
     if not _in_range(parsed, positive=positive):
         raise argparse.ArgumentTypeError(f"expected {_bound(positive)}, got {value!r}")
     return parsed
-
-
-def tolerance(value: str) -> float:
-    """A slowdown fraction: ``0.2`` allows 20%."""
-    return number(value, positive=False)
 
 
 def _choice(*values: str) -> Callable[[str], str]:
@@ -229,7 +220,7 @@ _OPTIONS = (
     _Option(
         "--workload-perf-tolerance",
         str(DEFAULT_TOLERANCE),
-        tolerance,
+        number,
         "FRACTION",
         "slowdown the drift gate allows (0.2 = 20%%), beyond the measured noise; a marker's "
         "perf_tolerance overrides it",
@@ -237,7 +228,7 @@ _OPTIONS = (
     _Option(
         "--workload-cost-tolerance",
         "0",
-        tolerance,
+        number,
         "FRACTION",
         "growth of a counted cost (bytes, peak memory) the snapshot gate allows (0.05 = 5%%)",
     ),
@@ -249,14 +240,6 @@ _OPTIONS = (
         "directory of the timing baselines, relative to the rootdir",
     ),
 )
-
-
-def _ini_value(config: pytest.Config, option: _Option) -> object:
-    raw = config.getini(option.ini)
-    try:
-        return option.parse(raw)
-    except argparse.ArgumentTypeError as exc:
-        raise pytest.UsageError(f"ini option {option.ini} = {raw!r}: {exc}") from None
 
 
 def _flag_value(config: pytest.Config, flag: str) -> bool:
@@ -274,8 +257,13 @@ def _read_values(config: pytest.Config) -> dict[str, Any]:
     the default, each checked by the same parser."""
     values: dict[str, Any] = {flag: _flag_value(config, flag) for flag, _ in _FLAGS}
     for option in _OPTIONS:
-        given = config.getoption(_dest(option.flag))
-        values[option.flag] = _ini_value(config, option) if given is None else given
+        values[option.flag] = config.getoption(option.ini)
+        if values[option.flag] is None:
+            raw = config.getini(option.ini)
+            try:
+                values[option.flag] = option.parse(raw)
+            except argparse.ArgumentTypeError as exc:
+                raise pytest.UsageError(f"ini option {option.ini} = {raw!r}: {exc}") from None
     return values
 
 

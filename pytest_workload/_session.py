@@ -1,6 +1,7 @@
 """Session state: settings, every test's workloads, and the gates that judge each test.
 
-A collector: the gates (``_gate``) decide, this class keeps what they said. No pytest here.
+A collector: the gates (keys, snapshot, perf) decide, this class keeps what they said. No
+pytest here.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._core.canonical import Json
 from ._core.commands import PLAIN, Commands
+from ._core.errors import FileWriteError
 from ._core.fields import read_field
 from ._core.notes import Note
 from ._core.text import one_line
@@ -27,9 +29,8 @@ from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode
 from ._perf.stopwatch import TimingPolicy
 from ._recording.recorder import Keyer, SessionRecorder, WorkloadRecorder
-from ._report.key_gate import KeysGate
-from ._report.report_files import write_report
-from ._report.session_report import SessionReport
+from ._report.collapse import KeysGate, render_collapse
+from ._report.session_report import SessionReport, write_report
 from ._report.summary import render_note_counts, render_notes, render_unchecked
 from ._snapshot.syrupy_ext import SnapshotGate
 from ._workload.workload import TestWorkloads
@@ -98,6 +99,7 @@ class WorkloadSession:
         legacy_schemes: Sequence[FingerprintScheme] = (),
     ) -> None:
         self.settings = settings
+        self._judges_timing = settings.snapshot and settings.perf != "off"
         self.scheme = scheme
         self.legacy_schemes = tuple(s for s in legacy_schemes if s.version != scheme.version)
         self.notes: list[Note] = []
@@ -123,11 +125,8 @@ class WorkloadSession:
             within=_baseline_root(settings),
             commands=settings.commands,
         )
-        self.budget = (
-            None
-            if settings.session_budget_s is None
-            else SessionBudget(settings.session_budget_s, self._gated)
-        )
+        budget_s = settings.session_budget_s
+        self.budget = None if budget_s is None else SessionBudget(budget_s, self._gated)
         self._device: torch.device | None = None
         self._tests: dict[str, TestWorkloads] = {}
         self._order: dict[str, int] = {}
@@ -165,15 +164,14 @@ class WorkloadSession:
 
     def _gated(self, workload_hash: str, device: str) -> bool:
         """Whether the perf gate judges this workload: the session budget never skips it."""
-        gated = self.settings.snapshot and self.settings.perf != "off"
-        return gated and self.perf.has_baseline(workload_hash, device)
+        return self._judges_timing and self.perf.has_baseline(workload_hash, device)
 
-    def timing_policy(self, tolerance: float) -> TimingPolicy | None:
-        """How to time a test's workloads; where the perf gate will judge them, a timing it
-        would fail is re-timed first."""
+    def _timing_policy(self, tolerance: float) -> TimingPolicy | None:
+        """Where the perf gate will judge a test's workloads, a timing it would fail is re-timed
+        first."""
         if not self.settings.timing:
             return None
-        gated = self.settings.snapshot and self.settings.perf != "off"
+        gated = self._judges_timing
         suspect = functools.partial(self.perf.suspect, tolerance=tolerance) if gated else None
         return TimingPolicy(budget_s=self.settings.time_budget_s, suspect=suspect)
 
@@ -190,7 +188,7 @@ class WorkloadSession:
         recorder.stop()
         tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
-            policy = self.timing_policy(tolerance)
+            policy = self._timing_policy(tolerance)
             replays: Replays = "timing" if self.perf.replays else "counts"
             if not recorder.replays:
                 replays = "never"
@@ -204,12 +202,12 @@ class WorkloadSession:
             self.snapshots.keep(snapshot)  # a failed test's table says nothing
         if not passed:
             return Outcome()
-        keys = self.keys.check(test)
+        collapses = [render_collapse(c) for c in self.keys.check(test)]
         errors = [f"pytest-workload could not record: {one_line(e)}" for e in recorder.errors]
         if not self.settings.snapshot:
             where = one_line(recorder.nodeid)
             return Outcome(warnings=(f"{where}: " + "\n".join(errors),) if errors else ())
-        failures = errors + list(keys.failures)
+        failures = errors + collapses
         # Under --snapshot-update a test that fails writes nothing: its table (partial, or
         # collapsed) would replace a good one.
         writes = not (failures and self.settings.update)
@@ -282,11 +280,13 @@ class WorkloadSession:
         if not self._order:
             self._order = {nodeid: i for i, nodeid in enumerate(nodeids)}
 
+    def _rank(self, nodeid: str) -> int:
+        """Collection order, whichever process ran the test."""
+        return self._order.get(nodeid, len(self._order))
+
     @property
     def tests(self) -> tuple[TestWorkloads, ...]:
-        last = len(self._order)
-        ordered = sorted(self._tests, key=lambda k: (self._order.get(k, last), k))
-        return tuple(self._tests[k] for k in ordered)
+        return tuple(self._tests[k] for k in sorted(self._tests, key=lambda k: (self._rank(k), k)))
 
     def environment(self) -> Json:
         """Where the tests were measured: the first environment an xdist worker sent, else
@@ -305,22 +305,16 @@ class WorkloadSession:
         )
 
     def _ordered(self, notes: list[Note]) -> list[Note]:
-        """In collection order, whichever process ran each test."""
-        last = len(self._order)
-        return sorted(notes, key=lambda n: self._order.get(n.nodeid, last))
+        return sorted(notes, key=lambda n: self._rank(n.nodeid))
 
     def note_lines(self, *, quiet: bool = False) -> tuple[list[str], list[str]]:
         """Performance notes, one counted line per kind (the JSON report holds each; ``quiet``:
         one line counts them all), and snapshot notes, each shown once with the first test
         that showed it."""
         json = self.settings.json_path is not None
-        perf = render_note_counts(self._ordered(self.perf_notes), self.settings.commands, json)
-        if quiet and perf:
-            count = len({n.text for n in self.perf_notes})
-            perf = [
-                f"{count} workload performance note{'s' if count > 1 else ''} (shown without -q)"
-            ]
-        return perf, render_notes(self._ordered(self.notes))
+        perf = self._ordered(self.perf_notes)
+        counts = render_note_counts(perf, self.settings.commands, json, quiet=quiet)
+        return counts, render_notes(self._ordered(self.notes))
 
     def unchecked_line(self) -> str | None:
         """Which stored tables this session used without checking them (or did not write)."""
@@ -333,7 +327,10 @@ class WorkloadSession:
         )
 
     def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> str | None:
-        """Write the JSON report (``extend`` may add fields to it first); why it was written
-        without ``extend``'s changes, if it was."""
+        """Write the JSON report (``extend``, the update hook, may add fields to it first); why
+        it was not written, or written without ``extend``'s changes."""
         path = self.settings.json_path
-        return None if path is None else write_report(path, self.report(), extend)
+        try:
+            return None if path is None else write_report(path, self.report(), extend)
+        except FileWriteError as exc:
+            return f"JSON report not written: {exc}"

@@ -4,35 +4,19 @@ are parsed in ``_options``; everything else lives in the core below."""
 from __future__ import annotations
 
 import os
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from ._core.errors import DeviceUnavailableError, FileWriteError, WorkloadWarning
+from ._core.errors import DeviceUnavailableError, WorkloadWarning
 from ._core.text import one_line, terminal_text
-from ._fingerprint.describe import Describer
 from ._fingerprint.scheme import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
-from ._options import (
-    MARKER,
-    TREE_TESTS,
-    WorkloadsMark,
-    add_options,
-    parse_mark,
-    read_settings,
-)
+from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
 from ._perf.orchestrate import TimingProgress
-from ._recording.recorder import Keyer, WorkloadRecorder
-from ._report.session_report import count_not_replayed, count_not_timed
-from ._report.summary import (
-    junit_properties,
-    render_gate,
-    render_not_replayed,
-    render_not_timed,
-    render_session,
-    render_summary,
-)
+from ._recording.recorder import WorkloadRecorder
+from ._report.summary import junit_properties, render_counts, render_report
 from ._session import WorkloadSession
 from .xdist import WORKER_OUTPUT_KEY, WorkerMerge
 
@@ -106,12 +90,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     live = bool(reporter.isatty()) and not os.environ.get("CI")
 
     def show(line: str, finished: bool) -> None:
-        if not live:
-            reporter.ensure_newline()
+        reporter.ensure_newline()  # live: pytest writes the test file's name again after it
+        if live:
+            reporter.rewrite(line, erase=True)
+        else:
             reporter.write_line(line)
-            return
-        reporter.ensure_newline()  # pytest writes the test file's name again after it
-        reporter.rewrite(line, erase=True)
 
     config.stash[SESSION_KEY].progress = TimingProgress(show, live=live)
 
@@ -164,18 +147,6 @@ def pytest_make_collect_report(
     return report
 
 
-def _describer(item: pytest.Item) -> Describer | None:
-    hook = item.ihook.pytest_workload_describe
-    return (lambda value: hook(value=value)) if hook.get_hookimpls() else None
-
-
-def _keyer(item: pytest.Item) -> Keyer | None:
-    hook = item.ihook.pytest_workload_key
-    if not hook.get_hookimpls():
-        return None
-    return lambda module, args, kwargs: hook(module=module, args=args, kwargs=kwargs)
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     session.config.stash[SESSION_KEY].set_collection_order([i.nodeid for i in session.items])
 
@@ -192,12 +163,14 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
     if mark is None and "workloads" not in request.fixturenames:
         yield None
         return
-    session = request.config.stash[SESSION_KEY]
-    recorder = session.new_recorder(
+    describe, key = item.ihook.pytest_workload_describe, item.ihook.pytest_workload_key
+    recorder = request.config.stash[SESSION_KEY].new_recorder(
         item.nodeid,
         max_depth=mark.max_depth if mark else 0,
-        describe=_describer(item),
-        keyer=_keyer(item),
+        describe=(lambda value: describe(value=value)) if describe.get_hookimpls() else None,
+        keyer=(lambda module, args, kwargs: key(module=module, args=args, kwargs=kwargs))
+        if key.get_hookimpls()
+        else None,
         # a test that asked for its workloads (a marker, the fixture) is replayed for timing
         replays=mark is None or mark.marked or "workloads" in request.fixturenames,
     )
@@ -232,60 +205,49 @@ def workload_device(request: pytest.FixtureRequest) -> torch.device:
     return request.config.stash[SESSION_KEY].device()
 
 
-def _record_properties(item: pytest.Item, session: WorkloadSession) -> None:
-    test = session.test(item.nodeid)
-    if test is not None:
-        item.user_properties.extend(junit_properties(test))
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
     recorder = item.stash.get(RECORDER_KEY, None)
     if recorder is None:
         return (yield)
-    session = item.config.stash[SESSION_KEY]
     try:
         with recorder.recording(all_roots=MARK_KEY in item.stash):
             result = yield
     except BaseException:
-        session.finish_test(recorder, item.stash.get(SNAPSHOT_KEY, None), passed=False)
-        _record_properties(item, session)
+        _finish(item, recorder, passed=False)
         raise
-    mark = item.stash.get(MARK_KEY, None)
+    _finish(item, recorder, passed=True)
+    return result
+
+
+def _finish(item: pytest.Item, recorder: WorkloadRecorder, *, passed: bool) -> None:
+    session, mark = item.config.stash[SESSION_KEY], item.stash.get(MARK_KEY, None)
     outcome = session.finish_test(
         recorder,
         item.stash.get(SNAPSHOT_KEY, None),
-        passed=True,
+        passed=passed,
         tolerance=None if mark is None else mark.perf_tolerance,
     )
-    _record_properties(item, session)
+    test = session.test(item.nodeid)
+    if test is not None:
+        item.user_properties.extend(junit_properties(test))
     for warning in outcome.warnings:
         item.warn(WorkloadWarning(terminal_text(warning)))
     if outcome.failures:
         pytest.fail(terminal_text("\n\n".join(outcome.failures)), pytrace=False)
-    return result
 
 
-def _report_lines(session: WorkloadSession) -> list[str]:
-    mode = session.settings.report
-    recorded = sum(1 for t in session.tests if t.workloads)
-    if mode == "tree" or (mode == "auto" and recorded <= TREE_TESTS):
-        return render_session(session.tests)
-    gate = render_gate(session.settings.snapshot, session.gate_failed, session.regressions)
-    return render_summary(session.tests, len(session.keys.found), gate) if recorded else []
-
-
-def _counted_lines(session: WorkloadSession) -> list[str]:
-    """How many workloads the session's timing budget left untimed, and how many top-level
-    ones were not replayed for timing beside other xdist workers (over every worker's tests)."""
-    lines = []
-    untimed, budget = count_not_timed(session.tests), session.settings.session_budget_s
-    if untimed and budget is not None:
-        lines.append(render_not_timed(untimed, budget))
-    not_replayed = count_not_replayed(session.tests)
-    if not_replayed:
-        lines.append(render_not_replayed(not_replayed))
-    return lines
+def _write(
+    reporter: pytest.TerminalReporter,
+    title: str | None,
+    lines: Sequence[str],
+    sep: str = "-",
+    red: bool = False,
+) -> None:
+    if lines and title:
+        reporter.write_sep(sep, title, red=red)
+    for line in lines:
+        reporter.write_line(line)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
@@ -293,35 +255,29 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if hasattr(config, "workerinput"):
         return
     session = config.stash[SESSION_KEY]
+    settings = session.settings
     quiet = config.get_verbosity() < 0  # -q: no report, notes counted; problems still shown
-    lines = [] if quiet else _report_lines(session)
-    if lines:
-        terminalreporter.write_sep("=", "Workloads discovered")
-        for line in lines:
-            terminalreporter.write_line(line)
+    if not quiet:
+        report = render_report(
+            session.tests,
+            settings.report,
+            collapses=len(session.keys.found),
+            gated=settings.snapshot,
+            failed=session.gate_failed,
+            regressions=session.regressions,
+        )
+        _write(terminalreporter, "Workloads discovered", report, "=")
     perf_notes, notes = session.note_lines(quiet=quiet)
-    if perf_notes and quiet:
-        terminalreporter.write_line(perf_notes[0])
-    elif perf_notes:
-        terminalreporter.write_sep("-", "workload performance")
-        for note in perf_notes:
-            terminalreporter.write_line(note)
-    for counted in _counted_lines(session):
-        terminalreporter.write_line(counted)
+    _write(terminalreporter, None if quiet else "workload performance", perf_notes)
     unchecked = session.unchecked_line()
-    if unchecked is not None:
-        terminalreporter.write_line(unchecked)
-    if notes:
-        terminalreporter.write_sep("-", "workload snapshot notes")
-        for note in notes:
-            terminalreporter.write_line(note)
+    counted = render_counts(session.tests, settings.session_budget_s)
+    _write(terminalreporter, None, counted + ([] if unchecked is None else [unchecked]))
+    _write(terminalreporter, "workload snapshot notes", notes)
     json_error = config.stash.get(JSON_ERROR_KEY, None)
     if json_error is not None:
         terminalreporter.write_line(json_error, red=True)
-    if session.problems:
-        terminalreporter.write_sep("=", "workload problems across xdist workers", red=True)
-        for problem in session.problems:
-            terminalreporter.write_line(terminal_text(problem))
+    problems = [terminal_text(p) for p in session.problems]
+    _write(terminalreporter, "workload problems across xdist workers", problems, "=", red=True)
 
 
 @pytest.hookimpl(wrapper=True)  # around syrupy's, which deletes unused snapshots
@@ -344,27 +300,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     if workeroutput is None:
         if workload_session.check_collapses() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        try:
-            refused = workload_session.write_json(
-                lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
-            )
-        except FileWriteError as exc:
-            _json_not_written(session, f"JSON report not written: {exc}")
-        else:
-            if refused is not None:
-                _json_not_written(
-                    session,
-                    f"pytest_workload_update_json failed ({refused}); the JSON report is "
-                    "written without its changes",
-                )
-
-
-def _json_not_written(session: pytest.Session, why: str) -> None:
-    """Said in one line in the terminal summary, which comes after this hook; a usage error,
-    since the report asked for is missing, or lacks what a hook was to add."""
-    session.config.stash[JSON_ERROR_KEY] = f"pytest-workload: {one_line(why)}"
-    if session.exitstatus == pytest.ExitCode.OK:
-        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        why = workload_session.write_json(
+            lambda report: config.hook.pytest_workload_update_json(config=config, report=report)
+        )
+        if why is not None:
+            # said in the terminal summary, which comes after this hook; a usage error, since
+            # the report asked for is missing, or lacks what a hook was to add
+            config.stash[JSON_ERROR_KEY] = f"pytest-workload: {one_line(why)}"
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

@@ -15,10 +15,14 @@ import torch
 from pytest_workload import SessionReport, TestWorkloads, WorkloadRecorder
 from pytest_workload.__main__ import main
 from pytest_workload._perf.stopwatch import summarize
-from pytest_workload._report.chart import write_chart
-from pytest_workload._report.compare import IncomparableError, compare_reports
-from pytest_workload._report.comparison import render_comparison, render_comparison_markdown
-from pytest_workload._report.report_files import write_report
+from pytest_workload._report.compare import (
+    IncomparableError,
+    compare_reports,
+    render_comparison,
+    render_comparison_markdown,
+    write_chart,
+)
+from pytest_workload._report.session_report import write_report
 from tests.models import TinyNet
 from tests.pytester_suite import two_shapes
 

@@ -10,8 +10,7 @@ import torch
 
 from pytest_workload import SessionReport, WorkloadRecorder, read_report
 from pytest_workload.__main__ import main
-from pytest_workload._report.merge import MergeError, Shard, merge_reports
-from pytest_workload._report.report_files import write_report
+from pytest_workload._report.session_report import MergeError, Shard, merge_reports, write_report
 from tests.models import TinyNet
 from tests.pytester_suite import MODELS, SUITE_INI
 

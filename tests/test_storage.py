@@ -13,7 +13,7 @@ from pytest_workload import (
 )
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._core.files import write_text_atomic
-from pytest_workload._report.report_files import write_report
+from pytest_workload._report.session_report import write_report
 from pytest_workload._snapshot.document import SnapshotDocument
 from tests.models import TinyNet
 

@@ -11,7 +11,7 @@ import torch
 from pytest_workload import SessionReport, WorkloadRecorder
 from pytest_workload.__main__ import main
 from pytest_workload._core.text import one_line, terminal_text
-from pytest_workload._report.report_files import write_report
+from pytest_workload._report.session_report import write_report
 from tests.pytester_suite import SUITE_INI, XDIST_MODES
 
 #: Clears the screen (CSI), sets the window title (OSC ... BEL), then starts a line of its own.

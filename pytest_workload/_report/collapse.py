@@ -1,4 +1,5 @@
-"""Collapse and instability: the two ways a workload key goes wrong.
+"""Collapse and instability: the two ways a workload key goes wrong, their failure text, and
+the session's gate on them.
 
 A *collapse* is distinct workloads under one key (a weight-based key that forgets the input
 shape); an *unstable* key is one workload under several keys (a key that changes when the
@@ -9,10 +10,14 @@ session, so problems between two tests are caught as well as those inside one.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from .._core.canonical import canonical_json
+from .._core.canonical import Json, canonical_json
+from .._core.hashes import prefix_length, short
+from .._core.text import one_line
+from .._snapshot import format_key
 from .._workload.workload import TestWorkloads, UserKey, Workload
 
 FindingKind = Literal["hash collapse", "user key collapse", "unstable user key"]
@@ -55,11 +60,6 @@ class CollapseIndex:
         return first
 
 
-def builtin_identity(workload: Workload) -> str:
-    """What the workload hash is meant to be a function of."""
-    return f"{workload.structure_hash}:{workload.input_signature.canonical}"
-
-
 class KeyChecks:
     """Session-wide collapse checks for the built-in hash and for user keys."""
 
@@ -77,10 +77,91 @@ class KeyChecks:
 
         for w in test:
             seen = Sighting(test.nodeid, w)
-            note("hash collapse", self._by_hash.add(w.hash, builtin_identity(w), seen), seen)
+            # what the workload hash is meant to be a function of
+            identity = f"{w.structure_hash}:{w.input_signature.canonical}"
+            note("hash collapse", self._by_hash.add(w.hash, identity, seen), seen)
             for user_key in w.user_keys:
                 keyed = Sighting(test.nodeid, w, user_key)
                 key = canonical_json(user_key.key)
                 note("user key collapse", self._by_user_key.add(key, w.hash, keyed), keyed)
                 note("unstable user key", self._keys_of_workload.add(w.hash, key, keyed), keyed)
         return found
+
+
+def _describe(w: Workload) -> str:
+    return one_line(f"{w.label} ({w.class_name}), input {w.input_signature.format()}")
+
+
+def _key(key: Json) -> str:
+    return one_line(format_key(key))
+
+
+def render_collapse(collapse: Collapse) -> str:
+    """The failure text of a hash collapse, a user key collapse or an unstable user key."""
+    a, b = collapse.first, collapse.second
+    if collapse.kind == "unstable user key":
+        assert a.user_key is not None and b.user_key is not None
+        return "\n".join(
+            [
+                "unstable user key: one workload got different keys from pytest_workload_key:",
+                f"  workload: {_describe(a.workload)}, hash {short(a.workload.hash)}",
+                f"  - {one_line(a.nodeid)}, call {a.user_key.first_call}: {_key(a.user_key.key)}",
+                f"  - {one_line(b.nodeid)}, call {b.user_key.first_call}: {_key(b.user_key.key)}",
+            ]
+        )
+    if collapse.kind == "user key collapse":
+        assert a.user_key is not None
+        head = f"user key collapse: two distinct workloads share the key {_key(a.user_key.key)}"
+        n = prefix_length([a.workload.hash, b.workload.hash])
+        rows = [
+            f"  - {one_line(s.nodeid)}: {_describe(s.workload)}, hash {short(s.workload.hash, n)}"
+            for s in (a, b)
+        ]
+    else:
+        head = f"workload hash collapse: two distinct workloads share the hash {a.workload.hash}"
+        n = prefix_length([a.workload.structure_hash, b.workload.structure_hash])
+        rows = [
+            f"  - {one_line(s.nodeid)}: {_describe(s.workload)}, "
+            f"structure {short(s.workload.structure_hash, n)}"
+            for s in (a, b)
+        ]
+    return "\n".join([head, *rows])
+
+
+class KeysGate(KeyChecks):
+    """The session's one collapse index. Each test is checked once, against every test checked
+    before it: as it runs, so that it can fail, or once every test is in, for a test that
+    failed or that an xdist worker sent. Every collapse found is kept, for the summary."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[Collapse] = []
+        self._waiting: dict[str, None] = {}
+        #: Which xdist worker's payload (counted from 1) sent each test.
+        self._sender: dict[str, int] = {}
+
+    def wait(self, nodeids: Iterable[str], *, sent: bool = False) -> None:
+        """Leave tests to ``check_waiting``; ``sent``: those of one worker's payload."""
+        sender = max(self._sender.values(), default=0) + 1
+        for nodeid in nodeids:
+            self._waiting[nodeid] = None
+            if sent:
+                self._sender[nodeid] = sender
+
+    def check(self, test: TestWorkloads) -> list[Collapse]:
+        self._waiting.pop(test.nodeid, None)
+        found = super().check(test)
+        self.found += found
+        return found
+
+    def check_waiting(self, tests: Iterable[TestWorkloads]) -> list[str]:
+        """Check those of ``tests`` that waited, in that order; say the collapses between two
+        payloads' tests, of which no worker saw both."""
+        waited = [t for t in tests if t.nodeid in self._waiting]
+        self._waiting.clear()
+        return [
+            render_collapse(c)
+            for test in waited
+            for c in self.check(test)
+            if self._sender.get(c.first.nodeid) != self._sender.get(c.second.nodeid)
+        ]

@@ -1,4 +1,5 @@
-"""Comparing two ``--workload-json`` reports: what CI shows on a pull request.
+"""Comparing two ``--workload-json`` reports, and its text, Markdown and chart: what CI shows
+on a pull request. The chart needs matplotlib (``pip install pytest-workload[chart]``).
 
 Hash changes are decided by :func:`.diff.compare_documents` and timings by
 :func:`.drift.judge`, the same verdicts the snapshot gate uses. Timings are only
@@ -7,18 +8,25 @@ compared when both reports were measured on the same device identity.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import io
+from collections import Counter
 from dataclasses import dataclass
-from typing import Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
 
 from .._core.errors import WorkloadError
+from .._core.hashes import SHORT_HASH_LENGTH, short
 from .._core.library_versions import versions_line
+from .._core.text import format_duration, html_pre, markdown_code, markdown_text, one_line
 from .._perf import DEFAULT_TOLERANCE, Drift, judge
 from .._snapshot import Change, SnapshotDocument, compare_documents
 from .._workload.timing import Timing
 from .._workload.workload import TestWorkloads, Workload
-from .collapse import Collapse, KeyChecks
-from .session_report import SessionReport
+from .collapse import Collapse, KeyChecks, render_collapse
+from .session_report import SessionReport, same_device
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Verdict = Literal["ok", "changed", "new", "removed", "slower", "faster", "too few"]
 
@@ -35,7 +43,6 @@ class Row:
 
     nodeid: str
     name: str
-    class_name: str
     depth: int
     input: str
     base_hash: str | None
@@ -65,44 +72,31 @@ class Comparison:
         return bool(self.collapses) or any(r.verdict in REGRESSIONS for r in self.rows)
 
 
-def _document(test: TestWorkloads | None, scheme: int) -> SnapshotDocument:
-    if test is None:
-        return SnapshotDocument.of(scheme, ())
+def _document(test: TestWorkloads, scheme: int) -> SnapshotDocument:
     return SnapshotDocument.of(scheme, test.workloads, test.modules, test.libraries)
 
 
-def _root_timings(test: TestWorkloads | None) -> dict[str, Timing]:
-    if test is None:
-        return {}
-    return {w.hash: w.timing for w in test.roots() if w.timing is not None}
-
-
-_DRIFT_VERDICTS: dict[str, Verdict] = {
+#: A row's verdict from a hash change's kind or a timing drift's.
+_VERDICTS: dict[str, Verdict] = {
+    "changed": "changed",
+    "appeared": "new",
+    "vanished": "removed",
     "regression": "slower",
     "faster": "faster",
     "too few samples": "too few",
 }
 
 
-_CHANGE_VERDICTS: dict[str, Verdict] = {
-    "changed": "changed",
-    "appeared": "new",
-    "vanished": "removed",
-}
-
-
 def _change_row(nodeid: str, change: Change) -> Row:
     e = change.entry
-    verdict = _CHANGE_VERDICTS[change.kind]
     return Row(
         nodeid,
         e.label,
-        e.class_name,
         e.depth,
         e.input_signature.format(),
         None if change.old is None else change.old.hash,
         None if change.new is None else change.new.hash,
-        verdict,
+        _VERDICTS[change.kind],
         change.details,
     )
 
@@ -111,11 +105,10 @@ def _timed_row(nodeid: str, w: Workload, base: Timing | None, tolerance: float) 
     drift = None if base is None or w.timing is None else judge(w.timing, base, tolerance)
     verdict: Verdict = "ok"
     if drift is not None and drift.kind != "unchanged":
-        verdict = _DRIFT_VERDICTS[drift.kind]
+        verdict = _VERDICTS[drift.kind]
     return Row(
         nodeid,
         w.label,
-        w.class_name,
         w.depth,
         w.input_signature.format(),
         w.hash,
@@ -125,14 +118,6 @@ def _timed_row(nodeid: str, w: Workload, base: Timing | None, tolerance: float) 
         head_time=w.timing,
         drift=drift,
     )
-
-
-def same_device(base: SessionReport, head: SessionReport) -> bool:
-    """Whether two reports were measured on one device identity, so their timings compare."""
-    keys = ("device", "torch", "threads")
-    if not isinstance(base.environment, dict) or not isinstance(head.environment, dict):
-        return False
-    return all(base.environment.get(k) == head.environment.get(k) for k in keys)
 
 
 def compare_reports(
@@ -150,15 +135,17 @@ def compare_reports(
     base_tests = {t.nodeid: t for t in base.tests}
     head_tests = {t.nodeid: t for t in head.tests}
     rows: list[Row] = []
-    for nodeid in _ordered(base_tests, head_tests):
-        b, h = base_tests.get(nodeid), head_tests.get(nodeid)
+    absent = TestWorkloads("", ())
+    # head's tests in its order, then those only the base had
+    for nodeid in [*head_tests, *(k for k in base_tests if k not in head_tests)]:
+        b, h = base_tests.get(nodeid, absent), head_tests.get(nodeid, absent)
         changes = compare_documents(_document(b, base.scheme), _document(h, head.scheme))
         rows += [_change_row(nodeid, c) for c in changes]
         changed = {c.new.hash for c in changes if c.new is not None}
-        base_times = _root_timings(b) if timed else {}
+        base_times = {w.hash: w.timing for w in b.roots() if timed and w.timing is not None}
         rows += [
             _timed_row(nodeid, w, base_times.get(w.hash), tolerance)
-            for w in (h.roots() if h is not None else ())
+            for w in h.roots()
             if w.hash not in changed
         ]
     checks = KeyChecks()
@@ -168,7 +155,160 @@ def compare_reports(
     return Comparison(tuple(rows), collapses, timings_compared=timed, libraries=versions)
 
 
-def _ordered(base: dict[str, TestWorkloads], head: dict[str, TestWorkloads]) -> Iterable[str]:
-    """Head's tests in its order, then those only the base had."""
-    yield from head
-    yield from (k for k in base if k not in head)
+def _ratio(row: Row) -> str:
+    if row.drift is None:
+        return ""
+    d = row.drift
+    sides = (row.base_time, row.head_time)
+    if not all(t is not None and t.has_interval for t in sides):
+        return f"{d.ratio:.2f}x"  # too few samples for an interval
+    return f"{d.ratio:.2f}x [{d.ratio_low:.2f}–{d.ratio_high:.2f}]"
+
+
+def _times(row: Row) -> str:
+    if row.head_time is None:
+        return ""
+    head = format_duration(row.head_time.median_s)
+    if row.base_time is None:
+        return head
+    return f"{format_duration(row.base_time.median_s)} -> {head}"
+
+
+def _hashes(row: Row, n: int = SHORT_HASH_LENGTH) -> str:
+    base, head = row.base_hash, row.head_hash
+    if base is None or head is None:
+        return short(base or head or "", n)
+    return base[:n] if base == head else f"{base[:n]} -> {head[:n]}"
+
+
+def _summary(c: Comparison) -> str:
+    counts = Counter(r.verdict for r in c.rows)
+    parts = [f"{len(c.rows)} workloads"] + [
+        f"{counts[v]} {v}" for v in ("changed", "new", "removed", "slower", "faster") if counts[v]
+    ]
+    if counts["too few"]:
+        parts.append(f"{counts['too few']} timed on too few samples (not judged)")
+    if c.collapses:
+        parts.append(f"{len(c.collapses)} collapses or unstable keys")
+    if not c.timings_compared:
+        parts.append("timings not compared (different or unknown devices)")
+    verdict = "REGRESSED" if c.regressed else "no regressions"
+    return f"{', '.join(parts)}: {verdict}"
+
+
+def render_comparison(c: Comparison) -> list[str]:
+    """``compare``'s text output: per test, one line per workload, details indented."""
+    lines: list[str] = []
+    for nodeid in dict.fromkeys(r.nodeid for r in c.rows):
+        lines.append(one_line(nodeid))
+        for r in (r for r in c.rows if r.nodeid == nodeid):
+            name = one_line(f"{r.name} {r.input}")
+            cells = [f"{r.verdict:<8}", name, _hashes(r), _times(r), _ratio(r)]
+            lines.append("  " + "  ".join(cell for cell in cells if cell))
+            lines += [f"             {one_line(d)}" for d in r.details]
+    problems = [render_collapse(x) for x in c.collapses]
+    lines += [one_line(line) for p in problems for line in p.splitlines()]
+    lines += [one_line(c.libraries)] if c.libraries else []
+    lines.append(_summary(c))
+    return lines
+
+
+def render_comparison_markdown(c: Comparison) -> list[str]:
+    """``compare --format markdown``: for ``$GITHUB_STEP_SUMMARY`` or a PR comment."""
+    title = "regressed" if c.regressed else "no regressions"
+    lines = [
+        f"### pytest-workload: {title}",
+        "",
+        _summary(c),
+        "",
+        *([markdown_text(c.libraries), ""] if c.libraries else []),
+        "| verdict | test | workload | input | hash | time (base -> head) | ratio [95% interval] |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in c.rows:
+        verdict = f"**{r.verdict}**" if r.verdict in REGRESSIONS else r.verdict
+        cells = [
+            verdict,
+            markdown_code(r.nodeid),
+            markdown_text(r.name),
+            markdown_code(r.input),
+            markdown_code(_hashes(r)),
+            markdown_text(_times(r)),
+            markdown_text(_ratio(r)),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    detailed = [r for r in c.rows if r.details]
+    problems = [render_collapse(x) for x in c.collapses]
+    if detailed or problems:
+        lines += ["", "<details><summary>What changed</summary>", ""]
+        for r in detailed:
+            lines.append(
+                f"- {markdown_code(r.nodeid)} {markdown_text(r.name)} {markdown_code(r.input)} "
+                f"({r.verdict})"
+            )
+            lines += [f"  - {markdown_text(d)}" for d in r.details]
+        lines += ["", *(html_pre(p) for p in problems), "", "</details>"]
+    return lines
+
+
+_FORMATS = (".svg", ".png", ".html")
+
+
+def _figure(rows: list[Row]) -> Figure:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise WorkloadError(
+            "charts need matplotlib: pip install 'pytest-workload[chart]'"
+        ) from None
+    fig, ax = plt.subplots(figsize=(9, 0.6 * max(len(rows), 1) + 1.5))
+    # one line each, and no mathtext: a "$" in a name would otherwise be rendered as maths
+    labels = [one_line(f"{r.name} {r.input}").replace("$", r"\$") for r in rows]
+    for offset, side, color in ((-0.2, "base_time", "#8c8c8c"), (0.2, "head_time", "#1f77b4")):
+        timed = [(i + offset, t) for i, r in enumerate(rows) if (t := getattr(r, side)) is not None]
+        ax.barh(
+            [y for y, _ in timed],
+            [t.median_s * 1e3 for _, t in timed],
+            height=0.38,
+            xerr=(
+                [(t.median_s - t.ci_low_s) * 1e3 for _, t in timed],
+                [(t.ci_high_s - t.median_s) * 1e3 for _, t in timed],
+            ),
+            color=color,
+            capsize=3,
+            label=side.removesuffix("_time"),
+        )
+    ax.set_yticks(range(len(rows)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("median time per call (ms), 95% interval")
+    ax.set_title("pytest-workload: base vs head")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def write_chart(comparison: Comparison, path: Path) -> Path:
+    """Write the chart as SVG or PNG, or as an HTML page that embeds the SVG."""
+    if path.suffix not in _FORMATS:
+        raise WorkloadError(f"chart {path}: use one of {', '.join(_FORMATS)}")
+    rows = [r for r in comparison.rows if r.head_time is not None or r.base_time is not None]
+    if not rows:
+        raise WorkloadError("no timings to chart: were the reports written with timing on?")
+    fig = _figure(rows)
+    try:
+        if path.suffix == ".html":
+            buffer = io.StringIO()
+            fig.savefig(buffer, format="svg")
+            path.write_text(
+                "<!doctype html><html><head><meta charset='utf-8'><title>pytest-workload "
+                f"comparison</title></head><body>{buffer.getvalue()}</body></html>\n",
+                encoding="utf-8",
+            )
+        else:
+            fig.savefig(path)
+    except OSError as exc:
+        raise WorkloadError(f"cannot write chart {path}: {exc.strerror or exc}") from None
+    return path

@@ -1,18 +1,39 @@
-"""The JSON report: every test's workloads of one session, under one fingerprint scheme."""
+"""The JSON report: every test's workloads of one session, under one fingerprint scheme; its
+file (written through the core's atomic writer, read back through its strict JSON reader); and
+the merge of CI shards' reports into one.
+
+Each shard ran part of the suite and checked collapses only among its own tests; the merge runs
+the session-wide checks again over every shard, so two workloads that share a hash or a user
+key in two shards are a collapse, as they would have been in one session.
+"""
 
 from __future__ import annotations
 
+import copy
+import json
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from .._core.canonical import Json
-from .._core.errors import FutureFormatError, OldFormatError, WorkloadDataError
+from .._core.errors import (
+    CorruptFileError,
+    FutureFormatError,
+    OldFormatError,
+    WorkloadDataError,
+    WorkloadError,
+)
 from .._core.fields import read_field, read_object
+from .._core.files import read_json_file, write_text_atomic
 from .._core.notes import Note
+from .._core.strict_json import load_json
+from .._core.text import one_line
 from .._core.versions import FINGERPRINT_SCHEME, REPORT_SCHEMA_VERSION
 from .._workload.measured import BUDGET_SPENT, Measured
 from .._workload.modules import modules_to_dict, read_modules
 from .._workload.workload import TestWorkloads
+from .collapse import Collapse, KeyChecks, render_collapse
 
 
 def _count(tests: Sequence[TestWorkloads], how: Callable[[Measured], bool]) -> int:
@@ -126,3 +147,165 @@ class SessionReport:
             problems=tuple(str(p) for p in read_field(d, "problems", list, optional=True) or ()),
             notes=tuple(map(Note.from_dict, read_field(d, "notes", list, optional=True) or ())),
         )
+
+
+def _report_text(data: dict[str, Json]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write_report(
+    path: Path, report: SessionReport, extend: Callable[[dict[str, Json]], None] | None = None
+) -> str | None:
+    """Write a report as JSON; ``extend`` (the ``pytest_workload_update_json`` hook) may add
+    fields to the dict first. Where it raises, or leaves a report the readers refuse, the report
+    is written without its changes, and the returned line says why."""
+    data = report.to_dict()
+    text, refused = _report_text(data), None
+    if extend is not None:
+        extended = copy.deepcopy(data)
+        try:
+            extend(extended)
+            extended_text = _report_text(extended)
+            SessionReport.from_dict(load_json(extended_text))
+            text = extended_text
+        except (Exception, SystemExit) as exc:
+            refused = (
+                f"pytest_workload_update_json failed ({exc!r}); the JSON report is written "
+                "without its changes"
+            )
+    write_text_atomic(path, text)
+    return refused
+
+
+def read_report(path: Path) -> SessionReport:
+    """Read a report that ``pytest --workload-json=PATH`` wrote.
+
+    Example:
+        ```python
+        report = read_report(Path("workloads.json"))
+        slow = [(t.nodeid, w.name) for t in report.tests for w in t
+                if w.timing and w.timing.median_s > 0.1]
+        ```
+
+    Only the current report schema is read. ``pytest-workload compare`` and ``merge`` read
+    reports through this function too.
+
+    Args:
+        path: The report file.
+
+    Returns:
+        The report, every test's workloads in the order the session recorded them.
+
+    Raises:
+        CorruptFileError: The file cannot be read or is not a report. Its ``old`` is set for
+            a schema only a development version wrote (the message names the command that
+            regenerates it), its ``future`` for a newer schema than this release reads.
+    """
+    try:
+        return read_json_file(path, SessionReport.from_dict, "workload report")
+    except CorruptFileError as exc:
+        if not exc.old:
+            raise
+        command = shlex.join(["pytest", f"--workload-json={path}"])
+        reason = f"{exc.reason}; regenerate it with `{command}`"
+        raise CorruptFileError(exc.path, reason, old=True) from None
+
+
+def same_device(base: SessionReport, head: SessionReport) -> bool:
+    """Whether two reports were measured on one device identity, so their timings compare."""
+    keys = ("device", "torch", "threads")
+    if not isinstance(base.environment, dict) or not isinstance(head.environment, dict):
+        return False
+    return all(base.environment.get(k) == head.environment.get(k) for k in keys)
+
+
+class MergeError(WorkloadError):
+    """Shard reports that cannot be one session: other schemes, or a test in two shards."""
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One shard's report and the name it is known by (its file)."""
+
+    name: str
+    report: SessionReport
+
+
+@dataclass(frozen=True)
+class Merged:
+    """The merged report, and the collapses found among its tests with the shard of each."""
+
+    report: SessionReport
+    collapses: tuple[tuple[Collapse, str, str], ...]
+
+
+def _tests(shards: Sequence[Shard]) -> tuple[tuple[TestWorkloads, ...], dict[str, str]]:
+    shard_of: dict[str, str] = {}
+    tests: list[TestWorkloads] = []
+    for shard in shards:
+        for test in shard.report.tests:
+            other = shard_of.get(test.nodeid)
+            if other is not None:
+                where = (
+                    f"twice in {other}" if other == shard.name else f"in {other} and {shard.name}"
+                )
+                raise MergeError(f"test {test.nodeid} is {where}: shards must not overlap")
+            shard_of[test.nodeid] = shard.name
+            tests.append(test)
+    return tuple(tests), shard_of
+
+
+def merge_reports(shards: Sequence[Shard]) -> Merged:
+    """One report from shard reports of one fingerprint scheme, tests in shard order."""
+    if not shards:
+        raise MergeError("no reports to merge")
+    schemes = {s.report.scheme for s in shards}
+    if len(schemes) > 1:
+        listed = ", ".join(f"{s.name}: scheme {s.report.scheme}" for s in shards)
+        raise MergeError(
+            f"the shards use different fingerprint schemes ({listed}): their hashes are not "
+            "comparable; run every shard with the same pytest-workload"
+        )
+    tests, shard_of = _tests(shards)
+    checks = KeyChecks()
+    collapses = tuple(
+        (c, shard_of[c.first.nodeid], shard_of[c.second.nodeid])
+        for test in tests
+        for c in checks.check(test)
+    )
+    first = shards[0].report
+    environment = first.environment
+    problems = [f"{s.name}: {p}" for s in shards for p in s.report.problems]
+    if not all(same_device(first, s.report) for s in shards[1:]):
+        environment = None  # timings not compared
+        problems.append(
+            f"the shards ({', '.join(s.name for s in shards)}) were measured on different "
+            "devices, torch versions or thread counts: the merged report carries no "
+            "environment, so compare judges no timing"
+        )
+    report = SessionReport(
+        scheme=first.scheme,
+        tests=tests,
+        environment=environment,
+        problems=tuple(problems),
+        notes=tuple(n for s in shards for n in s.report.notes),
+    )
+    return Merged(report, collapses)
+
+
+def render_merge(merged: Merged, shards: int, output: str) -> list[str]:
+    tests = merged.report.tests
+    workloads = [w for t in tests for w in t]
+    lines = [
+        f"merged {shards} report{'s' if shards != 1 else ''} into {one_line(output)}: "
+        f"{len(tests)} tests, "
+        f"{len(workloads)} workloads ({len({w.hash for w in workloads})} distinct)"
+    ]
+    for collapse, first, second in merged.collapses:
+        first, second = one_line(first), one_line(second)
+        where = f"both in {first}" if first == second else f"across shards {first} and {second}"
+        lines += ["", render_collapse(collapse), f"  ({where})"]
+    lines += ["", *map(one_line, merged.report.problems)] if merged.report.problems else []
+    if not merged.collapses:
+        lines.append("no collapse across shards")
+    return lines

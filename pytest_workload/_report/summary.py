@@ -10,16 +10,10 @@ from .._core.notes import Note, NoteKind
 from .._core.text import _INDENT, _count, format_duration, one_line, terminal_text
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
+from .session_report import count_not_replayed, count_not_timed
 
-
-def format_params(count: int, size: int) -> str:
-    mb = size / 1e6
-    shown = "<0.1 MB" if 0 < mb < 0.1 else f"{mb:.1f} MB"
-    return f"{count:,} ({shown})"
-
-
-def _short_class(qualified: str) -> str:
-    return qualified.rsplit(".", 1)[-1]
+#: Recorded tests up to which ``--workload-report=auto`` shows every test's tree.
+TREE_TESTS = 20
 
 
 def format_flops(flops: int) -> str:
@@ -39,14 +33,17 @@ def format_timing(t: Timing) -> str:
     return f"median {format_duration(t.median_s)}, {spread} (n={t.n}, {where}, {t.device})"
 
 
-def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
+def _tree_lines(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -> list[str]:
+    """A workload's fields, then its children's trees, each further indented."""
     executed = f"executed {w.calls}×"
     if w.total_time_s is not None:
         executed += f" – {format_duration(w.total_time_s)}"
+    mb = w.params.bytes / 1e6
+    size = "<0.1 MB" if 0 < mb < 0.1 else f"{mb:.1f} MB"
     fields = [
-        ("Class", one_line(f"{_short_class(w.class_name)} ({w.class_name})")),
+        ("Class", one_line(f"{w.class_name.rsplit('.', 1)[-1]} ({w.class_name})")),
         ("Location", None if w.location is None else one_line(w.location)),
-        ("Parameters", format_params(w.params.count, w.params.bytes)),
+        ("Parameters", f"{w.params.count:,} ({size})"),
         ("Input", one_line(w.input_signature.format())),
         ("Hash", short(w.hash, hash_len)),
         ("Timing", None if w.timing is None else format_timing(w.timing)),
@@ -58,11 +55,6 @@ def _workload_lines(w: Workload, indent: str, hash_len: int) -> list[str]:
     ]
     lines = [f"{indent}{one_line(w.label)} ({executed})"]
     lines += [f"{indent}{_INDENT}{k + ':':<13}{v}" for k, v in fields if v is not None]
-    return lines
-
-
-def _tree_lines(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -> list[str]:
-    lines = _workload_lines(w, indent, hash_len)
     for child in test.children(w):
         lines.append("")
         lines += _tree_lines(test, child, indent + _INDENT * 2, hash_len)
@@ -86,22 +78,32 @@ def render_session(tests: Sequence[TestWorkloads]) -> list[str]:
     return lines
 
 
-def render_gate(gated: bool, failed: int, regressions: int) -> str:
-    """What the workload gate found, never a check that did not run."""
-    if not gated:
-        return "workload gate off: nothing was checked (--workload-snapshot checks)"
-    if not failed:
-        return "workload gate: no test failed it"
-    return (
-        f"workload gate: {_count(failed, 'test')} failed it, with "
-        f"{_count(regressions, 'performance regression')}"
-    )
-
-
-def render_summary(tests: Sequence[TestWorkloads], collapses: int, gate: str) -> list[str]:
-    """The section for a large suite: counts, what the gate found, and where the full tree
-    is."""
+def render_report(
+    tests: Sequence[TestWorkloads],
+    mode: str,
+    *,
+    collapses: int,
+    gated: bool,
+    failed: int,
+    regressions: int,
+) -> list[str]:
+    """The "Workloads discovered" section: each test's tree (``mode`` ``tree``, or ``auto`` up
+    to ``TREE_TESTS`` recorded tests), else counts, what the gate found (never a check that did
+    not run) and where the full tree is."""
     recorded = [t for t in tests if t.workloads]
+    if mode == "tree" or (mode == "auto" and len(recorded) <= TREE_TESTS):
+        return render_session(tests)
+    if not recorded:
+        return []
+    if not gated:
+        gate = "workload gate off: nothing was checked (--workload-snapshot checks)"
+    elif not failed:
+        gate = "workload gate: no test failed it"
+    else:
+        gate = (
+            f"workload gate: {_count(failed, 'test')} failed it, with "
+            f"{_count(regressions, 'performance regression')}"
+        )
     workloads = [w for t in recorded for w in t]
     roots = sum(1 for w in workloads if w.parent is None)
     distinct = len({w.hash for w in workloads})
@@ -115,26 +117,28 @@ def render_summary(tests: Sequence[TestWorkloads], collapses: int, gate: str) ->
     ]
 
 
-def render_not_timed(count: int, budget_s: float) -> str:
-    """The line that says the session's timing budget left workloads untimed."""
-    these = "workload was" if count == 1 else "workloads were"
-    return (
-        f"pytest-workload: {count} {these} not timed: the session's timing budget "
-        f"(--workload-session-budget={budget_s:g}) was spent; each has its hashes and FLOPs, "
-        'and says so in the JSON report ("measured": {"timing": "not measured: ..."})'
-    )
-
-
-def render_not_replayed(count: int) -> str:
-    """The line that says top-level workloads were not replayed beside other xdist workers."""
-    these = "workload was" if count == 1 else "workloads were"
-    return (
-        f"pytest-workload: {count} top-level {these} not replayed for timing: xdist workers "
-        "share the cores, which biases timings, so each is timed from its test's own calls "
-        "where any were observed, neither judged against a baseline nor written as one, and "
-        'says so in the JSON report ("measured": {"timing": ...}); for replayed timings run '
-        "in one process (-p no:xdist) or pass --workload-perf=strict"
-    )
+def render_counts(tests: Sequence[TestWorkloads], budget_s: float | None) -> list[str]:
+    """How many workloads the session's timing budget left untimed, and how many top-level
+    ones were not replayed for timing beside other xdist workers."""
+    lines = []
+    untimed, not_replayed = count_not_timed(tests), count_not_replayed(tests)
+    if untimed and budget_s is not None:
+        these = "workload was" if untimed == 1 else "workloads were"
+        lines.append(
+            f"pytest-workload: {untimed} {these} not timed: the session's timing budget "
+            f"(--workload-session-budget={budget_s:g}) was spent; each has its hashes and FLOPs, "
+            'and says so in the JSON report ("measured": {"timing": "not measured: ..."})'
+        )
+    if not_replayed:
+        these = "workload was" if not_replayed == 1 else "workloads were"
+        lines.append(
+            f"pytest-workload: {not_replayed} top-level {these} not replayed for timing: xdist "
+            "workers share the cores, which biases timings, so each is timed from its test's own "
+            "calls where any were observed, neither judged against a baseline nor written as one, "
+            'and says so in the JSON report ("measured": {"timing": ...}); for replayed timings '
+            "run in one process (-p no:xdist) or pass --workload-perf=strict"
+        )
+    return lines
 
 
 def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
@@ -223,9 +227,12 @@ _NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
 }
 
 
-def render_note_counts(notes: Sequence[Note], commands: Commands, json: bool) -> list[str]:
+def render_note_counts(
+    notes: Sequence[Note], commands: Commands, json: bool, *, quiet: bool = False
+) -> list[str]:
     """One line per kind of note, counting each text once (a workload that five tests run
-    is one), and where each note is: a suite has as many notes as workloads."""
+    is one), and where each note is: a suite has as many notes as workloads (``quiet``: one
+    line counts them all)."""
     texts: dict[NoteKind, set[str]] = {}
     for note in notes:
         texts.setdefault(note.kind, set()).add(note.text)
@@ -235,6 +242,9 @@ def render_note_counts(notes: Sequence[Note], commands: Commands, json: bool) ->
             count = len(texts[kind])
             why = why.format(baseline=commands.baseline, run=commands.run)
             lines.append(f"{_count(count, what)} {done}" + (f": {why}" if why else ""))
+    if lines and quiet:
+        distinct = len({n.text for n in notes})
+        return [f"{_count(distinct, 'workload performance note')} (shown without -q)"]
     if lines:
         where = "the JSON report" if json else "--workload-json=PATH"
         lines.append(f'each note, with its test and workload: {where} ("notes")')
