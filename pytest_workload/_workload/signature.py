@@ -29,10 +29,19 @@ def dtype_name(dtype: object) -> str:
 
 @dataclass(frozen=True, eq=False)
 class InputSignature:
-    """Positional and keyword argument descriptions of one call.
+    """The arguments of one call as described, as ``Workload.input_signature`` holds them.
 
+    A tensor or an array is described by its shape and dtype, every other value by value.
     Equality and hashing go through the canonical JSON form, where ``True``, ``1`` and ``1.0``
     are three different values (as they are three different workloads).
+
+    Example:
+        ``InputSignature(args=({"tensor": [1, 3], "dtype": "float32"},), kwargs=(("use_cache",
+        True),)).format()`` is ``"(float32[1, 3], use_cache=True)"``.
+
+    Attributes:
+        args: Each positional argument's description.
+        kwargs: ``(name, description)`` of each keyword argument, sorted by name.
     """
 
     args: tuple[Json, ...]
@@ -40,6 +49,7 @@ class InputSignature:
 
     @cached_property
     def canonical(self) -> str:
+        """The canonical JSON of ``to_dict()``, which equality and hashing compare."""
         return canonical_json(self.to_dict())
 
     def __eq__(self, other: object) -> bool:
@@ -49,10 +59,12 @@ class InputSignature:
         return hash(self.canonical)
 
     def to_dict(self) -> dict[str, Json]:
+        """The signature as the JSON report holds it: ``{"args": [...], "kwargs": {...}}``."""
         return {"args": list(self.args), "kwargs": dict(self.kwargs)}
 
     @classmethod
     def from_dict(cls, data: object) -> InputSignature:
+        """The signature from parsed JSON; malformed data raises ``WorkloadError``."""
         if not isinstance(data, dict) or set(data) != {"args", "kwargs"}:
             raise WorkloadDataError("input_signature must be an object with 'args' and 'kwargs'")
         args, kwargs = data["args"], data["kwargs"]
