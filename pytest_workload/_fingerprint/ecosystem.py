@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .._core.canonical import Json
+from .._core.strict_json import Json
 from .._workload.signature import qualified_name
 
 #: Describes a nested value at a path (the describer's own ``describe``).

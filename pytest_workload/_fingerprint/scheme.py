@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from .._core.canonical import Json, canonical_json, sha256_hex
-from .._core.versions import FINGERPRINT_SCHEME
+from .._core.files import FINGERPRINT_SCHEME
+from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._workload.signature import InputSignature
 from .structure import NodeFunction, StructureMemo, structure_hash, structure_node
 from .structure_v1 import structure_node_v1

@@ -13,7 +13,7 @@ import math
 from types import BuiltinFunctionType, FunctionType
 from typing import TYPE_CHECKING, Final
 
-from .._core.canonical import Json
+from .._core.strict_json import Json
 from .._torch_internals import own_buffers, own_parameters
 from .._workload.signature import qualified_name
 from .structure import ADDRESS, class_name, is_scripted, tensor_entries

@@ -8,8 +8,8 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING, Final
 
-from .._core.canonical import Json
 from .._core.errors import DeviceUnavailableError
+from .._core.strict_json import Json
 from .device_identity import DeviceIdentity
 from .stopwatch import allocator_state
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .._core.canonical import Json
-from .._core.fields import read_field, read_object
+from .._core.strict_json import Json, read_field, read_object
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._workload.measured import (
+from .._workload.timing import (
     BUDGET_SPENT,
     FIRST_CALL,
     NOT_MEASURED,
@@ -31,10 +31,10 @@ from .._workload.measured import (
     XDIST_NOT_MEASURED,
     XDIST_OBSERVED,
     Measured,
+    Timing,
     not_measured,
     observed,
 )
-from .._workload.timing import Timing
 from .budget import SessionBudget
 from .context import CallContext, mismatch
 from .replay import Measurement, replay

@@ -3,9 +3,7 @@ baselines, too few samples."""
 
 from __future__ import annotations
 
-from .._core.commands import Commands
-from .._core.hashes import short
-from .._core.text import _count, format_duration, one_line
+from .._core.text import Commands, _count, format_duration, one_line, short
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import Workload
 from .baseline import Baseline

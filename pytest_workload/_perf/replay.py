@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._fingerprint.ecosystem import library_parts
 from .._tracing import count_flops
-from .._workload.measured import Measured
-from .._workload.timing import Timing
+from .._workload.timing import Measured, Timing
 from .calibration import calibration_kernel
 from .context import CallContext, applied, capture
 from .first_call import copy_inputs

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from .._fingerprint.libraries import library_versions
 from .._perf import Measurement, summarize
-from .._workload.measured import OBSERVED, OFF, Measured, not_measured
 from .._workload.modules import ModuleTable, closure, top_packages
 from .._workload.paths import name_first
-from .._workload.timing import Timing
+from .._workload.timing import OBSERVED, OFF, Measured, Timing, not_measured
 from .._workload.workload import TestWorkloads, UserKey, Workload
 from .rows import Entry, RowTable
 from .states import State

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._core.canonical import Json, canonical_json
+from .._core.strict_json import Json, canonical_json
 from .identity import Identity
 
 # (the counts, named where the recorder's tests read them)

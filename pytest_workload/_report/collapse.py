@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .._core.canonical import canonical_json
+from .._core.strict_json import canonical_json
 from .._workload.workload import TestWorkloads, UserKey, Workload
 
 FindingKind = Literal["hash collapse", "user key collapse", "unstable user key"]

@@ -3,9 +3,8 @@ workload whose user key is unstable."""
 
 from __future__ import annotations
 
-from .._core.canonical import Json
-from .._core.hashes import prefix_length, short
-from .._core.text import one_line
+from .._core.strict_json import Json
+from .._core.text import one_line, prefix_length, short
 from .._snapshot import format_key
 from .._workload.workload import Workload
 from .collapse import Collapse

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .._core.errors import WorkloadError
-from .._core.library_versions import versions_line
+from .._core.text import versions_line
 from .._perf import DEFAULT_TOLERANCE, Drift, judge
 from .._snapshot import Change, SnapshotDocument, compare_documents
 from .._workload.timing import Timing

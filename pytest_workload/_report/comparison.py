@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .._core.hashes import SHORT_HASH_LENGTH, short
-from .._core.text import format_duration, html_pre, markdown_code, markdown_text, one_line
+from .._core.text import (
+    SHORT_HASH_LENGTH,
+    format_duration,
+    html_pre,
+    markdown_code,
+    markdown_text,
+    one_line,
+    short,
+)
 from .collapse_text import render_collapse
 from .compare import REGRESSIONS, Comparison, Row
 

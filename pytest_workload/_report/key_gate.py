@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .._core.gate_result import GateResult
+from .._core.notes import GateResult
 from .._workload.workload import TestWorkloads
 from .collapse import Collapse, KeyChecks
 from .collapse_text import render_collapse

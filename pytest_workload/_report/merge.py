@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._core.canonical import Json
 from .._core.errors import WorkloadError
+from .._core.strict_json import Json
 from .._workload.workload import TestWorkloads
 from .collapse import Collapse, KeyChecks
 from .compare import same_device

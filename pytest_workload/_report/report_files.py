@@ -9,10 +9,9 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from .._core.canonical import Json
 from .._core.errors import CorruptFileError
 from .._core.files import read_json_file, write_text_atomic
-from .._core.strict_json import load_json
+from .._core.strict_json import Json, load_json
 from .session_report import SessionReport
 
 

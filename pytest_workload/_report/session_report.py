@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .._core.canonical import Json
 from .._core.errors import FutureFormatError, OldFormatError, WorkloadDataError
-from .._core.fields import read_field, read_object
+from .._core.files import FINGERPRINT_SCHEME, REPORT_SCHEMA_VERSION
 from .._core.notes import Note
-from .._core.versions import FINGERPRINT_SCHEME, REPORT_SCHEMA_VERSION
-from .._workload.measured import BUDGET_SPENT, Measured
+from .._core.strict_json import Json, read_field, read_object
 from .._workload.modules import modules_to_dict, read_modules
+from .._workload.timing import BUDGET_SPENT, Measured
 from .._workload.workload import TestWorkloads
 
 

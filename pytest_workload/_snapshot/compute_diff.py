@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from difflib import SequenceMatcher
 
-from .._core.hashes import short
+from .._core.text import short
 from .._workload.computation import Computation, SubCall, join_path
 from .document import SnapshotDocument, SnapshotEntry
 

@@ -1,6 +1,6 @@
 """Whether a workload's deterministic costs grew, and by how much each moved.
 
-Costs are counted, not timed (see :mod:`.._workload.costs`), so any growth is the code's: the
+Costs are counted, not timed (see :mod:`.._workload.computation`), so any growth is the code's: the
 gate fails on growth beyond ``--workload-cost-tolerance`` (0: any), never on shrinking. Costs
 come from the trace that gives the compute hash, so they follow its rules: none on either side
 (not traced there) agrees with any, and a data-dependent
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .._workload.costs import Costs
+from .._workload.computation import Costs
 from .document import SnapshotDocument, SnapshotEntry
 
 #: (label, field) of the compared costs, in the order messages give them.

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._core.commands import Commands
-from .._core.library_versions import versions_line
-from .._core.text import one_line
+from .._core.text import Commands, one_line, versions_line
 from .diff import compare_documents, documents_match
 from .document import SnapshotDocument
 from .snapshot_text import render_changes

@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Final
 
 from .._core.errors import CorruptFileError, OldFormatError, WorkloadDataError
-from .._core.files import read_text
-from .._core.hashes import short
+from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY, read_text
 from .._core.strict_json import load_json
-from .._core.versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .._core.text import short
 from .._fingerprint.scheme import BUILTIN_SCHEMES
 from .cost_diff import shrunk
 from .diff import documents_match

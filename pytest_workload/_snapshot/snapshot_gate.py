@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._core.commands import PLAIN, Commands
-from .._core.gate_result import GateResult
-from .._core.notes import Note
+from .._core.notes import GateResult, Note
+from .._core.text import PLAIN, Commands
 from .._fingerprint.scheme import FingerprintScheme
 from .._workload.workload import TestWorkloads
 from .document import SnapshotDocument, SnapshotEntry, fold

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._core.commands import Commands
-from .._core.hashes import prefix_length, short
-from .._core.text import _INDENT, one_line
+from .._core.text import _INDENT, Commands, one_line, prefix_length, short
 from .diff import Change
 
 

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from .._core.canonical import Json, canonical_json
+from .._core.strict_json import Json, canonical_json
 from .._workload.modules import ModuleTable, child_links
 
 #: The field that links a description to its children's (walked, not compared as a value).

@@ -24,11 +24,9 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 
-from .._core.commands import Commands
 from .._core.errors import FileWriteError, WorkloadDataError
 from .._core.files import outside, write_text_atomic
-from .._core.library_versions import versions_line
-from .._core.text import one_line
+from .._core.text import Commands, one_line, versions_line
 from .cost_diff import shrunk
 from .diff import compare_documents, documents_match
 from .document import SnapshotDocument

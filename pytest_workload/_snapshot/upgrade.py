@@ -10,8 +10,8 @@ snapshot only when :func:`upgrade_refusals` finds nothing.
 
 from __future__ import annotations
 
-from .._core.canonical import Json, canonical_json, sha256_hex
-from .._core.hashes import short
+from .._core.strict_json import Json, canonical_json, sha256_hex
+from .._core.text import short
 from .._workload.modules import ModuleTable, child_links
 from .diff import paths_agree
 from .document import SnapshotDocument, SnapshotEntry

@@ -1,4 +1,4 @@
-"""Counting a traced call's costs (:mod:`.._workload.costs`) from its listed operations.
+"""Counting a traced call's costs (:mod:`.._workload.computation`) from its listed operations.
 
 An operation reads its tensor inputs and writes its new outputs and in-place targets only where
 it moved data: a view (every output on an input's storage) moves none. A new storage counts as
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._workload.costs import Costs
+from .._workload.computation import Costs
 from .flops import storage_of, tensor_list
 
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Final
 
-from .._core.canonical import Json, canonical_json
 from .._core.errors import WorkloadDataError
+from .._core.strict_json import Json, canonical_json
 
 _TENSOR_TAG: Final = "tensor"
 
