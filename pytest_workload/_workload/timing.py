@@ -89,11 +89,10 @@ class Timing:
     def from_dict(cls, data: object) -> Timing:
         """The timing from parsed JSON; malformed data raises ``WorkloadError``."""
         d = read_object(data, "timing")
-        ci = _interval(d, "ci95_s")
+        median = float(read_field(d, "median_s", float, int))
+        ci = _interval(d, "ci95_s", "median_s", median)
         assert ci is not None  # (required: read_field raised otherwise)
         low, high = ci
-        median = float(read_field(d, "median_s", float, int))
-        _check_interval("ci95_s", "median_s", low, median, high)
         iqr = float(read_field(d, "iqr_s", float, int))
         if not 0 <= iqr < math.inf:
             raise WorkloadDataError(f"iqr_s must be a finite number >= 0, got {iqr}")
@@ -101,11 +100,9 @@ class Timing:
         if n < 1:
             raise WorkloadDataError(f"n must be at least 1, got {n}")
         ratio = _optional_float(d, "ratio")
-        ratio_ci = _interval(d, "ratio_ci95", optional=True)
+        ratio_ci = _interval(d, "ratio_ci95", "ratio", ratio, optional=True)
         if (ratio is None) != (ratio_ci is None):
             raise WorkloadDataError("timing needs both ratio and ratio_ci95, or neither")
-        if ratio is not None and ratio_ci is not None:
-            _check_interval("ratio_ci95", "ratio", ratio_ci[0], ratio, ratio_ci[1])
         calibration = _optional_float(d, "calibration_s")
         if calibration is not None and not 0 < calibration < math.inf:
             raise WorkloadDataError(f"calibration_s must be a finite number > 0, got {calibration}")
@@ -124,27 +121,28 @@ class Timing:
         )
 
 
-def _check_interval(name: str, of: str, low: float, median: float, high: float) -> None:
-    if not all(math.isfinite(v) for v in (low, high, median)):
-        raise WorkloadDataError(f"{name} and {of} must be finite")
-    if not 0 < low <= median <= high:
-        raise WorkloadDataError(f"timing needs 0 < {name}[0] <= {of} <= {name}[1]")
-
-
 def _optional_float(d: Mapping[str, Any], name: str) -> float | None:
     value = read_field(d, name, float, int, optional=True)
     return None if value is None else float(value)
 
 
 def _interval(
-    d: Mapping[str, Any], name: str, optional: bool = False
+    d: Mapping[str, Any], name: str, of: str, value: float | None, optional: bool = False
 ) -> tuple[float, float] | None:
+    """Field ``name``: the 95% interval of field ``of``, which holds ``value``."""
     ci = read_field(d, name, list, optional=optional)
     if ci is None:
         return None
     if len(ci) != 2 or not all(isinstance(v, (int, float)) for v in ci):
         raise WorkloadDataError(f"{name} must be [low, high]")
-    return float(ci[0]), float(ci[1])
+    low, high = float(ci[0]), float(ci[1])
+    if value is None:
+        return low, high
+    if not all(math.isfinite(v) for v in (low, high, value)):
+        raise WorkloadDataError(f"{name} and {of} must be finite")
+    if not 0 < low <= value <= high:
+        raise WorkloadDataError(f"timing needs 0 < {name}[0] <= {of} <= {name}[1]")
+    return low, high
 
 
 #: Timing by replaying the first call under its captured state, isolated from the program.
@@ -191,11 +189,10 @@ XDIST_OBSERVED, XDIST_NOT_MEASURED = _unreplayed(XDIST_SHARED)
 UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED = _unreplayed(UNMARKED)
 
 
-def _check(value: str, what: str, allowed: tuple[str, ...]) -> str:
+def _check(value: str, what: str, allowed: tuple[str, ...]) -> None:
     """One of ``allowed``, possibly followed by " (why)", or "not measured: why"."""
     if value.split(" (", 1)[0] not in allowed and not value.startswith(NOT_MEASURED):
         raise WorkloadDataError(f"{what} {value!r} is not one of {allowed} nor {NOT_MEASURED}...")
-    return value
 
 
 @dataclass(frozen=True)
@@ -221,10 +218,8 @@ class Measured:
     def unreplayed(self) -> bool:
         """Whether the timing was left unreplayed on purpose (beside xdist workers, or in an
         unmarked test): a few of the test's own calls, judged against no baseline."""
-        return self.unreplayed_for_xdist or self.timing in (
-            UNMARKED_OBSERVED,
-            UNMARKED_NOT_MEASURED,
-        )
+        unmarked = (UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
+        return self.unreplayed_for_xdist or self.timing in unmarked
 
     def to_dict(self) -> dict[str, Json]:
         return {"timing": self.timing, "flops": self.flops}
