@@ -16,9 +16,9 @@ What is written where depends on what the path is:
 Nothing read is ever unpickled, and every read goes through
 :func:`~pytest_workload._core.strict_json.load_json`, which bounds nesting and numbers.
 
-Every format version pytest-workload writes is in the table below. Each reader reads its
-current version only: earlier ones were written by development versions before the first
-release. Numbers are never reused.
+Every format version pytest-workload writes is set below. Each reader reads its current version
+only: earlier ones were written by development versions before the first release. Numbers are
+never reused.
 """
 
 from __future__ import annotations
@@ -126,15 +126,6 @@ def outside(path: Path, root: Path) -> str | None:
     return None if real == real_root or real_root in real.parents else str(real)
 
 
-def confined(path: Path, root: Path) -> None:
-    """A FileWriteError naming both paths if writing ``path`` would leave ``root``."""
-    real = outside(path, root)
-    if real is not None:
-        raise FileWriteError(
-            str(path), OSError(f"it leads to {real}, outside {root}; nothing is written there")
-        )
-
-
 def write_text_atomic(
     path: Path, text: str, *, make_parents: bool = True, within: Path | None = None
 ) -> None:
@@ -146,8 +137,9 @@ def write_text_atomic(
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    if within is not None:
-        confined(path, within)
+    if within is not None and (real := outside(path, within)) is not None:
+        why = f"it leads to {real}, outside {within}; nothing is written there"
+        raise FileWriteError(str(path), OSError(why))
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         if target.is_dir():

@@ -217,19 +217,6 @@ def expand_paths(patterns: Sequence[object]) -> list[str]:
     return list(paths)
 
 
-def read_paths(d: Mapping[str, Any]) -> tuple[str, ...]:
-    """``name`` and the paths its ``paths`` patterns stand for (just ``name`` when they are
-    absent: a scheme 1 snapshot, which keeps one entry per path)."""
-    name = read_field(d, "name", str)
-    patterns = read_field(d, "paths", list, optional=True)
-    if patterns is None:
-        return (name,)
-    paths = expand_paths(patterns)
-    if name not in paths:
-        raise WorkloadDataError(f"name {name!r} is not one of its paths")
-    return name_first(name, paths)
-
-
 def check_paths(name: str, paths: tuple[str, ...]) -> tuple[str, ...]:
     """A workload's paths, its name first: ``(name,)`` when none are given."""
     if not paths:
@@ -245,10 +232,15 @@ def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
     submodules = read_field(d, "submodules", dict, optional=True) or {}
     if not all(isinstance(v, str) for v in submodules.values()):
         raise WorkloadDataError("submodules must map names to structure hashes")
-    paths = read_paths(d)
+    name = read_field(d, "name", str)
+    patterns = read_field(d, "paths", list, optional=True)
+    # without patterns, a scheme 1 snapshot's entry, which keeps one entry per path
+    paths = [name] if patterns is None else expand_paths(patterns)
+    if name not in paths:
+        raise WorkloadDataError(f"name {name!r} is not one of its paths")
     return {
-        "name": paths[0],
-        "paths": paths,
+        "name": name,
+        "paths": name_first(name, paths),
         "class_name": read_field(d, "class", str),
         "depth": read_field(d, "depth", int),
         "parent": read_field(d, "parent", str, optional=True),
