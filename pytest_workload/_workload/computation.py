@@ -144,14 +144,13 @@ class Computation:
     @cached_property
     def flat(self) -> tuple[str, ...]:
         """Every operation, the submodules' in place."""
-        return tuple(self._flatten())
-
-    def _flatten(self) -> Iterator[str]:
+        ops: list[str] = []
         for item in self.items:
             if isinstance(item, str):
-                yield item
+                ops.append(item)
             else:
-                yield from (seen_from_caller(item.name, op) for op in item.computation.flat)
+                ops += (seen_from_caller(item.name, op) for op in item.computation.flat)
+        return tuple(ops)
 
     @property
     def partial(self) -> bool:
@@ -191,11 +190,7 @@ class Computation:
 
 def computation_table(computations: list[Computation]) -> dict[str, list[Json]]:
     """Each distinct computation reachable from ``computations``, once, by its hash."""
-    table: dict[str, list[Json]] = {}
-    for root in computations:
-        for c in root.closure():
-            if c.hash not in table:
-                table[c.hash] = c.stored_items()
+    table = {c.hash: c.stored_items() for root in computations for c in root.closure()}
     return dict(sorted(table.items()))
 
 
