@@ -21,15 +21,12 @@ from functools import cached_property
 from typing import Any, Final, Protocol
 
 from .._core.errors import WorkloadDataError
-from .._core.strict_json import read_field, read_strings
+from .._core.strict_json import MAX_INT_DIGITS, read_field, read_strings
 from .signature import InputSignature
 
 #: Paths one workload's patterns may stand for: a hand-edited ``[0-999999999]`` is refused
 #: before it is expanded.
 MAX_PATHS: Final = 1_000_000
-#: Digits of an integer in a set (as strict JSON allows in a number); a longer run of digits
-#: is compressed as a name, which stands for itself all the same.
-MAX_DIGITS: Final = 64
 
 _INTEGER: Final = re.compile(r"0|[1-9][0-9]*")
 _RANGE: Final = re.compile(r"(0|[1-9][0-9]*)(?:-(0|[1-9][0-9]*))?")
@@ -41,7 +38,9 @@ _Item = tuple[_Component, ...]
 
 
 def _component(text: str) -> _Component:
-    if len(text) <= MAX_DIGITS and _INTEGER.fullmatch(text):
+    # a longer run of digits than strict JSON allows in a number is compressed as a name,
+    # which stands for itself all the same
+    if len(text) <= MAX_INT_DIGITS and _INTEGER.fullmatch(text):
         return frozenset((int(text),))
     return text
 
@@ -141,11 +140,9 @@ def _integers(text: str, pattern: str) -> list[int]:
     ints: list[int] = []
     for part in text.split(","):
         match = _RANGE.fullmatch(part)
-        if match is None or any(len(n or "") > MAX_DIGITS for n in match.groups()):
-            raise _malformed(
-                pattern,
-                f"{part[:80]!r} is not an integer or a range a-b (of at most {MAX_DIGITS} digits)",
-            )
+        if match is None or any(len(n or "") > MAX_INT_DIGITS for n in match.groups()):
+            why = f"is not an integer or a range a-b (of at most {MAX_INT_DIGITS} digits)"
+            raise _malformed(pattern, f"{part[:80]!r} {why}")
         low = int(match[1])
         high = low if match[2] is None else int(match[2])
         if high < low or (match[2] is not None and high == low):
