@@ -28,11 +28,12 @@ release.
 
 from __future__ import annotations
 
-from ._core.errors import CorruptFileError, WorkloadError, WorkloadWarning
+from ._core.errors import WorkloadError, WorkloadWarning
 from ._fingerprint.distance import distance_factor, nearest
 from ._fingerprint.structure import structure_hash
 from ._recording.recorder import WorkloadRecorder
 from ._report.session_report import SessionReport, read_report
+from ._workload.signature import InputSignature
 from ._workload.timing import Timing
 from ._workload.workload import TestWorkloads, Workload
 
@@ -40,7 +41,7 @@ from ._workload.workload import TestWorkloads, Workload
 __version__ = "0.1.0"
 
 __all__ = [
-    "CorruptFileError",
+    "InputSignature",
     "SessionReport",
     "TestWorkloads",
     "Timing",

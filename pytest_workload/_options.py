@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from ._core.commands import Commands
 from ._core.errors import DeviceUnavailableError
 from ._core.files import STDOUT
-from ._core.text import one_line
+from ._core.text import Commands, one_line
 from ._perf.baseline import BASELINE_DIRNAME
 from ._perf.device import check_device_spec
 from ._perf.drift import DEFAULT_TOLERANCE

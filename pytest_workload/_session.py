@@ -14,12 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._core.canonical import Json
-from ._core.commands import PLAIN, Commands
 from ._core.errors import FileWriteError
-from ._core.fields import read_field
 from ._core.notes import Note
-from ._core.text import one_line
+from ._core.strict_json import Json, read_field
+from ._core.text import PLAIN, Commands, one_line
 from ._fingerprint.describe import Describer
 from ._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from ._perf.baseline import BASELINE_DIRNAME

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     import pytest
     from torch import nn
 
-    from ._core.canonical import Json
+    from ._core.strict_json import Json
     from ._fingerprint.scheme import FingerprintScheme
 
 

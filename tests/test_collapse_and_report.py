@@ -5,7 +5,7 @@ import torch
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._core.errors import WorkloadDataError
-from pytest_workload._core.hashes import prefix_length
+from pytest_workload._core.text import prefix_length
 from pytest_workload._report.collapse import KeyChecks, render_collapse
 from pytest_workload._report.summary import render_session
 from pytest_workload._snapshot.diff import compare_documents, documents_match

@@ -10,7 +10,7 @@ from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._snapshot.document import SnapshotEntry
 from pytest_workload._snapshot.part_diff import cost_lines, costs_agree, grew
 from pytest_workload._tracing.tracer import tracing
-from pytest_workload._workload.costs import Costs
+from pytest_workload._workload.computation import Costs
 
 
 def _costs(module: nn.Module, *args: torch.Tensor) -> Costs:

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
-from pytest_workload._core.commands import PLAIN
 from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._core.text import PLAIN
 from pytest_workload._perf.baseline import Baseline
 from pytest_workload._perf.device import DeviceIdentity
 from pytest_workload._perf.drift import judge, worth_retiming

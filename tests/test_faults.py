@@ -10,7 +10,7 @@ from torch import nn
 
 import pytest_workload
 from pytest_workload import WorkloadRecorder
-from pytest_workload._core.versions import SNAPSHOT_FORMAT
+from pytest_workload._core.files import SNAPSHOT_FORMAT
 from tests.pytester_suite import lit, two_shapes
 
 KILLED = """

@@ -18,8 +18,7 @@ import pytest
 import torch
 
 from pytest_workload._core.errors import FileWriteError
-from pytest_workload._core.files import write_text_atomic
-from pytest_workload._core.versions import BASELINE_FORMAT
+from pytest_workload._core.files import BASELINE_FORMAT, write_text_atomic
 from pytest_workload._snapshot.snapshot_files import NAME_MAX, SNAPSHOT_SUFFIX, snapshot_stem
 from tests.file_faults import GATE, UPDATE, deny_writes_under, no_traceback, snapshots, stored
 from tests.pytester_suite import lit, two_shapes

@@ -13,7 +13,7 @@ from torch import nn
 
 from pytest_workload import WorkloadRecorder
 from pytest_workload._perf.stopwatch import TimingPolicy
-from pytest_workload._workload.measured import (
+from pytest_workload._workload.timing import (
     UNMARKED_NOT_MEASURED,
     UNMARKED_OBSERVED,
     XDIST_NOT_MEASURED,

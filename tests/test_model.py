@@ -63,7 +63,7 @@ def test_both_readers_reject_the_same_malformed_field(field, value, message):
 
 
 def test_measured_round_trips_and_rejects_an_unknown_way():
-    from pytest_workload._workload.measured import Measured
+    from pytest_workload._workload.timing import Measured
 
     measured = Measured("observed calls (it writes outside)", "first call")
     assert Measured.from_dict(measured.to_dict()) == measured

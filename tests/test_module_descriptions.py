@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from pytest_workload._core.errors import WorkloadDataError
-from pytest_workload._core.library_versions import versions_line
+from pytest_workload._core.text import versions_line
 from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
 from pytest_workload._report.compare import (
     compare_reports,

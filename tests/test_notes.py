@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_workload._core.commands import PLAIN, Commands
 from pytest_workload._core.notes import Note
+from pytest_workload._core.text import PLAIN, Commands
 from pytest_workload._report.summary import render_note_counts, render_notes, render_unchecked
 
 ALL = Commands(("--workload-record=all",))

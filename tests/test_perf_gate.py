@@ -4,7 +4,7 @@ import dataclasses
 import json
 
 from pytest_workload import TestWorkloads
-from pytest_workload._core.gate_result import GateResult
+from pytest_workload._core.notes import GateResult
 from pytest_workload._perf.perf_gate import PerfGate
 from pytest_workload._workload.timing import Timing
 from tests.recording import tiny_table

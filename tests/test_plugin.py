@@ -170,7 +170,7 @@ def test_vanished_workload_fails(pytester, suite):
 SHAPE_BLIND = """
 import pytest
 from pytest_workload._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
-from pytest_workload._core.canonical import sha256_hex
+from pytest_workload._core.strict_json import sha256_hex
 from pytest_workload.plugin import SESSION_KEY
 
 

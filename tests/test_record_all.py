@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_workload._workload.measured import UNMARKED_OBSERVED
+from pytest_workload._workload.timing import UNMARKED_OBSERVED
 from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES, lit
 
 UNEDITED = """

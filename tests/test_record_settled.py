@@ -6,7 +6,7 @@ from torch import nn
 
 from pytest_workload import WorkloadRecorder
 from pytest_workload._recording.states import OBSERVED_CALLS, TRACED_CALLS
-from pytest_workload._workload.measured import OBSERVED
+from pytest_workload._workload.timing import OBSERVED
 from tests.recording import no_hooks_left
 
 #: calls after which a root whose calls all agree has settled

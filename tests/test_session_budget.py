@@ -12,7 +12,7 @@ import json
 import pytest
 
 from pytest_workload._perf.orchestrate import SessionBudget
-from pytest_workload._workload.measured import BUDGET_SPENT
+from pytest_workload._workload.timing import BUDGET_SPENT
 from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES
 
 

@@ -82,7 +82,7 @@ def test_dict_insertion_order_does_not_matter():
 
 _BATCH_FROM_A_SET = (
     "import torch; from pytest_workload._fingerprint.describe import describe_args;"
-    "from pytest_workload._core.canonical import canonical_json;"
+    "from pytest_workload._core.strict_json import canonical_json;"
     "batch = {k: torch.zeros(1) for k in {'images', 'labels', 'masks', 'boxes', 'ids'}};"
     "print(canonical_json(describe_args([batch])))"
 )

@@ -5,13 +5,12 @@ import pytest
 import torch
 
 from pytest_workload import (
-    CorruptFileError,
     SessionReport,
     TestWorkloads,
     WorkloadRecorder,
     read_report,
 )
-from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._core.errors import CorruptFileError, WorkloadDataError
 from pytest_workload._core.files import write_text_atomic
 from pytest_workload._report.session_report import write_report
 from pytest_workload._snapshot.document import SnapshotDocument

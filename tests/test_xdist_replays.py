@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from pytest_workload._workload.measured import XDIST_NOT_MEASURED, XDIST_OBSERVED
+from pytest_workload._workload.timing import XDIST_NOT_MEASURED, XDIST_OBSERVED
 from tests.pytester_suite import SUITE_INI, XDIST_MODES
 
 COUNTED = """

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from pytest_workload import TestWorkloads, Workload, WorkloadRecorder
-from pytest_workload._core.hashes import prefix_length
+from pytest_workload._core.text import prefix_length
 from pytest_workload._report.summary import render_session
 from pytest_workload._workload.signature import InputSignature
 from pytest_workload._workload.workload import ParamStats

@@ -1,3 +1,3 @@
-"""The core every package stands on: errors, canonical and strict JSON, fields, files, hashes,
-format numbers, notes, the gate result and the shared text helpers. Imports no feature, no torch
-and no pytest."""
+"""The core every package stands on: errors, canonical and strict JSON, files and their format
+versions, notes and the gate result, and text for people. Imports no feature, no torch and no
+pytest."""

@@ -59,8 +59,8 @@ class FutureFormatError(WorkloadDataError):
 
 class OldFormatError(WorkloadDataError):
     """Stored data of a format that only a development version before the first release
-    wrote: no release reads it; regenerating it is due. ``found``: what the data is (``baseline
-    format 1``); ``reads``: what this release reads instead (``format 2``)."""
+    wrote, which no release reads. ``found``: what the data is (``baseline format 1``);
+    ``reads``: what this release reads instead (``format 2``)."""
 
     def __init__(self, found: str, reads: str) -> None:
         super().__init__(
@@ -70,20 +70,10 @@ class OldFormatError(WorkloadDataError):
 
 
 class CorruptFileError(WorkloadError):
-    """A file pytest-workload reads does not hold what it should.
-
-    Raised for a snapshot, a baseline or a JSON report that is not UTF-8, not JSON, has a
-    malformed field, or is of a format this release does not read. The message is
-    ``"<path>: <reason>"``.
-
-    Attributes:
-        path: The file, as it was given.
-        reason: What is wrong with it, in one line.
-        future: The file is of a newer format than this release reads: upgrade
-            pytest-workload rather than fix the file.
-        old: The file is of a format that only a development version before the first
-            release wrote: regenerate it (the reason names the command).
-    """
+    """A file pytest-workload reads (a snapshot, a baseline, a JSON report) is not UTF-8, not
+    JSON, has a malformed field or is of a format this release does not read: ``"<path>:
+    <reason>"``. ``future``: of a newer format (upgrade rather than fix the file); ``old``: of a
+    format only a development version before the first release wrote (regenerate it)."""
 
     def __init__(self, path: str, reason: str, *, future: bool = False, old: bool = False) -> None:
         self.path = path

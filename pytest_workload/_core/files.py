@@ -15,6 +15,10 @@ What is written where depends on what the path is:
 
 Nothing read is ever unpickled, and every read goes through
 :func:`~pytest_workload._core.strict_json.load_json`, which bounds nesting and numbers.
+
+Every format version pytest-workload writes is set below. Each reader reads its current version
+only: earlier ones were written by development versions before the first release. Numbers are
+never reused.
 """
 
 from __future__ import annotations
@@ -38,6 +42,32 @@ from .errors import (
 from .strict_json import InvalidJsonError, load_json
 
 T = TypeVar("T")
+
+#: Version of the JSON report layout (``--workload-json``); bumped on incompatible changes.
+#: 2 added ``measured`` to each workload; 3 the ``modules`` table (each distinct module
+#: description once) and each test's ``libraries``; 4 one row per distinct workload under its
+#: calling row, with every path that ran it in ``paths`` (compressed patterns).
+REPORT_SCHEMA_VERSION: Final = 4
+
+#: The fingerprint scheme this release computes (``_fingerprint.scheme.CURRENT_SCHEME``);
+#: every scheme from 1 up to it is one a release computed.
+FINGERPRINT_SCHEME: Final = 2
+
+#: Layout version of a snapshot file (independent of the fingerprint scheme it records).
+#: 2 added ``libraries`` and the ``modules`` table; 3 one entry per distinct workload, with
+#: every path that ran it in ``paths``; 4 each workload's ``costs``.
+SNAPSHOT_FORMAT: Final = 4
+
+#: The layout of every snapshot of fingerprint scheme 1 (scheme 2 came before format 2): read
+#: only to migrate such a snapshot (``--workload-migrate``). Every other earlier number was
+#: written only by unreleased development versions and is refused; no number is reused.
+SCHEME_1_SNAPSHOT_FORMAT: Final = 1
+
+#: The field of a snapshot file that holds its layout version.
+SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
+
+#: Layout version of a timing baseline file; 2 holds the ratio to the calibration kernel.
+BASELINE_FORMAT: Final = 2
 
 #: The path that means standard output.
 STDOUT: Final = "-"
@@ -96,15 +126,6 @@ def outside(path: Path, root: Path) -> str | None:
     return None if real == real_root or real_root in real.parents else str(real)
 
 
-def confined(path: Path, root: Path) -> None:
-    """A FileWriteError naming both paths if writing ``path`` would leave ``root``."""
-    real = outside(path, root)
-    if real is not None:
-        raise FileWriteError(
-            str(path), OSError(f"it leads to {real}, outside {root}; nothing is written there")
-        )
-
-
 def write_text_atomic(
     path: Path, text: str, *, make_parents: bool = True, within: Path | None = None
 ) -> None:
@@ -116,8 +137,9 @@ def write_text_atomic(
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    if within is not None:
-        confined(path, within)
+    if within is not None and (real := outside(path, within)) is not None:
+        why = f"it leads to {real}, outside {within}; nothing is written there"
+        raise FileWriteError(str(path), OSError(why))
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         if target.is_dir():

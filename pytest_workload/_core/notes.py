@@ -1,13 +1,13 @@
-"""A note for the end of the run: what one test showed that fails nothing."""
+"""What a per-test gate returns: the reasons the test fails, and notes (what it showed that
+fails nothing) for the end of the run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
-from .canonical import Json
 from .errors import WorkloadDataError
-from .fields import read_field, read_object
+from .strict_json import Json, read_field, read_object
 
 #: What a note is about. A performance note is about one workload, so a suite has as many as
 #: it has workloads: the terminal counts them by kind, the JSON report holds each one.
@@ -47,3 +47,13 @@ class Note:
             raise WorkloadDataError(f"note kind {kind!r} is not one of {NOTE_KINDS}")
         nodeid, text = read_field(fields, "nodeid", str), read_field(fields, "text", str)
         return cls(nodeid, text, NOTE_KINDS[NOTE_KINDS.index(kind)])
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate's verdict on one test; empty when it has nothing to say."""
+
+    failures: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
+    #: How many of ``failures`` are performance regressions (the session summary counts them).
+    regressions: int = 0

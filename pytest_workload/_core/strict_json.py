@@ -1,4 +1,5 @@
-"""Reading stored JSON with bounds: every file pytest-workload reads goes through here.
+"""JSON as pytest-workload stores it: the one canonical serialisation that every hash is taken
+over, and reading with bounds, field by field: every file pytest-workload reads goes through here.
 
 A crafted or damaged file must end in one clear error, never a ``RecursionError``, a
 ``ValueError`` from a 5000-digit integer, a silent ``inf`` or a key given twice, of which JSON
@@ -9,11 +10,27 @@ non-finite numbers and duplicate keys are refused here, before any field is look
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
-from typing import Final, NoReturn
+from collections.abc import Mapping
+from typing import Any, Final, NoReturn, TypeAlias
 
 from .errors import WorkloadDataError
+
+Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | None"
+
+
+def canonical_json(value: object) -> str:
+    """Compact JSON with sorted keys and no NaN: the same bytes in every process and machine."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
 
 #: Deepest nesting of arrays and objects a stored file may have. Input descriptions are
 #: bounded well below it (see :data:`MAX_INPUT_DEPTH`), so no file this plugin writes is near it.
@@ -146,4 +163,43 @@ def load_json(text: str) -> object:
         raise InvalidJsonError(_TOO_DEEP)
     if duplicated:
         raise InvalidJsonError(f"not valid JSON: {_duplicate(data)}")
+    return data
+
+
+def read_field(data: Mapping[str, Any], name: str, *types: type, optional: bool = False) -> Any:
+    """Field ``name`` of one of ``types``; a WorkloadDataError says which field is wrong and
+    why."""
+    if name not in data:
+        if optional:
+            return None
+        raise WorkloadDataError(f"missing field {name!r}")
+    value = data[name]
+    if value is None and optional:
+        return None
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        expected = " or ".join(t.__name__ for t in types)
+        raise WorkloadDataError(f"field {name!r} must be {expected}, got {type(value).__name__}")
+    return value
+
+
+def read_count(data: Mapping[str, Any], name: str, minimum: int, *, optional: bool = False) -> Any:
+    """An integer field of at least ``minimum`` (a count, a size): no file this plugin writes
+    holds less, so less is a forged or damaged one."""
+    value = read_field(data, name, int, optional=optional)
+    if value is not None and value < minimum:
+        raise WorkloadDataError(f"field {name!r} must be at least {minimum}, got {value}")
+    return value
+
+
+def read_strings(data: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
+    """An optional list of strings, as a tuple (None when absent)."""
+    values = read_field(data, name, list, optional=True)
+    if values is not None and not all(isinstance(v, str) for v in values):
+        raise WorkloadDataError(f"field {name!r} must be a list of strings")
+    return None if values is None else tuple(values)
+
+
+def read_object(data: object, what: str) -> Mapping[str, Any]:
+    if not isinstance(data, dict):
+        raise WorkloadDataError(f"{what} must be a JSON object, got {type(data).__name__}")
     return data

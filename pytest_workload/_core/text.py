@@ -1,4 +1,7 @@
-"""Escaping what users name (tests, modules, inputs, paths, hook answers) for each output: no
+"""Text for people: escaping, durations, short hashes, library versions, and the commands that
+hints give.
+
+What users name (tests, modules, inputs, paths, hook answers) is escaped for each output: no
 name may add a line to the terminal or a text report, move the cursor, clear the screen or set
 the window title there (ESC, OSC, BEL), or add a header, a link or markup to a Markdown summary
 or PR comment. Data stays raw in files and JSON; it is escaped where it is rendered."""
@@ -6,7 +9,11 @@ or PR comment. Data stays raw in files and JSON; it is escaped where it is rende
 from __future__ import annotations
 
 import html
+import itertools
+import shlex
 import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 #: What Markdown gives a meaning inside a line (GitHub's ``$`` maths included); what it gives a
@@ -68,3 +75,84 @@ def format_duration(seconds: float) -> str:
 
 def _count(n: int, what: str) -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+#: Characters of a hash shown in reports and messages; storage always keeps the full hash.
+SHORT_HASH_LENGTH: Final = 8
+
+
+def prefix_length(hashes: Iterable[str], minimum: int = SHORT_HASH_LENGTH) -> int:
+    """Shortest displayed prefix (at least ``minimum``) that tells all distinct hashes apart."""
+    distinct = sorted(set(hashes))
+    length = minimum
+    for a, b in itertools.pairwise(distinct):
+        common = next(
+            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+        )
+        length = max(length, common + 1)
+    return length
+
+
+def short(full: str, length: int = SHORT_HASH_LENGTH) -> str:
+    return full[:length]
+
+
+def format_versions(versions: Mapping[str, str]) -> str:
+    """``torch 2.11.0, timm 1.0.20``: torch first, then the others by name."""
+    names = sorted(versions, key=lambda n: (n != "torch", n))
+    return ", ".join(f"{n} {versions[n]}" for n in names) or "unknown versions"
+
+
+def versions_line(before: Mapping[str, str], after: Mapping[str, str]) -> str | None:
+    """One line naming the library versions when they differ (None when they do not, or
+    when the stored side recorded none)."""
+    if not before or dict(before) == dict(after):
+        return None
+    return f"written with {format_versions(before)}; this run: {format_versions(after)}"
+
+
+@dataclass(frozen=True)
+class Commands:
+    """The commands hints give. Each repeats the flags that chose what this run recorded and
+    where its files are: in a project that passes ``--workload-record=all`` on the command
+    line, a bare ``pytest --workload-snapshot --snapshot-update`` records nothing."""
+
+    #: ``--flag=value`` for each option given on this run's command line that decides which
+    #: workloads are recorded, on which device, and where their baselines are.
+    selecting: tuple[str, ...] = ()
+
+    def command(self, *flags: str, one_process: bool = False) -> str:
+        """```pytest --workload-snapshot FLAGS <selecting flags>```, quoted for the terminal;
+        ``one_process`` for a command that writes timing baselines, which xdist workers
+        sharing the cores do not write."""
+        words = ["pytest", "--workload-snapshot", *flags, *self.selecting]
+        words += ["-p", "no:xdist"] if one_process else []
+        return f"`{one_line(shlex.join(words))}`"
+
+    @property
+    def accept(self) -> str:
+        return self.command("--snapshot-update")
+
+    @property
+    def baseline(self) -> str:
+        """The update that writes timing baselines too."""
+        return self.command("--snapshot-update", one_process=True)
+
+    @property
+    def migrate(self) -> str:
+        """The update narrowed to verified migrations to the current fingerprint scheme."""
+        return self.command("--snapshot-update", "--workload-migrate")
+
+    @property
+    def accept_upgrade(self) -> str:
+        """The update narrowed to changes that are only a library upgrade's wording."""
+        return self.command("--snapshot-update", "--workload-accept-upgrade")
+
+    @property
+    def run(self) -> str:
+        """The gate alone, in one process: how timings are judged."""
+        return self.command(one_process=True)
+
+
+#: A run whose command line chose nothing beyond the defaults.
+PLAIN: Final = Commands()

@@ -16,9 +16,15 @@ import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard
 
-from .._core.canonical import Json, canonical_json
 from .._core.errors import UndescribableInputError
-from .._core.strict_json import INT_BOUND, MAX_INPUT_DEPTH, MAX_INT_DIGITS, out_of_bounds
+from .._core.strict_json import (
+    INT_BOUND,
+    MAX_INPUT_DEPTH,
+    MAX_INT_DIGITS,
+    Json,
+    canonical_json,
+    out_of_bounds,
+)
 from .._workload.signature import _NDARRAY_TAG, _TENSOR_TAG, dtype_name, qualified_name
 from .ecosystem import describe_known
 

@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable
 from typing import TypeVar
 
-from .._core.canonical import Json, canonical_json
+from .._core.strict_json import Json, canonical_json
 from .._workload.signature import is_tensor_node
 
 K = TypeVar("K", bound=Json)

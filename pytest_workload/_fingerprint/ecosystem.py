@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .._core.canonical import Json
+from .._core.strict_json import Json
 from .._workload.signature import qualified_name
 
 #: Describes a nested value at a path (the describer's own ``describe``).

@@ -17,8 +17,8 @@ from functools import partial
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
-from .._core.canonical import Json, canonical_json, sha256_hex
-from .._core.versions import FINGERPRINT_SCHEME
+from .._core.files import FINGERPRINT_SCHEME
+from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._workload.signature import InputSignature
 from .structure import NodeFunction, StructureMemo, structure_hash, structure_node
 

@@ -30,8 +30,7 @@ from collections.abc import Callable, Iterator, MutableMapping
 from types import BuiltinFunctionType, FunctionType
 from typing import TYPE_CHECKING, Final
 
-from .._core.canonical import Json
-from .._core.strict_json import INT_BOUND
+from .._core.strict_json import INT_BOUND, Json
 from .._torch_internals import compiled_original, own_buffers, own_children, own_parameters
 from .._workload.modules import description_hash
 from .._workload.signature import dtype_name, qualified_name

@@ -14,11 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._core.canonical import Json
 from .._core.errors import CorruptFileError, FutureFormatError, OldFormatError, WorkloadDataError
-from .._core.fields import read_field, read_object
-from .._core.files import read_json_file, write_text_atomic
-from .._core.versions import BASELINE_FORMAT
+from .._core.files import BASELINE_FORMAT, read_json_file, write_text_atomic
+from .._core.strict_json import Json, read_field, read_object
 from .._workload.signature import InputSignature, workload_key
 from .._workload.timing import Timing
 from .._workload.workload import Workload

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Final
 
-from .._core.canonical import Json
 from .._core.errors import DeviceUnavailableError
-from .._core.fields import read_field, read_object
+from .._core.strict_json import Json, read_field, read_object
 from .stopwatch import allocator_state
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .._core.text import one_line
-from .._workload.measured import (
+from .._workload.timing import (
     BUDGET_SPENT,
     FIRST_CALL,
     NOT_MEASURED,
@@ -30,10 +30,10 @@ from .._workload.measured import (
     XDIST_NOT_MEASURED,
     XDIST_OBSERVED,
     Measured,
+    Timing,
     not_measured,
     observed,
 )
-from .._workload.timing import Timing
 from .first_call import CallContext, mismatch
 from .replay import Measurement, replay
 from .stopwatch import TimingPolicy, summarize

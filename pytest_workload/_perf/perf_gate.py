@@ -6,13 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from .._core.canonical import canonical_json
-from .._core.commands import PLAIN, Commands
 from .._core.errors import CorruptFileError, FileWriteError
-from .._core.gate_result import GateResult
-from .._core.hashes import short
-from .._core.notes import Note, NoteKind
-from .._core.text import _count, format_duration, one_line
+from .._core.notes import GateResult, Note, NoteKind
+from .._core.strict_json import canonical_json
+from .._core.text import PLAIN, Commands, _count, format_duration, one_line, short
 from .._fingerprint.distance import nearest
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload

@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._fingerprint.ecosystem import library_parts
 from .._tracing import count_flops
-from .._workload.measured import Measured
-from .._workload.timing import Timing
+from .._workload.timing import Measured, Timing
 from .first_call import CallContext, applied, capture, copy_inputs
 from .isolation import AttributeState, isolated
 from .stopwatch import TimingPolicy, pin_allocator, stopwatch_for, time_call

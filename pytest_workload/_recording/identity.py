@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._core.canonical import Json
 from .._core.errors import UndescribableInputError
+from .._core.strict_json import Json
 from .._fingerprint.describe import Describer, describe_args
 from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from .._fingerprint.structure import (

@@ -13,13 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._core.canonical import Json, canonical_json
+from .._core.strict_json import Json, canonical_json
 from .._fingerprint.ecosystem import library_versions
 from .._perf import Measurement, summarize
-from .._workload.measured import OBSERVED, OFF, Measured, not_measured
 from .._workload.modules import ModuleTable, closure, top_packages
 from .._workload.paths import name_first
-from .._workload.timing import Timing
+from .._workload.timing import OBSERVED, OFF, Measured, Timing, not_measured
 from .._workload.workload import TestWorkloads, UserKey, Workload
 from .identity import Identity
 from .states import Event, Life, State, advance

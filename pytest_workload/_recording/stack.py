@@ -24,9 +24,8 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._core.canonical import Json, canonical_json
 from .._core.errors import UndescribableInputError
-from .._core.strict_json import out_of_bounds
+from .._core.strict_json import Json, canonical_json, out_of_bounds
 from .._fingerprint.describe import Describer, describe_args, describe_kwargs, inputs_key
 from .._fingerprint.structure import class_name
 from .._perf import FirstCall

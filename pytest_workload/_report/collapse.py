@@ -14,9 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from .._core.canonical import Json, canonical_json
-from .._core.hashes import prefix_length, short
-from .._core.text import one_line
+from .._core.strict_json import Json, canonical_json
+from .._core.text import one_line, prefix_length, short
 from .._snapshot import format_key
 from .._workload.workload import TestWorkloads, UserKey, Workload
 

@@ -15,9 +15,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from .._core.errors import WorkloadError
-from .._core.hashes import SHORT_HASH_LENGTH, short
-from .._core.library_versions import versions_line
-from .._core.text import format_duration, html_pre, markdown_code, markdown_text, one_line
+from .._core.text import (
+    SHORT_HASH_LENGTH,
+    format_duration,
+    html_pre,
+    markdown_code,
+    markdown_text,
+    one_line,
+    short,
+    versions_line,
+)
 from .._perf import DEFAULT_TOLERANCE, Drift, judge
 from .._snapshot import Change, SnapshotDocument, compare_documents
 from .._workload.timing import Timing

@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._core.canonical import Json
 from .._core.errors import (
     CorruptFileError,
     FutureFormatError,
@@ -24,14 +23,17 @@ from .._core.errors import (
     WorkloadDataError,
     WorkloadError,
 )
-from .._core.fields import read_field, read_object
-from .._core.files import read_json_file, write_text_atomic
+from .._core.files import (
+    FINGERPRINT_SCHEME,
+    REPORT_SCHEMA_VERSION,
+    read_json_file,
+    write_text_atomic,
+)
 from .._core.notes import Note
-from .._core.strict_json import load_json
+from .._core.strict_json import Json, load_json, read_field, read_object
 from .._core.text import one_line
-from .._core.versions import FINGERPRINT_SCHEME, REPORT_SCHEMA_VERSION
-from .._workload.measured import BUDGET_SPENT, Measured
 from .._workload.modules import modules_to_dict, read_modules
+from .._workload.timing import BUDGET_SPENT, Measured
 from .._workload.workload import TestWorkloads
 from .collapse import Collapse, KeyChecks, render_collapse
 

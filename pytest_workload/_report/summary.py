@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._core.commands import Commands
-from .._core.hashes import prefix_length, short
 from .._core.notes import Note, NoteKind
-from .._core.text import _INDENT, _count, format_duration, one_line, terminal_text
+from .._core.text import (
+    _INDENT,
+    Commands,
+    _count,
+    format_duration,
+    one_line,
+    prefix_length,
+    short,
+    terminal_text,
+)
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
 from .session_report import count_not_replayed, count_not_timed

@@ -11,8 +11,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal
 
-from .._core.canonical import Json, canonical_json
-from .._core.hashes import short
+from .._core.strict_json import Json, canonical_json
+from .._core.text import short
 from .._fingerprint.distance import distance_factor, nearest
 from .._workload.signature import label_arg
 from .document import SnapshotDocument, SnapshotEntry

@@ -7,16 +7,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .._core.canonical import Json, canonical_json
 from .._core.errors import OldFormatError, WorkloadDataError
-from .._core.fields import read_field, read_object, read_strings
-from .._core.strict_json import load_json
-from .._core.versions import SCHEME_1_SNAPSHOT_FORMAT, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
-from .._workload.computation import Computation, computation_table, read_computations
-from .._workload.costs import Costs
+from .._core.files import SCHEME_1_SNAPSHOT_FORMAT, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .._core.strict_json import (
+    Json,
+    canonical_json,
+    load_json,
+    read_field,
+    read_object,
+    read_strings,
+)
+from .._workload.computation import Computation, Costs, computation_table, read_computations
 from .._workload.modules import ModuleTable, closure, modules_to_dict, read_modules
-from .._workload.paths import Paths, name_first
-from .._workload.row_fields import check_links, check_paths, read_identity
+from .._workload.paths import Paths, check_links, check_paths, name_first, read_identity
 from .._workload.signature import InputSignature, workload_key
 from .._workload.workload import Workload
 

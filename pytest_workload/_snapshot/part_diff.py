@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from difflib import SequenceMatcher
 
-from .._core.canonical import Json, canonical_json
-from .._core.hashes import short
+from .._core.strict_json import Json, canonical_json
+from .._core.text import short
 from .._workload.computation import Computation, SubCall, join_path
 from .._workload.signature import InputSignature, format_node, is_tensor_node, tensor_shape
 from .document import SnapshotDocument, SnapshotEntry

@@ -12,13 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from .._core.commands import Commands
 from .._core.errors import CorruptFileError, OldFormatError, WorkloadDataError
-from .._core.files import outside, read_text
-from .._core.hashes import short
+from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY, outside, read_text
 from .._core.strict_json import load_json
-from .._core.text import one_line
-from .._core.versions import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .._core.text import Commands, one_line, short
 from .._fingerprint.scheme import BUILTIN_SCHEMES
 from .diff import documents_match, shrunk
 from .document import SnapshotDocument

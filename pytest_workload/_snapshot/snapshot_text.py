@@ -8,11 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 
-from .._core.canonical import Json, canonical_json, sha256_hex
-from .._core.commands import Commands
-from .._core.hashes import prefix_length, short
-from .._core.library_versions import versions_line
-from .._core.text import _INDENT, one_line
+from .._core.strict_json import Json, canonical_json, sha256_hex
+from .._core.text import _INDENT, Commands, one_line, prefix_length, short, versions_line
 from .._workload.modules import ModuleTable, child_links
 from .diff import Change, compare_documents, documents_match, paths_agree
 from .document import SnapshotDocument, SnapshotEntry

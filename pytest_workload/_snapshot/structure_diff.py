@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from .._core.canonical import Json, canonical_json
+from .._core.strict_json import Json, canonical_json
 from .._workload.modules import ModuleTable, child_links
 
 #: Paths named per grouped change before the rest are counted.

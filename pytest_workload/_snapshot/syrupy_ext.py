@@ -22,12 +22,10 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 
-from .._core.commands import PLAIN, Commands
 from .._core.errors import FileWriteError
 from .._core.files import write_text_atomic
-from .._core.gate_result import GateResult
-from .._core.notes import Note
-from .._core.text import one_line
+from .._core.notes import GateResult, Note
+from .._core.text import PLAIN, Commands, one_line
 from .._fingerprint.scheme import FingerprintScheme
 from .._workload.workload import TestWorkloads
 from .diff import documents_match, shrunk, signature_changes

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._torch_internals import cpu_flash_attention, dispatch_mode_class, op_schema, storage_key
-from .._workload.costs import Costs
+from .._workload.computation import Costs
 
 if TYPE_CHECKING:
     import torch

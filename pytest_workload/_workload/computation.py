@@ -13,6 +13,13 @@ so it does not depend on how deep submodules were recorded.
 A call's list stops at its first operation whose result follows the tensors' values (a value
 read into Python, an output shape set by the values), marked :data:`FOLLOWS_DATA`: what runs
 after it may follow the data, so it is not part of the computation.
+
+A workload's :class:`Costs` are what its traced call moved and allocated, counted from the
+operations' tensors, never timed, so the same on every machine and under any load: bytes read
+and written, operations by name, and the peak of the bytes allocated during the call and alive
+at once (``peak_bytes``; on CUDA also the device allocator's peak, ``device_peak_bytes``). A
+list that stops where the operations follow the data has costs over the same operations,
+marked ``partial``.
 """
 
 from __future__ import annotations
@@ -22,9 +29,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .._core.canonical import Json, canonical_json, sha256_hex
 from .._core.errors import WorkloadDataError
-from .costs import Costs
+from .._core.strict_json import (
+    Json,
+    canonical_json,
+    read_count,
+    read_field,
+    read_object,
+    sha256_hex,
+)
 
 #: Enters every compute hash, so a change of the operation text's grammar is a new version.
 COMPUTE_VERSION = 2
@@ -67,6 +80,46 @@ def seen_from_caller(name: str, text: str) -> str:
 
 
 @dataclass(frozen=True)
+class Costs:
+    """``ops``: (operation name, count), sorted by name."""
+
+    bytes_read: int
+    bytes_written: int
+    peak_bytes: int
+    ops: tuple[tuple[str, int], ...] = ()
+    partial: bool = False
+    device_peak_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Json]:
+        out: dict[str, Json] = {
+            "bytes_read": self.bytes_read,
+            "bytes_written": self.bytes_written,
+            "peak_bytes": self.peak_bytes,
+        }
+        if self.device_peak_bytes is not None:
+            out["device_peak_bytes"] = self.device_peak_bytes
+        if self.partial:
+            out["partial"] = True
+        out["ops"] = dict(self.ops)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: object) -> Costs:
+        d = read_object(data, "costs")
+        ops = read_field(d, "ops", dict)
+        if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in ops.values()):
+            raise WorkloadDataError("costs: 'ops' must map operation names to counts > 0")
+        return cls(
+            bytes_read=read_count(d, "bytes_read", 0),
+            bytes_written=read_count(d, "bytes_written", 0),
+            peak_bytes=read_count(d, "peak_bytes", 0),
+            ops=tuple(sorted(ops.items())),
+            partial=read_field(d, "partial", bool, optional=True) or False,
+            device_peak_bytes=read_count(d, "device_peak_bytes", 0, optional=True),
+        )
+
+
+@dataclass(frozen=True)
 class SubCall:
     """A recorded submodule's call, by its path from the caller, inside its computation."""
 
@@ -91,14 +144,13 @@ class Computation:
     @cached_property
     def flat(self) -> tuple[str, ...]:
         """Every operation, the submodules' in place."""
-        return tuple(self._flatten())
-
-    def _flatten(self) -> Iterator[str]:
+        ops: list[str] = []
         for item in self.items:
             if isinstance(item, str):
-                yield item
+                ops.append(item)
             else:
-                yield from (seen_from_caller(item.name, op) for op in item.computation.flat)
+                ops += (seen_from_caller(item.name, op) for op in item.computation.flat)
+        return tuple(ops)
 
     @property
     def partial(self) -> bool:
@@ -138,11 +190,7 @@ class Computation:
 
 def computation_table(computations: list[Computation]) -> dict[str, list[Json]]:
     """Each distinct computation reachable from ``computations``, once, by its hash."""
-    table: dict[str, list[Json]] = {}
-    for root in computations:
-        for c in root.closure():
-            if c.hash not in table:
-                table[c.hash] = c.stored_items()
+    table = {c.hash: c.stored_items() for root in computations for c in root.closure()}
     return dict(sorted(table.items()))
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Final
 
-from .._core.canonical import Json, canonical_json, sha256_hex
 from .._core.errors import WorkloadDataError
+from .._core.strict_json import Json, canonical_json, sha256_hex
 
 #: A table of descriptions by structure hash.
 ModuleTable = Mapping[str, Mapping[str, Json]]

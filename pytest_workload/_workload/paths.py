@@ -8,23 +8,25 @@ literal), and a literal escapes each ``[``, ``]`` and ``\\`` with a ``\\``. A se
 compresses to products of component sets, merged while two agree on every component but one
 integer position (the union of two products that share every other factor is exact), so
 ``expand_paths(compress_paths(p))`` is ``p`` as a set.
+
+What a report's workload and a snapshot's entry share (their identity fields, their paths and
+their links in the tree) is read and checked here too, by one set of rules.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from typing import Final
+from typing import Any, Final, Protocol
 
 from .._core.errors import WorkloadDataError
+from .._core.strict_json import MAX_INT_DIGITS, read_field, read_strings
+from .signature import InputSignature
 
 #: Paths one workload's patterns may stand for: a hand-edited ``[0-999999999]`` is refused
 #: before it is expanded.
 MAX_PATHS: Final = 1_000_000
-#: Digits of an integer in a set (as strict JSON allows in a number); a longer run of digits
-#: is compressed as a name, which stands for itself all the same.
-MAX_DIGITS: Final = 64
 
 _INTEGER: Final = re.compile(r"0|[1-9][0-9]*")
 _RANGE: Final = re.compile(r"(0|[1-9][0-9]*)(?:-(0|[1-9][0-9]*))?")
@@ -36,7 +38,9 @@ _Item = tuple[_Component, ...]
 
 
 def _component(text: str) -> _Component:
-    if len(text) <= MAX_DIGITS and _INTEGER.fullmatch(text):
+    # a longer run of digits than strict JSON allows in a number is compressed as a name,
+    # which stands for itself all the same
+    if len(text) <= MAX_INT_DIGITS and _INTEGER.fullmatch(text):
         return frozenset((int(text),))
     return text
 
@@ -136,11 +140,9 @@ def _integers(text: str, pattern: str) -> list[int]:
     ints: list[int] = []
     for part in text.split(","):
         match = _RANGE.fullmatch(part)
-        if match is None or any(len(n or "") > MAX_DIGITS for n in match.groups()):
-            raise _malformed(
-                pattern,
-                f"{part[:80]!r} is not an integer or a range a-b (of at most {MAX_DIGITS} digits)",
-            )
+        if match is None or any(len(n or "") > MAX_INT_DIGITS for n in match.groups()):
+            why = f"is not an integer or a range a-b (of at most {MAX_INT_DIGITS} digits)"
+            raise _malformed(pattern, f"{part[:80]!r} {why}")
         low = int(match[1])
         high = low if match[2] is None else int(match[2])
         if high < low or (match[2] is not None and high == low):
@@ -210,3 +212,82 @@ def expand_paths(patterns: Sequence[object]) -> list[str]:
         if len(paths) > MAX_PATHS:
             raise _malformed(pattern, f"the patterns stand for more than {MAX_PATHS:,} paths")
     return list(paths)
+
+
+def check_paths(name: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+    """A workload's paths, its name first: ``(name,)`` when none are given."""
+    if not paths:
+        return (name,)
+    if paths[0] != name:
+        raise ValueError(f"the first path {paths[0]!r} must be the name {name!r}")
+    return paths
+
+
+def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a report's workload and a snapshot's entry share, read by one set of rules,
+    as keyword arguments for either class."""
+    submodules = read_field(d, "submodules", dict, optional=True) or {}
+    if not all(isinstance(v, str) for v in submodules.values()):
+        raise WorkloadDataError("submodules must map names to structure hashes")
+    name = read_field(d, "name", str)
+    patterns = read_field(d, "paths", list, optional=True)
+    # without patterns, a scheme 1 snapshot's entry, which keeps one entry per path
+    paths = [name] if patterns is None else expand_paths(patterns)
+    if name not in paths:
+        raise WorkloadDataError(f"name {name!r} is not one of its paths")
+    return {
+        "name": name,
+        "paths": name_first(name, paths),
+        "class_name": read_field(d, "class", str),
+        "depth": read_field(d, "depth", int),
+        "parent": read_field(d, "parent", str, optional=True),
+        "structure_hash": read_field(d, "structure_hash", str),
+        "input_signature": InputSignature.from_dict(d.get("input_signature")),
+        "hash": read_field(d, "hash", str),
+        "submodules": tuple(submodules.items()),
+        "arg_names": read_strings(d, "arg_names") or (),
+        "structure_hash_without_dtypes": read_field(
+            d, "structure_hash_without_dtypes", str, optional=True
+        ),
+    }
+
+
+class _Linked(Protocol):
+    @property
+    def hash(self) -> str: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def parent(self) -> str | None: ...
+
+
+def check_links(rows: Sequence[_Linked], where: str) -> None:
+    """Every row's ``parent`` (and ``caller``) must name a calling row one level up, and a root
+    has none: a forged link would drop a workload from every check that walks the tree."""
+    depths: dict[str, set[int]] = {}
+    for r in rows:
+        depths.setdefault(r.hash, set()).add(r.depth)
+    for row, r in enumerate(rows):
+        caller = getattr(r, "caller", None)
+        if r.depth < 0:
+            raise WorkloadDataError(f"{where}, workload {row}: depth {r.depth} is negative")
+        if (r.depth == 0) != (r.parent is None):
+            raise WorkloadDataError(
+                f"{where}, workload {row}: depth {r.depth} with parent {r.parent!r} (a workload "
+                "has a parent exactly when it is not at depth 0)"
+            )
+        if caller is not None:
+            if not 0 <= caller < row:
+                raise WorkloadDataError(
+                    f"{where}, workload {row}: caller {caller} is not an earlier row"
+                )
+            up = rows[caller]
+            if up.hash != r.parent or up.depth != r.depth - 1:
+                raise WorkloadDataError(
+                    f"{where}, workload {row}: parent and depth do not match caller row {caller}"
+                )
+        elif r.parent is not None and r.depth - 1 not in depths.get(r.parent, set()):
+            raise WorkloadDataError(
+                f"{where}, workload {row}: parent {r.parent!r} is not the hash of a workload at "
+                f"depth {r.depth - 1}"
+            )

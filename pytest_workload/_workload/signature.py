@@ -8,12 +8,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Final
 
-from .._core.canonical import Json, canonical_json
 from .._core.errors import WorkloadDataError
+from .._core.strict_json import Json, canonical_json
 
+#: The tags of a described tensor and of a described array, each beside its ``dtype``.
 _TENSOR_TAG: Final = "tensor"
-
-
 _NDARRAY_TAG: Final = "ndarray"
 
 
@@ -29,10 +28,19 @@ def dtype_name(dtype: object) -> str:
 
 @dataclass(frozen=True, eq=False)
 class InputSignature:
-    """Positional and keyword argument descriptions of one call.
+    """The arguments of one call as described, as ``Workload.input_signature`` holds them.
 
+    A tensor or an array is described by its shape and dtype, every other value by value.
     Equality and hashing go through the canonical JSON form, where ``True``, ``1`` and ``1.0``
     are three different values (as they are three different workloads).
+
+    Example:
+        ``InputSignature(args=({"tensor": [1, 3], "dtype": "float32"},), kwargs=(("use_cache",
+        True),)).format()`` is ``"(float32[1, 3], use_cache=True)"``.
+
+    Attributes:
+        args: Each positional argument's description.
+        kwargs: ``(name, description)`` of each keyword argument, sorted by name.
     """
 
     args: tuple[Json, ...]
@@ -40,6 +48,7 @@ class InputSignature:
 
     @cached_property
     def canonical(self) -> str:
+        """The canonical JSON of ``to_dict()``, which equality and hashing compare."""
         return canonical_json(self.to_dict())
 
     def __eq__(self, other: object) -> bool:
@@ -49,10 +58,12 @@ class InputSignature:
         return hash(self.canonical)
 
     def to_dict(self) -> dict[str, Json]:
+        """The signature as the JSON report holds it: ``{"args": [...], "kwargs": {...}}``."""
         return {"args": list(self.args), "kwargs": dict(self.kwargs)}
 
     @classmethod
     def from_dict(cls, data: object) -> InputSignature:
+        """The signature from parsed JSON; malformed data raises ``WorkloadError``."""
         if not isinstance(data, dict) or set(data) != {"args", "kwargs"}:
             raise WorkloadDataError("input_signature must be an object with 'args' and 'kwargs'")
         args, kwargs = data["args"], data["kwargs"]
@@ -79,22 +90,6 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _check_strings(node: dict[str, Json], where: str, *names: str) -> None:
-    for name in names:
-        if not isinstance(node.get(name), str):
-            raise _bad(where, f"{name!r} must be a string")
-
-
-def _check_shaped(node: dict[str, Json], tag: str, where: str) -> None:
-    shape = node[tag]
-    if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
-        raise _bad(where, f"{tag!r} must be a list of integers, got {json_type(shape)}")
-    _check_strings(node, where, "dtype")
-    _check_strings(node, where, *(k for k in ("layout", "qscheme", "subclass") if k in node))
-    if "axis" in node and not _is_int(node["axis"]):
-        raise _bad(where, "'axis' must be an integer")
-
-
 def json_type(value: object) -> str:
     """How a JSON value's type is named in messages."""
     return "null" if value is None else type(value).__name__
@@ -103,10 +98,10 @@ def json_type(value: object) -> str:
 #: Tagged nodes: their required keys (the tag first) and optional ones.
 _TAGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     _TENSOR_TAG: (
-        frozenset({"tensor", "dtype"}),
+        frozenset({_TENSOR_TAG, "dtype"}),
         frozenset({"layout", "qscheme", "axis", "subclass"}),
     ),
-    _NDARRAY_TAG: (frozenset({"ndarray", "dtype"}), frozenset({"layout"})),
+    _NDARRAY_TAG: (frozenset({_NDARRAY_TAG, "dtype"}), frozenset({"layout"})),
     "tuple": (frozenset({"tuple"}), frozenset()),
     "dict": (frozenset({"dict"}), frozenset()),
     "namedtuple": (frozenset({"namedtuple", "fields"}), frozenset()),
@@ -151,11 +146,9 @@ def check_node(node: object, where: str) -> None:
 
 def _check_tagged(node: dict[str, Json], tag: str, where: str) -> None:
     value = node[tag]
-    if tag in (_TENSOR_TAG, _NDARRAY_TAG):
-        _check_shaped(node, tag, where)
-    elif tag == "size":
+    if tag in (_TENSOR_TAG, _NDARRAY_TAG, "size"):
         if not isinstance(value, list) or not all(_is_int(d) for d in value):
-            raise _bad(where, f"'size' must be a list of integers, got {json_type(value)}")
+            raise _bad(where, f"{tag!r} must be a list of integers, got {json_type(value)}")
     elif tag == "tuple" or tag == "complex":
         if not isinstance(value, list) or (tag == "complex" and len(value) != 2):
             raise _bad(where, f"{tag!r} must be a list, got {json_type(value)}")
@@ -172,17 +165,16 @@ def _check_tagged(node: dict[str, Json], tag: str, where: str) -> None:
             raise _bad(where, f"{tag!r} must be a type name with an object of 'fields'")
         for name, field in fields.items():
             check_node(field, f"{where}.{name}")
-    elif tag == "numpy":
-        _check_strings(node, where, "numpy")
+    elif not isinstance(value, str):
+        raise _bad(where, f"{tag!r} must be a string")
+    for key in ("dtype", "layout", "qscheme", "subclass", "preview"):
+        if key in node and not isinstance(node[key], str):
+            raise _bad(where, f"{key!r} must be a string")
+    for key in ("axis", "length"):
+        if key in node and not _is_int(node[key]):
+            raise _bad(where, f"{key!r} must be an integer")
+    if tag == "numpy":
         check_node(node["value"], f"{where}.value")
-    elif tag == "str_sha256":
-        _check_strings(node, where, "str_sha256", "preview")
-        if not _is_int(node["length"]):
-            raise _bad(where, "'length' must be an integer")
-    elif tag == "custom":
-        _check_strings(node, where, "custom")
-    else:
-        _check_strings(node, where, tag)
 
 
 def _short_type(qualname: str) -> str:
@@ -195,28 +187,17 @@ def format_node(node: Json) -> str:
         return f"[{', '.join(format_node(v) for v in node)}]"
     if not isinstance(node, dict):
         return repr(node)
-    if _TENSOR_TAG in node or _NDARRAY_TAG in node:
-        tag = _TENSOR_TAG if _TENSOR_TAG in node else _NDARRAY_TAG
-        shape = node[tag]
-        assert isinstance(shape, list)
-        prefix = "ndarray " if tag == _NDARRAY_TAG else ""
-        layout = f" {node['layout']}" if "layout" in node else ""
-        return f"{prefix}{node['dtype']}[{', '.join(str(d) for d in shape)}]{layout}{_extras(node)}"
-    return _format_tagged(node)
-
-
-def _extras(node: dict[str, Json]) -> str:
-    """What a tensor node adds to shape and dtype: `` per_channel_affine(axis=0) MyTensor``."""
-    text = ""
-    if "qscheme" in node:
-        axis = f"(axis={node['axis']})" if "axis" in node else ""
-        text += f" {node['qscheme']}{axis}"
-    if "subclass" in node:
-        text += f" {_short_type(str(node['subclass']))}"
-    return text
-
-
-def _format_tagged(node: dict[str, Json]) -> str:
+    if is_tensor_node(node):
+        prefix = "" if _TENSOR_TAG in node else "ndarray "
+        shape = ", ".join(str(d) for d in tensor_shape(node))
+        text = f"{prefix}{node['dtype']}[{shape}]"
+        if "layout" in node:
+            text += f" {node['layout']}"
+        if "qscheme" in node:  # `` per_channel_affine(axis=0)``
+            text += f" {node['qscheme']}" + (f"(axis={node['axis']})" if "axis" in node else "")
+        if "subclass" in node:
+            text += f" {_short_type(str(node['subclass']))}"
+        return text
     if "tuple" in node:
         items = node["tuple"]
         assert isinstance(items, list)
@@ -271,11 +252,10 @@ def _format_pair(pair: Json) -> str:
 def label_arg(path: str, arg_names: Sequence[str]) -> str:
     """``args[0]...`` becomes ``args[0] (x)...`` when the forward's parameter name is known."""
     if path.startswith("args[") and "]" in path:
-        index = int(path[5 : path.index("]")])
+        end = path.index("]") + 1
+        index = int(path[5 : end - 1])
         if index < len(arg_names):
-            return (
-                f"{path[: path.index(']') + 1]} ({arg_names[index]}){path[path.index(']') + 1 :]}"
-            )
+            return f"{path[:end]} ({arg_names[index]}){path[end:]}"
     return path
 
 
@@ -285,7 +265,6 @@ def is_tensor_node(node: Json) -> bool:
 
 
 def tensor_shape(node: Json) -> list[Json]:
-    """The shape list of a tensor or array node."""
     assert isinstance(node, dict)
     shape = node.get(_TENSOR_TAG, node.get(_NDARRAY_TAG))
     assert isinstance(shape, list)
@@ -294,5 +273,4 @@ def tensor_shape(node: Json) -> list[Json]:
 
 def workload_key(structure: str, signature: InputSignature) -> list[Json]:
     """``[structure_hash, args, kwargs]``: a key that keeps structure apart from shapes."""
-    sig = signature.to_dict()
-    return [structure, sig["args"], sig["kwargs"]]
+    return [structure, list(signature.args), dict(signature.kwargs)]

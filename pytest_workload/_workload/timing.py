@@ -1,5 +1,6 @@
 """A timing as data: median, spread and a 95% interval of per-call times, and the workload's
-time relative to the calibration kernel timed beside it."""
+time relative to the calibration kernel timed beside it; and how a workload's timing and FLOPs
+were obtained (:class:`Measured`), as stored in the JSON report."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .._core.canonical import Json
 from .._core.errors import WorkloadDataError
-from .._core.fields import read_field, read_object
+from .._core.strict_json import Json, read_field, read_object
 
 #: Samples (for a replay: workload/calibration pairs) a timing needs to be judged against
 #: another: the fewest whose range is a 95% confidence interval of the median whatever the
@@ -89,11 +89,10 @@ class Timing:
     def from_dict(cls, data: object) -> Timing:
         """The timing from parsed JSON; malformed data raises ``WorkloadError``."""
         d = read_object(data, "timing")
-        ci = _interval(d, "ci95_s")
+        median = float(read_field(d, "median_s", float, int))
+        ci = _interval(d, "ci95_s", "median_s", median)
         assert ci is not None  # (required: read_field raised otherwise)
         low, high = ci
-        median = float(read_field(d, "median_s", float, int))
-        _check_interval("ci95_s", "median_s", low, median, high)
         iqr = float(read_field(d, "iqr_s", float, int))
         if not 0 <= iqr < math.inf:
             raise WorkloadDataError(f"iqr_s must be a finite number >= 0, got {iqr}")
@@ -101,11 +100,9 @@ class Timing:
         if n < 1:
             raise WorkloadDataError(f"n must be at least 1, got {n}")
         ratio = _optional_float(d, "ratio")
-        ratio_ci = _interval(d, "ratio_ci95", optional=True)
+        ratio_ci = _interval(d, "ratio_ci95", "ratio", ratio, optional=True)
         if (ratio is None) != (ratio_ci is None):
             raise WorkloadDataError("timing needs both ratio and ratio_ci95, or neither")
-        if ratio is not None and ratio_ci is not None:
-            _check_interval("ratio_ci95", "ratio", ratio_ci[0], ratio, ratio_ci[1])
         calibration = _optional_float(d, "calibration_s")
         if calibration is not None and not 0 < calibration < math.inf:
             raise WorkloadDataError(f"calibration_s must be a finite number > 0, got {calibration}")
@@ -124,24 +121,110 @@ class Timing:
         )
 
 
-def _check_interval(name: str, of: str, low: float, median: float, high: float) -> None:
-    if not all(math.isfinite(v) for v in (low, high, median)):
-        raise WorkloadDataError(f"{name} and {of} must be finite")
-    if not 0 < low <= median <= high:
-        raise WorkloadDataError(f"timing needs 0 < {name}[0] <= {of} <= {name}[1]")
-
-
 def _optional_float(d: Mapping[str, Any], name: str) -> float | None:
     value = read_field(d, name, float, int, optional=True)
     return None if value is None else float(value)
 
 
 def _interval(
-    d: Mapping[str, Any], name: str, optional: bool = False
+    d: Mapping[str, Any], name: str, of: str, value: float | None, optional: bool = False
 ) -> tuple[float, float] | None:
+    """Field ``name``: the 95% interval of field ``of``, which holds ``value``."""
     ci = read_field(d, name, list, optional=optional)
     if ci is None:
         return None
     if len(ci) != 2 or not all(isinstance(v, (int, float)) for v in ci):
         raise WorkloadDataError(f"{name} must be [low, high]")
-    return float(ci[0]), float(ci[1])
+    low, high = float(ci[0]), float(ci[1])
+    if value is None:
+        return low, high
+    if not all(math.isfinite(v) for v in (low, high, value)):
+        raise WorkloadDataError(f"{name} and {of} must be finite")
+    if not 0 < low <= value <= high:
+        raise WorkloadDataError(f"timing needs 0 < {name}[0] <= {of} <= {name}[1]")
+    return low, high
+
+
+#: Timing by replaying the first call under its captured state, isolated from the program.
+REPLAYED: Final = "replayed"
+#: Timing from the calls the test made (submodules, or a root whose replay was not isolated).
+OBSERVED: Final = "observed calls"
+#: FLOPs counted on the test's own first call of the workload.
+FIRST_CALL: Final = "first call"
+#: Timing turned off for the session.
+OFF: Final = "off"
+#: The prefix of a reason something was not obtained.
+NOT_MEASURED: Final = "not measured: "
+#: Timing left out because the session's timing budget was used up.
+BUDGET_SPENT: Final = NOT_MEASURED + "the session's timing budget was spent"
+#: Why a top-level workload was not replayed for timing: beside other xdist workers (the drift
+#: gate relaxed) a replayed timing is biased, and could gate nothing.
+XDIST_SHARED: Final = (
+    "xdist workers share the cores: replays are left to a run in one process or to "
+    "--workload-perf=strict"
+)
+
+
+def not_measured(reason: str) -> str:
+    return NOT_MEASURED + reason
+
+
+def observed(why: str) -> str:
+    """Timing from the calls the test made, and why the workload was not replayed."""
+    return f"{OBSERVED} ({why})"
+
+
+#: Why a top-level workload was not replayed at all: its test did not ask for timing (no
+#: marker, no ``workloads`` fixture), and replays would multiply an unedited suite's time.
+UNMARKED: Final = "unmarked tests recorded by --workload-record=all are not replayed"
+
+
+def _unreplayed(why: str) -> tuple[str, str]:
+    """How a workload left unreplayed for ``why`` was timed: from the test's own calls, or not
+    at all where none was observed."""
+    return observed(why), not_measured(f"no call was observed untraced, and {why}")
+
+
+XDIST_OBSERVED, XDIST_NOT_MEASURED = _unreplayed(XDIST_SHARED)
+UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED = _unreplayed(UNMARKED)
+
+
+def _check(value: str, what: str, allowed: tuple[str, ...]) -> None:
+    """One of ``allowed``, possibly followed by " (why)", or "not measured: why"."""
+    if value.split(" (", 1)[0] not in allowed and not value.startswith(NOT_MEASURED):
+        raise WorkloadDataError(f"{what} {value!r} is not one of {allowed} nor {NOT_MEASURED}...")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """``timing``: "replayed", "observed calls (<why not replayed>)", "off" or
+    "not measured: <why>";
+    ``flops``: "first call", "replayed" or "not measured: <why>"."""
+
+    timing: str
+    flops: str
+
+    def __post_init__(self) -> None:
+        _check(self.timing, "measured.timing", (REPLAYED, OBSERVED, OFF))
+        _check(self.flops, "measured.flops", (FIRST_CALL, REPLAYED))
+
+    @property
+    def unreplayed_for_xdist(self) -> bool:
+        """Whether the timing was not replayed because xdist workers shared the cores: it is
+        judged against no baseline, and the session counts it."""
+        return self.timing in (XDIST_OBSERVED, XDIST_NOT_MEASURED)
+
+    @property
+    def unreplayed(self) -> bool:
+        """Whether the timing was left unreplayed on purpose (beside xdist workers, or in an
+        unmarked test): a few of the test's own calls, judged against no baseline."""
+        unmarked = (UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
+        return self.unreplayed_for_xdist or self.timing in unmarked
+
+    def to_dict(self) -> dict[str, Json]:
+        return {"timing": self.timing, "flops": self.flops}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Measured:
+        d = read_object(data, "measured")
+        return cls(timing=read_field(d, "timing", str), flops=read_field(d, "flops", str))

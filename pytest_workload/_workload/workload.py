@@ -9,17 +9,20 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .._core.canonical import Json, canonical_json
 from .._core.errors import WorkloadDataError
-from .._core.fields import read_count, read_field, read_object, read_strings
-from .computation import Computation
-from .costs import Costs
-from .measured import Measured
+from .._core.strict_json import (
+    Json,
+    canonical_json,
+    read_count,
+    read_field,
+    read_object,
+    read_strings,
+)
+from .computation import Computation, Costs
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
-from .paths import Paths
-from .row_fields import check_links, check_paths, read_identity
+from .paths import Paths, check_links, check_paths, read_identity
 from .signature import InputSignature, workload_key
-from .timing import Timing
+from .timing import Measured, Timing
 
 
 @dataclass(frozen=True)
