@@ -15,7 +15,8 @@ Both sides run with ``--threads`` intra-op threads (default 1: ``Timer``'s own d
 shared 2-core machine two threads per process oversubscribe the cores, which can make a call 50x
 slower at random). ``--torch-threads`` sets ``Timer``'s ``num_threads`` apart, to show a mismatch.
 
-Run: ``python benchmarks/timing_agreement.py [--quick]``.
+Run: ``python benchmarks/timing_agreement.py [--quick] [--device cuda]`` (on CUDA the plugin
+times with device events and ``Timer`` synchronises the device).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _timm(name: str, size: int) -> tuple[nn.Module, torch.Tensor]:
     return timm.create_model(name, pretrained=False).eval(), torch.rand(1, 3, size, size)
 
 
-def build_workloads(quick: bool) -> list[Workload]:
+def build_workloads(quick: bool, device: str = "cpu") -> list[Workload]:
     torch.manual_seed(0)
     workloads = [Workload("nn.Linear(64, 64) @ 1x64", nn.Linear(64, 64).eval(), torch.rand(1, 64))]
     models = [("mobilenetv2_035", 96), ("resnet18", 96), ("vit_tiny_patch16_224", 224)]
@@ -69,6 +70,8 @@ def build_workloads(quick: bool) -> list[Workload]:
         models += [("mobilenetv2_035", 224), ("resnet18", 224), ("resnet50", 256)]
     for name, size in models:
         workloads.append(Workload(f"{name} @ 1x3x{size}x{size}", *_timm(name, size)))
+    for w in workloads:
+        w.model, w.x = w.model.to(device), w.x.to(device)
     return workloads
 
 
@@ -122,6 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--max-run-time", type=float, default=None, help="blocked_autorange min_run_time (s)"
     )
+    parser.add_argument("--device", default="cpu", help="where the models run (cuda: events)")
     args = parser.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 10)
     torch.set_num_threads(args.threads)
@@ -130,7 +134,7 @@ def main(argv: list[str] | None = None) -> None:
     max_run = args.max_run_time or (0.3 if args.quick else 2.0)
     policy = TimingPolicy()  # the plugin's default (what --workload-time-budget=0.25 gives)
 
-    workloads = build_workloads(args.quick)
+    workloads = build_workloads(args.quick, args.device)
     with torch.no_grad():
         for w in workloads:  # warm every model once, outside the measurement
             for _ in range(3):
@@ -140,8 +144,8 @@ def main(argv: list[str] | None = None) -> None:
     print()
     print_header("Timing agreement: plugin median vs torch.utils.benchmark blocked_autorange")
     print(
-        f"{rounds} alternated rounds per workload; plugin policy {policy}; torch Timer "
-        f"num_threads={threads}, blocked_autorange(min_run_time={max_run}); "
+        f"{rounds} alternated rounds per workload on {args.device}; plugin policy {policy}; "
+        f"torch Timer num_threads={threads}, blocked_autorange(min_run_time={max_run}); "
         f"allocator: {allocator}.\n"
     )
     rows = []
