@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final
 
 from .._core.errors import DeviceUnavailableError
 from .._core.strict_json import Json, read_field, read_object
-from .stopwatch import allocator_state
+from .stopwatch import pin_allocator
 
 if TYPE_CHECKING:
     import torch
@@ -125,5 +125,6 @@ def environment(device: torch.device) -> dict[str, Json]:
         "cpu_count": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "allocator": allocator_state(),
+        # what pin_allocator did in this process (None: no CPU timing called it)
+        "allocator": pin_allocator() if pin_allocator.cache_info().currsize else None,
     }

@@ -63,22 +63,6 @@ def judge(
     flops_ratio = flops[0] / flops[1] if flops[0] and flops[1] else None
     if baseline.median_s <= 0 or baseline.ci_low_s <= 0:  # (only a hand-made one)
         return Drift("unchanged", math.nan, math.nan, math.nan, tolerance)
-    drift = _compared(current, baseline, tolerance, flops_ratio)
-    if flops_ratio is not None and flops_ratio > 1 + tolerance:
-        return replace(drift, kind="regression", evidence="flops")
-    if not (current.has_interval and baseline.has_interval):
-        return replace(drift, kind="too few samples")
-    limit = 1 + tolerance
-    if drift.ratio > limit and drift.ratio_low > limit:
-        return replace(drift, kind="regression")
-    if drift.ratio < 1 / limit and drift.ratio_high < 1 / limit:
-        return replace(drift, kind="faster")
-    return drift
-
-
-def _compared(
-    current: Timing, baseline: Timing, tolerance: float, flops_ratio: float | None
-) -> Drift:
     wall = current.median_s / baseline.median_s
     machine = None
     if current.calibration_s is not None and baseline.calibration_s is not None:
@@ -95,7 +79,17 @@ def _compared(
         (cur_low, cur_high), (base_low, base_high) = current.ratio_ci, baseline.ratio_ci
         ratio, low, high = current.ratio / baseline.ratio, cur_low / base_high, cur_high / base_low
         evidence = "calibrated"
-    return Drift("unchanged", ratio, low, high, tolerance, evidence, wall, machine, flops_ratio)
+    drift = Drift("unchanged", ratio, low, high, tolerance, evidence, wall, machine, flops_ratio)
+    if flops_ratio is not None and flops_ratio > 1 + tolerance:
+        return replace(drift, kind="regression", evidence="flops")
+    if not (current.has_interval and baseline.has_interval):
+        return replace(drift, kind="too few samples")
+    limit = 1 + tolerance
+    if drift.ratio > limit and drift.ratio_low > limit:
+        return replace(drift, kind="regression")
+    if drift.ratio < 1 / limit and drift.ratio_high < 1 / limit:
+        return replace(drift, kind="faster")
+    return drift
 
 
 def worth_retiming(drift: Drift) -> bool:

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     import torch
     from torch import nn
 
-_CONTAINERS = (list, dict, set)
-
 
 def _put_back(container: Any, saved: Any) -> None:
     """Refill ``container`` with ``saved`` (None: empty) unless it holds the same elements by
@@ -97,7 +95,7 @@ class AttributeState:
         self.contents = {
             name: value.copy() if value else None
             for name, value in self.attributes.items()
-            if type(value) in _CONTAINERS or isinstance(value, dict)
+            if type(value) in (list, set) or isinstance(value, dict)
         }
         self.generators = [
             r for r in map(_generator_restorer, self.attributes.values()) if r is not None

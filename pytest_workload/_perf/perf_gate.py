@@ -120,10 +120,16 @@ class PerfGate:
     ) -> None:
         self.baselines = baselines
         self.within = within
-        self.mode = mode
         self.update = update
-        self.workers = workers
         self.commands = commands
+        #: Why timings cannot gate here, if they cannot: workers compete for the cores.
+        self._relaxed: str | None = None
+        if workers > 1 and mode != "strict":
+            self._relaxed = (
+                f"timed while {workers} xdist workers shared this machine, so "
+                f"not failed and no baseline written; run the timing gate in one process "
+                f"({commands.run}) or pass --workload-perf=strict"
+            )
         self._stores: dict[str, BaselineStore] = {}
         self._reported: set[str] = set()
         # the baselines this session wrote
@@ -174,17 +180,6 @@ class PerfGate:
         (xdist workers share the cores, the mode is not strict), whose timings are biased and
         could gate nothing; they are timed from the test's own calls there, and not judged."""
         return self._relaxed is None
-
-    @property
-    def _relaxed(self) -> str | None:
-        """Why timings cannot gate here, if they cannot: workers compete for the cores."""
-        if self.workers > 1 and self.mode != "strict":
-            return (
-                f"timed while {self.workers} xdist workers shared this machine, so "
-                f"not failed and no baseline written; run the timing gate in one process "
-                f"({self.commands.run}) or pass --workload-perf=strict"
-            )
-        return None
 
     def _check_workload(
         self, w: Workload, tolerance: float, notes: _Notes, regressions: list[str]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._fingerprint.ecosystem import library_parts
-from .._tracing import count_flops
+from .._tracing import DevicePeak, count_flops, device_memory
 from .._workload.timing import Measured, Timing
 from .first_call import CallContext, applied, capture, copy_inputs
 from .isolation import AttributeState, isolated
@@ -81,17 +81,6 @@ def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     return torch.device("cpu")
 
 
-def _peak_memory(call: Callable[[], None], device: torch.device) -> int:
-    import torch
-
-    torch.cuda.synchronize(device)
-    torch.cuda.reset_peak_memory_stats(device)
-    before = torch.cuda.memory_allocated(device)
-    call()
-    torch.cuda.synchronize(device)
-    return int(torch.cuda.max_memory_allocated(device) - before)
-
-
 def replay(
     module: nn.Module,
     target: nn.Module,
@@ -123,8 +112,12 @@ def replay(
                 for cache in caches:
                     cache.restore()
 
-            if device.type == "cuda":
-                peak = _peak_memory(call, device)
+            memory = device_memory(device)
+            if memory is not None:
+                peak_of = DevicePeak(memory)
+                peak_of.begin()
+                call()
+                peak = peak_of.end()
             if policy is not None and reference is not None:
                 if device.type == "cpu":
                     pin_allocator()

@@ -54,6 +54,12 @@ def median_interval(ordered: Sequence[float]) -> tuple[float, float]:
     return ordered[low], ordered[high]
 
 
+def _median(samples: Sequence[float]) -> tuple[float, tuple[float, float]]:
+    """The median and its 95% interval."""
+    ordered = sorted(samples)
+    return _quantile(ordered, 0.5), median_interval(ordered)
+
+
 def summarize(
     samples_s: Sequence[float],
     device: str,
@@ -68,10 +74,7 @@ def summarize(
         raise ValueError("no samples to summarize")
     ordered = sorted(samples_s)
     low, high = median_interval(ordered)
-    ratio = ratio_ci = None
-    if ratios:
-        by_size = sorted(ratios)
-        ratio, ratio_ci = _quantile(by_size, 0.5), median_interval(by_size)
+    ratio, ratio_ci = _median(ratios) if ratios else (None, None)
     return Timing(
         median_s=_quantile(ordered, 0.5),
         iqr_s=_quantile(ordered, 0.75) - _quantile(ordered, 0.25),
@@ -191,19 +194,17 @@ class CpuStopwatch:
         return Lap((end - start) / 1e9, (end_cpu - start_cpu) / 1e9)
 
 
-class MpsStopwatch:
+def _mps_stopwatch(fn: Callable[[], object], number: int) -> Lap:
     """Wall time between two MPS synchronisations."""
+    import torch
 
-    def __call__(self, fn: Callable[[], object], number: int) -> Lap:
-        import torch
-
-        torch.mps.synchronize()
-        start = time.perf_counter_ns()
-        for _ in range(number):
-            fn()
-        torch.mps.synchronize()
-        elapsed = (time.perf_counter_ns() - start) / 1e9
-        return Lap(elapsed, elapsed)
+    torch.mps.synchronize()
+    start = time.perf_counter_ns()
+    for _ in range(number):
+        fn()
+    torch.mps.synchronize()
+    elapsed = (time.perf_counter_ns() - start) / 1e9
+    return Lap(elapsed, elapsed)
 
 
 class CudaStopwatch:
@@ -256,16 +257,11 @@ def pin_allocator() -> str | None:
     return "glibc malloc thresholds pinned (mmap 32 MiB, trim 64 MiB)" if pinned else None
 
 
-def allocator_state() -> str | None:
-    """What :func:`pin_allocator` did in this process; None if no CPU timing called it."""
-    return pin_allocator() if pin_allocator.cache_info().currsize else None
-
-
 def stopwatch_for(device: torch.device) -> Stopwatch:
     """The right way to time calls on ``device``: never CUDA without events or a sync."""
     if device.type == "cuda":
         return CudaStopwatch(device)
-    return MpsStopwatch() if device.type == "mps" else CpuStopwatch()
+    return _mps_stopwatch if device.type == "mps" else CpuStopwatch()
 
 
 @dataclass(frozen=True)
@@ -326,9 +322,7 @@ def measure(
         # A precise-looking median from a few milliseconds says more about that moment than
         # about the workload: spend a fifth of the budget at least.
         if spent() >= policy.budget_s / 5:
-            ordered = sorted(samples.ratios)
-            low, high = median_interval(ordered)
-            median = _quantile(ordered, 0.5)
+            median, (low, high) = _median(samples.ratios)
             if median > 0 and (high - low) / 2 / median <= policy.precision:
                 break
     return samples
