@@ -245,16 +245,6 @@ def inputs_key(args: Sequence[object], kwargs: Mapping[str, object]) -> Hashable
     torch = sys.modules.get("torch")
     if torch is None:
         return None
-    tensor = torch.Tensor
-    keys = []
-    for value in args:
-        key = _value_key(value, tensor)
-        if key is None:
-            return None
-        keys.append(key)
-    for name in sorted(kwargs) if kwargs else ():
-        key = _value_key(kwargs[name], tensor)
-        if key is None:
-            return None
-        keys.append((name, key))
-    return (len(args), tuple(keys))
+    names = sorted(kwargs) if kwargs else []
+    keys = [_value_key(v, torch.Tensor) for v in (*args, *(kwargs[n] for n in names))]
+    return None if None in keys else (len(args), tuple(names), tuple(keys))
