@@ -202,8 +202,6 @@ def describe_kwargs(
     kwargs: Mapping[str, object], custom: Describer | None = None
 ) -> tuple[tuple[str, Json], ...]:
     """Describe keyword arguments, sorted by name (call order does not change a workload)."""
-    if not kwargs:
-        return ()
     describer = _Describer(custom)
     return tuple((k, describer.describe(kwargs[k], f"kwargs[{k!r}]")) for k in sorted(kwargs))
 
