@@ -202,8 +202,6 @@ def describe_kwargs(
     kwargs: Mapping[str, object], custom: Describer | None = None
 ) -> tuple[tuple[str, Json], ...]:
     """Describe keyword arguments, sorted by name (call order does not change a workload)."""
-    if not kwargs:
-        return ()
     describer = _Describer(custom)
     return tuple((k, describer.describe(kwargs[k], f"kwargs[{k!r}]")) for k in sorted(kwargs))
 
@@ -245,16 +243,6 @@ def inputs_key(args: Sequence[object], kwargs: Mapping[str, object]) -> Hashable
     torch = sys.modules.get("torch")
     if torch is None:
         return None
-    tensor = torch.Tensor
-    keys = []
-    for value in args:
-        key = _value_key(value, tensor)
-        if key is None:
-            return None
-        keys.append(key)
-    for name in sorted(kwargs) if kwargs else ():
-        key = _value_key(kwargs[name], tensor)
-        if key is None:
-            return None
-        keys.append((name, key))
-    return (len(args), tuple(keys))
+    names = sorted(kwargs) if kwargs else []
+    keys = [_value_key(v, torch.Tensor) for v in (*args, *(kwargs[n] for n in names))]
+    return None if None in keys else (len(args), tuple(names), tuple(keys))

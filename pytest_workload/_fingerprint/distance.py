@@ -45,9 +45,11 @@ def _shape(node: dict[str, Json]) -> list[Json] | None:
     return shapes[0] if len(shapes) == 1 and isinstance(shapes[0], list) else None
 
 
-def _tensor_ratio(target: dict[str, Json], candidate: dict[str, Json]) -> int | None:
-    """Equal but for the shapes, which have one rank and concrete non-negative dimensions,
-    each one dividing."""
+def _tensor_ratio(
+    target: dict[str, Json], candidate: dict[str, Json], pending: list[tuple[Json, Json]]
+) -> int | None:
+    """Equal but for the shapes, which have one rank and concrete non-negative dimensions
+    (queued on ``pending``, each one to divide)."""
     t, c = _shape(target), _shape(candidate)
     if t is None or c is None or target.keys() != candidate.keys() or len(t) != len(c):
         return None
@@ -55,21 +57,16 @@ def _tensor_ratio(target: dict[str, Json], candidate: dict[str, Json]) -> int | 
     rest_c = {k: v for k, v in candidate.items() if k not in _SHAPE_TAGS}
     if canonical_json(rest_t) != canonical_json(rest_c):
         return None
-    factor = 1
-    for a, b in zip(t, c, strict=True):
-        if not (_is_int(a) and _is_int(b)) or a < 0 or b < 0:  # type: ignore[operator]
-            return None
-        ratio = _int_ratio(a, b)  # type: ignore[arg-type]
-        if ratio is None:
-            return None
-        factor *= ratio
-    return factor
+    if not all(_is_int(d) and d >= 0 for d in (*t, *c)):  # type: ignore[operator]
+        return None
+    pending += zip(t, c, strict=True)
+    return 1
 
 
 def _step(target: Json, candidate: Json, pending: list[tuple[Json, Json]]) -> int | None:
     """One pair's own factor; a container's children are queued on ``pending`` instead."""
     if is_tensor_node(target) and is_tensor_node(candidate):
-        return _tensor_ratio(target, candidate)  # type: ignore[arg-type]
+        return _tensor_ratio(target, candidate, pending)  # type: ignore[arg-type]
     if _is_int(target) and _is_int(candidate):
         return _int_ratio(target, candidate)  # type: ignore[arg-type]
     if isinstance(target, list) and isinstance(candidate, list):

@@ -26,17 +26,18 @@ import contextlib
 import enum
 import math
 import re
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, MutableMapping
 from types import BuiltinFunctionType, FunctionType
 from typing import TYPE_CHECKING, Final
 
 from .._core.strict_json import INT_BOUND, Json
-from .._torch_internals import compiled_original, own_buffers, own_children, own_parameters
+from .._torch_internals import Table, compiled_original, own_buffers, own_children, own_parameters
 from .._workload.modules import description_hash
 from .._workload.signature import dtype_name, qualified_name
 from .._workload.workload import ParamStats
 
 if TYPE_CHECKING:
+    import torch
     from torch import nn
     from torch.nn import Parameter
 
@@ -135,19 +136,18 @@ def _attributes(module: nn.Module, scheme: int) -> dict[str, Json]:
     return out
 
 
-def tensor_entries(named: Iterator[tuple[str, object]]) -> list[Json]:
+def tensor_entries(table: Table[torch.Tensor | None]) -> list[Json]:
     from torch.nn.parameter import is_lazy
 
     entries: list[Json] = []
-    for name, tensor in named:
+    for name, tensor in table.items():
         if tensor is None:
             entries.append([name, None])
-        elif is_lazy(tensor):  # type: ignore[arg-type]
+        elif is_lazy(tensor):
             entries.append([name, "uninitialized"])
         else:
-            shape: list[Json] = [int(d) for d in tensor.shape]  # type: ignore[attr-defined]
-            dtype = dtype_name(tensor.dtype)  # type: ignore[attr-defined]
-            entries.append([name, shape, dtype])
+            shape: list[Json] = [int(d) for d in tensor.shape]
+            entries.append([name, shape, dtype_name(tensor.dtype)])
     return entries
 
 
@@ -204,8 +204,8 @@ def structure_node(module: nn.Module, children: list[Json], scheme: int = 2) -> 
         node = {"class": _short_class(module), "class_path": class_name(module)}
     node["attributes"] = _attributes(module, scheme)
     node["training"] = module.training
-    node["parameters"] = tensor_entries(iter(own_parameters(module).items()))
-    node["buffers"] = tensor_entries(iter(own_buffers(module).items()))
+    node["parameters"] = tensor_entries(own_parameters(module))
+    node["buffers"] = tensor_entries(own_buffers(module))
     node["children"] = children
     if scripted and scheme > 1:
         node["code"] = None if code is None else canonical_code(code)

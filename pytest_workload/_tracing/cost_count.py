@@ -218,7 +218,7 @@ class Allocations:
         self._freed = _on_free(self._alive, self._refs, self._followed, self._spans)
 
     def account(
-        self, name: str, tensors: Tensors, written: Iterable[Any], spans: list[SpanCosts]
+        self, name: str, tensors: Tensors, written: list[Any], spans: list[SpanCosts]
     ) -> None:
         """Add an operation to ``spans`` (those whose lists it enters)."""
         inputs, storages, alive = tensors.inputs, tensors.storages, self._alive
@@ -226,9 +226,8 @@ class Allocations:
         for storage, tensor in zip(tensors.made_storages, tensors.made, strict=True):
             if storage not in alive and storage not in storages:
                 new[storage] = tensor
-        targets = list(written)
-        read = sum(map(_nbytes, inputs)) if new or targets else 0
-        wrote = sum(map(_nbytes, (*new.values(), *targets)))
+        read = sum(map(_nbytes, inputs)) if new or written else 0
+        wrote = sum(map(_nbytes, (*new.values(), *written)))
         for span in spans:
             span.read += read
             span.written += wrote

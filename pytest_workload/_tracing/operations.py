@@ -198,13 +198,12 @@ def _letters(spec: str, dims: int) -> list[str]:
     return [*head, *(f"…{i}" for i in range(dims - len(head) - len(tail))), *tail]
 
 
-def einsum_flops(equation: str, operands: list[Any]) -> int | None:
+def einsum_flops(equation: str, operands: list[Any]) -> int:
     """Two operands: aten sums out what only one has, then runs one bmm (a mul when nothing
-    is contracted). None for three or more (a contraction order to follow)."""
-    if len(operands) == 1:
-        return 0
+    is contracted). Three or more (a contraction order to follow) are counted at the dispatch
+    level (:func:`needs_dispatch`); fewer run no product."""
     if len(operands) != 2:
-        return None
+        return 0
     spec = equation.replace(" ", "")
     inputs, arrow, output = spec.partition("->")
     left, right = inputs.split(",")
@@ -291,7 +290,7 @@ def op_flops(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
             spatial = (x_shape if _CONV[base] else out_shape)[2:]
             return 2 * math.prod(spatial) * math.prod(kernel) * x_shape[0] * c_out * c_in
         if base == "einsum":
-            return einsum_flops(args[0], _einsum_operands(args)) or 0
+            return einsum_flops(args[0], _einsum_operands(args))
         if base == "scaled_dot_product_attention":
             return _sdpa(args, kwargs) or 0
     except (AttributeError, IndexError, TypeError, ValueError, RuntimeError):
@@ -334,7 +333,9 @@ def follows_data(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carri
     if name in _READ_VALUES:
         return any(carries(t) for t in tensor_list((args, kwargs)))
     if name == "getitem":
-        return len(args) > 1 and any(_is_mask(t) and carries(t) for t in tensor_list(args[1:]))
+        torch = torch_api()[0]
+        masks = [t for t in tensor_list(args[1:]) if t.dtype in (torch.bool, torch.uint8)]
+        return any(carries(t) for t in masks)
     if name == "where":
         return len(args) + len(kwargs) == 1 and any(carries(t) for t in tensor_list((args,)))
     if name in _FACTORIES or (name == "repeat_interleave" and len(args) == 1):
@@ -344,8 +345,3 @@ def follows_data(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carri
     else:
         return False
     return any(carries(t) for t in tensor_list(sizes))
-
-
-def _is_mask(tensor: Any) -> bool:
-    torch = torch_api()[0]
-    return tensor.dtype in (torch.bool, torch.uint8)

@@ -46,9 +46,9 @@ from .cost_count import (
     SpanCosts,
     Tensors,
     dispatch_counted,
+    own_tensors,
     storage_of,
     tensor_list,
-    torch_api,
 )
 from .operations import RANDOM, call_text, follows_data, needs_dispatch, op_flops, op_name
 
@@ -97,26 +97,14 @@ class Trace:
         self._constant: set[int] = set()
         self._events = 0
         self.allocations = Allocations()
-        # parameters and buffers (each by its first path, as ``named_parameters()`` and
-        # ``named_buffers()`` give them), and modules, by id; and the tree's tensors' storages
+        # parameters and buffers, each by its first path, and modules, by id
         self._paths: dict[int, str] = {}
         self._modules: dict[int, str] = {}
-        tensor_type = torch_api()[0].Tensor
-        buffers: list[tuple[str, Any]] = []
-        # (what own_tensors gives, read here from the same calls)
-        owned: list[Any] = []
         for path, sub in module.named_modules():
-            self._modules.setdefault(id(sub), _quoted(path))
-            prefix = f"{path}." if path else ""
-            for name, tensor in sub.named_parameters(recurse=False):
-                self._paths.setdefault(id(tensor), _quoted(prefix + name))
-                owned.append(tensor)
-            buffers += ((prefix + name, t) for name, t in sub.named_buffers(recurse=False))
-            owned += [v for v in vars(sub).values() if isinstance(v, tensor_type)]
-        for path, tensor in buffers:
+            self._modules[id(sub)] = _quoted(path)
+            self.allowed.update(storage_of(t) for t in own_tensors(sub))
+        for path, tensor in (*module.named_parameters(), *module.named_buffers()):
             self._paths.setdefault(id(tensor), _quoted(path))
-            owned.append(tensor)
-        self.allowed.update(storage_of(t) for t in owned)
 
     def open_span(self, path: str) -> None:
         self._spans.append(_Span(_quoted(path)))
@@ -125,8 +113,6 @@ class Trace:
         """End the innermost span: as the call of ``name`` in its caller's, or (None: the call
         is not recorded) with its operations in place there."""
         span = self._spans.pop()
-        if not self._spans:
-            self._spans.append(_Span(""))
         caller = self._spans[-1]
         caller.ops += span.ops
         # (a caller's list that stopped holds only the call its event ran in)
@@ -187,18 +173,16 @@ class Trace:
         those it made as the call's own (a view of an outside one is not)."""
         if not tensors.made and not written:
             return
-        inputs = tensors.storages[: tensors.positional]
         constant = (
             name not in RANDOM
-            and all(s in self._constant for s in inputs)
-            and all(s in self._constant for s in tensors.storages[tensors.positional :])
+            and all(s in self._constant for s in tensors.storages)
             and not _has_array((args, kwargs))
         )
         results = tensors.made_storages
         update = self._constant.add if constant else self._constant.discard
         for storage in (*results, *(storage_of(t) for t in written)):
             update(storage)
-        foreign = set(inputs) - self.allowed
+        foreign = set(tensors.storages[: tensors.positional]) - self.allowed
         self.allowed.update(s for s in results if s not in foreign)
 
     def _refer(self, tensor: Any) -> str | None:
