@@ -77,12 +77,6 @@ STDOUT: Final = "-"
 _TMP_NAME_CHARS: Final = 64
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def _write_replacing(path: Path, text: str) -> None:
     try:
         st: os.stat_result | None = os.stat(path)
@@ -93,7 +87,9 @@ def _write_replacing(path: Path, text: str) -> None:
     )
     try:
         if st is None:
-            os.fchmod(fd, 0o666 & ~_umask())
+            umask = os.umask(0o022)  # (the one way to read it)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)
         else:
             os.fchmod(fd, stat.S_IMODE(st.st_mode))
             if st.st_uid != os.getuid() or st.st_gid != os.getgid():
