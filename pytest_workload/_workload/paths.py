@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import MAX_INT_DIGITS, read_field, read_strings
@@ -115,10 +115,13 @@ def name_first(name: str, paths: Iterable[str]) -> tuple[str, ...]:
 
 
 class Paths:
-    """For a frozen record with ``paths`` (a workload, a snapshot entry): its paths
-    compressed, and labelled for people, each worked out once."""
+    """For a frozen record with ``paths`` and a place in the tree (a workload, a snapshot
+    entry): its paths compressed, and labelled for people, each worked out once."""
 
     paths: tuple[str, ...]
+    hash: str
+    depth: int
+    parent: str | None
 
     @cached_property
     def patterns(self) -> list[str]:
@@ -252,16 +255,7 @@ def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class _Linked(Protocol):
-    @property
-    def hash(self) -> str: ...
-    @property
-    def depth(self) -> int: ...
-    @property
-    def parent(self) -> str | None: ...
-
-
-def check_links(rows: Sequence[_Linked], where: str) -> None:
+def check_links(rows: Sequence[Paths], where: str) -> None:
     """Every row's ``parent`` (and ``caller``) must name a calling row one level up, and a root
     has none: a forged link would drop a workload from every check that walks the tree."""
     depths: dict[str, set[int]] = {}
