@@ -20,7 +20,7 @@ from .._core.strict_json import (
 )
 from .computation import Computation, Costs
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
-from .paths import Paths, check_links, check_paths, read_identity
+from .paths import Paths, check_links, read_identity
 from .signature import InputSignature, workload_key
 from .timing import Measured, Timing
 
@@ -175,9 +175,6 @@ class Workload(Paths):
     computation: Computation | None = field(default=None, compare=False, repr=False)
     costs: Costs | None = None
     paths: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "paths", check_paths(self.name, self.paths))
 
     @property
     def key(self) -> list[Json]:
