@@ -118,8 +118,8 @@ def _is_stream(path: Path) -> bool:
 
 def outside(path: Path, root: Path) -> str | None:
     """Where ``path`` really is when symlinks take it out of ``root``; None when it stays in."""
-    real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))
-    return None if real == real_root or real_root in real.parents else str(real)
+    real = Path(os.path.realpath(path))
+    return None if real.is_relative_to(os.path.realpath(root)) else str(real)
 
 
 def write_text_atomic(
