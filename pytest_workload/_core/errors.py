@@ -26,14 +26,13 @@ class UndescribableInputError(WorkloadError, TypeError):
     """
 
     def __init__(self, path: str, cls: type, reason: str | None = None) -> None:
-        self.path = path
-        self.type_name = f"{cls.__module__}.{cls.__qualname__}"
         why = reason or (
             "pytest-workload describes tensors, numpy arrays, bool/int/float/str/None, enums, "
             "torch dtypes and devices, and tuples, lists, dicts, namedtuples and dataclasses of "
             "them; describe other types with the pytest_workload_describe hook"
         )
-        super().__init__(f"cannot describe input {path} of type {self.type_name}: {why}")
+        type_name = f"{cls.__module__}.{cls.__qualname__}"
+        super().__init__(f"cannot describe input {path} of type {type_name}: {why}")
 
 
 class WorkloadWarning(UserWarning):
@@ -88,12 +87,8 @@ class FileWriteError(WorkloadError, OSError):
     line. Whatever the path held before is left as it was."""
 
     def __init__(self, path: str, cause: OSError) -> None:
-        self.path = path
         self.reason = cause.strerror or str(cause)
         super().__init__(f"cannot write {path}: {self.reason}")
-
-    def __str__(self) -> str:
-        return f"cannot write {self.path}: {self.reason}"
 
 
 class DeviceUnavailableError(WorkloadError):

@@ -77,12 +77,6 @@ STDOUT: Final = "-"
 _TMP_NAME_CHARS: Final = 64
 
 
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
 def _write_replacing(path: Path, text: str) -> None:
     try:
         st: os.stat_result | None = os.stat(path)
@@ -93,7 +87,9 @@ def _write_replacing(path: Path, text: str) -> None:
     )
     try:
         if st is None:
-            os.fchmod(fd, 0o666 & ~_umask())
+            umask = os.umask(0o022)  # (the one way to read it)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)
         else:
             os.fchmod(fd, stat.S_IMODE(st.st_mode))
             if st.st_uid != os.getuid() or st.st_gid != os.getgid():
@@ -122,8 +118,8 @@ def _is_stream(path: Path) -> bool:
 
 def outside(path: Path, root: Path) -> str | None:
     """Where ``path`` really is when symlinks take it out of ``root``; None when it stays in."""
-    real, real_root = Path(os.path.realpath(path)), Path(os.path.realpath(root))
-    return None if real == real_root or real_root in real.parents else str(real)
+    real = Path(os.path.realpath(path))
+    return None if real.is_relative_to(os.path.realpath(root)) else str(real)
 
 
 def write_text_atomic(

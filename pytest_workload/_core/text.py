@@ -81,10 +81,10 @@ def _count(n: int, what: str) -> str:
 SHORT_HASH_LENGTH: Final = 8
 
 
-def prefix_length(hashes: Iterable[str], minimum: int = SHORT_HASH_LENGTH) -> int:
-    """Shortest displayed prefix (at least ``minimum``) that tells all distinct hashes apart."""
+def prefix_length(hashes: Iterable[str]) -> int:
+    """Shortest displayed prefix (``SHORT_HASH_LENGTH`` at least) telling distinct hashes apart."""
     distinct = sorted(set(hashes))
-    length = minimum
+    length = SHORT_HASH_LENGTH
     for a, b in itertools.pairwise(distinct):
         common = next(
             (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))

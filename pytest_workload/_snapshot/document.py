@@ -19,7 +19,7 @@ from .._core.strict_json import (
 )
 from .._workload.computation import Computation, Costs, computation_table, read_computations
 from .._workload.modules import ModuleTable, closure, modules_to_dict, read_modules
-from .._workload.paths import Paths, check_links, check_paths, name_first, read_identity
+from .._workload.paths import Paths, check_links, name_first, read_identity
 from .._workload.signature import InputSignature, workload_key
 from .._workload.workload import Workload
 
@@ -50,9 +50,6 @@ class SnapshotEntry(Paths):
     #: Compared within ``--workload-cost-tolerance`` (see :func:`.part_diff.costs_agree`).
     costs: Costs | None = None
     paths: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "paths", check_paths(self.name, self.paths))
 
     @property
     def key(self) -> list[Json]:

@@ -75,7 +75,7 @@ def child_links(description: Mapping[str, Json]) -> Iterator[tuple[str, str]]:
 def closure(table: ModuleTable, roots: Iterable[str]) -> dict[str, Mapping[str, Json]]:
     """The descriptions reachable from ``roots`` (those the table has), sorted by hash."""
     found: dict[str, Mapping[str, Json]] = {}
-    todo = [r for r in roots if r in table]
+    todo = list(roots)
     while todo:
         key = todo.pop()
         if key in found or key not in table:

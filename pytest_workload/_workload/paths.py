@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import MAX_INT_DIGITS, read_field, read_strings
@@ -115,10 +115,21 @@ def name_first(name: str, paths: Iterable[str]) -> tuple[str, ...]:
 
 
 class Paths:
-    """For a frozen record with ``paths`` (a workload, a snapshot entry): its paths
-    compressed, and labelled for people, each worked out once."""
+    """For a frozen record with ``paths`` and a place in the tree (a workload, a snapshot
+    entry): its paths, ``name`` first (``(name,)`` when none are given), compressed and
+    labelled for people, each worked out once."""
 
+    name: str
     paths: tuple[str, ...]
+    hash: str
+    depth: int
+    parent: str | None
+
+    def __post_init__(self) -> None:
+        if not self.paths:
+            object.__setattr__(self, "paths", (self.name,))
+        elif self.paths[0] != self.name:
+            raise ValueError(f"the first path {self.paths[0]!r} must be the name {self.name!r}")
 
     @cached_property
     def patterns(self) -> list[str]:
@@ -145,7 +156,7 @@ def _integers(text: str, pattern: str) -> list[int]:
             raise _malformed(pattern, f"{part[:80]!r} {why}")
         low = int(match[1])
         high = low if match[2] is None else int(match[2])
-        if high < low or (match[2] is not None and high == low):
+        if match[2] is not None and high <= low:
             raise _malformed(pattern, f"range {part!r} is not written as low-high, low < high")
         if ints and low <= ints[-1] + 1:
             raise _malformed(
@@ -214,15 +225,6 @@ def expand_paths(patterns: Sequence[object]) -> list[str]:
     return list(paths)
 
 
-def check_paths(name: str, paths: tuple[str, ...]) -> tuple[str, ...]:
-    """A workload's paths, its name first: ``(name,)`` when none are given."""
-    if not paths:
-        return (name,)
-    if paths[0] != name:
-        raise ValueError(f"the first path {paths[0]!r} must be the name {name!r}")
-    return paths
-
-
 def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
     """The fields a report's workload and a snapshot's entry share, read by one set of rules,
     as keyword arguments for either class."""
@@ -252,16 +254,7 @@ def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-class _Linked(Protocol):
-    @property
-    def hash(self) -> str: ...
-    @property
-    def depth(self) -> int: ...
-    @property
-    def parent(self) -> str | None: ...
-
-
-def check_links(rows: Sequence[_Linked], where: str) -> None:
+def check_links(rows: Sequence[Paths], where: str) -> None:
     """Every row's ``parent`` (and ``caller``) must name a calling row one level up, and a root
     has none: a forged link would drop a workload from every check that walks the tree."""
     depths: dict[str, set[int]] = {}

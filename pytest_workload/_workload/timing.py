@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from .._core.errors import WorkloadDataError
@@ -90,9 +90,7 @@ class Timing:
         """The timing from parsed JSON; malformed data raises ``WorkloadError``."""
         d = read_object(data, "timing")
         median = float(read_field(d, "median_s", float, int))
-        ci = _interval(d, "ci95_s", "median_s", median)
-        assert ci is not None  # (required: read_field raised otherwise)
-        low, high = ci
+        low, high = _interval(d, "ci95_s", "median_s", median)
         iqr = float(read_field(d, "iqr_s", float, int))
         if not 0 <= iqr < math.inf:
             raise WorkloadDataError(f"iqr_s must be a finite number >= 0, got {iqr}")
@@ -100,7 +98,9 @@ class Timing:
         if n < 1:
             raise WorkloadDataError(f"n must be at least 1, got {n}")
         ratio = _optional_float(d, "ratio")
-        ratio_ci = _interval(d, "ratio_ci95", "ratio", ratio, optional=True)
+        ratio_ci = (
+            None if d.get("ratio_ci95") is None else _interval(d, "ratio_ci95", "ratio", ratio)
+        )
         if (ratio is None) != (ratio_ci is None):
             raise WorkloadDataError("timing needs both ratio and ratio_ci95, or neither")
         calibration = _optional_float(d, "calibration_s")
@@ -126,13 +126,9 @@ def _optional_float(d: Mapping[str, Any], name: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _interval(
-    d: Mapping[str, Any], name: str, of: str, value: float | None, optional: bool = False
-) -> tuple[float, float] | None:
+def _interval(d: Mapping[str, Any], name: str, of: str, value: float | None) -> tuple[float, float]:
     """Field ``name``: the 95% interval of field ``of``, which holds ``value``."""
-    ci = read_field(d, name, list, optional=optional)
-    if ci is None:
-        return None
+    ci = read_field(d, name, list)
     if len(ci) != 2 or not all(isinstance(v, (int, float)) for v in ci):
         raise WorkloadDataError(f"{name} must be [low, high]")
     low, high = float(ci[0]), float(ci[1])
@@ -222,7 +218,7 @@ class Measured:
         return self.unreplayed_for_xdist or self.timing in unmarked
 
     def to_dict(self) -> dict[str, Json]:
-        return {"timing": self.timing, "flops": self.flops}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: object) -> Measured:

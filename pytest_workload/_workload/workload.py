@@ -6,7 +6,7 @@ These are what crosses process boundaries (xdist workers) and what the JSON repo
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
 from .._core.errors import WorkloadDataError
@@ -20,7 +20,7 @@ from .._core.strict_json import (
 )
 from .computation import Computation, Costs
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
-from .paths import Paths, check_links, check_paths, read_identity
+from .paths import Paths, check_links, read_identity
 from .signature import InputSignature, workload_key
 from .timing import Measured, Timing
 
@@ -59,7 +59,7 @@ class UserKey:
     calls: int
 
     def to_dict(self) -> dict[str, Json]:
-        return {"key": self.key, "first_call": self.first_call, "calls": self.calls}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: object) -> UserKey:
@@ -78,7 +78,7 @@ class AlternateHash:
     hash: str
 
     def to_dict(self) -> dict[str, Json]:
-        return {"scheme": self.scheme, "structure_hash": self.structure_hash, "hash": self.hash}
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: object) -> AlternateHash:
@@ -158,7 +158,7 @@ class Workload(Paths):
     arg_names: tuple[str, ...] = ()
     location: str | None = None
     total_time_s: float | None = None
-    submodules: tuple[tuple[str, str], ...] = field(default=())
+    submodules: tuple[tuple[str, str], ...] = ()
     user_keys: tuple[UserKey, ...] = ()
     alternates: tuple[AlternateHash, ...] = ()
     timing: Timing | None = None
@@ -175,9 +175,6 @@ class Workload(Paths):
     computation: Computation | None = field(default=None, compare=False, repr=False)
     costs: Costs | None = None
     paths: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "paths", check_paths(self.name, self.paths))
 
     @property
     def key(self) -> list[Json]:
