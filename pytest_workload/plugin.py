@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from ._core.errors import DeviceUnavailableError, WorkloadWarning
+from ._core.errors import DeviceUnavailableError, WorkloadDataError, WorkloadWarning
 from ._core.text import one_line, terminal_text
 from ._fingerprint.scheme import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
@@ -18,14 +18,53 @@ from ._perf.orchestrate import TimingProgress
 from ._recording.recorder import WorkloadRecorder
 from ._report.summary import junit_properties, render_counts, render_report
 from ._session import WorkloadSession
-from .xdist import WORKER_OUTPUT_KEY, WorkerMerge
 
 if TYPE_CHECKING:
     import torch
 
 
+#: Key of this plugin's payload in an xdist worker's ``workeroutput``.
+WORKER_OUTPUT_KEY = "pytest_workload"
+
+
+class WorkerMerge:
+    """The xdist controller's side: which worker ran what, to name a crashed worker's tests,
+    and handing each payload to the session."""
+
+    def __init__(self, session: WorkloadSession) -> None:
+        self.session = session
+        self._ran_on: dict[str, dict[str, None]] = {}
+        #: Workers that crashed or were killed: their tests' uses of snapshots never arrived.
+        self.crashed: list[str] = []
+
+    def ran_on(self, worker: str, nodeid: str) -> None:
+        """Note that a test ran on a worker, to name it if that worker crashes."""
+        self._ran_on.setdefault(worker, {})[nodeid] = None
+
+    def merge(self, worker: str, data: Any) -> None:
+        """Take in what one worker recorded; a crashed worker sent nothing."""
+        if data is None:
+            self.crashed.append(worker)
+            ran = list(self._ran_on.get(worker, {}))
+            kept = (
+                "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
+                "with --snapshot-no-cleanup)"
+                if self.session.settings.update
+                else ""
+            )
+            self.session.problems.append(
+                f"xdist worker {worker} sent no workload data (it crashed or was killed): the "
+                "workloads of its tests are missing from this report"
+                + (f": {', '.join(one_line(n) for n in ran)}" if ran else "")
+                + kept
+            )
+            return
+        if not isinstance(data, dict):
+            raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
+        self.session.absorb(data)
+
+
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
-#: The xdist controller's merge of its workers' payloads.
 MERGE_KEY = pytest.StashKey[WorkerMerge]()
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
@@ -228,9 +267,7 @@ def _finish(item: pytest.Item, recorder: WorkloadRecorder, *, passed: bool) -> N
         passed=passed,
         tolerance=None if mark is None else mark.perf_tolerance,
     )
-    test = session.test(item.nodeid)
-    if test is not None:
-        item.user_properties.extend(junit_properties(test))
+    item.user_properties.extend(junit_properties(outcome.test))
     for warning in outcome.warnings:
         item.warn(WorkloadWarning(terminal_text(warning)))
     if outcome.failures:
