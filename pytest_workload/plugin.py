@@ -27,15 +27,21 @@ if TYPE_CHECKING:
 WORKER_OUTPUT_KEY = "pytest_workload"
 
 
+#: How a worker's failed collection says that a marker is bad (see pytest_make_collect_report).
+_BAD_MARKER = "pytest-workload: bad marker: "
+
+
 class WorkerMerge:
-    """The xdist controller's side: which worker ran what, to name a crashed worker's tests,
-    and handing each payload to the session."""
+    """The xdist controller's side, a plugin there alone: which worker ran what, to name a
+    crashed worker's tests; each payload, handed to the session; and a bad marker a worker
+    reported (see ``pytest_make_collect_report``), turned back into the usage error it is."""
 
     def __init__(self, session: WorkloadSession) -> None:
         self.session = session
         self._ran_on: dict[str, dict[str, None]] = {}
         #: Workers that crashed or were killed: their tests' uses of snapshots never arrived.
         self.crashed: list[str] = []
+        self.bad_marker = False
 
     def ran_on(self, worker: str, nodeid: str) -> None:
         """Note that a test ran on a worker, to name it if that worker crashes."""
@@ -62,6 +68,28 @@ class WorkerMerge:
         if not isinstance(data, dict):
             raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
         self.session.absorb(data)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node: Any = getattr(report, "node", None)  # the worker that ran it
+        gateway = getattr(node, "gateway", None)
+        if gateway is not None:
+            self.ran_on(gateway.id, report.nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        # A crashed worker has no workeroutput at all.
+        payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+        worker = getattr(node, "gateway", None)
+        self.merge(getattr(worker, "id", "?"), payload)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed and str(report.longrepr).startswith(_BAD_MARKER):
+            self.bad_marker = True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.bad_marker:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
@@ -118,7 +146,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     config.stash[MERGE_KEY] = WorkerMerge(session)
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(_BadMarkersFromWorkers())
+        config.pluginmanager.register(config.stash[MERGE_KEY])
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -146,27 +174,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             mark = WorkloadsMark(marked=False)
         if mark is not None and mark.record:
             item.stash[MARK_KEY] = mark
-
-
-#: How a worker's failed collection says that a marker is bad (see below).
-_BAD_MARKER = "pytest-workload: bad marker: "
-
-
-class _BadMarkersFromWorkers:
-    """xdist's controller collects nothing: a worker reports a bad marker as a failed
-    collection, which the controller turns back into the usage error it is."""
-
-    def __init__(self) -> None:
-        self.seen = False
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed and str(report.longrepr).startswith(_BAD_MARKER):
-            self.seen = True
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.seen:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 @pytest.hookimpl(wrapper=True)
@@ -346,18 +353,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
             config.stash[JSON_ERROR_KEY] = f"pytest-workload: {one_line(why)}"
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    node: Any = getattr(report, "node", None)  # on the xdist controller: the worker that ran it
-    gateway = getattr(node, "gateway", None)
-    if gateway is not None:
-        node.config.stash[MERGE_KEY].ran_on(gateway.id, report.nodeid)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: object) -> None:
-    # A crashed worker has no workeroutput at all.
-    payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
-    worker = getattr(node, "gateway", None)
-    node.config.stash[MERGE_KEY].merge(getattr(worker, "id", "?"), payload)
