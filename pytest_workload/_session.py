@@ -303,7 +303,7 @@ class WorkloadSession:
     def _ordered(self, notes: list[Note]) -> list[Note]:
         return sorted(notes, key=lambda n: self._rank(n.nodeid))
 
-    def note_lines(self, *, quiet: bool = False) -> tuple[list[str], list[str]]:
+    def note_lines(self, *, quiet: bool) -> tuple[list[str], list[str]]:
         """Performance notes, one counted line per kind (the JSON report holds each; ``quiet``:
         one line counts them all), and snapshot notes, each shown once with the first test
         that showed it."""
@@ -322,7 +322,7 @@ class WorkloadSession:
             commands=self.settings.commands,
         )
 
-    def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> str | None:
+    def write_json(self, extend: Callable[[dict[str, Json]], None]) -> str | None:
         """Write the JSON report (``extend``, the update hook, may add fields to it first); why
         it was not written, or written without ``extend``'s changes."""
         path = self.settings.json_path

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Literal
 
 from .._core.errors import WorkloadError
 from .._core.text import (
-    SHORT_HASH_LENGTH,
     format_duration,
     html_pre,
     markdown_code,
@@ -181,11 +180,11 @@ def _times(row: Row) -> str:
     return f"{format_duration(row.base_time.median_s)} -> {head}"
 
 
-def _hashes(row: Row, n: int = SHORT_HASH_LENGTH) -> str:
+def _hashes(row: Row) -> str:
     base, head = row.base_hash, row.head_hash
     if base is None or head is None:
-        return short(base or head or "", n)
-    return base[:n] if base == head else f"{base[:n]} -> {head[:n]}"
+        return short(base or head or "")
+    return short(base) if base == head else f"{short(base)} -> {short(head)}"
 
 
 def _summary(c: Comparison) -> str:
