@@ -296,7 +296,7 @@ def _figure(rows: list[Row]) -> Figure:
     return fig
 
 
-def write_chart(comparison: Comparison, path: Path) -> Path:
+def write_chart(comparison: Comparison, path: Path) -> None:
     """Write the chart as SVG or PNG, or as an HTML page that embeds the SVG."""
     if path.suffix not in _FORMATS:
         raise WorkloadError(f"chart {path}: use one of {', '.join(_FORMATS)}")
@@ -317,4 +317,3 @@ def write_chart(comparison: Comparison, path: Path) -> Path:
             fig.savefig(path)
     except OSError as exc:
         raise WorkloadError(f"cannot write chart {path}: {exc.strerror or exc}") from None
-    return path
