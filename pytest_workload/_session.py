@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from ._snapshot.syrupy_ext import Snapshot
 
 ReportMode = Literal["auto", "tree", "summary"]
-#: What a worker's payload counts, summed over workers.
-_COUNTS = ("gate_failed", "regressions")
 
 
 @dataclass(frozen=True)
@@ -74,8 +72,10 @@ class WorkloadSettings:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What the session says of one test: why it fails, and what it only warns about."""
+    """What the session says of one test: its workloads, why it fails, and what it only warns
+    about."""
 
+    test: TestWorkloads
     failures: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -199,12 +199,12 @@ class WorkloadSession:
         if snapshot is not None and not (passed and self.settings.snapshot):
             self.snapshots.keep(snapshot)  # a failed test's table says nothing
         if not passed:
-            return Outcome()
+            return Outcome(test)
         collapses = [render_collapse(c) for c in self.keys.check(test)]
         errors = [f"pytest-workload could not record: {one_line(e)}" for e in recorder.errors]
         if not self.settings.snapshot:
             where = one_line(recorder.nodeid)
-            return Outcome(warnings=(f"{where}: " + "\n".join(errors),) if errors else ())
+            return Outcome(test, warnings=(f"{where}: " + "\n".join(errors),) if errors else ())
         failures = errors + collapses
         # Under --snapshot-update a test that fails writes nothing: its table (partial, or
         # collapsed) would replace a good one.
@@ -227,7 +227,7 @@ class WorkloadSession:
         if failures:
             self.gate_failed += 1
             self.regressions += regressions
-        return Outcome(failures=tuple(failures))
+        return Outcome(test, failures=tuple(failures))
 
     def add(self, test: TestWorkloads) -> None:
         """Keep a test's workloads (recorded here, or sent by an xdist worker)."""
@@ -253,7 +253,8 @@ class WorkloadSession:
         notes = [Note.from_dict(n) for n in payload.get("notes", ())]
         perf_notes = [Note.from_dict(n) for n in payload.get("perf_notes", ())]
         kept = [str(k) for k in payload.get("kept", ())]
-        failed, regressions = (read_field(payload, k, int, optional=True) or 0 for k in _COUNTS)
+        counts = ("gate_failed", "regressions")  # summed over workers
+        failed, regressions = (read_field(payload, k, int, optional=True) or 0 for k in counts)
         self._tests.update((t.nodeid, t) for t in tests)
         self.keys.wait((t.nodeid for t in tests), sent=True)
         self._adopted_environment = self._adopted_environment or payload.get("environment")
@@ -269,9 +270,6 @@ class WorkloadSession:
         across = [p for p in self.keys.check_waiting(self.tests) if self.settings.snapshot]
         self.problems += across
         return across
-
-    def test(self, nodeid: str) -> TestWorkloads | None:
-        return self._tests.get(nodeid)
 
     def set_collection_order(self, nodeids: Sequence[str]) -> None:
         """Report tests in collection order, whichever process or order they ran in."""
@@ -305,7 +303,7 @@ class WorkloadSession:
     def _ordered(self, notes: list[Note]) -> list[Note]:
         return sorted(notes, key=lambda n: self._rank(n.nodeid))
 
-    def note_lines(self, *, quiet: bool = False) -> tuple[list[str], list[str]]:
+    def note_lines(self, *, quiet: bool) -> tuple[list[str], list[str]]:
         """Performance notes, one counted line per kind (the JSON report holds each; ``quiet``:
         one line counts them all), and snapshot notes, each shown once with the first test
         that showed it."""
@@ -324,7 +322,7 @@ class WorkloadSession:
             commands=self.settings.commands,
         )
 
-    def write_json(self, extend: Callable[[dict[str, Json]], None] | None = None) -> str | None:
+    def write_json(self, extend: Callable[[dict[str, Json]], None]) -> str | None:
         """Write the JSON report (``extend``, the update hook, may add fields to it first); why
         it was not written, or written without ``extend``'s changes."""
         path = self.settings.json_path

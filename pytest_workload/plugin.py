@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from ._core.errors import DeviceUnavailableError, WorkloadWarning
+from ._core.errors import DeviceUnavailableError, WorkloadDataError, WorkloadWarning
 from ._core.text import one_line, terminal_text
 from ._fingerprint.scheme import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
@@ -18,14 +18,81 @@ from ._perf.orchestrate import TimingProgress
 from ._recording.recorder import WorkloadRecorder
 from ._report.summary import junit_properties, render_counts, render_report
 from ._session import WorkloadSession
-from .xdist import WORKER_OUTPUT_KEY, WorkerMerge
 
 if TYPE_CHECKING:
     import torch
 
 
+#: Key of this plugin's payload in an xdist worker's ``workeroutput``.
+WORKER_OUTPUT_KEY = "pytest_workload"
+
+
+#: How a worker's failed collection says that a marker is bad (see pytest_make_collect_report).
+_BAD_MARKER = "pytest-workload: bad marker: "
+
+
+class WorkerMerge:
+    """The xdist controller's side, a plugin there alone: which worker ran what, to name a
+    crashed worker's tests; each payload, handed to the session; and a bad marker a worker
+    reported (see ``pytest_make_collect_report``), turned back into the usage error it is."""
+
+    def __init__(self, session: WorkloadSession) -> None:
+        self.session = session
+        self._ran_on: dict[str, dict[str, None]] = {}
+        #: Workers that crashed or were killed: their tests' uses of snapshots never arrived.
+        self.crashed: list[str] = []
+        self.bad_marker = False
+
+    def ran_on(self, worker: str, nodeid: str) -> None:
+        """Note that a test ran on a worker, to name it if that worker crashes."""
+        self._ran_on.setdefault(worker, {})[nodeid] = None
+
+    def merge(self, worker: str, data: Any) -> None:
+        """Take in what one worker recorded; a crashed worker sent nothing."""
+        if data is None:
+            self.crashed.append(worker)
+            ran = list(self._ran_on.get(worker, {}))
+            kept = (
+                "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
+                "with --snapshot-no-cleanup)"
+                if self.session.settings.update
+                else ""
+            )
+            self.session.problems.append(
+                f"xdist worker {worker} sent no workload data (it crashed or was killed): the "
+                "workloads of its tests are missing from this report"
+                + (f": {', '.join(one_line(n) for n in ran)}" if ran else "")
+                + kept
+            )
+            return
+        if not isinstance(data, dict):
+            raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
+        self.session.absorb(data)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node: Any = getattr(report, "node", None)  # the worker that ran it
+        gateway = getattr(node, "gateway", None)
+        if gateway is not None:
+            self.ran_on(gateway.id, report.nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        # A crashed worker has no workeroutput at all.
+        payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+        worker = getattr(node, "gateway", None)
+        self.merge(getattr(worker, "id", "?"), payload)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed and str(report.longrepr).startswith(_BAD_MARKER):
+            self.bad_marker = True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.bad_marker:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
-#: The xdist controller's merge of its workers' payloads.
 MERGE_KEY = pytest.StashKey[WorkerMerge]()
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
@@ -79,7 +146,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = session
     config.stash[MERGE_KEY] = WorkerMerge(session)
     if not hasattr(config, "workerinput"):
-        config.pluginmanager.register(_BadMarkersFromWorkers())
+        config.pluginmanager.register(config.stash[MERGE_KEY])
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -107,27 +174,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             mark = WorkloadsMark(marked=False)
         if mark is not None and mark.record:
             item.stash[MARK_KEY] = mark
-
-
-#: How a worker's failed collection says that a marker is bad (see below).
-_BAD_MARKER = "pytest-workload: bad marker: "
-
-
-class _BadMarkersFromWorkers:
-    """xdist's controller collects nothing: a worker reports a bad marker as a failed
-    collection, which the controller turns back into the usage error it is."""
-
-    def __init__(self) -> None:
-        self.seen = False
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed and str(report.longrepr).startswith(_BAD_MARKER):
-            self.seen = True
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.seen:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
 @pytest.hookimpl(wrapper=True)
@@ -228,9 +274,7 @@ def _finish(item: pytest.Item, recorder: WorkloadRecorder, *, passed: bool) -> N
         passed=passed,
         tolerance=None if mark is None else mark.perf_tolerance,
     )
-    test = session.test(item.nodeid)
-    if test is not None:
-        item.user_properties.extend(junit_properties(test))
+    item.user_properties.extend(junit_properties(outcome.test))
     for warning in outcome.warnings:
         item.warn(WorkloadWarning(terminal_text(warning)))
     if outcome.failures:
@@ -309,18 +353,3 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
             config.stash[JSON_ERROR_KEY] = f"pytest-workload: {one_line(why)}"
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    node: Any = getattr(report, "node", None)  # on the xdist controller: the worker that ran it
-    gateway = getattr(node, "gateway", None)
-    if gateway is not None:
-        node.config.stash[MERGE_KEY].ran_on(gateway.id, report.nodeid)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: object) -> None:
-    # A crashed worker has no workeroutput at all.
-    payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
-    worker = getattr(node, "gateway", None)
-    node.config.stash[MERGE_KEY].merge(getattr(worker, "id", "?"), payload)

@@ -201,7 +201,8 @@ def test_chart_of_base_and_head_timings(tmp_path, suffix):
     comparison = compare_reports(
         report(timed(recorded([8, 16]), 0.01)), report(timed(recorded([8, 16]), 0.02))
     )
-    path = write_chart(comparison, tmp_path / f"chart{suffix}")
+    path = tmp_path / f"chart{suffix}"
+    write_chart(comparison, path)
     data = path.read_bytes()
     assert len(data) > 1000
     if suffix != ".png":

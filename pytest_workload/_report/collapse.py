@@ -40,50 +40,33 @@ class Collapse:
     second: Sighting
 
 
-class CollapseIndex:
-    """Remembers, per key, every distinct identity seen under it and where."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, dict[str, Sighting]] = {}
-
-    def add(self, key: str, identity: str, sighting: Sighting) -> Sighting | None:
-        """Record a sighting; return the first sighting under ``key`` if its identity differs.
-
-        Each new identity is reported once, against the first one seen under the key.
-        """
-        identities = self._seen.setdefault(key, {})
-        if identity in identities:
-            return None
-        first = next(iter(identities.values()), None)
-        identities[identity] = sighting
-        return first
-
-
 class KeyChecks:
     """Session-wide collapse checks for the built-in hash and for user keys."""
 
     def __init__(self) -> None:
-        self._by_hash = CollapseIndex()
-        self._by_user_key = CollapseIndex()
-        self._keys_of_workload = CollapseIndex()
+        #: Per kind of finding and key, every distinct identity seen under the key and where.
+        self._seen: dict[FindingKind, dict[str, dict[str, Sighting]]] = {}
 
     def check(self, test: TestWorkloads) -> list[Collapse]:
         found: list[Collapse] = []
 
-        def note(kind: FindingKind, first: Sighting | None, second: Sighting) -> None:
-            if first is not None:
-                found.append(Collapse(kind, first, second))
+        def see(kind: FindingKind, key: str, identity: str, seen: Sighting) -> None:
+            # each new identity is reported once, against the first one seen under the key
+            identities = self._seen.setdefault(kind, {}).setdefault(key, {})
+            if identity not in identities:
+                if identities:
+                    found.append(Collapse(kind, next(iter(identities.values())), seen))
+                identities[identity] = seen
 
         for w in test:
             seen = Sighting(test.nodeid, w)
             # what the workload hash is meant to be a function of
-            identity = f"{w.structure_hash}:{w.input_signature.canonical}"
-            note("hash collapse", self._by_hash.add(w.hash, identity, seen), seen)
+            see("hash collapse", w.hash, f"{w.structure_hash}:{w.input_signature.canonical}", seen)
             for user_key in w.user_keys:
                 keyed = Sighting(test.nodeid, w, user_key)
                 key = canonical_json(user_key.key)
-                note("user key collapse", self._by_user_key.add(key, w.hash, keyed), keyed)
-                note("unstable user key", self._keys_of_workload.add(w.hash, key, keyed), keyed)
+                see("user key collapse", key, w.hash, keyed)
+                see("unstable user key", w.hash, key, keyed)
         return found
 
 

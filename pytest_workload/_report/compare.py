@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Literal
 
 from .._core.errors import WorkloadError
 from .._core.text import (
-    SHORT_HASH_LENGTH,
     format_duration,
     html_pre,
     markdown_code,
@@ -181,11 +180,11 @@ def _times(row: Row) -> str:
     return f"{format_duration(row.base_time.median_s)} -> {head}"
 
 
-def _hashes(row: Row, n: int = SHORT_HASH_LENGTH) -> str:
+def _hashes(row: Row) -> str:
     base, head = row.base_hash, row.head_hash
     if base is None or head is None:
-        return short(base or head or "", n)
-    return base[:n] if base == head else f"{base[:n]} -> {head[:n]}"
+        return short(base or head or "")
+    return short(base) if base == head else f"{short(base)} -> {short(head)}"
 
 
 def _summary(c: Comparison) -> str:
@@ -297,7 +296,7 @@ def _figure(rows: list[Row]) -> Figure:
     return fig
 
 
-def write_chart(comparison: Comparison, path: Path) -> Path:
+def write_chart(comparison: Comparison, path: Path) -> None:
     """Write the chart as SVG or PNG, or as an HTML page that embeds the SVG."""
     if path.suffix not in _FORMATS:
         raise WorkloadError(f"chart {path}: use one of {', '.join(_FORMATS)}")
@@ -318,4 +317,3 @@ def write_chart(comparison: Comparison, path: Path) -> Path:
             fig.savefig(path)
     except OSError as exc:
         raise WorkloadError(f"cannot write chart {path}: {exc.strerror or exc}") from None
-    return path

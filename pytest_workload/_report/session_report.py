@@ -104,12 +104,9 @@ class SessionReport:
             "problems": list(self.problems),
             "notes": [n.to_dict() for n in self.notes],
         }
-        not_timed = self.not_timed
-        if not_timed:  # (each of them says so in its measured.timing too)
-            data["not_timed"] = not_timed
-        not_replayed = self.not_replayed
-        if not_replayed:  # (likewise)
-            data["not_replayed"] = not_replayed
+        for key, count in (("not_timed", self.not_timed), ("not_replayed", self.not_replayed)):
+            if count:  # (each of them says so in its measured.timing too)
+                data[key] = count
         data["tests"] = [t.to_dict(modules=False) for t in self.tests]
         data["modules"] = modules_to_dict({k: v for t in self.tests for k, v in t.modules.items()})
         return data
@@ -241,22 +238,6 @@ class Merged:
     collapses: tuple[tuple[Collapse, str, str], ...]
 
 
-def _tests(shards: Sequence[Shard]) -> tuple[tuple[TestWorkloads, ...], dict[str, str]]:
-    shard_of: dict[str, str] = {}
-    tests: list[TestWorkloads] = []
-    for shard in shards:
-        for test in shard.report.tests:
-            other = shard_of.get(test.nodeid)
-            if other is not None:
-                where = (
-                    f"twice in {other}" if other == shard.name else f"in {other} and {shard.name}"
-                )
-                raise MergeError(f"test {test.nodeid} is {where}: shards must not overlap")
-            shard_of[test.nodeid] = shard.name
-            tests.append(test)
-    return tuple(tests), shard_of
-
-
 def merge_reports(shards: Sequence[Shard]) -> Merged:
     """One report from shard reports of one fingerprint scheme, tests in shard order."""
     if not shards:
@@ -268,7 +249,17 @@ def merge_reports(shards: Sequence[Shard]) -> Merged:
             f"the shards use different fingerprint schemes ({listed}): their hashes are not "
             "comparable; run every shard with the same pytest-workload"
         )
-    tests, shard_of = _tests(shards)
+    shard_of: dict[str, str] = {}
+    for shard in shards:
+        for test in shard.report.tests:
+            other = shard_of.get(test.nodeid)
+            if other is not None:
+                where = (
+                    f"twice in {other}" if other == shard.name else f"in {other} and {shard.name}"
+                )
+                raise MergeError(f"test {test.nodeid} is {where}: shards must not overlap")
+            shard_of[test.nodeid] = shard.name
+    tests = tuple(t for s in shards for t in s.report.tests)
     checks = KeyChecks()
     collapses = tuple(
         (c, shard_of[c.first.nodeid], shard_of[c.second.nodeid])

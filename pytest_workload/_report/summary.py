@@ -162,21 +162,16 @@ def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
     return props
 
 
-def _snapshots(count: int) -> str:
-    return _count(count, "workload snapshot")
-
-
 def render_unchecked(
     kept: int, *, gate: bool, update: bool, recorded: int, commands: Commands
 ) -> str | None:
     """The one line that says which workload snapshots were not checked, or not written:
     syrupy counts the kept ones as passed (they were used, left as they are)."""
+    snapshots = _count(kept, "workload snapshot")
     counted = f" (syrupy counts {'it' if kept == 1 else 'them'} as passed)"
     if not gate and update and (recorded or kept):
         left = (
-            f"; {_snapshots(kept)} left as {'it is' if kept == 1 else 'they are'}{counted}"
-            if kept
-            else ""
+            f"; {snapshots} left as {'it is' if kept == 1 else 'they are'}{counted}" if kept else ""
         )
         return (
             "--snapshot-update wrote no workload snapshot: they are written only with "
@@ -190,13 +185,12 @@ def render_unchecked(
         )
     if not gate and kept:
         return (
-            f"{_snapshots(kept)} not checked{counted}: workload snapshots are checked only with "
+            f"{snapshots} not checked{counted}: workload snapshots are checked only with "
             "--workload-snapshot"
         )
     if kept:
         return (
-            f"{_snapshots(kept)} not checked{counted}: "
-            f"{'its test' if kept == 1 else 'their tests'} failed"
+            f"{snapshots} not checked{counted}: {'its test' if kept == 1 else 'their tests'} failed"
         )
     return None
 
