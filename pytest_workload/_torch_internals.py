@@ -292,14 +292,6 @@ class _TracedFnChoice:
 _TRACED_FN_CHOICE = _TracedFnChoice()
 
 
-def compiling_check() -> Callable[[], bool]:
-    """Whether dynamo is tracing (torch.compile, strict torch.export): the watch's first
-    question, which dynamo answers as a constant, so that it traces the watch as a no-op."""
-    from torch.compiler import is_compiling
-
-    return is_compiling
-
-
 def tracing_checks() -> Callable[[], bool]:
     """A check whether the test traces its model (``torch.jit.trace``, ``fx.symbolic_trace``,
     or a fake, proxy or functional tensor mode: non-strict ``torch.export``, ``make_fx``,

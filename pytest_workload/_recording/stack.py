@@ -117,7 +117,12 @@ class CallStack:
         if traced:
             frame.entry = None  # (a traced call is filed with its operations, as a new one)
             try:  # (apart: a call that cannot be observed is still recorded, and not measured)
-                self._begin_trace(frame, args, kwargs, plan, new)
+                if new:  # (its inputs are copied before tracing begins)
+                    frame.first = FirstCall(frame.target, args, kwargs, copy=self._copies)
+                self._trace = trace = RootTrace(frame.module, plan, (args, kwargs))
+                frame.span = trace.opaque is None
+                if frame.first is not None:
+                    frame.first.counts = trace.counts
             except Exception:
                 self.internal_error()
         elif (
@@ -130,16 +135,6 @@ class CallStack:
         self.plan = plan
         self.frames.append(frame)
         frame.start_ns = self._clock()
-
-    def _begin_trace(
-        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan, first: bool
-    ) -> None:
-        if first:  # (its inputs are copied before tracing begins)
-            frame.first = FirstCall(frame.target, args, kwargs, copy=self._copies)
-        self._trace = trace = RootTrace(frame.module, plan, (args, kwargs))
-        frame.span = trace.opaque is None
-        if frame.first is not None:
-            frame.first.counts = trace.counts
 
     def push_sub(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         assert self.plan is not None
