@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import operator
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -131,18 +132,20 @@ def module_hook_tables(module: nn.Module) -> list[dict[int, Any]]:
     return [*tables, module._backward_pre_hooks, module._backward_hooks]
 
 
+def _new_key() -> int:
+    """A key no hook handle of this process has or will have (handles count up from one
+    counter)."""
+    from torch.utils.hooks import RemovableHandle
+
+    return RemovableHandle(OrderedDict()).id
+
+
 class CallHooks:
     """A pre-hook and an always-called forward hook, both given the call's kwargs, put into
     modules' tables for the duration of one root call."""
 
     def __init__(self, enter: Callable[..., None], exit_: Callable[..., None]) -> None:
-        from collections import OrderedDict
-
-        from torch.utils.hooks import RemovableHandle
-
-        # a key no hook handle of this process has or will have (handles count up from one
-        # counter)
-        self._key = RemovableHandle(OrderedDict()).id
+        self._key = _new_key()
         self._enter = enter
         self._exit = exit_
         # modules whose forward hook could not be taken out as their call raised
@@ -187,16 +190,12 @@ class GlobalWatch:
     calls each hook: ``open`` then receives the call's kwargs, and takes its name out."""
 
     def __init__(self, watch: Callable[..., None], open_: Callable[..., None]) -> None:
-        from torch.nn.modules.module import register_module_forward_pre_hook
+        from torch.nn.modules.module import _global_forward_pre_hooks
 
-        self._handles: list[RemovableHandle] = [
-            register_module_forward_pre_hook(hook) for hook in (watch, open_)
-        ]
-        self._entries = [(self._handles[0].id, watch), (self._handles[1].id, open_)]
-        table = self._handles[0].hooks_dict_ref()
-        assert table is not None  # (torch's module-level table lives as long as torch)
-        self._table: dict[int, Any] = table
-        self._open_key = self._handles[1].id
+        self._table: dict[int, Any] = _global_forward_pre_hooks
+        self._open_key = _new_key()
+        self._entries = [(_new_key(), watch), (self._open_key, open_)]
+        self.resume()
         _TRACED_FN_CHOICE.add(self)
 
     def pass_kwargs(self, module: nn.Module) -> None:
@@ -218,8 +217,7 @@ class GlobalWatch:
             self._table[key] = hook
 
     def remove(self) -> None:
-        for handle in self._handles:
-            handle.remove()
+        self.suspend()
         _TRACED_FN_CHOICE.discard(self)
 
 
