@@ -245,7 +245,8 @@ class _TracedFnChoice:
         if not self._originals and self._waiting is None:
             from torch.nn.modules.module import register_module_module_registration_hook
 
-            self._waiting = register_module_module_registration_hook(self._registered)
+            # (left registered once done: torch iterates its table while calling it)
+            self._waiting = register_module_module_registration_hook(self._replace)
 
     def discard(self, watch: GlobalWatch) -> None:
         if watch in self._watches:
@@ -259,12 +260,7 @@ class _TracedFnChoice:
             self._waiting.remove()
             self._waiting = None
 
-    def _registered(self, *_: object) -> None:
-        # (left registered once done: torch iterates its table while calling this)
-        if not self._originals:
-            self._replace()
-
-    def _replace(self) -> None:
+    def _replace(self, *_: object) -> None:
         modules = [sys.modules.get(name) for name in _TRACED_FN_MODULES]
         if self._originals or None in modules:
             return

@@ -1,12 +1,10 @@
 """Recording: which modules run during a test, with which inputs.
 
 ``WorkloadRecorder`` is the facade a test sees; the work is done by ``hooks`` (which torch hooks
-exist and when), ``stack`` (the calls in progress), ``identity`` (what a call's workload is),
-``rows`` (calls aggregated per workload and caller) and ``states`` (a row's life). Measuring
-happens after the test, in ``_perf.orchestrate``.
-
-A call that raises is not recorded, nor are the calls it made; the exception reaches the caller
-untouched.
+exist and when), ``plan`` (which modules a root records, and the tracing of its call),
+``stack`` (the calls in progress), ``identity`` (what a call's workload is), ``rows`` (calls
+aggregated per workload and caller) and ``states`` (a row's life). Measuring happens after the
+test, in ``_perf.orchestrate``. No other feature imports from this package.
 """
 
 from __future__ import annotations
