@@ -208,13 +208,10 @@ class CallStack:
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
-        if self._trace is None:
-            frame = self.frames.pop()
-        else:
-            with untraced():
-                frame = self.frames.pop()
-                if frame.span:
-                    # (the call raised: its operations stay its caller's)
+        frame = self.frames.pop()
+        if self._trace is not None:
+            if frame.span:  # (the call raised: its operations stay its caller's)
+                with untraced():
                     self._trace.close_span(None)
             if not self.frames:
                 self._end_trace()
