@@ -1,5 +1,1 @@
-"""The recorder: hooks on every module call, the call stack, the identity cache, a row's
-states, and the conversion of rows into a test's workloads.
-
-No other feature imports from it.
-"""
+"""The recorder: its modules are mapped in ``recorder``'s docstring."""
