@@ -1,11 +1,11 @@
 """Where does the recorder spend its time on a repeated call? A profile of the hot path.
 
-Each of the recorder's torch hooks (``_enter``, the forward pre-hook that opens a call;
-``_done``, the forward hook that describes it; ``_exit``, the always-called hook that files it;
-``_watch_global``, the global pre-hook that spots new roots) is wrapped with
-``perf_counter_ns`` around it, and a timm model is called ``--calls`` times inside
-``recording(all_roots=True)`` with one input, so every call after the first is the
-deduplicated hot path. The table gives each hook's median time per call.
+Each of the recorder's torch hooks (``_watch_call``, the global pre-hook that spots a new
+root; ``_open_call``, the pre-hook given the call's kwargs that opens it; ``_enter``, the
+forward pre-hook that opens a submodule's call; ``_exit``, the always-called forward hook that
+describes and files a call) is wrapped with ``perf_counter_ns`` around it, and a timm model is
+called ``--calls`` times inside ``recording(all_roots=True)`` with one input, so every call
+after the first is the deduplicated hot path. The table gives each hook's median time per call.
 
 It profiles the package it imports: to set two versions side by side, run it with
 ``PYTHONPATH`` pointing at a checkout (a ``git worktree``) of each, alternately, from outside
@@ -30,7 +30,7 @@ import pytest_workload
 from pytest_workload import WorkloadRecorder
 from pytest_workload._recording.hooks import Hooks
 
-HOOKS = ("_enter", "_done", "_exit", "_watch_global")
+HOOKS = ("_watch_call", "_open_call", "_enter", "_exit")
 
 
 def wrap(name: str, spent: dict[str, list[int]]) -> Callable[[], None]:
