@@ -16,8 +16,15 @@ from .._core.text import short
 from .._fingerprint.distance import distance_factor, nearest
 from .._workload.signature import label_arg
 from .document import SnapshotDocument, SnapshotEntry
-from .part_diff import compute_lines, computes_agree, cost_lines, costs_agree, diff_signatures
-from .structure_diff import field_changes, grouped_lines
+from .part_diff import (
+    compute_lines,
+    computes_agree,
+    cost_lines,
+    costs_agree,
+    diff_signatures,
+    field_changes,
+    grouped_lines,
+)
 
 ChangeKind = Literal["changed", "appeared", "vanished"]
 SCALED = "same structure at a scaled shape:"
