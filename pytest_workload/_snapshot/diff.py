@@ -26,7 +26,6 @@ from .part_diff import (
     grouped_lines,
 )
 
-ChangeKind = Literal["changed", "appeared", "vanished"]
 SCALED = "same structure at a scaled shape:"
 
 
@@ -56,7 +55,7 @@ def paths_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
 class Change:
     """One difference between a stored and a recorded table."""
 
-    kind: ChangeKind
+    kind: Literal["changed", "appeared", "vanished"]
     old: SnapshotEntry | None
     new: SnapshotEntry | None
     details: tuple[str, ...] = ()

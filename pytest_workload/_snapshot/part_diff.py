@@ -154,7 +154,7 @@ def diff_operations(
                 and isinstance(y, SubCall)
                 and x.computation.hash != y.computation.hash
             ):
-                child = join_path(base, x.name) if base else x.name
+                child = join_path(base, x.name)
                 diff_operations(
                     x.computation, y.computation, child, out, names_only=names_only, base=child
                 )

@@ -15,7 +15,7 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.base import AbstractSyrupyExtension
@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 
 #: The ``snapshot`` fixture's value, as the gates above this module name it.
 Snapshot = SnapshotAssertion
-#: What a kept table is asserted against: nothing, since every stored table matches it.
-_NOTHING: Final = ""
 
 
 class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
@@ -138,8 +136,9 @@ def _use(snapshot: SnapshotAssertion) -> str | None:
     None when there is none."""
     assertion = snapshot.with_defaults(extension_class=KeptSnapshotExtension)
     location = _location(assertion)
-    # with no stored table, syrupy would write what is asserted under --snapshot-update
-    return location if os.path.exists(location) and assertion == _NOTHING else None
+    # with no stored table, syrupy would write what is asserted under --snapshot-update; with
+    # one, it matches whatever is asserted: nothing
+    return location if os.path.exists(location) and assertion == "" else None
 
 
 @dataclasses.dataclass
