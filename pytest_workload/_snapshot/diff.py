@@ -16,10 +16,16 @@ from .._core.text import short
 from .._fingerprint.distance import distance_factor, nearest
 from .._workload.signature import label_arg
 from .document import SnapshotDocument, SnapshotEntry
-from .part_diff import compute_lines, computes_agree, cost_lines, costs_agree, diff_signatures
-from .structure_diff import field_changes, grouped_lines
+from .part_diff import (
+    compute_lines,
+    computes_agree,
+    cost_lines,
+    costs_agree,
+    diff_signatures,
+    field_changes,
+    grouped_lines,
+)
 
-ChangeKind = Literal["changed", "appeared", "vanished"]
 SCALED = "same structure at a scaled shape:"
 
 
@@ -49,7 +55,7 @@ def paths_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
 class Change:
     """One difference between a stored and a recorded table."""
 
-    kind: ChangeKind
+    kind: Literal["changed", "appeared", "vanished"]
     old: SnapshotEntry | None
     new: SnapshotEntry | None
     details: tuple[str, ...] = ()

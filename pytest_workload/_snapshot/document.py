@@ -223,7 +223,7 @@ class SnapshotDocument:
     def to_text(self) -> str:
         """Review-friendly JSON: one field per line, signatures kept on one line, and one
         operation and one module description per line, so a change is one changed line."""
-        fields = (f"{_inline(k)}: {_render(k, v, 4)}" for k, v in self.to_dict().items())
+        fields = (f"{inline_json(k)}: {_render(k, v, 4)}" for k, v in self.to_dict().items())
         return _block(fields, 2) + "\n"
 
     @classmethod
@@ -231,7 +231,8 @@ class SnapshotDocument:
         return cls.from_dict(load_json(text))
 
 
-def _inline(value: Any) -> str:
+def inline_json(value: Any) -> str:
+    """JSON on one line, as the snapshot text and the messages show a value."""
     return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
@@ -246,7 +247,9 @@ def _render(key: str, value: Json, indent: int) -> str:
     own line, anything else inline."""
     if key == "workloads" and isinstance(value, list) and value:
         rows = (
-            _block((f"{_inline(k)}: {_render(k, v, indent + 4)}" for k, v in e.items()), indent + 2)
+            _block(
+                (f"{inline_json(k)}: {_render(k, v, indent + 4)}" for k, v in e.items()), indent + 2
+            )
             for e in value
             if isinstance(e, dict)
         )
@@ -255,11 +258,11 @@ def _render(key: str, value: Json, indent: int) -> str:
         nested = key == "computations"
         return _block(
             (
-                f"{_inline(k)}: {_render('operations' if nested else '', v, indent + 2)}"
+                f"{inline_json(k)}: {_render('operations' if nested else '', v, indent + 2)}"
                 for k, v in value.items()
             ),
             indent,
         )
     if key == "operations" and isinstance(value, list) and value:
-        return _block((_inline(v) for v in value), indent, "[]")
-    return _inline(value)
+        return _block((inline_json(v) for v in value), indent, "[]")
+    return inline_json(value)

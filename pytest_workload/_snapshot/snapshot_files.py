@@ -1,7 +1,6 @@
 """A workload snapshot file on disk: its injective name, what it holds before it is compared
 (too new to read, corrupt, or edited by hand so that a hash no longer matches what it claims to
-hash), why it is refused, and whether it may stay as it is. Nothing here writes it; no syrupy
-here."""
+hash) and why it is refused. Nothing here writes it; no syrupy here."""
 
 from __future__ import annotations
 
@@ -17,7 +16,6 @@ from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY, outside, read_te
 from .._core.strict_json import load_json
 from .._core.text import Commands, one_line, short
 from .._fingerprint.scheme import BUILTIN_SCHEMES
-from .diff import documents_match, shrunk
 from .document import SnapshotDocument
 
 #: Where workload snapshots live, beside each test module: not syrupy's ``__snapshots__``.
@@ -109,29 +107,6 @@ def _read_stored(path: Path, scheme: int) -> Stored | str:
     except WorkloadDataError as exc:
         return Stored(corrupt=str(exc))
     return Stored(corrupt=_unverified(stored), document=stored)
-
-
-def may_stay(text: str, recorded: SnapshotDocument, tolerance: float, *, updating: bool) -> bool:
-    """Whether the stored text may stay as it is beside the recorded table: it reads and
-    matches it; under ``--snapshot-update`` also holds UTF-8 only, verifies, and no cost shrank
-    since (else it is rewritten). ``text`` holds bytes that are not UTF-8 as escapes."""
-    try:
-        stored = SnapshotDocument.from_text(text)
-    except WorkloadDataError:
-        return False
-    if not documents_match(stored, recorded, tolerance):
-        return False
-    if not updating:
-        return True
-    return _is_utf8(text) and _unverified(stored) is None and not shrunk(stored, recorded)
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def inspect(

@@ -37,11 +37,10 @@ def _change_lines(change: Change, hash_len: int) -> list[str]:
 
 def render_changes(changes: Sequence[Change]) -> list[str]:
     """Root changes in full; submodule changes after them, the first few in full."""
-    hash_len = prefix_length(h for c in changes for e in (c.old, c.new) if e for h in (e.hash,))
-    roots = [c for c in changes if c.entry.depth == 0]
+    hash_len = prefix_length(e.hash for c in changes for e in (c.old, c.new) if e)
     subs = [c for c in changes if c.entry.depth > 0]
-    lines = [line for c in roots for line in _change_lines(c, hash_len)]
-    lines += [line for c in subs[:MAX_SUBMODULE_CHANGES] for line in _change_lines(c, hash_len)]
+    shown = [c for c in changes if c.entry.depth == 0] + subs[:MAX_SUBMODULE_CHANGES]
+    lines = [line for c in shown for line in _change_lines(c, hash_len)]
     if len(subs) > MAX_SUBMODULE_CHANGES:
         lines.append(
             f"... and {len(subs) - MAX_SUBMODULE_CHANGES} more submodule workloads changed "

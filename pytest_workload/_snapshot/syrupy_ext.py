@@ -14,9 +14,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
-from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any
 
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.base import AbstractSyrupyExtension
@@ -30,7 +29,7 @@ from .._fingerprint.scheme import FingerprintScheme
 from .._workload.workload import TestWorkloads
 from .diff import documents_match, shrunk, signature_changes
 from .document import SnapshotDocument, SnapshotEntry, fold
-from .snapshot_files import SNAPSHOT_DIRNAME, SNAPSHOT_SUFFIX, inspect, may_stay, snapshot_stem
+from .snapshot_files import SNAPSHOT_DIRNAME, SNAPSHOT_SUFFIX, inspect, snapshot_stem
 from .snapshot_text import (
     Verdict,
     explain_mismatch,
@@ -48,18 +47,13 @@ if TYPE_CHECKING:
 
 #: The ``snapshot`` fixture's value, as the gates above this module name it.
 Snapshot = SnapshotAssertion
-#: What a kept table is asserted against: nothing, since every stored table matches it.
-_NOTHING: Final = ""
 
 
 class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
-    """Stores a test's workload table as review-friendly JSON and compares it by identity; the
-    one writer of workload snapshots, when syrupy writes."""
+    """Stores a test's workload table as review-friendly JSON; the one writer of workload
+    snapshots, when syrupy writes. The gate asserts it only where there is no stored table or
+    it may not stay as it is, so it compares texts, as syrupy does by default."""
 
-    cost_tolerance: ClassVar[float] = 0.0
-    #: Under ``--snapshot-update``: a table that matches but is unverified, not UTF-8, or
-    #: holds costs that shrank is due a rewrite too, so it does not match.
-    updating: ClassVar[bool] = False
     file_extension = SNAPSHOT_SUFFIX.removeprefix(".")
     snapshot_dirname = SNAPSHOT_DIRNAME
 
@@ -101,12 +95,6 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
             raise TypeError(f"expected a SnapshotDocument, got {type(data).__qualname__}")
         return data.to_text()
 
-    def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
-        if serialized_data == snapshot_data:
-            return True
-        recorded = SnapshotDocument.from_text(str(serialized_data))
-        return may_stay(str(snapshot_data), recorded, self.cost_tolerance, updating=self.updating)
-
     @classmethod
     def write_snapshot_collection(
         cls, *, snapshot_collection: SnapshotCollection, name_order: dict[str, int] | None = None
@@ -129,13 +117,6 @@ class KeptSnapshotExtension(WorkloadSnapshotExtension):
         return True
 
 
-@cache
-def _extension(cost_tolerance: float, updating: bool) -> type[WorkloadSnapshotExtension]:
-    # (syrupy takes a class, not an instance)
-    attributes = {"cost_tolerance": cost_tolerance, "updating": updating}
-    return type(WorkloadSnapshotExtension.__name__, (WorkloadSnapshotExtension,), attributes)
-
-
 def _display(location: str, rootdir: Path | None) -> str:
     if rootdir is not None and location.startswith(str(rootdir) + os.sep):
         return one_line(os.path.relpath(location, rootdir))
@@ -155,8 +136,9 @@ def _use(snapshot: SnapshotAssertion) -> str | None:
     None when there is none."""
     assertion = snapshot.with_defaults(extension_class=KeptSnapshotExtension)
     location = _location(assertion)
-    # with no stored table, syrupy would write what is asserted under --snapshot-update
-    return location if os.path.exists(location) and assertion == _NOTHING else None
+    # with no stored table, syrupy would write what is asserted under --snapshot-update; with
+    # one, it matches whatever is asserted: nothing
+    return location if os.path.exists(location) and assertion == "" else None
 
 
 @dataclasses.dataclass
@@ -208,7 +190,7 @@ class SnapshotGate:
         rewrites it."""
         updating = bool(snapshot.update_snapshots)
         tolerance, commands = self.cost_tolerance, self.commands
-        assertion = snapshot.with_defaults(extension_class=_extension(tolerance, updating))
+        assertion = snapshot.with_defaults(extension_class=WorkloadSnapshotExtension)
         location = _location(assertion)
         shown = _display(location, self.rootdir)
         legacy = self._legacy_documents(test) if self.migrate else None
@@ -244,10 +226,14 @@ class SnapshotGate:
         elif stored.corrupt is not None:
             what = "" if stored.old else "corrupt "
             note = f"rewrote {what}workload snapshot {shown} ({one_line(stored.corrupt)})"
+        shrank = shrunk(old, document) if old is not None and matching else []
+        # a matching table stays as it is, but under --snapshot-update not one that is
+        # unverified, not UTF-8 (both corrupt) or holds costs that shrank: syrupy rewrites it
+        if matching and not (updating and (stored.corrupt is not None or shrank)):
+            _use(snapshot)  # used as it is, and counted as passed: it was checked
+            return None, shrunk_note(shown, shrank, updating)
         if assertion == document:
-            if old is not None and matching and note is None:
-                note = shrunk_note(shown, shrunk(old, document), updating)
-            return None, note
+            return None, note or shrunk_note(shown, shrank, updating)
         if updating:
             return f"workload snapshot {shown} {_write_error(assertion)}", None
         if old is None:
