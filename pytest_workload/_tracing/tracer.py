@@ -113,6 +113,8 @@ class Trace:
         """End the innermost span: as the call of ``name`` in its caller's, or (None: the call
         is not recorded) with its operations in place there."""
         span = self._spans.pop()
+        if not self._spans:  # (a root call that raised closes the root's span too)
+            self._spans.append(_Span(""))
         caller = self._spans[-1]
         caller.ops += span.ops
         # (a caller's list that stopped holds only the call its event ran in)
