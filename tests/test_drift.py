@@ -12,7 +12,7 @@ from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._core.text import PLAIN
 from pytest_workload._perf.baseline import Baseline
 from pytest_workload._perf.device import DeviceIdentity
-from pytest_workload._perf.drift import judge, worth_retiming
+from pytest_workload._perf.drift import KERNEL_LIMIT, judge, worth_retiming
 from pytest_workload._perf.perf_gate import PerfGate, render_regression
 from pytest_workload._perf.stopwatch import Lap, TimingPolicy, measure, summarize, time_call
 from pytest_workload._report.summary import format_timing
@@ -195,6 +195,20 @@ def test_the_calibrated_ratio_decides_whatever_the_wall_time():
     assert drift.kind == "regression" and drift.evidence == "calibrated"
     assert drift.ratio == pytest.approx(1.4) and drift.wall_ratio == pytest.approx(1.0)
     assert drift.machine_ratio == pytest.approx(0.7)
+
+
+def test_a_kernel_far_from_its_baseline_makes_the_timings_not_comparable():
+    # the baseline's kernel counted 100x its time (its thread spun for its intra-op siblings):
+    # 30x "slower" calibrated while the wall time says 0.37x
+    drift = judge(timed(30.0, wall=0.37e-3, kernel=1e-5), BASE)
+    assert drift.kind == "not comparable" and drift.machine_ratio == pytest.approx(0.01)
+    assert not worth_retiming(drift)
+    assert judge(timed(0.05, wall=3e-3, kernel=0.1), BASE).kind == "not comparable"
+    # within KERNEL_LIMIT either way, the calibrated ratio decides
+    assert judge(timed(1.4, kernel=1.01e-3 / KERNEL_LIMIT), BASE).kind == "regression"
+    assert judge(timed(1.4, kernel=0.99e-3 * KERNEL_LIMIT), BASE).kind == "regression"
+    # FLOPs still decide
+    assert judge(timed(30.0, kernel=1e-5), BASE, 0.2, (150, 100)).evidence == "flops"
 
 
 def test_a_regression_needs_the_whole_combined_interval_beyond_the_tolerance():

@@ -20,6 +20,7 @@ NoteKind = Literal[
     "faster",
     "not judged: xdist",
     "not judged: too few samples",
+    "not judged: kernel",
     "unreadable baseline",
     "measurement",
     "snapshot",

@@ -216,6 +216,17 @@ class PerfGate:
                 f"and a verdict needs {MIN_SAMPLES} on each side"
             )
             notes.append(("not judged: too few samples", text))
+        elif drift.kind == "not comparable" and not self.update:
+            assert drift.machine_ratio is not None
+            text = (
+                f"{_title(w)}: {drift.ratio:.2f}x its baseline calibrated (wall "
+                f"{drift.wall_ratio:.2f}x), not judged: the calibration kernel took "
+                f"{drift.machine_ratio:.2f}x its baseline's time, beyond any load or phase of one "
+                "machine (a thread that waits for intra-op threads without a core counts the "
+                "waiting; on a shared machine, time with torch.set_num_threads(1)); refresh the "
+                f"baseline with {self.commands.baseline}"
+            )
+            notes.append(("not judged: kernel", text))
         elif self.update:
             note = (
                 "timing baseline for "

@@ -34,7 +34,9 @@ from .session_report import SessionReport, same_device
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-Verdict = Literal["ok", "changed", "new", "removed", "slower", "faster", "too few"]
+Verdict = Literal[
+    "ok", "changed", "new", "removed", "slower", "faster", "too few", "not comparable"
+]
 
 
 #: Verdicts that make ``compare`` exit non-zero. A new workload (a test added with the change)
@@ -90,6 +92,7 @@ _VERDICTS: dict[str, Verdict] = {
     "regression": "slower",
     "faster": "faster",
     "too few samples": "too few",
+    "not comparable": "not comparable",
 }
 
 
@@ -194,6 +197,9 @@ def _summary(c: Comparison) -> str:
     ]
     if counts["too few"]:
         parts.append(f"{counts['too few']} timed on too few samples (not judged)")
+    if counts["not comparable"]:
+        n = counts["not comparable"]
+        parts.append(f"{n} whose calibration kernel times are too far apart (not judged)")
     if c.collapses:
         parts.append(f"{len(c.collapses)} collapses or unstable keys")
     if not c.timings_compared:

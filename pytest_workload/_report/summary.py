@@ -223,6 +223,11 @@ _NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
         "not judged",
         f"it or its baseline has fewer than the {MIN_SAMPLES} samples a verdict needs",
     ),
+    "not judged: kernel": (
+        "timing",
+        "not judged",
+        "the calibration kernel's time moved too far from its baseline's to compare them",
+    ),
     "unreadable baseline": ("timing baseline", "unreadable", "left out of nearest-shape lookups"),
     "measurement": ("workload", "measured approximately or not at all", ""),
 }
