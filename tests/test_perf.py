@@ -222,7 +222,8 @@ def test_nearest_compatible_baseline_is_a_note(pytester, sleepy):
     )
 
 
-def test_flop_change_without_a_hash_change_fails(pytester, sleepy):
+def test_flop_change_without_a_hash_change_fails(pytester, sleepy, injected):
+    # (the same hash: its timing is judged against the baseline too, by the injected stopwatch)
     sleepy(sleep=0, repeat=1)
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
     sleepy(sleep=0, repeat=2)  # forward now runs the layer twice: same structure, same inputs
