@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pytest_workload._perf import replay as replay_module
+from pytest_workload._perf.stopwatch import Lap
 from pytest_workload._tracing.tracer import count_flops
 from tests.models import TinyNet
 from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES
@@ -45,3 +47,39 @@ def suite(pytester: pytest.Pytester):
 def mode(request: pytest.FixtureRequest) -> tuple[str, ...]:
     """Arguments that run an inner session without xdist, with -n 0 and with -n 2."""
     return XDIST_MODES[request.param]
+
+
+def injected_kernel():
+    """Stands for the calibration kernel, so the injected stopwatch can tell its blocks."""
+
+
+class InjectedStopwatch:
+    """Runs the calls, but says each workload call took ``wall`` seconds and each call of the
+    calibration kernel ``kernel`` seconds, on both clocks."""
+
+    def __init__(self) -> None:
+        self.wall, self.kernel = 0.01, 0.001
+
+    def __call__(self, fn, number):
+        for _ in range(number):
+            fn()
+        per_call = self.kernel if fn is injected_kernel else self.wall
+        return Lap(per_call * number, per_call * number)
+
+
+@pytest.fixture
+def injected(monkeypatch):
+    """Timings of in-process runs from an injected stopwatch and kernel, so what the gate
+    decides depends on the test alone, never on this machine's load or cores.
+
+    Every replayed workload call takes 10 ms and every kernel call 1 ms unless the test says
+    otherwise (``injected(wall, kernel=...)``). It reaches only pytester's in-process runs
+    (``runpytest`` without ``-n 2``): a subprocess or an xdist worker times with real clocks."""
+    stopwatch = InjectedStopwatch()
+    monkeypatch.setattr(replay_module, "stopwatch_for", lambda device: stopwatch)
+    monkeypatch.setattr(replay_module, "calibration_kernel", lambda device: injected_kernel)
+
+    def set_timing(wall, kernel=0.001):
+        stopwatch.wall, stopwatch.kernel = wall, kernel
+
+    return set_timing

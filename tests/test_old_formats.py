@@ -50,7 +50,8 @@ def test_an_old_report_is_one_line(tmp_path, capsys):
     )
 
 
-def test_an_old_baseline_format_is_one_line_and_rewritten_by_update(pytester, suite):
+def test_an_old_baseline_format_is_one_line_and_rewritten_by_update(pytester, suite, injected):
+    # (the other shape is judged against its current baseline: timed by the injected stopwatch)
     suite(two_shapes())
     pytester.runpytest(*PERF, "--snapshot-update").assert_outcomes(passed=1)
     path = sorted((pytester.path / "__workload_baselines__").rglob("*.json"))[0]

@@ -7,8 +7,6 @@ import json
 
 import pytest
 
-from pytest_workload._perf import replay as replay_module
-from pytest_workload._perf.stopwatch import Lap
 from tests.pytester_suite import lit
 
 SLEEPY = """
@@ -53,38 +51,6 @@ def sleepy(pytester):
         pytester.makepyfile(test_sleepy=source)
 
     return write
-
-
-def injected_kernel():
-    """Stands for the calibration kernel, so the injected stopwatch can tell its blocks."""
-
-
-class InjectedStopwatch:
-    """Runs the calls, but says each workload call took ``wall`` seconds and each call of the
-    calibration kernel ``kernel`` seconds, on both clocks."""
-
-    def __init__(self) -> None:
-        self.wall, self.kernel = 0.01, 0.001
-
-    def __call__(self, fn, number):
-        for _ in range(number):
-            fn()
-        per_call = self.kernel if fn is injected_kernel else self.wall
-        return Lap(per_call * number, per_call * number)
-
-
-@pytest.fixture
-def injected(monkeypatch):
-    """Timings of in-process runs from an injected stopwatch and kernel, so what the gate
-    decides depends on the test alone, never on this machine's load or cores."""
-    stopwatch = InjectedStopwatch()
-    monkeypatch.setattr(replay_module, "stopwatch_for", lambda device: stopwatch)
-    monkeypatch.setattr(replay_module, "calibration_kernel", lambda device: injected_kernel)
-
-    def set_timing(wall, kernel=0.001):
-        stopwatch.wall, stopwatch.kernel = wall, kernel
-
-    return set_timing
 
 
 def noted(pytester, *args):
@@ -256,7 +222,8 @@ def test_nearest_compatible_baseline_is_a_note(pytester, sleepy):
     )
 
 
-def test_flop_change_without_a_hash_change_fails(pytester, sleepy):
+def test_flop_change_without_a_hash_change_fails(pytester, sleepy, injected):
+    # (the same hash: its timing is judged against the baseline too, by the injected stopwatch)
     sleepy(sleep=0, repeat=1)
     pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
     sleepy(sleep=0, repeat=2)  # forward now runs the layer twice: same structure, same inputs

@@ -161,7 +161,9 @@ def test_unmarked_tests_are_never_replayed_and_say_how_they_were_timed(pytester)
     }
 
 
-def test_unmarked_timings_are_neither_judged_nor_written_as_baselines(pytester):
+def test_unmarked_timings_are_neither_judged_nor_written_as_baselines(pytester, injected):
+    # (the marked tests' replays are judged against their baselines: timed by the injected
+    # stopwatch, so no load on this machine can make them fail the rerun)
     pytester.makeini(SUITE_INI)
     pytester.makepyfile(test_side=MODELS + SIDE_EFFECTS)
     gate = ("--workload-record=all", "--workload-snapshot", "--workload-perf=strict")
