@@ -209,6 +209,9 @@ def test_a_kernel_far_from_its_baseline_makes_the_timings_not_comparable():
     assert judge(timed(1.4, kernel=0.99e-3 * KERNEL_LIMIT), BASE).kind == "regression"
     # FLOPs still decide
     assert judge(timed(30.0, kernel=1e-5), BASE, 0.2, (150, 100)).evidence == "flops"
+    # a device's ratio clock is its own events: a shared device slows kernel and workload alike
+    on_gpu = [dataclasses.replace(t, device="cuda:0") for t in (timed(30.0, kernel=1e-5), BASE)]
+    assert judge(*on_gpu).kind == "regression"
 
 
 def test_a_regression_needs_the_whole_combined_interval_beyond_the_tolerance():

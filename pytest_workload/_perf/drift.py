@@ -16,12 +16,13 @@ Evidence is weighed from the most to the least deterministic:
 Time decides only between timings of ``MIN_SAMPLES`` samples or more on both sides: with fewer,
 a timing has no 95% interval, and the kind is ``too few samples`` (FLOPs still decide).
 
-Nor does time decide when the calibration kernel itself took more than ``KERNEL_LIMIT`` times
-its baseline's time, or less than its inverse: no load or phase of one machine moves a fixed
-kernel's thread CPU time that far, but a thread that waits at a barrier for its intra-op
-siblings spins, and counts that CPU time, while the siblings wait for a core. Such a side's
-ratios measure the waiting, not the workload (a 30x "regression" with the wall time 0.37x and
-the kernel 0.01x, seen under a loaded full suite), and the kind is ``not comparable``.
+Nor does time decide on CPU when the calibration kernel itself took more than ``KERNEL_LIMIT``
+times its baseline's time, or less than its inverse: no load or phase of one machine moves a
+fixed kernel's thread CPU time that far (tens of percent were measured), but a thread that waits
+at a barrier for its intra-op siblings spins, and counts that CPU time, while the siblings wait
+for a core. Such a side's ratios measure the waiting, not the workload (a 30x "regression" with
+the wall time 0.37x and the kernel 0.01x, seen under a loaded full suite), and the kind is
+``not comparable``. (A device's ratio clock is its own; a shared device slows both alike.)
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from .._workload.timing import Timing
 #: Relative slowdown allowed before the gate fails (0.15 = 15% slower).
 DEFAULT_TOLERANCE: Final = 0.15
 
-#: How far the calibration kernel's time may move from its baseline's, either way, before the
-#: two timings are not compared: one machine's phases and loads move it by tens of percent.
+#: How far the calibration kernel's CPU time may move from its baseline's, either way, before
+#: the two timings are not compared: one machine's phases and loads move it by tens of percent.
 KERNEL_LIMIT: Final = 3.0
 
 
@@ -95,7 +96,11 @@ def judge(
         return replace(drift, kind="regression", evidence="flops")
     if not (current.has_interval and baseline.has_interval):
         return replace(drift, kind="too few samples")
-    if evidence == "calibrated" and not 1 / KERNEL_LIMIT <= (machine or 1) <= KERNEL_LIMIT:
+    if (
+        evidence == "calibrated"
+        and current.device == "cpu"
+        and not 1 / KERNEL_LIMIT <= (machine or 1) <= KERNEL_LIMIT
+    ):
         return replace(drift, kind="not comparable")
     limit = 1 + tolerance
     if drift.ratio > limit and drift.ratio_low > limit:
