@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import operator
 import sys
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -132,20 +131,18 @@ def module_hook_tables(module: nn.Module) -> list[dict[int, Any]]:
     return [*tables, module._backward_pre_hooks, module._backward_hooks]
 
 
-def _new_key() -> int:
-    """A key no hook handle of this process has or will have (handles count up from one
-    counter)."""
-    from torch.utils.hooks import RemovableHandle
-
-    return RemovableHandle(OrderedDict()).id
-
-
 class CallHooks:
     """A pre-hook and an always-called forward hook, both given the call's kwargs, put into
     modules' tables for the duration of one root call."""
 
     def __init__(self, enter: Callable[..., None], exit_: Callable[..., None]) -> None:
-        self._key = _new_key()
+        from collections import OrderedDict
+
+        from torch.utils.hooks import RemovableHandle
+
+        # a key no hook handle of this process has or will have (handles count up from one
+        # counter)
+        self._key = RemovableHandle(OrderedDict()).id
         self._enter = enter
         self._exit = exit_
         # modules whose forward hook could not be taken out as their call raised
@@ -190,12 +187,16 @@ class GlobalWatch:
     calls each hook: ``open`` then receives the call's kwargs, and takes its name out."""
 
     def __init__(self, watch: Callable[..., None], open_: Callable[..., None]) -> None:
-        from torch.nn.modules.module import _global_forward_pre_hooks
+        from torch.nn.modules.module import register_module_forward_pre_hook
 
-        self._table: dict[int, Any] = _global_forward_pre_hooks
-        self._open_key = _new_key()
-        self._entries = [(_new_key(), watch), (self._open_key, open_)]
-        self.resume()
+        self._handles: list[RemovableHandle] = [
+            register_module_forward_pre_hook(hook) for hook in (watch, open_)
+        ]
+        self._entries = [(self._handles[0].id, watch), (self._handles[1].id, open_)]
+        table = self._handles[0].hooks_dict_ref()
+        assert table is not None  # (torch's module-level table lives as long as torch)
+        self._table: dict[int, Any] = table
+        self._open_key = self._handles[1].id
         _TRACED_FN_CHOICE.add(self)
 
     def pass_kwargs(self, module: nn.Module) -> None:
@@ -217,7 +218,8 @@ class GlobalWatch:
             self._table[key] = hook
 
     def remove(self) -> None:
-        self.suspend()
+        for handle in self._handles:
+            handle.remove()
         _TRACED_FN_CHOICE.discard(self)
 
 
@@ -245,8 +247,7 @@ class _TracedFnChoice:
         if not self._originals and self._waiting is None:
             from torch.nn.modules.module import register_module_module_registration_hook
 
-            # (left registered once done: torch iterates its table while calling it)
-            self._waiting = register_module_module_registration_hook(self._replace)
+            self._waiting = register_module_module_registration_hook(self._registered)
 
     def discard(self, watch: GlobalWatch) -> None:
         if watch in self._watches:
@@ -260,7 +261,12 @@ class _TracedFnChoice:
             self._waiting.remove()
             self._waiting = None
 
-    def _replace(self, *_: object) -> None:
+    def _registered(self, *_: object) -> None:
+        # (left registered once done: torch iterates its table while calling this)
+        if not self._originals:
+            self._replace()
+
+    def _replace(self) -> None:
         modules = [sys.modules.get(name) for name in _TRACED_FN_MODULES]
         if self._originals or None in modules:
             return
@@ -284,6 +290,14 @@ class _TracedFnChoice:
 
 
 _TRACED_FN_CHOICE = _TracedFnChoice()
+
+
+def compiling_check() -> Callable[[], bool]:
+    """Whether dynamo is tracing (torch.compile, strict torch.export): the watch's first
+    question, which dynamo answers as a constant, so that it traces the watch as a no-op."""
+    from torch.compiler import is_compiling
+
+    return is_compiling
 
 
 def tracing_checks() -> Callable[[], bool]:

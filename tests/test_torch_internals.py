@@ -10,7 +10,6 @@ import pytest
 import torch
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.compiler import is_compiling
 from torch.fx.experimental.proxy_tensor import make_fx
 
 import pytest_workload
@@ -19,6 +18,7 @@ from pytest_workload._torch_internals import (
     CallHooks,
     GlobalWatch,
     compiled_original,
+    compiling_check,
     cpu_flash_attention,
     dispatch_mode_class,
     function_mode_check,
@@ -325,10 +325,11 @@ def test_tracing_is_told_from_running():
 
 
 def test_compiling_is_told_from_running():
+    compiling = compiling_check()
     seen: list[bool] = []
 
     def f(x):
-        seen.append(is_compiling())
+        seen.append(compiling())
         return x + 1
 
     f(torch.rand(2))
@@ -368,9 +369,10 @@ def test_strict_export_while_the_watch_is_in_traces_as_without_it():
     model, x = nn.Linear(2, 2), torch.rand(1, 2)
     plain = torch.export.export(model, (x,), strict=True)
     watched: list[object] = []
+    compiling = compiling_check()
 
     def watch_call(m: nn.Module, args: object) -> None:
-        if not is_compiling():
+        if not compiling():
             watched.append(m)
 
     watch = GlobalWatch(watch_call, lambda *_: None)

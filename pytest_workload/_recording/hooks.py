@@ -20,7 +20,13 @@ from collections.abc import Callable, Sequence
 from threading import get_ident
 from typing import TYPE_CHECKING, Any
 
-from .._torch_internals import CallHooks, GlobalWatch, function_mode_check, tracing_checks
+from .._torch_internals import (
+    CallHooks,
+    GlobalWatch,
+    compiling_check,
+    function_mode_check,
+    tracing_checks,
+)
 from .identity import IdentityCache
 from .plan import untraced
 from .rows import Call
@@ -38,8 +44,6 @@ class Hooks:
     """
 
     def __init__(self, stack: CallStack, identities: IdentityCache, max_depth: int) -> None:
-        from torch.compiler import is_compiling
-
         self._stack = stack
         self._identities = identities
         self._max_depth = max_depth
@@ -50,9 +54,7 @@ class Hooks:
         self._calls: CallHooks | None = None
         # the running root's modules whose hooks are in
         self._hooked: Sequence[nn.Module] = ()
-        # whether dynamo is tracing (torch.compile, strict torch.export): the watch's first
-        # question, which dynamo answers as a constant, so that it traces the watch as a no-op
-        self._compiling = is_compiling
+        self._compiling = compiling_check()
         self._tracing = tracing_checks()
         # whether a function mode is on (the test's, or the tracer's), which would see the
         # recorder's own reads of tensors

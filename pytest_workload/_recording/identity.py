@@ -137,12 +137,15 @@ class IdentityCache:
         hot path that re-walked every tree on every call would cost far more. Buffers are left
         out: models reassign them in forward, and a buffer that changes shape between calls is
         not seen."""
+        if self._registration_watch:
+            return
         from torch.nn.modules import module as torch_module
 
-        self._registration_watch = [
-            torch_module.register_module_module_registration_hook(self.forget),
-            torch_module.register_module_parameter_registration_hook(self.forget),
-        ]
+        registrars = (
+            getattr(torch_module, f"register_module_{kind}_registration_hook", None)
+            for kind in ("module", "parameter")
+        )
+        self._registration_watch = [r(self.forget) for r in registrars if r is not None]
 
     def unwatch(self) -> None:
         for handle in self._registration_watch:
@@ -184,10 +187,10 @@ class IdentityCache:
         is its process-local key, the ``repr`` of ``described``) and ``call`` (as passed),
         computed when (module, mode, parameter dtype, device, inputs) is new; the structure is
         read afresh then, so ``model.half()`` between calls counts."""
-        known = self.known(target, inputs, call)
-        if known is not None:
+        key, device = self._key(target, inputs, call)
+        known = self._known.get(key)
+        if known is not None and known.target is target and known.watch.unchanged():
             return known
-        key, device = self._key(target, inputs, call)  # (again only as a new identity is read)
         with untraced():
             known = self._read(target, InputSignature(*described), result, str(device))
         self._known[key] = known

@@ -43,38 +43,21 @@ class Plan:
     # id -> (module, path, depth, unwrapped module) for the root (path "") and its submodules
     members: dict[int, tuple[nn.Module, str, int, nn.Module]]
     # the modules of ``members``, which hold the recorder's hooks while an unsettled root runs
-    modules: tuple[nn.Module, ...]
+    modules: tuple[nn.Module, ...] = ()
     # why a function mode cannot see the operations its calls run (it is, or contains, a
     # compiled or scripted module); None when it can
-    opaque: str | None
+    opaque: str | None = None
 
 
 def build_plan(module: nn.Module, max_depth: int) -> Plan:
-    """The plan of ``module``: it and its submodules with their path and depth, down to
-    ``max_depth`` (none of a scripted or compiled root: its insides are opaque)."""
-    from torch import nn
-
     target = unwrap(module)
-    members = {id(module): (module, "", 0, target)}
-    seen = {id(target)}
-    queue: deque[tuple[nn.Module, str, int]] = deque()
+    plan = Plan(target, max_depth, {id(module): (module, "", 0, target)})
     if not is_scripted(module) and not is_compiled(module):
-        queue.append((target, "", 0))
-    while queue:
-        parent, prefix, depth = queue.popleft()
-        for name, child in parent.named_children():
-            path = f"{prefix}.{name}" if prefix else name
-            container = isinstance(child, (nn.ModuleList, nn.ModuleDict))
-            child_depth = depth if container else depth + 1
-            if child_depth > max_depth or id(child) in seen or is_scripted(child):
-                continue
-            seen.add(id(child))
-            if not container:
-                members[id(child)] = (child, path, child_depth, unwrap(child))
-            if unwrap(child) is child:  # wrappers are recorded, their insides are opaque
-                queue.append((child, path, child_depth))
-    modules = tuple(member for member, _, _, _ in members.values())
-    return Plan(target, max_depth, members, modules, _opaque(module, target))
+        for sub, path, depth in subtree(target, max_depth):
+            plan.members[id(sub)] = (sub, path, depth, unwrap(sub))
+    plan.modules = tuple(member for member, _, _, _ in plan.members.values())
+    plan.opaque = _opaque(module, target)
+    return plan
 
 
 def _why_opaque(module: nn.Module) -> str | None:
@@ -94,6 +77,29 @@ def _opaque(module: nn.Module, target: nn.Module) -> str | None:
         if why is not None:
             return f"contains {path}, {why}, whose operations are not visible"
     return None
+
+
+def subtree(target: nn.Module, max_depth: int) -> list[tuple[nn.Module, str, int]]:
+    """Submodules of ``target`` with their path and depth, down to ``max_depth``."""
+    from torch import nn
+
+    found: list[tuple[nn.Module, str, int]] = []
+    seen = {id(target)}
+    queue: deque[tuple[nn.Module, str, int]] = deque([(target, "", 0)])
+    while queue:
+        parent, prefix, depth = queue.popleft()
+        for name, child in parent.named_children():
+            path = f"{prefix}.{name}" if prefix else name
+            container = isinstance(child, (nn.ModuleList, nn.ModuleDict))
+            child_depth = depth if container else depth + 1
+            if child_depth > max_depth or id(child) in seen or is_scripted(child):
+                continue
+            seen.add(id(child))
+            if not container:
+                found.append((child, path, child_depth))
+            if unwrap(child) is child:  # wrappers are recorded, their insides are opaque
+                queue.append((child, path, child_depth))
+    return found
 
 
 class RootTrace:

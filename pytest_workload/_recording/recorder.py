@@ -1,10 +1,12 @@
 """Recording: which modules run during a test, with which inputs.
 
 ``WorkloadRecorder`` is the facade a test sees; the work is done by ``hooks`` (which torch hooks
-exist and when), ``plan`` (which modules a root records, and the tracing of its call),
-``stack`` (the calls in progress), ``identity`` (what a call's workload is), ``rows`` (calls
-aggregated per workload and caller) and ``states`` (a row's life). Measuring happens after the
-test, in ``_perf.orchestrate``. No other feature imports from this package.
+exist and when), ``stack`` (the calls in progress), ``identity`` (what a call's workload is),
+``rows`` (calls aggregated per workload and caller) and ``states`` (a row's life). Measuring
+happens after the test, in ``_perf.orchestrate``.
+
+A call that raises is not recorded, nor are the calls it made; the exception reaches the caller
+untouched.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._fingerprint.describe import Describer
-from .._fingerprint.scheme import FingerprintScheme
+from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from .._perf import (
     FirstCall,
     RecordedCall,
@@ -43,9 +45,9 @@ M = TypeVar("M", bound="nn.Module")
 _COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
 
 
-def _check_depth(depth: object) -> None:
+def _check_depth(depth: object, given: object) -> None:
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-        raise ValueError(f"max_depth must be an int >= 0, got {depth!r}")
+        raise ValueError(f"max_depth must be an int >= 0, got {given!r}")
 
 
 class WorkloadRecorder:
@@ -97,12 +99,13 @@ class WorkloadRecorder:
         rootdir: Path | None = None,
         replays: bool = True,
     ) -> None:
-        _check_depth(max_depth)
+        _check_depth(max_depth, max_depth)
         self.nodeid = nodeid
         #: False: the workloads are never replayed (their inputs are not even copied)
         self.replays = replays
         self.max_depth = max_depth
         self.timing = timing
+        self._scheme = CURRENT_SCHEME
         self._errors: dict[str, None] = {}
         self._rows = RowTable(timing=timing)
         identities = IdentityCache(describe)
@@ -143,7 +146,7 @@ class WorkloadRecorder:
         if not isinstance(module, nn.Module):
             raise TypeError(f"track() takes a torch.nn.Module, got {type(module).__qualname__}")
         depth = self.max_depth if max_depth is None else max_depth
-        _check_depth(depth)
+        _check_depth(depth, max_depth)
         assert self._hooks is not None  # (dropped only once stopped)
         self._hooks.track(module, depth)
         return module
@@ -225,12 +228,11 @@ class WorkloadRecorder:
         identity = entry.identity
         target = identity.target
         assert first.context is not None  # (rows keep only first calls that returned)
-        assert self._identities is not None  # (measured before the recorder is released)
         changed = None
         # (never replayed: its own calls were timed as they ran, whatever changed since)
         if self.replays and mismatch(first.context, target) is None:
             with trained_as(first.context, target):
-                if self._identities.scheme.structure_hash(target) != identity.structure_hash:
+                if self._scheme.structure_hash(target) != identity.structure_hash:
                     changed = "its structure differs"
         observed = () if entry.untimed else tuple(ns / 1e9 for ns in entry.samples_ns)
         return RecordedCall(
@@ -267,5 +269,5 @@ class SessionRecorder(WorkloadRecorder):
     ) -> None:
         super().__init__(nodeid, **options)
         assert self._identities is not None
-        self._identities.scheme = scheme
+        self._scheme = self._identities.scheme = scheme
         self._identities.alternates = tuple(s for s in alternates if s.version != scheme.version)

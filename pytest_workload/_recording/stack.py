@@ -117,12 +117,7 @@ class CallStack:
         if traced:
             frame.entry = None  # (a traced call is filed with its operations, as a new one)
             try:  # (apart: a call that cannot be observed is still recorded, and not measured)
-                if new:  # (its inputs are copied before tracing begins)
-                    frame.first = FirstCall(frame.target, args, kwargs, copy=self._copies)
-                self._trace = trace = RootTrace(frame.module, plan, (args, kwargs))
-                frame.span = trace.opaque is None
-                if frame.first is not None:
-                    frame.first.counts = trace.counts
+                self._begin_trace(frame, args, kwargs, plan, new)
             except Exception:
                 self.internal_error()
         elif (
@@ -135,6 +130,16 @@ class CallStack:
         self.plan = plan
         self.frames.append(frame)
         frame.start_ns = self._clock()
+
+    def _begin_trace(
+        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan, first: bool
+    ) -> None:
+        if first:  # (its inputs are copied before tracing begins)
+            frame.first = FirstCall(frame.target, args, kwargs, copy=self._copies)
+        self._trace = trace = RootTrace(frame.module, plan, (args, kwargs))
+        frame.span = trace.opaque is None
+        if frame.first is not None:
+            frame.first.counts = trace.counts
 
     def push_sub(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         assert self.plan is not None
@@ -208,10 +213,13 @@ class CallStack:
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
-        frame = self.frames.pop()
-        if self._trace is not None:
-            if frame.span:  # (the call raised: its operations stay its caller's)
-                with untraced():
+        if self._trace is None:
+            frame = self.frames.pop()
+        else:
+            with untraced():
+                frame = self.frames.pop()
+                if frame.span:
+                    # (the call raised: its operations stay its caller's)
                     self._trace.close_span(None)
             if not self.frames:
                 self._end_trace()
