@@ -99,7 +99,8 @@ def judge(
     if (
         evidence == "calibrated"
         and current.device == "cpu"
-        and not 1 / KERNEL_LIMIT <= (machine or 1) <= KERNEL_LIMIT
+        and machine is not None
+        and not 1 / KERNEL_LIMIT <= machine <= KERNEL_LIMIT
     ):
         return replace(drift, kind="not comparable")
     limit = 1 + tolerance
