@@ -15,6 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import __version__
 from ._core.errors import WorkloadError
 from ._core.files import write_text_atomic
 from ._core.text import one_line
@@ -30,7 +31,12 @@ from ._report.session_report import Shard, merge_reports, read_report, render_me
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog)
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Compare and merge the JSON reports that `pytest --workload-json=PATH` "
+        "writes: the CI verdict between a base and a head, and the merge of CI shards.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     compare = commands.add_parser(
         "compare", help="compare two --workload-json reports (exit 1 when the head regressed)"
