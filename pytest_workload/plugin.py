@@ -238,7 +238,13 @@ def workloads(_workload_recording: WorkloadRecorder | None) -> WorkloadRecorder:
     asserts. Timings and FLOPs are measured after the test body, so they are not in what the
     test itself reads.
     """
-    assert _workload_recording is not None
+    if _workload_recording is None:  # asked for after the recording began, or not at all
+        pytest.fail(
+            "pytest-workload: the workloads fixture must be a test argument (or the test "
+            "marked @pytest.mark.workloads): request.getfixturevalue('workloads') comes after "
+            "the recording began",
+            pytrace=False,
+        )
     return _workload_recording
 
 
