@@ -98,6 +98,10 @@ MARK_KEY = pytest.StashKey[WorkloadsMark]()
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
 #: Why the JSON report could not be written, for the terminal summary.
 JSON_ERROR_KEY = pytest.StashKey[str]()
+#: Why an update deleted no snapshot as unused, for the terminal summary.
+KEPT_UNUSED_KEY = pytest.StashKey[str]()
+#: Set once the test loop has run to its end.
+LOOP_DONE_KEY = pytest.StashKey[bool]()
 SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
 
 
@@ -323,6 +327,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     counted = render_counts(session.tests, settings.session_budget_s)
     _write(terminalreporter, None, counted + ([] if unchecked is None else [unchecked]))
     _write(terminalreporter, "workload snapshot notes", notes)
+    kept_unused = config.stash.get(KEPT_UNUSED_KEY, None)
+    if kept_unused is not None:
+        terminalreporter.write_line(terminal_text(kept_unused))
     json_error = config.stash.get(JSON_ERROR_KEY, None)
     if json_error is not None:
         terminalreporter.write_line(json_error, red=True)
@@ -330,19 +337,62 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     _write(terminalreporter, "workload problems across xdist workers", problems, "=", red=True)
 
 
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    if items:
+        items[0].config.stash[SESSION_KEY].not_run.update(dict.fromkeys(i.nodeid for i in items))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    session = item.config.stash[SESSION_KEY]
+    if report.when == "setup" and report.failed:
+        session.not_run[item.nodeid] = None
+    elif report.when == "teardown":
+        session.torn_down(item.nodeid, failed=report.failed)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    result = yield
+    # not set when cut short, also by a second Ctrl-C while pytest handles the first, after
+    # which it finishes the session with status OK
+    session.config.stash[LOOP_DONE_KEY] = True
+    return result
+
+
+def _keep_unused(session: pytest.Session) -> None:
+    """Tests that never ran, or whose crashed worker never reported, did not use their
+    snapshots as far as syrupy knows: such an update must not delete them (syrupy's own
+    --snapshot-no-cleanup). An update narrowed to migrations or upgrades deletes nothing."""
+    config = session.config
+    workload_session = config.stash[SESSION_KEY]
+    settings = workload_session.settings
+    if not hasattr(config.option, "no_cleanup") or config.option.no_cleanup:
+        return
+    if settings.migrate or settings.accept_upgrade or config.stash[MERGE_KEY].crashed:
+        config.option.no_cleanup = True  # (said where each is said)
+        return
+    finished = config.stash.get(LOOP_DONE_KEY, False) and not (
+        session.shouldstop or session.shouldfail
+    )
+    why = workload_session.keeps_unused(finished=finished)
+    if why is not None:
+        config.option.no_cleanup = True
+        if settings.update:
+            config.stash[KEPT_UNUSED_KEY] = (
+                f"pytest-workload: no snapshot was deleted as unused: {why}"
+            )
+
+
 @pytest.hookimpl(wrapper=True)  # around syrupy's, which deletes unused snapshots
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
     config = session.config
     workload_session = config.stash[SESSION_KEY]
-    stopped_early = session.shouldstop or session.shouldfail or config.stash[MERGE_KEY].crashed
-    narrowed = workload_session.settings.migrate or workload_session.settings.accept_upgrade
-    if (narrowed or stopped_early or exitstatus == pytest.ExitCode.INTERRUPTED) and hasattr(
-        config.option, "no_cleanup"
-    ):
-        # Tests that never ran, or whose crashed worker never reported, did not use their
-        # snapshots as far as syrupy knows: such an update must not delete them (syrupy's own
-        # --snapshot-no-cleanup). An update narrowed to migrations or upgrades deletes nothing.
-        config.option.no_cleanup = True
+    _keep_unused(session)
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput[WORKER_OUTPUT_KEY] = workload_session.to_payload()

@@ -77,7 +77,7 @@ STDOUT: Final = "-"
 _TMP_NAME_CHARS: Final = 64
 
 
-def _write_replacing(path: Path, text: str) -> None:
+def _write_replacing(path: Path, data: bytes) -> None:
     try:
         st: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
@@ -96,8 +96,8 @@ def _write_replacing(path: Path, text: str) -> None:
                 # only root may give a file away; it keeps its mode all the same
                 with contextlib.suppress(PermissionError):
                     os.fchown(fd, st.st_uid, st.st_gid)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -146,7 +146,19 @@ def write_text_atomic(
             return
         if make_parents:
             target.parent.mkdir(parents=True, exist_ok=True)
-        _write_replacing(target, text)
+        _write_replacing(target, text.encode("utf-8"))
+    except OSError as exc:
+        raise FileWriteError(str(path), exc) from None
+
+
+def restore(path: Path, data: bytes | None) -> None:
+    """Put back what a file held before a write (None: nothing), replacing it as a write
+    does; FileWriteError if it cannot."""
+    try:
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            _write_replacing(Path(os.path.realpath(path)), data)
     except OSError as exc:
         raise FileWriteError(str(path), exc) from None
 
