@@ -11,6 +11,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from ._core.errors import DeviceUnavailableError, WorkloadDataError, WorkloadWarning
+from ._core.strict_json import canonical_json, load_json
 from ._core.text import one_line, terminal_text
 from ._fingerprint.scheme import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
@@ -26,6 +27,11 @@ if TYPE_CHECKING:
 #: Key of this plugin's payload in an xdist worker's ``workeroutput``.
 WORKER_OUTPUT_KEY = "pytest_workload"
 
+
+#: The key of a payload that a worker could not send, with why.
+_UNSENT = "unsent"
+#: How many of a lost worker's tests its one line names.
+_NAMED = 3
 
 #: How a worker's failed collection says that a marker is bad (see pytest_make_collect_report).
 _BAD_MARKER = "pytest-workload: bad marker: "
@@ -48,20 +54,30 @@ class WorkerMerge:
         self._ran_on.setdefault(worker, {})[nodeid] = None
 
     def merge(self, worker: str, data: Any) -> None:
-        """Take in what one worker recorded; a crashed worker sent nothing."""
-        if data is None:
+        """Take in what one worker recorded; a crashed worker sent nothing, and one whose
+        data could not be sent says why."""
+        unsent = data.get(_UNSENT) if isinstance(data, dict) else None
+        if data is None or unsent is not None:
             self.crashed.append(worker)
             ran = list(self._ran_on.get(worker, {}))
+            shown = ", ".join(one_line(n) for n in ran[:_NAMED])
+            if len(ran) > _NAMED:
+                shown += f" and {len(ran) - _NAMED} more"
             kept = (
                 "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
                 "with --snapshot-no-cleanup)"
                 if self.session.settings.update
                 else ""
             )
+            why = (
+                "sent no workload data (it crashed or was killed)"
+                if unsent is None
+                else f"could not send its workload data ({one_line(str(unsent))})"
+            )
             self.session.problems.append(
-                f"xdist worker {worker} sent no workload data (it crashed or was killed): the "
-                "workloads of its tests are missing from this report"
-                + (f": {', '.join(one_line(n) for n in ran)}" if ran else "")
+                f"xdist worker {worker} {why}: the workloads of its "
+                f"{len(ran)} test{'s' if len(ran) != 1 else ''} are missing from this report"
+                + (f" ({shown})" if ran else "")
                 + kept
             )
             return
@@ -90,6 +106,8 @@ class WorkerMerge:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.bad_marker:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        elif self.crashed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # workload data was lost
 
 
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
@@ -388,6 +406,17 @@ def _keep_unused(session: pytest.Session) -> None:
             )
 
 
+def _sendable(session: WorkloadSession) -> dict[str, Any]:
+    """The worker's payload as builtins only (execnet sends no other type, and a worker that
+    fails to send dies); why not, in one field, where it is not JSON."""
+    try:
+        payload = load_json(canonical_json(session.to_payload()))
+    except (TypeError, ValueError, WorkloadDataError) as exc:
+        return {_UNSENT: f"{type(exc).__name__}: {exc}"}
+    assert isinstance(payload, dict)
+    return payload
+
+
 @pytest.hookimpl(wrapper=True)  # around syrupy's, which deletes unused snapshots
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
     config = session.config
@@ -395,7 +424,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     _keep_unused(session)
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput[WORKER_OUTPUT_KEY] = workload_session.to_payload()
+        workeroutput[WORKER_OUTPUT_KEY] = _sendable(workload_session)
     yield
     if workeroutput is None:
         if workload_session.check_collapses() and session.exitstatus == 0:

@@ -80,7 +80,7 @@ def test_a_crashed_xdist_worker_deletes_no_snapshot_and_says_so(pytester, suite)
     crashed.stdout.fnmatch_lines(
         lit(
             "xdist worker gw* sent no workload data (it crashed or was killed): the workloads "
-            "of its tests are missing from this report: *test_models.py::test_six[3]*; no "
+            "of its * tests are missing from this report (*test_models.py::test_six[3]*); no "
             "snapshot was deleted as unused, since its tests' uses are unknown (as with "
             "--snapshot-no-cleanup)"
         )

@@ -69,6 +69,11 @@ SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
 #: Layout version of a timing baseline file; 2 holds the ratio to the calibration kernel.
 BASELINE_FORMAT: Final = 2
 
+#: The largest file read (a report, a snapshot, a baseline), refused by its size before it
+#: is read: parsing takes at most about 25 times a file's size (a file of nothing but empty
+#: arrays), so reading stays within about 400 MiB.
+MAX_FILE_BYTES: Final = 16 << 20
+
 #: The path that means standard output.
 STDOUT: Final = "-"
 
@@ -164,9 +169,20 @@ def restore(path: Path, data: bytes | None) -> None:
 
 
 def read_text(path: Path) -> str:
-    """A stored file's text; one that is not UTF-8 is corrupt, and the error says so."""
+    """A stored file's text; one that is not UTF-8, or larger than :data:`MAX_FILE_BYTES`
+    (refused before it is read), is corrupt, and the error says so."""
     try:
-        return path.read_bytes().decode("utf-8")
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data = b"" if size > MAX_FILE_BYTES else f.read(MAX_FILE_BYTES + 1)
+        size = max(size, len(data))  # (a FIFO or device has no size until read)
+        if size > MAX_FILE_BYTES:
+            raise CorruptFileError(
+                str(path),
+                f"is corrupt: {size} bytes or more, over the {MAX_FILE_BYTES >> 20} MiB "
+                "pytest-workload reads (refused before reading)",
+            )
+        return data.decode("utf-8")
     except OSError as exc:
         raise CorruptFileError(str(path), f"cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
