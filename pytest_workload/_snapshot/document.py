@@ -115,14 +115,14 @@ class SnapshotEntry(Paths):
         )
 
 
-#: The fields :meth:`SnapshotEntry.to_dict` always writes, of which only ``_NULLABLE`` may be
-#: null (unknown); ``_LEFT_OUT`` it leaves out, never writes as null, when unknown or off.
+#: The fields :meth:`SnapshotEntry.to_dict` always writes (but for two for review only, which
+#: snapshots written before them lack), of which only ``_NULLABLE`` may be null (unknown);
+#: ``_LEFT_OUT`` it leaves out, never writes as null, when unknown or off.
 _ALWAYS_WRITTEN: Final = (
     "name", "paths", "class", "depth", "parent", "input", "arg_names", "input_signature",
-    "structure_hash", "structure_hash_without_dtypes", "hash", "param_bytes", "param_dtypes",
-    "flops", "costs", "submodules",
+    "structure_hash", "hash", "param_bytes", "flops", "costs", "submodules",
 )  # fmt: skip
-_NULLABLE: Final = ("parent", "structure_hash_without_dtypes", "param_dtypes", "flops", "costs")
+_NULLABLE: Final = ("parent", "flops", "costs")
 _LEFT_OUT: Final = ("compute_hash", "data_dependent", "user_key")
 _NEVER_NULL: Final = tuple(k for k in _ALWAYS_WRITTEN + _LEFT_OUT if k not in _NULLABLE)
 
