@@ -5,7 +5,8 @@ the reports of CI shards into one.
 Exit status of ``compare``: 0 when the head did not regress, 1 when it did (changed or removed
 workloads, collapses or unstable keys, timings beyond the tolerance; new workloads are reported,
 not failed). Of ``merge``: 0, or 1 when workloads collapse across the shards (the merged report
-is written all the same). Both: 2 on bad input or an output that cannot be written.
+is written all the same). Both: 2 on bad input or an output that cannot be written; 130 when
+interrupted (Ctrl-C), said in one line.
 """
 
 from __future__ import annotations
@@ -105,6 +106,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "pytest-workload") -> in
     except WorkloadError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # an output is written atomically: it is old or new, never half
+        print(f"{prog} {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
