@@ -206,7 +206,16 @@ class PerfGate:
         if store.path(w.hash, test) in self._written:
             return []  # a test run twice (--count, a rerun plugin): its first timing stands
         drift = judge(w.timing, baseline.timing, tolerance)
-        if drift.kind == "unchanged" or (drift.kind == "too few samples" and self.update):
+        if self.update:
+            # every timing measured, drifted or not: the next run on this machine then judges
+            # against what this one timed, and passes (a noisy timing kept as "no drift" failed it)
+            note = (
+                "timing baseline for "
+                + one_line(f"{w.name} ({w.class_name}) {w.input_signature.format()}")
+                + f" refreshed at {drift.ratio:.2f}x the old one"
+            )
+            return self._write(test, w, store, ("baseline refreshed", note), notes)
+        if drift.kind == "unchanged":
             return []
         if drift.kind == "too few samples":
             text = (
@@ -215,7 +224,7 @@ class PerfGate:
                 f"and a verdict needs {MIN_SAMPLES} on each side"
             )
             notes.append(("not judged: too few samples", text))
-        elif drift.kind == "not comparable" and not self.update:
+        elif drift.kind == "not comparable":
             assert drift.machine_ratio is not None
             text = (
                 f"{_title(w)}: {drift.ratio:.2f}x its baseline calibrated (wall "
@@ -226,13 +235,6 @@ class PerfGate:
                 f"baseline with {self.commands.baseline}"
             )
             notes.append(("not judged: kernel", text))
-        elif self.update:
-            note = (
-                "timing baseline for "
-                + one_line(f"{w.name} ({w.class_name}) {w.input_signature.format()}")
-                + f" refreshed at {drift.ratio:.2f}x the old one"
-            )
-            return self._write(test, w, store, ("baseline refreshed", note), notes)
         elif drift.kind == "regression":
             device = store.device.describe()
             message = render_regression(w, baseline.timing, drift, device, self.commands)
