@@ -314,10 +314,11 @@ def test_the_failure_says_which_evidence_decided(tmp_path):
     result = gate.check(workloads(timing=timed(1.43, wall=2.0e-3, kernel=1.4e-3, retimed=2)), 0.2)
     (failure,) = result.failures
     assert (
-        "  decided by time relative to the calibration kernel 1.43x (wall 2.00x, the kernel "
-        "1.40x); re-timed twice, judged on every timing's samples\n"
-        "  median 2.00 ms vs baseline 1.00 ms: 1.43x slower calibrated (95% interval of the "
-        "ratio 1.37–1.49x; tolerance 20%)"
+        "  slower: calibrated ratio 1.43x (95% interval 1.37–1.49x), tolerance 20%: time "
+        "relative to the calibration kernel timed beside it; re-timed twice, judged on every "
+        "timing's samples\n"
+        "  wall time, context only: median 2.00 ms vs baseline 1.00 ms (2.00x), the calibration "
+        "kernel 1.40x its baseline's time"
     ) in failure
 
 

@@ -45,5 +45,8 @@ def test_each_test_s_workload_has_its_own_baseline(tmp_path):
     assert judged.check(timed(tiny_table("t.py::a", 8), 0.020), 0.2).failures
     # a new session refreshes one, and says so
     refreshed = PerfGate(tmp_path, update=True).check(timed(tiny_table("t.py::a", 8), 0.020), 0.2)
-    assert "refreshed at 2.00x the old one" in refreshed.notes[0].text
+    assert (
+        "refreshed: calibrated ratio 2.00x (95% interval 1.96–2.04x) against the old one"
+        in refreshed.notes[0].text
+    )
     assert stored_medians(tmp_path) == [0.020, 0.760]

@@ -61,6 +61,16 @@ class Drift:
     #: Current calibration kernel's time over the baseline's: how much slower the machine ran.
     machine_ratio: float | None = None
 
+    def figure(self) -> str:
+        """The figure that decides, as every line that gives a verdict shows it first: the
+        ratio and, where both timings have one, its 95% interval."""
+        what = "calibrated ratio" if self.evidence == "calibrated" else "wall-time ratio"
+        if self.kind == "too few samples" or not math.isfinite(self.ratio_low):
+            return f"{what} {self.ratio:.2f}x"
+        return (
+            f"{what} {self.ratio:.2f}x (95% interval {self.ratio_low:.2f}–{self.ratio_high:.2f}x)"
+        )
+
 
 def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANCE) -> Drift:
     """Compare a timing with its baseline, of the same computation; ``ratio`` > 1 means

@@ -37,15 +37,26 @@ def _retimed(t: Timing) -> str:
     return f"; re-timed {times}, judged on every timing's samples"
 
 
-def _evidence(current: Timing, drift: Drift) -> str:
-    """Which evidence decided, in the words of the failure message."""
-    if drift.evidence == "calibrated":
-        machine = "" if drift.machine_ratio is None else f", the kernel {drift.machine_ratio:.2f}x"
-        return (
-            f"time relative to the calibration kernel {drift.ratio:.2f}x (wall "
-            f"{drift.wall_ratio:.2f}x{machine}){_retimed(current)}"
-        )
-    return f"wall {drift.ratio:.2f}x (no calibration to compare){_retimed(current)}"
+def _decided(current: Timing, drift: Drift) -> str:
+    """The deciding figure, and what it is."""
+    how = (
+        "time relative to the calibration kernel timed beside it"
+        if drift.evidence == "calibrated"
+        else "no calibration to compare"
+    )
+    return f"{drift.figure()}, tolerance {drift.tolerance:.0%}: {how}{_retimed(current)}"
+
+
+def _wall(current: Timing, baseline: Timing, drift: Drift) -> str:
+    """Wall time, labelled as the context it is where the calibrated ratio decided."""
+    label = "wall time, context only" if drift.evidence == "calibrated" else "wall time"
+    text = (
+        f"{label}: median {format_duration(current.median_s)} vs baseline "
+        f"{format_duration(baseline.median_s)} ({drift.wall_ratio:.2f}x)"
+    )
+    if drift.machine_ratio is not None:
+        text += f", the calibration kernel {drift.machine_ratio:.2f}x its baseline's time"
+    return text
 
 
 def _interval(t: Timing) -> str:
@@ -59,20 +70,11 @@ def render_regression(
 ) -> str:
     current = w.timing
     assert current is not None
-    ratio = f"{drift.ratio:.2f}x slower" + (" calibrated" if drift.evidence == "calibrated" else "")
-    if current.has_interval and baseline.has_interval:
-        ratio += (
-            f" (95% interval of the ratio {drift.ratio_low:.2f}–{drift.ratio_high:.2f}x; "
-            f"tolerance {drift.tolerance:.0%})"
-        )
-    else:
-        ratio += f" (tolerance {drift.tolerance:.0%})"
     return "\n".join(
         [
             f"performance regression: {_title(w)}",
-            f"  decided by {_evidence(current, drift)}",
-            f"  median {format_duration(current.median_s)} vs baseline "
-            f"{format_duration(baseline.median_s)}: {ratio}",
+            f"  slower: {_decided(current, drift)}",
+            f"  {_wall(current, baseline, drift)}",
             f"  current {_interval(current)}, baseline {_interval(baseline)}",
             f"  on {device}; accept the new timing with {commands.baseline}",
         ]
@@ -212,14 +214,14 @@ class PerfGate:
             note = (
                 "timing baseline for "
                 + one_line(f"{w.name} ({w.class_name}) {w.input_signature.format()}")
-                + f" refreshed at {drift.ratio:.2f}x the old one"
+                + f" refreshed: {drift.figure()} against the old one"
             )
             return self._write(test, w, store, ("baseline refreshed", note), notes)
         if drift.kind == "unchanged":
             return []
         if drift.kind == "too few samples":
             text = (
-                f"{_title(w)}: {drift.ratio:.2f}x its baseline, not judged: timed on "
+                f"{_title(w)}: {drift.figure()}, not judged: timed on "
                 f"{_count(w.timing.n, 'sample')} against the baseline's {baseline.timing.n}, "
                 f"and a verdict needs {MIN_SAMPLES} on each side"
             )
@@ -227,7 +229,7 @@ class PerfGate:
         elif drift.kind == "not comparable":
             assert drift.machine_ratio is not None
             text = (
-                f"{_title(w)}: {drift.ratio:.2f}x its baseline calibrated (wall "
+                f"{_title(w)}: {drift.figure()} (wall time, context only, "
                 f"{drift.wall_ratio:.2f}x), not judged: the calibration kernel took "
                 f"{drift.machine_ratio:.2f}x its baseline's time, beyond any load or phase of one "
                 "machine (a thread that waits for intra-op threads without a core counts the "
@@ -244,9 +246,8 @@ class PerfGate:
             notes.append(("not judged: xdist", f"{message}\n  ({self._relaxed})"))
         else:
             text = (
-                f"{_title(w)} is {1 / drift.ratio:.2f}x faster than its baseline "
-                f"({format_duration(w.timing.median_s)} vs "
-                f"{format_duration(baseline.timing.median_s)}); refresh the baseline with "
+                f"{_title(w)} is faster than its baseline: {_decided(w.timing, drift)} "
+                f"({_wall(w.timing, baseline.timing, drift)}); refresh the baseline with "
                 f"{self.commands.baseline}"
             )
             notes.append(("faster", text))
