@@ -161,3 +161,31 @@ def test_corrupt_baseline_hint_rewrites_it(pytester, project):
     result.assert_outcomes(failed=1, deselected=1)
     follow(pytester, result, "or rewrite it with").assert_outcomes(passed=1, deselected=1)
     pytester.runpytest(*PLAIN).assert_outcomes(passed=1, deselected=1)
+
+
+def test_old_baseline_format_hint_rewrites_it(pytester, project):
+    accepted(pytester)
+    (baseline,) = (pytester.path / "__workload_baselines__").rglob("*.json")
+    baseline.write_text(
+        baseline.read_text().replace(
+            '"pytest_workload_baseline": 3', '"pytest_workload_baseline": 2'
+        )
+    )
+    result = pytester.runpytest(*PLAIN)
+    result.assert_outcomes(failed=1, deselected=1)
+    follow(pytester, result, "; rewrite it with").assert_outcomes(passed=1, deselected=1)
+    pytester.runpytest(*PLAIN).assert_outcomes(passed=1, deselected=1)
+
+
+def test_library_upgrade_hint_accepts_a_new_attribute(pytester, project):
+    accepted(pytester)
+    # an attribute that no computation reads, as a library release may add one
+    test = pytester.path / "sub" / "test_sub.py"
+    head = "        self.head = nn.Linear(4, 2)\n"
+    test.write_text(test.read_text().replace(head, head + "        self.stem.variant = 'b'\n"))
+    result = pytester.runpytest(*PLAIN)
+    result.assert_outcomes(failed=1, deselected=1)
+    follow(pytester, result, "attributes or class paths changed").assert_outcomes(
+        passed=1, deselected=1
+    )
+    pytester.runpytest(*PLAIN).assert_outcomes(passed=1, deselected=1)
