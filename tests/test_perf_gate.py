@@ -50,3 +50,17 @@ def test_each_test_s_workload_has_its_own_baseline(tmp_path):
         in refreshed.notes[0].text
     )
     assert stored_medians(tmp_path) == [0.020, 0.760]
+
+
+def test_a_baseline_of_another_computation_judges_nothing(tmp_path):
+    """The same test and hash, other FLOPs (a data-dependent branch): the stored timing is
+    not this computation's, so neither a regression nor a pass, but a missing baseline."""
+    PerfGate(tmp_path, update=True).check(timed(tiny_table("t.py::a", 8), 0.010), 0.2)
+    test = timed(tiny_table("t.py::a", 8), 0.100)
+    w = test.workloads[0]
+    other = TestWorkloads(test.nodeid, (dataclasses.replace(w, flops=(w.flops or 0) + 1),))
+    result = PerfGate(tmp_path).check(other, 0.2)
+    assert result.failures == ()
+    (note,) = result.notes
+    assert note.kind == "no baseline"
+    assert "(this test's baseline timed another computation: FLOPs " in note.text
