@@ -189,3 +189,13 @@ def test_library_upgrade_hint_accepts_a_new_attribute(pytester, project):
         passed=1, deselected=1
     )
     pytester.runpytest(*PLAIN).assert_outcomes(passed=1, deselected=1)
+
+
+def test_a_hint_from_an_xdist_worker_keeps_the_paths_and_k(pytester, project):
+    """A failure message is written on the worker that ran the test, from its own config."""
+    result = pytester.runpytest_subprocess(*PLAIN, "-n", "2")
+    result.assert_outcomes(failed=1)
+    follow(pytester, result, "to accept the recorded workloads").assert_outcomes(
+        passed=1, deselected=1
+    )
+    pytester.runpytest(*PLAIN).assert_outcomes(passed=1, deselected=1)
