@@ -279,8 +279,19 @@ _SELECTING = ("--workload-record", "--workload-device", "--workload-baselines")
 
 
 def _commands(config: pytest.Config) -> Commands:
+    """The one place that builds the commands hints print, from this run's invocation: the
+    paths and node ids it was given, ``-k``, ``-m`` and ``-o`` as given, and the options that
+    chose what it recorded (run literally, a hint acts on what this run recorded, no more)."""
+    given_paths = config.args_source == pytest.Config.ArgsSource.ARGS
+    words: list[str] = []
+    for option, dest in (("-k", "keyword"), ("-m", "markexpr")):
+        if config.getoption(dest):
+            words += [option, config.getoption(dest)]
+    for override in config.getoption("override_ini") or ():
+        words += ["-o", override]
     given = ((flag, config.getoption(_dest(flag))) for flag in _SELECTING)
-    return Commands(tuple(f"{flag}={value}" for flag, value in given if value is not None))
+    words += [f"{flag}={value}" for flag, value in given if value is not None]
+    return Commands(tuple(words), tuple(config.args) if given_paths else ())
 
 
 def read_settings(config: pytest.Config) -> WorkloadSettings:

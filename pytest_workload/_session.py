@@ -168,13 +168,15 @@ class WorkloadSession:
         """Whether the perf gate judges this workload: the session budget never skips it."""
         return self._judges_timing and self.perf.has_baseline(workload_hash, device)
 
-    def _timing_policy(self, tolerance: float) -> TimingPolicy | None:
+    def _timing_policy(self, nodeid: str, tolerance: float) -> TimingPolicy | None:
         """Where the perf gate will judge a test's workloads, a timing it would fail is re-timed
         first."""
         if not self.settings.timing:
             return None
         gated = self._judges_timing
-        suspect = functools.partial(self.perf.suspect, tolerance=tolerance) if gated else None
+        suspect = (
+            functools.partial(self.perf.suspect, nodeid, tolerance=tolerance) if gated else None
+        )
         return TimingPolicy(budget_s=self.settings.time_budget_s, suspect=suspect)
 
     def finish_test(
@@ -190,7 +192,7 @@ class WorkloadSession:
         recorder.stop()
         tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
-            policy = self._timing_policy(tolerance)
+            policy = self._timing_policy(recorder.nodeid, tolerance)
             replays: Replays = "timing" if self.perf.replays else "counts"
             if not recorder.replays:
                 replays = "never"

@@ -55,16 +55,18 @@ def injected_kernel():
 
 class InjectedStopwatch:
     """Runs the calls, but says each workload call took ``wall`` seconds and each call of the
-    calibration kernel ``kernel`` seconds, on both clocks."""
+    calibration kernel ``kernel`` seconds, on both clocks, plus what the calls ``charge``."""
 
     def __init__(self) -> None:
         self.wall, self.kernel = 0.01, 0.001
 
     def __call__(self, fn, number):
+        _charged.clear()
         for _ in range(number):
             fn()
         per_call = self.kernel if fn is injected_kernel else self.wall
-        return Lap(per_call * number, per_call * number)
+        spent = per_call * number + sum(_charged)
+        return Lap(spent, spent)
 
 
 @pytest.fixture
@@ -83,3 +85,14 @@ def injected(monkeypatch):
         stopwatch.wall, stopwatch.kernel = wall, kernel
 
     return set_timing
+
+
+#: Seconds that inner models said their calls took (see ``charge``), since the last block.
+_charged: list[float] = []
+
+
+def charge(seconds):
+    """Called by an inner test's model (``from tests.conftest import charge``): under the
+    injected stopwatch, the call takes ``seconds`` more. Models whose tests differ in time (a
+    branch that one test's input takes, a slowdown in one test) say so with it."""
+    _charged.append(seconds)

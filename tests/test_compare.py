@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import json
 import re
 import subprocess
@@ -69,7 +70,23 @@ def test_hash_change_and_slowdown_regress():
     assert comparison.regressed
     text = "\n".join(render_comparison(comparison))
     assert "input args[0] (x): shape [1, 3, 16, 16] -> [1, 3, 12, 12]" in text
-    assert "10.00 ms -> 30.00 ms  3.00x [3.00–3.00]" in text
+    # the figure that decided first, wall time after it as context
+    row = "  slower * calibrated ratio 3.00x (95% interval 3.00–3.00x)  wall time, context only "
+    assert fnmatch.filter(text.splitlines(), row + "10.00 ms -> 30.00 ms")
+
+
+def test_each_test_is_judged_against_its_own_timing():
+    """Two tests running one workload hash: a 40% slowdown of either is slower, never ok
+    against the other test's timing."""
+    a, b = recorded([8], "t.py::a"), recorded([8], "t.py::b")
+    for slowed in ("t.py::a", "t.py::b"):
+        base = report(timed(a, 0.010), timed(b, 0.020))
+        head = report(
+            timed(a, 0.014 if slowed == "t.py::a" else 0.010),
+            timed(b, 0.028 if slowed == "t.py::b" else 0.020),
+        )
+        verdicts = {r.nodeid: r.verdict for r in compare_reports(base, head).rows}
+        assert verdicts == {slowed: "slower", ({"t.py::a", "t.py::b"} - {slowed}).pop(): "ok"}
 
 
 def test_faster_is_not_a_regression():
@@ -206,7 +223,9 @@ def test_chart_of_base_and_head_timings(tmp_path, suffix):
     data = path.read_bytes()
     assert len(data) > 1000
     if suffix != ".png":
-        assert b"<svg" in data and b"median time per call" in data
+        assert b"<svg" in data and b"wall time per call" in data
+        # each label names its test, its verdict and the ratio that decided it
+        assert b"t.py::test model (float32[1, 3, 8, 8]): slower, calibrated ratio 2.00x" in data
 
 
 def test_junit_xml_carries_hashes_and_timings(pytester, suite):

@@ -82,6 +82,7 @@ def test_the_baseline_hint_repeats_the_flags_and_runs_in_one_process(unmarked, t
     result.stdout.fnmatch_lines(
         [
             "1 workload without a timing baseline: record them with `pytest "
-            f"--workload-snapshot --snapshot-update --workload-record=all {where} -p no:xdist`"
+            "--workload-snapshot --snapshot-update -o workload_perf=on --workload-record=all "
+            f"{where} -p no:xdist`"
         ]
     )

@@ -56,20 +56,20 @@ def test_an_old_baseline_format_is_one_line_and_rewritten_by_update(pytester, su
     pytester.runpytest(*PERF, "--snapshot-update").assert_outcomes(passed=1)
     path = sorted((pytester.path / "__workload_baselines__").rglob("*.json"))[0]
     path.write_text(
-        path.read_text().replace('"pytest_workload_baseline": 2', '"pytest_workload_baseline": 1')
+        path.read_text().replace('"pytest_workload_baseline": 3', '"pytest_workload_baseline": 2')
     )
     result = pytester.runpytest(*PERF)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "*timing baseline *.json: is of baseline format 1, which only a development "
-            "version before the first release wrote (this release reads format 2); rewrite it "
+            "*timing baseline *.json: is of baseline format 2, which only a development "
+            "version before the first release wrote (this release reads format 3); rewrite it "
             "with `pytest --workload-snapshot --snapshot-update -p no:xdist`*"
         )
     )
     no_traceback(result)
     pytester.runpytest(*PERF, "--snapshot-update").assert_outcomes(passed=1)
-    assert json.loads(path.read_text())["pytest_workload_baseline"] == 2
+    assert json.loads(path.read_text())["pytest_workload_baseline"] == 3
 
 
 SCHEME_1 = """

@@ -78,10 +78,11 @@ def test_an_injected_3x_slowdown_fails_with_the_numbers(pytester, sleepy, inject
     result.stdout.fnmatch_lines(
         lit(
             "performance regression: model (test_sleepy.Sleepy), input (float32[1, 4]), hash *",
-            "  decided by time relative to the calibration kernel 3.00x (wall 3.00x, the kernel "
-            "1.00x); re-timed 4 times, judged on every timing's samples",
-            "  median 30.00 ms vs baseline 10.00 ms: 3.00x slower calibrated (95% interval of "
-            "the ratio 3.00–3.00x; tolerance 15%)",
+            "  slower: calibrated ratio 3.00x (95% interval 3.00–3.00x), tolerance 15%: time "
+            "relative to the calibration kernel timed beside it; re-timed 4 times, judged on "
+            "every timing's samples",
+            "  wall time, context only: median 30.00 ms vs baseline 10.00 ms (3.00x), the "
+            "calibration kernel 1.00x its baseline's time",
             "  current *, baseline *",
             "  on cpu *, torch *, * threads; accept the new timing with "
             "`pytest --workload-snapshot --snapshot-update -p no:xdist`",
@@ -130,7 +131,8 @@ def test_a_kernel_far_from_its_baseline_is_a_note_not_a_verdict(pytester, sleepy
         note,
         lit(
             "test_sleepy.py::test_sleepy: model (test_sleepy.Sleepy), input (float32[1, 4]), "
-            "hash *: 30.00x its baseline calibrated (wall 0.30x), not judged: the calibration "
+            "hash *: calibrated ratio 30.00x (95% interval *x) (wall time, context only, 0.30x), "
+            "not judged: the calibration "
             "kernel took 0.01x its baseline's time, beyond any load or phase of one machine (a "
             "thread that waits for intra-op threads without a core counts the waiting; on a "
             "shared machine, time with torch.set_num_threads(1)); refresh the baseline with "
@@ -200,7 +202,12 @@ def test_much_faster_is_reported_not_failed(pytester, sleepy, injected):
     result.stdout.fnmatch_lines(["1 workload faster than its baseline: refresh them with `*`"])
     (note,) = notes["faster"]
     assert fnmatch.fnmatch(
-        note, lit("*: model (test_sleepy.Sleepy), input * is *x faster than its baseline*")[0]
+        note,
+        lit(
+            "*: model (test_sleepy.Sleepy), input * is faster than its baseline: calibrated "
+            "ratio 0.33x (95% interval *x), tolerance 15%: * (wall time, context only: median "
+            "10.00 ms vs baseline 30.00 ms (0.33x), *); refresh the baseline with `*`"
+        )[0],
     )
 
 
@@ -219,11 +226,29 @@ def test_update_refreshes_a_drifted_baseline(pytester, sleepy, injected):
     injected(0.03)
     updated, notes = noted(pytester, *GATE, "--snapshot-update")
     updated.assert_outcomes(passed=1)
-    updated.stdout.fnmatch_lines(["1 timing baseline refreshed: they had drifted"])
+    updated.stdout.fnmatch_lines(["1 timing baseline refreshed"])
     (note,) = notes["baseline refreshed"]
     assert fnmatch.fnmatch(
-        note, lit("*: timing baseline for model (test_sleepy.Sleepy) * refreshed at *")[0]
+        note,
+        lit(
+            "*: timing baseline for model (test_sleepy.Sleepy) * refreshed: calibrated ratio "
+            "*x (95% interval *x) against the old one"
+        )[0],
     )
+    pytester.runpytest(*GATE).assert_outcomes(passed=1)
+
+
+def test_an_update_refreshes_a_baseline_within_tolerance_too(pytester, sleepy, injected):
+    """Accepting is a fixed point: the issue's update kept a baseline that had not drifted
+    beyond doubt, and the next run on the same machine failed against the old one."""
+    sleepy()
+    injected(0.010)
+    baseline(pytester)
+    injected(0.011)  # within the tolerance of the old baseline: no drift
+    updated = pytester.runpytest(*GATE, "--snapshot-update")
+    updated.assert_outcomes(passed=1)
+    updated.stdout.fnmatch_lines(["1 timing baseline refreshed"])
+    injected(0.0125)  # 1.25x the old baseline, 1.14x the one this update measured
     pytester.runpytest(*GATE).assert_outcomes(passed=1)
 
 

@@ -25,21 +25,42 @@ def timed(test, median_s=0.01):
     return TestWorkloads(test.nodeid, (dataclasses.replace(test.workloads[0], timing=timing),))
 
 
-def stored_median(tmp_path):
-    (path,) = tmp_path.rglob("*.json")
-    return json.loads(path.read_text())["timing"]["median_s"]
+def stored_medians(tmp_path):
+    return sorted(
+        json.loads(path.read_text())["timing"]["median_s"] for path in tmp_path.rglob("*.json")
+    )
 
 
-def test_in_one_session_the_first_timing_of_a_workload_is_its_baseline(tmp_path):
-    """Tests that run one workload each time it; a later timing does not replace the baseline
-    an earlier test wrote, nor is it called a refresh."""
+def test_each_test_s_workload_has_its_own_baseline(tmp_path):
+    """Two tests that run one workload (one hash) each get a baseline: neither is judged
+    against the other's, nor replaces it."""
     gate = PerfGate(tmp_path, update=True)
-    first = gate.check(timed(tiny_table("t.py::a", 8), 0.010), 0.2)
-    assert first.notes[0].text.endswith("recorded")
-    for later in (0.760, 0.008):
-        assert gate.check(timed(tiny_table("t.py::b", 8), later), 0.2) == GateResult()
-    assert stored_median(tmp_path) == 0.010
-    # a new session refreshes it, and says so
+    for nodeid, median_s in (("t.py::a", 0.010), ("t.py::b", 0.760)):
+        (note,) = gate.check(timed(tiny_table(nodeid, 8), median_s), 0.2).notes
+        assert note.text.endswith("recorded")
+    assert stored_medians(tmp_path) == [0.010, 0.760]
+    judged = PerfGate(tmp_path)
+    assert judged.check(timed(tiny_table("t.py::a", 8), 0.010), 0.2) == GateResult()
+    assert judged.check(timed(tiny_table("t.py::b", 8), 0.760), 0.2) == GateResult()
+    assert judged.check(timed(tiny_table("t.py::a", 8), 0.020), 0.2).failures
+    # a new session refreshes one, and says so
     refreshed = PerfGate(tmp_path, update=True).check(timed(tiny_table("t.py::a", 8), 0.020), 0.2)
-    assert "refreshed at 2.00x the old one" in refreshed.notes[0].text
-    assert stored_median(tmp_path) == 0.020
+    assert (
+        "refreshed: calibrated ratio 2.00x (95% interval 1.96–2.04x) against the old one"
+        in refreshed.notes[0].text
+    )
+    assert stored_medians(tmp_path) == [0.020, 0.760]
+
+
+def test_a_baseline_of_another_computation_judges_nothing(tmp_path):
+    """The same test and hash, other FLOPs (a data-dependent branch): the stored timing is
+    not this computation's, so neither a regression nor a pass, but a missing baseline."""
+    PerfGate(tmp_path, update=True).check(timed(tiny_table("t.py::a", 8), 0.010), 0.2)
+    test = timed(tiny_table("t.py::a", 8), 0.100)
+    w = test.workloads[0]
+    other = TestWorkloads(test.nodeid, (dataclasses.replace(w, flops=(w.flops or 0) + 1),))
+    result = PerfGate(tmp_path).check(other, 0.2)
+    assert result.failures == ()
+    (note,) = result.notes
+    assert note.kind == "no baseline"
+    assert "(this test's baseline timed another computation: FLOPs " in note.text

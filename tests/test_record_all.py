@@ -175,7 +175,7 @@ def test_unmarked_timings_are_neither_judged_nor_written_as_baselines(pytester, 
         for t in report["tests"]
         if t["workloads"]
     }
-    written = {p.stem for p in (pytester.path / "__workload_baselines__").rglob("*.json")}
+    written = {p.parent.name for p in (pytester.path / "__workload_baselines__").rglob("*.json")}
     assert written == {hashes["test_marked"], hashes["test_fixture"]}
     pytester.runpytest(*gate).assert_outcomes(passed=4)
 

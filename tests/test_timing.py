@@ -296,15 +296,17 @@ def test_baseline_store_round_trip_and_corrupt_file(tmp_path):
     identity = DeviceIdentity("cpu", "Test CPU @ 3GHz", "2.14.1", 2)
     store = BaselineStore(tmp_path, identity)
     t = summarize([0.01] * 7, "cpu")
-    baseline = Baseline("ab" * 32, ["s", [], {}], "model", "m.Net", "()", identity, t)
+    baseline = Baseline("t.py::a", "ab" * 32, ["s", [], {}], "model", "m.Net", "()", identity, t)
     path = store.put(baseline)
-    assert path == tmp_path / "cpu-Test_CPU_3GHz-torch2.14.1-threads2" / f"{'ab' * 32}.json"
-    assert store.get("ab" * 32) == baseline
+    directory = tmp_path / "cpu-Test_CPU_3GHz-torch2.14.1-threads2" / ("ab" * 32)
+    assert path.parent == directory and path.suffix == ".json"
+    assert store.get("ab" * 32, "t.py::a") == baseline
     assert store.all() == [baseline]
-    assert store.get("cd" * 32) is None
+    assert store.get("cd" * 32, "t.py::a") is None
+    assert store.get("ab" * 32, "t.py::b") is None  # another test's
     path.write_text("{not json")
     with pytest.raises(CorruptFileError, match=r"\.json: is not valid JSON"):
-        store.get("ab" * 32)
+        store.get("ab" * 32, "t.py::a")
     assert path.read_text() == "{not json"
 
 

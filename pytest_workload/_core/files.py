@@ -66,8 +66,9 @@ SCHEME_1_SNAPSHOT_FORMAT: Final = 1
 #: The field of a snapshot file that holds its layout version.
 SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
 
-#: Layout version of a timing baseline file; 2 holds the ratio to the calibration kernel.
-BASELINE_FORMAT: Final = 2
+#: Layout version of a timing baseline file; 2 holds the ratio to the calibration kernel, 3 the
+#: test and the computation timed (one baseline per test's workload).
+BASELINE_FORMAT: Final = 3
 
 #: The largest file read (a report, a snapshot, a baseline), refused by its size before it
 #: is read: parsing takes at most about 25 times a file's size (a file of nothing but empty

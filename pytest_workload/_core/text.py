@@ -113,19 +113,24 @@ def versions_line(before: Mapping[str, str], after: Mapping[str, str]) -> str | 
 
 @dataclass(frozen=True)
 class Commands:
-    """The commands hints give. Each repeats the flags that chose what this run recorded and
-    where its files are: in a project that passes ``--workload-record=all`` on the command
-    line, a bare ``pytest --workload-snapshot --snapshot-update`` records nothing."""
+    """The commands hints give. Each repeats the paths this run collected and the options that
+    chose what it recorded and where its files are: in a project that passes
+    ``--workload-record=all`` on the command line, a bare ``pytest --workload-snapshot
+    --snapshot-update`` records nothing, and after ``pytest examples`` it would run the whole
+    suite."""
 
-    #: ``--flag=value`` for each option given on this run's command line that decides which
-    #: workloads are recorded, on which device, and where their baselines are.
+    #: The options of this run's command line that a hint repeats, each word as given: those
+    #: that select tests (``-k``, ``-m``, ``-o``) and the ``--flag=value`` of each that decides
+    #: which workloads are recorded, on which device, and where their baselines are.
     selecting: tuple[str, ...] = ()
+    #: The paths and node ids given on this run's command line, as given.
+    paths: tuple[str, ...] = ()
 
     def command(self, *flags: str, one_process: bool = False) -> str:
-        """```pytest --workload-snapshot FLAGS <selecting flags>```, quoted for the terminal;
+        """```pytest <paths> --workload-snapshot FLAGS <selecting>```, quoted for the terminal;
         ``one_process`` for a command that writes timing baselines, which xdist workers
         sharing the cores do not write."""
-        words = ["pytest", "--workload-snapshot", *flags, *self.selecting]
+        words = ["pytest", *self.paths, "--workload-snapshot", *flags, *self.selecting]
         words += ["-p", "no:xdist"] if one_process else []
         return f"`{one_line(shlex.join(words))}`"
 

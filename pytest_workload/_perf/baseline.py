@@ -1,9 +1,16 @@
-"""Timing baselines: the timing one workload had on one device identity, one small JSON file
-each.
+"""Timing baselines: the timing one computation had on one device identity, one small JSON
+file each.
 
-Layout: ``<baseline dir>/<device identity slug>/<workload hash>.json``. One file per workload
-means two branches that add or refresh different workloads never conflict, and a reviewer sees
-exactly which timings moved. Files are text, written atomically, never unpickled.
+A baseline belongs to one test's workload: two tests that call one model with one input
+signature may still compute different things (a data-dependent branch, other FLOPs), and a
+timing judged against the other test's would fail on unchanged code or hide a real slowdown. It
+is judged only against a timing of the same computation (compute hash and FLOPs); another is
+not its computation, as if it had none.
+
+Layout: ``<baseline dir>/<device identity slug>/<workload hash>/<test id's digest>.json``. One
+file per test's workload means two branches that add or refresh different workloads never
+conflict, and a reviewer sees exactly which timings moved (each file names its test). Files
+are text, written atomically, never unpickled.
 """
 
 from __future__ import annotations
@@ -16,7 +23,8 @@ from typing import Any
 
 from .._core.errors import CorruptFileError, FutureFormatError, OldFormatError, WorkloadDataError
 from .._core.files import BASELINE_FORMAT, read_json_file, write_text_atomic
-from .._core.strict_json import Json, read_field, read_object
+from .._core.strict_json import Json, read_field, read_object, sha256_hex
+from .._core.text import one_line
 from .._workload.signature import InputSignature, workload_key
 from .._workload.timing import Timing
 from .._workload.workload import Workload
@@ -25,11 +33,16 @@ from .device import DeviceIdentity
 #: Default baseline directory, under the rootdir.
 BASELINE_DIRNAME = "__workload_baselines__"
 
+#: Hex digits of a test id's digest in a baseline's file name.
+_TEST_DIGEST = 16
+
 
 @dataclass(frozen=True)
 class Baseline:
-    """The timing a workload had on one device identity."""
+    """The timing one test's workload had on one device identity."""
 
+    #: The test that ran it (its node id).
+    test: str
     hash: str
     key: list[Json]
     name: str
@@ -37,18 +50,41 @@ class Baseline:
     input: str
     device: DeviceIdentity
     timing: Timing
-    #: FLOPs of the call when the baseline was timed (None in baselines stored without them).
+    #: FLOPs of the call timed (None: not counted).
     flops: int | None = None
+    #: Compute hash of the call timed (None: not traced).
+    compute_hash: str | None = None
 
     @classmethod
-    def from_workload(cls, w: Workload, device: DeviceIdentity) -> Baseline:
+    def from_workload(cls, test: str, w: Workload, device: DeviceIdentity) -> Baseline:
         assert w.timing is not None
         signature = w.input_signature.format()
-        return cls(w.hash, w.key, w.name, w.class_name, signature, device, w.timing, w.flops)
+        return cls(
+            test,
+            w.hash,
+            w.key,
+            w.name,
+            w.class_name,
+            signature,
+            device,
+            w.timing,
+            w.flops,
+            w.compute_hash,
+        )
+
+    def other_computation(self, w: Workload) -> str | None:
+        """How ``w`` computes something else than the call this baseline timed (its FLOPs or
+        compute hash differ), or None where it is the same computation."""
+        if w.flops != self.flops:
+            return f"FLOPs {_flops(self.flops)}, now {_flops(w.flops)}"
+        if w.compute_hash != self.compute_hash:
+            return "other operations (its compute hash differs)"
+        return None
 
     def to_dict(self) -> dict[str, Json]:
         return {
             "pytest_workload_baseline": BASELINE_FORMAT,
+            "test": self.test,
             "hash": self.hash,
             "name": self.name,
             "class": self.class_name,
@@ -57,6 +93,7 @@ class Baseline:
             "device": self.device.to_dict(),
             "timing": self.timing.to_dict(),
             "flops": self.flops,
+            "compute_hash": self.compute_hash,
         }
 
     @classmethod
@@ -70,6 +107,7 @@ class Baseline:
         if version != BASELINE_FORMAT:
             raise OldFormatError(f"baseline format {version}", f"format {BASELINE_FORMAT}")
         return cls(
+            test=read_field(d, "test", str),
             hash=read_field(d, "hash", str),
             key=_read_key(d),
             name=read_field(d, "name", str),
@@ -78,7 +116,12 @@ class Baseline:
             device=DeviceIdentity.from_dict(d.get("device")),
             timing=Timing.from_dict(d.get("timing")),
             flops=read_field(d, "flops", int, optional=True),
+            compute_hash=read_field(d, "compute_hash", str, optional=True),
         )
+
+
+def _flops(flops: int | None) -> str:
+    return "not counted" if flops is None else f"{flops:,}"
 
 
 def _read_key(d: Mapping[str, Any]) -> list[Json]:
@@ -109,25 +152,33 @@ class BaselineStore:
         #: Files :meth:`all` could not read, as errors naming them (each reported once).
         self.unreadable: list[CorruptFileError] = []
 
-    def path(self, workload_hash: str) -> Path:
-        return self.directory / f"{workload_hash}.json"
+    def path(self, workload_hash: str, test: str) -> Path:
+        digest = sha256_hex(test)[:_TEST_DIGEST]
+        return self.directory / workload_hash / f"{digest}.json"
 
-    def get(self, workload_hash: str) -> Baseline | None:
-        path = self.path(workload_hash)
+    def get(self, workload_hash: str, test: str) -> Baseline | None:
+        """The baseline of ``test``'s workload ``workload_hash``, whatever its computation."""
+        path = self.path(workload_hash, test)
         if not path.exists():
             return None
         baseline = _read(path)
-        if baseline.hash != workload_hash:
+        if (baseline.hash, baseline.test) != (workload_hash, test):
             raise CorruptFileError(
-                str(path), f"holds the baseline of hash {baseline.hash}, not of its own name"
+                str(path),
+                f"holds the baseline of hash {baseline.hash} in test {one_line(baseline.test)}, "
+                "not of its own path",
             )
         return baseline
+
+    def has_any(self, workload_hash: str) -> bool:
+        """Whether some test's baseline exists for this workload hash."""
+        return any((self.directory / workload_hash).glob("*.json"))
 
     def all(self) -> list[Baseline]:
         """Every readable baseline of this device identity (read once), for nearest-shape
         lookups; one corrupt file is left out (and listed in ``unreadable``), not fatal."""
         if self._all is None:
-            files = sorted(self.directory.glob("*.json")) if self.directory.is_dir() else []
+            files = sorted(self.directory.glob("*/*.json")) if self.directory.is_dir() else []
             self._all = []
             for p in files:
                 try:
@@ -137,7 +188,7 @@ class BaselineStore:
         return self._all
 
     def put(self, baseline: Baseline) -> Path:
-        path = self.path(baseline.hash)
+        path = self.path(baseline.hash, baseline.test)
         text = json.dumps(baseline.to_dict(), indent=2, ensure_ascii=False) + "\n"
         write_text_atomic(path, text, within=self.within)
         self._all = None

@@ -1,20 +1,20 @@
 """The performance verdict: is a workload slower than its baseline, beyond doubt?
 
+A baseline is of the same computation (``Baseline.other_computation``): FLOPs and operations
+that changed are the snapshot gate's to report, and a baseline of other ones judges nothing.
 Evidence is weighed from the most to the least deterministic:
 
-1. **FLOPs** (counted from shapes, identical on every machine): more than the tolerance above
-   the baseline's is a regression no machine load can explain.
-2. **Calibrated time**: the workload's time relative to the calibration kernel timed beside it
+1. **Calibrated time**: the workload's time relative to the calibration kernel timed beside it
    (``Timing.ratio``), current over baseline. What slowed the machine for both (a neighbour, a
    CPU quota, a slower phase of the vCPU) divides out. A regression needs both the median
    beyond the tolerance *and* the whole 95% interval beyond it, the intervals combined
    conservatively (the current interval's low end against the baseline's high end), so noise
    within a timing makes no verdict.
-3. **Wall time**, only where a side has no calibrated ratio (timings from a test's own calls,
+2. **Wall time**, only where a side has no calibrated ratio (timings from a test's own calls,
    which ``pytest-workload compare`` reads from reports): the same rule on absolute medians.
 
 Time decides only between timings of ``MIN_SAMPLES`` samples or more on both sides: with fewer,
-a timing has no 95% interval, and the kind is ``too few samples`` (FLOPs still decide).
+a timing has no 95% interval, and the kind is ``too few samples``.
 
 Nor does time decide on CPU when the calibration kernel itself took more than ``KERNEL_LIMIT``
 times its baseline's time, or less than its inverse: no load or phase of one machine moves a
@@ -43,8 +43,8 @@ KERNEL_LIMIT: Final = 3.0
 
 DriftKind = Literal["regression", "faster", "unchanged", "too few samples", "not comparable"]
 
-#: What decided a verdict: FLOPs, the calibrated ratio, or wall time (no calibration).
-Evidence = Literal["flops", "calibrated", "wall"]
+#: What decided a verdict: the calibrated ratio, or wall time (no calibration).
+Evidence = Literal["calibrated", "wall"]
 
 
 @dataclass(frozen=True)
@@ -60,19 +60,21 @@ class Drift:
     wall_ratio: float = math.nan
     #: Current calibration kernel's time over the baseline's: how much slower the machine ran.
     machine_ratio: float | None = None
-    #: Current FLOPs over the baseline's, where both were counted.
-    flops_ratio: float | None = None
+
+    def figure(self) -> str:
+        """The figure that decides, as every line that gives a verdict shows it first: the
+        ratio and, where both timings have one, its 95% interval."""
+        what = "calibrated ratio" if self.evidence == "calibrated" else "wall-time ratio"
+        if self.kind == "too few samples" or not math.isfinite(self.ratio_low):
+            return f"{what} {self.ratio:.2f}x"
+        return (
+            f"{what} {self.ratio:.2f}x (95% interval {self.ratio_low:.2f}–{self.ratio_high:.2f}x)"
+        )
 
 
-def judge(
-    current: Timing,
-    baseline: Timing,
-    tolerance: float = DEFAULT_TOLERANCE,
-    flops: tuple[int | None, int | None] = (None, None),
-) -> Drift:
-    """Compare a timing with its baseline; ``ratio`` > 1 means slower. ``flops`` is the
-    (current, baseline) FLOP count where known."""
-    flops_ratio = flops[0] / flops[1] if flops[0] and flops[1] else None
+def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANCE) -> Drift:
+    """Compare a timing with its baseline, of the same computation; ``ratio`` > 1 means
+    slower."""
     if baseline.median_s <= 0 or baseline.ci_low_s <= 0:  # (only a hand-made one)
         return Drift("unchanged", math.nan, math.nan, math.nan, tolerance)
     wall = current.median_s / baseline.median_s
@@ -91,9 +93,7 @@ def judge(
         (cur_low, cur_high), (base_low, base_high) = current.ratio_ci, baseline.ratio_ci
         ratio, low, high = current.ratio / baseline.ratio, cur_low / base_high, cur_high / base_low
         evidence = "calibrated"
-    drift = Drift("unchanged", ratio, low, high, tolerance, evidence, wall, machine, flops_ratio)
-    if flops_ratio is not None and flops_ratio > 1 + tolerance:
-        return replace(drift, kind="regression", evidence="flops")
+    drift = Drift("unchanged", ratio, low, high, tolerance, evidence, wall, machine)
     if not (current.has_interval and baseline.has_interval):
         return replace(drift, kind="too few samples")
     if (

@@ -37,21 +37,26 @@ def _retimed(t: Timing) -> str:
     return f"; re-timed {times}, judged on every timing's samples"
 
 
-def _evidence(current: Timing, drift: Drift) -> str:
-    """Which evidence decided, in the words of the failure message."""
-    if drift.evidence == "flops":
-        assert drift.flops_ratio is not None
-        return (
-            f"FLOPs {drift.flops_ratio:.2f}x the baseline's: counted from shapes, so no "
-            f"machine load explains it (wall {drift.wall_ratio:.2f}x)"
-        )
-    if drift.evidence == "calibrated":
-        machine = "" if drift.machine_ratio is None else f", the kernel {drift.machine_ratio:.2f}x"
-        return (
-            f"time relative to the calibration kernel {drift.ratio:.2f}x (wall "
-            f"{drift.wall_ratio:.2f}x{machine}){_retimed(current)}"
-        )
-    return f"wall {drift.ratio:.2f}x (no calibration to compare){_retimed(current)}"
+def _decided(current: Timing, drift: Drift) -> str:
+    """The deciding figure, and what it is."""
+    how = (
+        "time relative to the calibration kernel timed beside it"
+        if drift.evidence == "calibrated"
+        else "no calibration to compare"
+    )
+    return f"{drift.figure()}, tolerance {drift.tolerance:.0%}: {how}{_retimed(current)}"
+
+
+def _wall(current: Timing, baseline: Timing, drift: Drift) -> str:
+    """Wall time, labelled as the context it is where the calibrated ratio decided."""
+    label = "wall time, context only" if drift.evidence == "calibrated" else "wall time"
+    text = (
+        f"{label}: median {format_duration(current.median_s)} vs baseline "
+        f"{format_duration(baseline.median_s)} ({drift.wall_ratio:.2f}x)"
+    )
+    if drift.machine_ratio is not None:
+        text += f", the calibration kernel {drift.machine_ratio:.2f}x its baseline's time"
+    return text
 
 
 def _interval(t: Timing) -> str:
@@ -65,20 +70,11 @@ def render_regression(
 ) -> str:
     current = w.timing
     assert current is not None
-    ratio = f"{drift.ratio:.2f}x slower" + (" calibrated" if drift.evidence == "calibrated" else "")
-    if current.has_interval and baseline.has_interval:
-        ratio += (
-            f" (95% interval of the ratio {drift.ratio_low:.2f}–{drift.ratio_high:.2f}x; "
-            f"tolerance {drift.tolerance:.0%})"
-        )
-    else:
-        ratio += f" (tolerance {drift.tolerance:.0%})"
     return "\n".join(
         [
             f"performance regression: {_title(w)}",
-            f"  decided by {_evidence(current, drift)}",
-            f"  median {format_duration(current.median_s)} vs baseline "
-            f"{format_duration(baseline.median_s)}: {ratio}",
+            f"  slower: {_decided(current, drift)}",
+            f"  {_wall(current, baseline, drift)}",
             f"  current {_interval(current)}, baseline {_interval(baseline)}",
             f"  on {device}; accept the new timing with {commands.baseline}",
         ]
@@ -86,7 +82,11 @@ def render_regression(
 
 
 def render_missing_baseline(
-    w: Workload, device: str, nearest: tuple[Baseline, float] | None, commands: Commands
+    w: Workload,
+    device: str,
+    nearest: tuple[Baseline, float] | None,
+    other: str | None,
+    commands: Commands,
 ) -> str:
     # the same text in every test that runs the workload (whatever a test calls its model),
     # so the session shows it once
@@ -94,12 +94,14 @@ def render_missing_baseline(
         one_line(f"{w.class_name}, input {w.input_signature.format()}") + f", hash {short(w.hash)}"
     )
     line = f"no timing baseline for {workload} on {device}"
-    if nearest is not None:
-        other, factor = nearest
-        expected = other.timing.median_s * factor
+    if other is not None:
+        line += f" (this test's baseline timed another computation: {other})"
+    elif nearest is not None:
+        near, factor = nearest
+        expected = near.timing.median_s * factor
         line += (
-            f"; nearest compatible baseline: {one_line(f'{other.name} {other.input}')} "
-            f"({format_duration(other.timing.median_s)}) at distance factor {factor:g}, so "
+            f"; nearest compatible baseline: {one_line(f'{near.name} {near.input}')} "
+            f"({format_duration(near.timing.median_s)}) at distance factor {factor:g}, so "
             f"about {format_duration(expected)} expected if time scales with size"
         )
     return f"{line}; record one with {commands.baseline}"
@@ -143,25 +145,23 @@ class PerfGate:
             # not replayed (xdist workers, an unmarked test): a few of the test's own calls
             unreplayed = w.measured is not None and w.measured.unreplayed
             if w.timing is not None and not unreplayed:
-                failures += self._check_workload(w, tolerance, notes, regressions)
+                failures += self._check_workload(test.nodeid, w, tolerance, notes, regressions)
         kept = tuple(Note(test.nodeid, text, kind) for kind, text in notes)
         return GateResult(tuple(failures), kept, len(regressions))
 
     def has_baseline(self, workload_hash: str, device: str) -> bool:
-        """Whether a stored baseline on ``device`` judges this workload (an unreadable store
-        counts: timing the workload lets :meth:`check` say what is wrong with it)."""
-        try:
-            return self._store(device).get(workload_hash) is not None
-        except CorruptFileError:
-            return True
+        """Whether a stored baseline on ``device`` may judge this workload: some test's (the
+        session budget, which asks, times it whichever test runs it)."""
+        return self._store(device).has_any(workload_hash)
 
-    def suspect(self, workload_hash: str, timing: Timing, tolerance: float) -> bool:
-        """Whether the timing loop re-times a fresh timing (``TimingPolicy.suspect``). Not under
-        update, where the timing cannot fail: re-timing would only cost time."""
+    def suspect(self, test: str, workload_hash: str, timing: Timing, tolerance: float) -> bool:
+        """Whether the timing loop re-times a fresh timing of ``test``'s workload
+        (``TimingPolicy.suspect``). Not under update, where the timing cannot fail: re-timing
+        would only cost time."""
         if self.update:
             return False
         try:
-            baseline = self._store(timing.device).get(workload_hash)
+            baseline = self._store(timing.device).get(workload_hash, test)
         except CorruptFileError:
             return False  # reported by check()
         return baseline is not None and worth_retiming(judge(timing, baseline.timing, tolerance))
@@ -182,12 +182,12 @@ class PerfGate:
         return self._relaxed is None
 
     def _check_workload(
-        self, w: Workload, tolerance: float, notes: _Notes, regressions: list[str]
+        self, test: str, w: Workload, tolerance: float, notes: _Notes, regressions: list[str]
     ) -> list[str]:
         assert w.timing is not None
         store = self._store(w.timing.device)
         try:
-            baseline = store.get(w.hash)
+            baseline = store.get(w.hash, test)
         except CorruptFileError as exc:
             what, rewrite = one_line(str(exc)), f"rewrite it with {self.commands.baseline}"
             if exc.future:
@@ -202,24 +202,34 @@ class PerfGate:
                     else f"corrupt timing baseline {what}; fix it, delete it or {rewrite}"
                 ]
             baseline = None
-        if baseline is None:
-            return self._no_baseline(w, store, notes)
-        if store.path(w.hash) in self._written:
-            return []  # a workload that several tests run: the session's first timing stands
-        drift = judge(w.timing, baseline.timing, tolerance, (w.flops, baseline.flops))
-        if drift.kind == "unchanged" or (drift.kind == "too few samples" and self.update):
+        other = None if baseline is None else baseline.other_computation(w)
+        if baseline is None or other is not None:
+            return self._no_baseline(test, w, store, notes, other)
+        if store.path(w.hash, test) in self._written:
+            return []  # a test run twice (--count, a rerun plugin): its first timing stands
+        drift = judge(w.timing, baseline.timing, tolerance)
+        if self.update:
+            # every timing measured, drifted or not: the next run on this machine then judges
+            # against what this one timed, and passes (a noisy timing kept as "no drift" failed it)
+            note = (
+                "timing baseline for "
+                + one_line(f"{w.name} ({w.class_name}) {w.input_signature.format()}")
+                + f" refreshed: {drift.figure()} against the old one"
+            )
+            return self._write(test, w, store, ("baseline refreshed", note), notes)
+        if drift.kind == "unchanged":
             return []
         if drift.kind == "too few samples":
             text = (
-                f"{_title(w)}: {drift.ratio:.2f}x its baseline, not judged: timed on "
+                f"{_title(w)}: {drift.figure()}, not judged: timed on "
                 f"{_count(w.timing.n, 'sample')} against the baseline's {baseline.timing.n}, "
                 f"and a verdict needs {MIN_SAMPLES} on each side"
             )
             notes.append(("not judged: too few samples", text))
-        elif drift.kind == "not comparable" and not self.update:
+        elif drift.kind == "not comparable":
             assert drift.machine_ratio is not None
             text = (
-                f"{_title(w)}: {drift.ratio:.2f}x its baseline calibrated (wall "
+                f"{_title(w)}: {drift.figure()} (wall time, context only, "
                 f"{drift.wall_ratio:.2f}x), not judged: the calibration kernel took "
                 f"{drift.machine_ratio:.2f}x its baseline's time, beyond any load or phase of one "
                 "machine (a thread that waits for intra-op threads without a core counts the "
@@ -227,13 +237,6 @@ class PerfGate:
                 f"baseline with {self.commands.baseline}"
             )
             notes.append(("not judged: kernel", text))
-        elif self.update:
-            note = (
-                "timing baseline for "
-                + one_line(f"{w.name} ({w.class_name}) {w.input_signature.format()}")
-                + f" refreshed at {drift.ratio:.2f}x the old one"
-            )
-            return self._write(w, store, ("baseline refreshed", note), notes)
         elif drift.kind == "regression":
             device = store.device.describe()
             message = render_regression(w, baseline.timing, drift, device, self.commands)
@@ -243,16 +246,20 @@ class PerfGate:
             notes.append(("not judged: xdist", f"{message}\n  ({self._relaxed})"))
         else:
             text = (
-                f"{_title(w)} is {1 / drift.ratio:.2f}x faster than its baseline "
-                f"({format_duration(w.timing.median_s)} vs "
-                f"{format_duration(baseline.timing.median_s)}); refresh the baseline with "
+                f"{_title(w)} is faster than its baseline: {_decided(w.timing, drift)} "
+                f"({_wall(w.timing, baseline.timing, drift)}); refresh the baseline with "
                 f"{self.commands.baseline}"
             )
             notes.append(("faster", text))
         return []
 
     def _write(
-        self, w: Workload, store: BaselineStore, note: tuple[NoteKind, str], notes: _Notes
+        self,
+        test: str,
+        w: Workload,
+        store: BaselineStore,
+        note: tuple[NoteKind, str],
+        notes: _Notes,
     ) -> list[str]:
         """Write ``w``'s timing as its baseline, unless it must not become one (say why)."""
         assert w.timing is not None
@@ -269,18 +276,21 @@ class PerfGate:
             notes.append((refused[0], f"{note[1]}: not written, {refused[1]}"))
             return []
         try:
-            store.put(Baseline.from_workload(w, store.device))
+            path = store.put(Baseline.from_workload(test, w, store.device))
         except FileWriteError as exc:
             return [f"timing baseline not written: {one_line(str(exc))}"]
-        self._written.add(store.path(w.hash))
+        self._written.add(path)
         notes.append(note)
         return []
 
-    def _no_baseline(self, w: Workload, store: BaselineStore, notes: _Notes) -> list[str]:
-        """Record a baseline under update; else a note, with the nearest compatible one."""
+    def _no_baseline(
+        self, test: str, w: Workload, store: BaselineStore, notes: _Notes, other: str | None
+    ) -> list[str]:
+        """Record a baseline under update; else a note, with the nearest compatible one.
+        ``other`` says how the test's stored baseline timed another computation."""
         if self.update:
-            note = f"timing baseline {one_line(str(store.path(w.hash)))} recorded"
-            return self._write(w, store, ("baseline recorded", note), notes)
+            note = f"timing baseline {one_line(str(store.path(w.hash, test)))} recorded"
+            return self._write(test, w, store, ("baseline recorded", note), notes)
         stored = store.all()
         for exc in store.unreadable:
             if exc.path not in self._reported:
@@ -291,5 +301,6 @@ class PerfGate:
         found = nearest(w.key, [b.key for b in others.values()])
         near = None if found is None else (others[canonical_json(found[0])], found[1])
         device = store.device.describe()
-        notes.append(("no baseline", render_missing_baseline(w, device, near, self.commands)))
+        text = render_missing_baseline(w, device, near, other, self.commands)
+        notes.append(("no baseline", text))
         return []

@@ -165,22 +165,20 @@ def compare_reports(
 
 
 def _ratio(row: Row) -> str:
-    if row.drift is None:
-        return ""
-    d = row.drift
-    sides = (row.base_time, row.head_time)
-    if not all(t is not None and t.has_interval for t in sides):
-        return f"{d.ratio:.2f}x"  # too few samples for an interval
-    return f"{d.ratio:.2f}x [{d.ratio_low:.2f}–{d.ratio_high:.2f}]"
+    """The figure that decided the row's timing verdict (see ``Drift.figure``)."""
+    return "" if row.drift is None else row.drift.figure()
 
 
 def _times(row: Row) -> str:
+    """Wall time, labelled as context where a calibrated ratio decided."""
     if row.head_time is None:
         return ""
     head = format_duration(row.head_time.median_s)
     if row.base_time is None:
-        return head
-    return f"{format_duration(row.base_time.median_s)} -> {head}"
+        return f"wall {head}"
+    context = row.drift is not None and row.drift.evidence == "calibrated"
+    label = "wall time, context only" if context else "wall"
+    return f"{label} {format_duration(row.base_time.median_s)} -> {head}"
 
 
 def _hashes(row: Row) -> str:
@@ -215,7 +213,7 @@ def render_comparison(c: Comparison) -> list[str]:
         lines.append(one_line(nodeid))
         for r in (r for r in c.rows if r.nodeid == nodeid):
             name = one_line(f"{r.name} {r.input}")
-            cells = [f"{r.verdict:<8}", name, _hashes(r), _times(r), _ratio(r)]
+            cells = [f"{r.verdict:<8}", name, _hashes(r), _ratio(r), _times(r)]
             lines.append("  " + "  ".join(cell for cell in cells if cell))
             lines += [f"             {one_line(d)}" for d in r.details]
     problems = [render_collapse(x) for x in c.collapses]
@@ -234,7 +232,8 @@ def render_comparison_markdown(c: Comparison) -> list[str]:
         _summary(c),
         "",
         *([markdown_text(c.libraries), ""] if c.libraries else []),
-        "| verdict | test | workload | input | hash | time (base -> head) | ratio [95% interval] |",
+        "| verdict | test | workload | input | hash | deciding ratio [95% interval] | wall time "
+        "(base -> head) |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in c.rows:
@@ -245,8 +244,8 @@ def render_comparison_markdown(c: Comparison) -> list[str]:
             markdown_text(r.name),
             markdown_code(r.input),
             markdown_code(_hashes(r)),
-            markdown_text(_times(r)),
             markdown_text(_ratio(r)),
+            markdown_text(_times(r)),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     detailed = [r for r in c.rows if r.details]
@@ -266,6 +265,11 @@ def render_comparison_markdown(c: Comparison) -> list[str]:
 _FORMATS = (".svg", ".png", ".html")
 
 
+def _label(row: Row) -> str:
+    verdict = row.verdict + (f", {_ratio(row)}" if row.drift is not None else "")
+    return f"{row.nodeid} {row.name} {row.input}: {verdict}"
+
+
 def _figure(rows: list[Row]) -> Figure:
     try:
         import matplotlib
@@ -277,8 +281,9 @@ def _figure(rows: list[Row]) -> Figure:
             "charts need matplotlib: pip install 'pytest-workload[chart]'"
         ) from None
     fig, ax = plt.subplots(figsize=(9, 0.6 * max(len(rows), 1) + 1.5))
-    # one line each, and no mathtext: a "$" in a name would otherwise be rendered as maths
-    labels = [one_line(f"{r.name} {r.input}").replace("$", r"\$") for r in rows]
+    # one line each, and no mathtext: a "$" in a name would otherwise be rendered as maths; the
+    # test id on each (two tests may run one workload), then the verdict and what decided it
+    labels = [one_line(_label(r)).replace("$", r"\$") for r in rows]
     for offset, side, color in ((-0.2, "base_time", "#8c8c8c"), (0.2, "head_time", "#1f77b4")):
         timed = [(i + offset, t) for i, r in enumerate(rows) if (t := getattr(r, side)) is not None]
         ax.barh(
@@ -295,7 +300,9 @@ def _figure(rows: list[Row]) -> Figure:
         )
     ax.set_yticks(range(len(rows)), labels)
     ax.invert_yaxis()
-    ax.set_xlabel("median time per call (ms), 95% interval")
+    ax.set_xlabel(
+        "wall time per call (ms, median and 95% interval): context; the label's ratio decides"
+    )
     ax.set_title("pytest-workload: base vs head")
     ax.legend()
     fig.tight_layout()

@@ -211,7 +211,7 @@ def render_unchecked(
 #: How the terminal counts each kind of performance note: what one is, and what to do.
 _NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
     "baseline recorded": ("timing baseline", "recorded", ""),
-    "baseline refreshed": ("timing baseline", "refreshed", "they had drifted"),
+    "baseline refreshed": ("timing baseline", "refreshed", ""),
     "baseline not written: xdist": (
         "timing baseline",
         "not written",
