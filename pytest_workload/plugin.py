@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from ._core.errors import DeviceUnavailableError, WorkloadDataError, WorkloadWarning
-from ._core.strict_json import canonical_json, load_json
+from ._core.errors import DeviceUnavailableError, WorkloadWarning
 from ._core.text import one_line, terminal_text
 from ._fingerprint.scheme import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
@@ -19,6 +18,7 @@ from ._perf.orchestrate import TimingProgress
 from ._recording.recorder import WorkloadRecorder
 from ._report.summary import junit_properties, render_counts, render_report
 from ._session import WorkloadSession
+from .xdist import WorkerLedger, sendable
 
 if TYPE_CHECKING:
     import torch
@@ -28,62 +28,18 @@ if TYPE_CHECKING:
 WORKER_OUTPUT_KEY = "pytest_workload"
 
 
-#: The key of a payload that a worker could not send, with why.
-_UNSENT = "unsent"
-#: How many of a lost worker's tests its one line names.
-_NAMED = 3
-
 #: How a worker's failed collection says that a marker is bad (see pytest_make_collect_report).
 _BAD_MARKER = "pytest-workload: bad marker: "
 
 
-class WorkerMerge:
-    """The xdist controller's side, a plugin there alone: which worker ran what, to name a
-    crashed worker's tests; each payload, handed to the session; and a bad marker a worker
-    reported (see ``pytest_make_collect_report``), turned back into the usage error it is."""
+class WorkerMerge(WorkerLedger):
+    """The xdist controller's side, a plugin there alone: the ledger of what each worker ran
+    and sent, and a bad marker a worker reported (see ``pytest_make_collect_report``), turned
+    back into the usage error it is."""
 
     def __init__(self, session: WorkloadSession) -> None:
-        self.session = session
-        self._ran_on: dict[str, dict[str, None]] = {}
-        #: Workers that crashed or were killed: their tests' uses of snapshots never arrived.
-        self.crashed: list[str] = []
+        super().__init__(session)
         self.bad_marker = False
-
-    def ran_on(self, worker: str, nodeid: str) -> None:
-        """Note that a test ran on a worker, to name it if that worker crashes."""
-        self._ran_on.setdefault(worker, {})[nodeid] = None
-
-    def merge(self, worker: str, data: Any) -> None:
-        """Take in what one worker recorded; a crashed worker sent nothing, and one whose
-        data could not be sent says why."""
-        unsent = data.get(_UNSENT) if isinstance(data, dict) else None
-        if data is None or unsent is not None:
-            self.crashed.append(worker)
-            ran = list(self._ran_on.get(worker, {}))
-            shown = ", ".join(one_line(n) for n in ran[:_NAMED])
-            if len(ran) > _NAMED:
-                shown += f" and {len(ran) - _NAMED} more"
-            kept = (
-                "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
-                "with --snapshot-no-cleanup)"
-                if self.session.settings.update
-                else ""
-            )
-            why = (
-                "sent no workload data (it crashed or was killed)"
-                if unsent is None
-                else f"could not send its workload data ({one_line(str(unsent))})"
-            )
-            self.session.problems.append(
-                f"xdist worker {worker} {why}: the workloads of its "
-                f"{len(ran)} test{'s' if len(ran) != 1 else ''} are missing from this report"
-                + (f" ({shown})" if ran else "")
-                + kept
-            )
-            return
-        if not isinstance(data, dict):
-            raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
-        self.session.absorb(data)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         node: Any = getattr(report, "node", None)  # the worker that ran it
@@ -357,7 +313,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:
     if items:
-        items[0].config.stash[SESSION_KEY].not_run.update(dict.fromkeys(i.nodeid for i in items))
+        not_run = items[0].config.stash[SESSION_KEY].unused.not_run
+        not_run.update(dict.fromkeys(i.nodeid for i in items))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -367,7 +324,7 @@ def pytest_runtest_makereport(
     report = yield
     session = item.config.stash[SESSION_KEY]
     if report.when == "setup" and report.failed:
-        session.not_run[item.nodeid] = None
+        session.unused.not_run[item.nodeid] = None
     elif report.when == "teardown":
         session.torn_down(item.nodeid, failed=report.failed)
     return report
@@ -397,24 +354,13 @@ def _keep_unused(session: pytest.Session) -> None:
     finished = config.stash.get(LOOP_DONE_KEY, False) and not (
         session.shouldstop or session.shouldfail
     )
-    why = workload_session.keeps_unused(finished=finished)
+    why = workload_session.unused.refusal(finished=finished)
     if why is not None:
         config.option.no_cleanup = True
         if settings.update:
             config.stash[KEPT_UNUSED_KEY] = (
                 f"pytest-workload: no snapshot was deleted as unused: {why}"
             )
-
-
-def _sendable(session: WorkloadSession) -> dict[str, Any]:
-    """The worker's payload as builtins only (execnet sends no other type, and a worker that
-    fails to send dies); why not, in one field, where it is not JSON."""
-    try:
-        payload = load_json(canonical_json(session.to_payload()))
-    except (TypeError, ValueError, WorkloadDataError) as exc:
-        return {_UNSENT: f"{type(exc).__name__}: {exc}"}
-    assert isinstance(payload, dict)
-    return payload
 
 
 @pytest.hookimpl(wrapper=True)  # around syrupy's, which deletes unused snapshots
@@ -424,7 +370,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     _keep_unused(session)
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput[WORKER_OUTPUT_KEY] = _sendable(workload_session)
+        workeroutput[WORKER_OUTPUT_KEY] = sendable(workload_session)
     yield
     if workeroutput is None:
         if workload_session.check_collapses() and session.exitstatus == 0:

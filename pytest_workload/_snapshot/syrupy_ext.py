@@ -172,21 +172,22 @@ class SnapshotGate:
     #: that errs in teardown did not pass, and gets it back.
     _wrote: dict[str, tuple[str, bytes | None]] = dataclasses.field(default_factory=dict)
 
-    def torn_down(self, nodeid: str, *, failed: bool) -> str | None:
+    def torn_down(self, nodeid: str, *, failed: bool) -> tuple[Note, ...]:
         """A test's teardown is over: forget what its update wrote over or, when the teardown
         failed, put it back; a note on what was put back."""
         wrote = self._wrote.pop(nodeid, None)
         if wrote is None or not failed or _held(wrote[0]) == (wrote[1],):
-            return None
+            return ()
         location, before = wrote
         shown = _display(location, self.rootdir)
         try:
             restore(Path(location), before)
         except FileWriteError as exc:
-            return f"workload snapshot {shown} could not be put back: {one_line(exc.reason)}"
-        if before is None:
-            return f"workload snapshot {shown} not written: the test erred in teardown"
-        return f"workload snapshot {shown} kept as it was: the test erred in teardown"
+            note = f"workload snapshot {shown} could not be put back: {one_line(exc.reason)}"
+        else:
+            done = "not written" if before is None else "kept as it was"
+            note = f"workload snapshot {shown} {done}: the test erred in teardown"
+        return (Note(nodeid, note),)
 
     def keep(self, snapshot: Snapshot) -> None:
         """Leave the stored table as it is, counted as used (a failed test, or no gate)."""
