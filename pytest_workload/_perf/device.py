@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Final
 
 from .._core.errors import DeviceUnavailableError
 from .._core.strict_json import Json, read_field, read_object
-from .stopwatch import pin_allocator
+from .stopwatch import TIMING_THREADS, pin_allocator
 
 if TYPE_CHECKING:
     import torch
@@ -71,7 +71,8 @@ def cpu_model() -> str:
 
 @dataclass(frozen=True)
 class DeviceIdentity:
-    """What a timing depends on besides the workload: device model, torch, threads."""
+    """What a timing depends on besides the workload: device model, torch, threads (on the
+    CPU, those it is timed on)."""
 
     kind: str
     name: str
@@ -85,7 +86,8 @@ class DeviceIdentity:
         return re.sub(r"[^A-Za-z0-9._+-]+", "_", raw).strip("_")
 
     def describe(self) -> str:
-        return f"{self.kind} {self.name}, torch {self.torch}, {self.threads} threads"
+        threads = f"{self.threads} thread{'' if self.threads == 1 else 's'}"
+        return f"{self.kind} {self.name}, torch {self.torch}, {threads}"
 
     def to_dict(self) -> dict[str, Json]:
         return {"kind": self.kind, "name": self.name, "torch": self.torch, "threads": self.threads}
@@ -110,8 +112,10 @@ def device_identity(device: torch.device) -> DeviceIdentity:
         name = f"Apple GPU ({platform.machine()})"
     else:
         name = cpu_model()
+    # a CPU workload is timed on TIMING_THREADS, whatever torch's default here
+    threads = TIMING_THREADS if device.type == "cpu" else torch.get_num_threads()
     # a plain str: torch's TorchVersion cannot cross to the xdist controller
-    return DeviceIdentity(device.type, name, str(torch.__version__), torch.get_num_threads())
+    return DeviceIdentity(device.type, name, str(torch.__version__), threads)
 
 
 def environment(device: torch.device) -> dict[str, Json]:
