@@ -3,6 +3,7 @@ load or core count."""
 
 import dataclasses
 import json
+import math
 
 import pytest
 import torch
@@ -145,7 +146,9 @@ def policy_for(stopwatch, suspect_above):
         stopwatch.round += 1
         return t.ratio > suspect_above
 
-    return TimingPolicy(budget_s=0, max_samples=8, suspect=suspect).for_workload("h")
+    # (calls of seconds: no limit, so every round reaches its samples)
+    policy = TimingPolicy(budget_s=0, max_samples=8, limit_s=math.inf, suspect=suspect)
+    return policy.for_workload("h")
 
 
 def retimed_call(stopwatch, policy):

@@ -141,9 +141,10 @@ class TimingPolicy:
     #: left, and the ratio's noise would be the kernel's.
     reference_share: float = 0.25
     overrun: float = 4.0
-    #: No pair of blocks ends past this (seconds), the warm-up and the first ``min_samples``
-    #: included: a timing is cut short there (on fewer samples, not judged), so that a forward
-    #: of a second adds a few seconds to a run, not tens.
+    #: No pair of blocks ends past this (seconds on the ratio clock, after the first warm-up
+    #: call), the first ``min_samples`` included: a timing is cut short there (on fewer
+    #: samples, not judged), so that a forward of a second adds a few seconds to a run, not
+    #: tens.
     limit_s: float = 0.25 * LIMIT_BUDGETS
     max_samples: int = 1000
     #: Each block of calls (workload, then calibration) lasts this long at least on the ratio
@@ -333,10 +334,12 @@ def measure(
     """Blocks of ``fn`` alternating with blocks of ``reference`` (W C W C ...): warm-up, block
     sizing on the ratio clock, then adaptive repetition until the ratio's median is precise.
 
-    No pair of blocks starts that would end past ``policy.limit_s`` after the first (if as
-    long as the last one), the first samples included: a workload too slow for
-    ``min_samples`` within it is cut short, on fewer than a verdict needs (one at least).
-    ``clock`` only meters the budget; the samples come from ``stopwatch``.
+    No pair of blocks starts that would take the timing past ``policy.limit_s`` on the ratio
+    clock (if as long as the last pair), the first samples included: a workload too slow for
+    ``min_samples`` within it is cut short, on fewer than a verdict needs (one at least). The
+    limit meters the ratio clock, not the wall: the time neighbours held the cores would cut
+    short a loaded machine's timings. ``clock`` meters the budget; the samples come from
+    ``stopwatch``.
     """
     started = clock()
 
@@ -347,13 +350,16 @@ def measure(
     # a tenth of the budget (at most 100). The first is a cold start (allocations, a library's
     # kernels chosen), not counted against the limit.
     per_call, per_reference = math.inf, math.inf
-    cold_s = math.inf
+    cold_s, own_s = math.inf, 0.0  # the first pair's, and the rest's, on the ratio clock
     for i in range(100):
         if (i == 1 and cold_s > policy.limit_s / 2) or (i >= 2 and spent() > policy.budget_s / 10):
             break
-        per_call = min(per_call, stopwatch(fn, 1).ratio_s)
-        per_reference = min(per_reference, stopwatch(reference, 1).ratio_s)
-        cold_s = min(cold_s, spent())
+        call, kernel = stopwatch(fn, 1).ratio_s, stopwatch(reference, 1).ratio_s
+        per_call, per_reference = min(per_call, call), min(per_reference, kernel)
+        if i == 0:
+            cold_s = call + kernel
+        else:
+            own_s += call + kernel
     number = _block(policy.min_block_s, per_call)
     reference_number = _block(
         max(policy.min_block_s, number * per_call * policy.reference_share), per_reference
@@ -361,16 +367,18 @@ def measure(
 
     samples = Samples([], [], [])
     while len(samples.wall_s) < policy.max_samples:
-        before = spent()
         lap = stopwatch(fn, number)
         reference()
-        calibration = stopwatch(reference, reference_number).ratio_s / reference_number
+        kernel_s = stopwatch(reference, reference_number).ratio_s
+        calibration = kernel_s / reference_number
         samples.wall_s.append(lap.wall_s / number)
         samples.ratios.append(lap.ratio_s / number / max(calibration, _RESOLUTION_S))
         samples.calibration_s.append(calibration)
-        now = spent()
-        if now - cold_s + (now - before) > policy.limit_s:
+        pair_s = lap.ratio_s + kernel_s
+        own_s += pair_s
+        if own_s + pair_s > policy.limit_s:
             break
+        now = spent()
         if len(samples.wall_s) < policy.min_samples:
             continue
         if now >= policy.budget_s and (
