@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import platform
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Final
 
 from .._core.errors import DeviceUnavailableError
 from .._core.strict_json import Json, read_field, read_object
-from .stopwatch import TIMING_THREADS, pin_allocator
+from .stopwatch import pin_allocator
 
 if TYPE_CHECKING:
     import torch
@@ -55,6 +57,27 @@ def resolve_device(spec: str) -> torch.device:
             f"workload device {spec!r} asked for, but MPS is not available"
         )
     return device
+
+
+#: The intra-op threads a CPU workload is timed on, whatever torch's default here. On one
+#: thread, all of a forward's compute is on the ratio clock (the thread's own CPU time), and no
+#: thread waits at a barrier for a sibling without a core, so neither load nor the machine's
+#: core count moves it (docs/explanation/timing.md).
+TIMING_THREADS: Final = 1
+
+
+@contextmanager
+def timing_threads() -> Iterator[int]:
+    """Run the block on ``TIMING_THREADS`` intra-op threads (torch's count is back after);
+    gives the count."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(TIMING_THREADS)
+    try:
+        yield TIMING_THREADS
+    finally:
+        torch.set_num_threads(before)
 
 
 @cache

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 from .._fingerprint.ecosystem import library_parts
 from .._tracing import DevicePeak, count_flops, device_memory
 from .._workload.timing import Measured, Timing
+from .device import timing_threads
 from .first_call import CallContext, applied, capture, copy_inputs
 from .isolation import AttributeState, isolated
-from .stopwatch import TimingPolicy, pin_allocator, stopwatch_for, time_call, timing_threads
+from .stopwatch import TimingPolicy, pin_allocator, stopwatch_for, time_call
 
 if TYPE_CHECKING:
     import torch

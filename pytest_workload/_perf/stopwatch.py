@@ -18,8 +18,7 @@ import math
 import os
 import platform
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -283,27 +282,6 @@ def pin_allocator() -> str | None:
     except (OSError, AttributeError):
         return None
     return "glibc malloc thresholds pinned (mmap 32 MiB, trim 64 MiB)" if pinned else None
-
-
-#: The intra-op threads a CPU workload is timed on, whatever torch's default here. On one
-#: thread, all of a forward's compute is on the ratio clock (the thread's own CPU time), and no
-#: thread waits at a barrier for a sibling without a core, so neither load nor the machine's
-#: core count moves it (docs/explanation/timing.md).
-TIMING_THREADS: Final = 1
-
-
-@contextmanager
-def timing_threads() -> Iterator[int]:
-    """Run the block on ``TIMING_THREADS`` intra-op threads (torch's count is back after);
-    gives the count."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(TIMING_THREADS)
-    try:
-        yield TIMING_THREADS
-    finally:
-        torch.set_num_threads(before)
 
 
 def stopwatch_for(device: torch.device) -> Stopwatch:
