@@ -71,7 +71,7 @@ class FakeStopwatch:
 
 
 def timed_samples(stopwatch, policy, clock):
-    return measure(lambda: None, stopwatch, policy, clock, reference=kernel).wall_s
+    return measure(lambda: None, stopwatch, policy, clock, reference=kernel, own_clock=clock).wall_s
 
 
 def test_summary_statistics():

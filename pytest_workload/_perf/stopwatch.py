@@ -140,10 +140,10 @@ class TimingPolicy:
     #: left, and the ratio's noise would be the kernel's.
     reference_share: float = 0.25
     overrun: float = 4.0
-    #: No pair of blocks ends past this (seconds on the ratio clock, after the first warm-up
-    #: call), the first ``min_samples`` included: a timing is cut short there (on fewer
-    #: samples, not judged), so that a forward of a second adds a few seconds to a run, not
-    #: tens.
+    #: No pair of blocks ends past this (seconds of this thread's own time, not waiting for
+    #: a core, after the first warm-up call), the first ``min_samples`` included: a timing is
+    #: cut short there (on fewer samples, not judged), so that a forward of a second adds a
+    #: few seconds to a run, not tens.
     limit_s: float = 0.25 * LIMIT_BUDGETS
     max_samples: int = 1000
     #: Each block of calls (workload, then calibration) lasts this long at least on the ratio
@@ -189,6 +189,11 @@ def run_delay_ns() -> int | None:
             return int(f.read().split()[1])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def own_time_ns() -> int:
+    """A clock that stands still while this thread waits for a core (where the kernel says)."""
+    return time.perf_counter_ns() - (run_delay_ns() or 0)
 
 
 class CpuStopwatch:
@@ -308,15 +313,16 @@ def measure(
     clock: Callable[[], int] = time.perf_counter_ns,
     *,
     reference: Callable[[], object],
+    own_clock: Callable[[], int] = own_time_ns,
 ) -> Samples:
     """Blocks of ``fn`` alternating with blocks of ``reference`` (W C W C ...): warm-up, block
     sizing on the ratio clock, then adaptive repetition until the ratio's median is precise.
 
-    No pair of blocks starts that would take the timing past ``policy.limit_s`` on the ratio
-    clock (if as long as the last pair), the first samples included: a workload too slow for
-    ``min_samples`` within it is cut short, on fewer than a verdict needs (one at least). The
-    limit meters the ratio clock, not the wall: the time neighbours held the cores would cut
-    short a loaded machine's timings. ``clock`` meters the budget; the samples come from
+    No pair of blocks starts that would take the timing past ``policy.limit_s`` on
+    ``own_clock`` (if as long as the last pair), the first samples included: a workload too
+    slow for ``min_samples`` within it is cut short, on fewer than a verdict needs (one at
+    least). That clock leaves out the time neighbours held the cores, which would cut short a
+    loaded machine's timings. ``clock`` meters the budget; the samples come from
     ``stopwatch``.
     """
     started = clock()
@@ -324,20 +330,23 @@ def measure(
     def spent() -> float:
         return (clock() - started) / 1e9
 
+    def own(since: int) -> float:
+        return (own_clock() - since) / 1e9
+
     # Warm-up: a call of each, a second unless the first took half the limit, then more up to
     # a tenth of the budget (at most 100). The first is a cold start (allocations, a library's
     # kernels chosen), not counted against the limit.
     per_call, per_reference = math.inf, math.inf
-    cold_s, own_s = math.inf, 0.0  # the first pair's, and the rest's, on the ratio clock
+    warm = own_clock()
     for i in range(100):
-        if (i == 1 and cold_s > policy.limit_s / 2) or (i >= 2 and spent() > policy.budget_s / 10):
+        if i == 1:
+            cold_s, warm = own(warm), own_clock()
+            if cold_s > policy.limit_s / 2:
+                break
+        elif i >= 2 and spent() > policy.budget_s / 10:
             break
-        call, kernel = stopwatch(fn, 1).ratio_s, stopwatch(reference, 1).ratio_s
-        per_call, per_reference = min(per_call, call), min(per_reference, kernel)
-        if i == 0:
-            cold_s = call + kernel
-        else:
-            own_s += call + kernel
+        per_call = min(per_call, stopwatch(fn, 1).ratio_s)
+        per_reference = min(per_reference, stopwatch(reference, 1).ratio_s)
     number = _block(policy.min_block_s, per_call)
     reference_number = _block(
         max(policy.min_block_s, number * per_call * policy.reference_share), per_reference
@@ -345,6 +354,7 @@ def measure(
 
     samples = Samples([], [], [])
     while len(samples.wall_s) < policy.max_samples:
+        before = own_clock()
         lap = stopwatch(fn, number)
         reference()
         kernel_s = stopwatch(reference, reference_number).ratio_s
@@ -352,9 +362,7 @@ def measure(
         samples.wall_s.append(lap.wall_s / number)
         samples.ratios.append(lap.ratio_s / number / max(calibration, _RESOLUTION_S))
         samples.calibration_s.append(calibration)
-        pair_s = lap.ratio_s + kernel_s
-        own_s += pair_s
-        if own_s + pair_s > policy.limit_s:
+        if own(warm) + own(before) > policy.limit_s:
             break
         now = spent()
         if len(samples.wall_s) < policy.min_samples:
