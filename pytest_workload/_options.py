@@ -187,8 +187,9 @@ _OPTIONS = (
         "0.25",
         partial(number, positive=True),
         "SECONDS",
-        "time spent timing one workload, after at least 2 warm-up calls and "
-        f"{MIN_SAMPLES} samples (the fewest a verdict needs)",
+        "time spent timing one workload; past it, samples are sought up to the "
+        f"{MIN_SAMPLES} a verdict needs until 10x this, where a timing stops (a workload cut "
+        "short is not judged)",
     ),
     _Option(
         "--workload-session-budget",
@@ -214,7 +215,7 @@ _OPTIONS = (
         "on|off|strict",
         "with --workload-snapshot, fail on timing regressions against the baselines; with "
         "several xdist workers only 'strict' replays workloads for timing and judges them; "
-        "'off' keeps every hash check",
+        "'strict' also fails a timing the gate cannot judge; 'off' keeps every hash check",
     ),
     _Option(
         "--workload-perf-tolerance",

@@ -25,7 +25,7 @@ from ._perf.device import environment, resolve_device
 from ._perf.drift import DEFAULT_TOLERANCE
 from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode
-from ._perf.stopwatch import TimingPolicy
+from ._perf.stopwatch import LIMIT_BUDGETS, TimingPolicy
 from ._recording.recorder import Keyer, SessionRecorder, WorkloadRecorder
 from ._report.collapse import KeysGate, render_collapse
 from ._report.session_report import SessionReport, write_report
@@ -175,7 +175,8 @@ class WorkloadSession:
         suspect = (
             functools.partial(self.perf.suspect, nodeid, tolerance=tolerance) if gated else None
         )
-        return TimingPolicy(budget_s=self.settings.time_budget_s, suspect=suspect)
+        budget_s = self.settings.time_budget_s
+        return TimingPolicy(budget_s, limit_s=budget_s * LIMIT_BUDGETS, suspect=suspect)
 
     def finish_test(
         self,

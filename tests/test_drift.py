@@ -180,7 +180,7 @@ def test_the_cpu_stopwatch_reads_wall_and_thread_time():
     from pytest_workload._perf.stopwatch import CpuStopwatch
 
     clock, thread = iter([0, 1000]), iter([0, 500])
-    lap = CpuStopwatch(lambda: next(clock), lambda: next(thread))(lambda: None, 1)
+    lap = CpuStopwatch(lambda: next(clock), lambda: next(thread), lambda: None)(lambda: None, 1)
     assert lap == Lap(1e-6, 5e-7)
 
 

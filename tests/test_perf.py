@@ -84,7 +84,7 @@ def test_an_injected_3x_slowdown_fails_with_the_numbers(pytester, sleepy, inject
             "  wall time, context only: median 30.00 ms vs baseline 10.00 ms (3.00x), the "
             "calibration kernel 1.00x its baseline's time",
             "  current *, baseline *",
-            "  on cpu *, torch *, * threads; accept the new timing with "
+            "  on cpu *, torch *, 1 thread; accept the new timing with "
             "`pytest --workload-snapshot --snapshot-update -p no:xdist`",
         )
     )
@@ -132,14 +132,56 @@ def test_a_kernel_far_from_its_baseline_is_a_note_not_a_verdict(pytester, sleepy
         lit(
             "test_sleepy.py::test_sleepy: model (test_sleepy.Sleepy), input (float32[1, 4]), "
             "hash *: calibrated ratio 30.00x (95% interval *x) (wall time, context only, 0.30x), "
-            "not judged: the calibration "
-            "kernel took 0.01x its baseline's time, beyond any load or phase of one machine (a "
-            "thread that waits for intra-op threads without a core counts the waiting; on a "
-            "shared machine, time with torch.set_num_threads(1)); refresh the baseline with "
+            "not judged: the calibration kernel took 0.01x its baseline's time, beyond any load "
+            "or phase of one machine; refresh the baseline with "
             "`pytest --workload-snapshot --snapshot-update -p no:xdist`",
         )[0],
     )
     result.stdout.fnmatch_lines(["1 timing not judged: the calibration kernel's time moved *"])
+
+
+#: The injected stopwatch takes no time: a budget of 1 ns cuts every timing short, after its
+#: first sample.
+CUT_SHORT = "--workload-time-budget=1e-9"
+
+
+def test_a_timing_the_budget_cut_short_is_counted_not_judged(pytester, sleepy, injected):
+    sleepy()
+    baseline(pytester)
+    injected(1.0)  # a forward of 1 s
+    result, notes = noted(pytester, *GATE, CUT_SHORT)
+    result.assert_outcomes(passed=1)
+    (note,) = notes["not judged: too few samples"]
+    assert fnmatch.fnmatch(
+        note,
+        lit(
+            "test_sleepy.py::test_sleepy: model (test_sleepy.Sleepy), input (float32[1, 4]), "
+            "hash *: 100.00x its baseline, not judged: timed on 1 sample (the time budget cut "
+            "it short: see --workload-time-budget) against the baseline's *, and a verdict "
+            "needs 6 on each side",
+        )[0],
+    )
+    result.stdout.fnmatch_lines(
+        ["1 timing not judged: it or its baseline has fewer than the 6 samples a verdict needs"]
+    )
+
+
+def test_strict_fails_a_timing_it_cannot_judge(pytester, sleepy, injected):
+    sleepy()
+    baseline(pytester)
+    strict = (*GATE, "--workload-perf=strict")
+    result = pytester.runpytest(*strict, CUT_SHORT)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*not judged: timed on 1 sample*; --workload-perf=strict fails a timing it cannot judge"]
+    )
+    injected(0.003, kernel=0.00001)
+    result = pytester.runpytest(*strict)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*the calibration kernel took 0.01x*; --workload-perf=strict fails a timing it cannot*"]
+    )
+    pytester.runpytest(*GATE, CUT_SHORT).assert_outcomes(passed=1)  # not strict: a note
 
 
 def test_missing_baseline_is_a_note_not_a_failure(pytester, sleepy):
@@ -311,7 +353,7 @@ def test_terminal_report_shows_median_and_spread(pytester, sleepy):
     result.stdout.fnmatch_lines(
         lit(
             # a 95% CI too where n allows one (unit-tested: test_drift.py)
-            "        Timing:      median *, IQR * (n=*, replayed, cpu)",
+            "        Timing:      median *, IQR * (n=*, replayed on 1 thread, cpu)",
             "        FLOPs:       32 FLOP",
         )
     )

@@ -1,5 +1,6 @@
 import json
 import math
+import time
 
 import pytest
 import timm
@@ -14,7 +15,12 @@ from pytest_workload._core.errors import (
     WorkloadDataError,
 )
 from pytest_workload._perf.baseline import Baseline, BaselineStore
-from pytest_workload._perf.device import DeviceIdentity, check_device_spec, resolve_device
+from pytest_workload._perf.device import (
+    DeviceIdentity,
+    check_device_spec,
+    device_identity,
+    resolve_device,
+)
 from pytest_workload._perf.drift import judge
 from pytest_workload._perf.replay import calibration_kernel, replay
 from pytest_workload._perf.stopwatch import (
@@ -23,6 +29,7 @@ from pytest_workload._perf.stopwatch import (
     TimingPolicy,
     measure,
     median_interval,
+    run_delay_ns,
     stopwatch_for,
     summarize,
 )
@@ -64,7 +71,7 @@ class FakeStopwatch:
 
 
 def timed_samples(stopwatch, policy, clock):
-    return measure(lambda: None, stopwatch, policy, clock, reference=kernel).wall_s
+    return measure(lambda: None, stopwatch, policy, clock, reference=kernel, own_clock=clock).wall_s
 
 
 def test_summary_statistics():
@@ -82,11 +89,25 @@ def test_median_interval_uses_order_statistics():
     assert 460 <= low < 500 < high <= 540
 
 
-def test_a_short_budget_stops_at_the_minimum_samples():
+def test_a_budget_too_short_for_the_minimum_samples_cuts_the_timing_short():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [0.01])
-    samples = timed_samples(stopwatch, TimingPolicy(budget_s=0.01), clock)
-    assert samples == [0.01] * MIN_SAMPLES
+    policy = TimingPolicy(budget_s=0.005, limit_s=0.05)
+    samples = timed_samples(stopwatch, policy, clock)
+    # two warm-up pairs (11 ms each; the first, a cold start, not counted) and three sampled
+    # pairs (13 ms each) reach the 50 ms limit: a fourth would end past it
+    assert samples == [0.01] * 3
+    assert clock.now_ns / 1e9 == pytest.approx(0.011 + 0.05)
+
+
+def test_a_one_second_call_adds_a_few_seconds():
+    clock = FakeClock()
+    stopwatch = FakeStopwatch(clock, [1.0])
+    samples = timed_samples(stopwatch, TimingPolicy(), clock)
+    # two warm-up calls, then one sample (and its kernel block, a quarter of it): a second
+    # would end past the limit (2.5 s after the first call)
+    assert samples == [1.0]
+    assert clock.now_ns / 1e9 == pytest.approx(3.25, abs=0.01)
 
 
 def test_precise_calls_stop_after_a_fifth_of_the_budget():
@@ -176,8 +197,31 @@ def test_max_samples_bounds_the_loop():
 def test_cpu_stopwatch_uses_its_clock():
     ticks = iter([0, 2_000_000_000])
     thread = iter([0, 500_000_000])
-    stopwatch = CpuStopwatch(lambda: next(ticks), lambda: next(thread))
-    assert stopwatch(lambda: None, 4) == Lap(2.0, 0.5)
+    stopwatch = CpuStopwatch(lambda: next(ticks), lambda: next(thread), lambda: None)
+    assert stopwatch(lambda: None, 4) == Lap(2.0, 0.5)  # no run-queue waits known: CPU time
+
+
+@pytest.mark.parametrize(
+    ("run_delay_s", "ratio_s"),
+    [
+        (0.0, 2.0),  # 1.5 s off the CPU, not waiting for a core: a sleep, on the ratio clock
+        (1.0, 1.0),  # 1 s of it waiting for a core: a neighbour's, taken out
+        (1.9, 0.5),  # never less than the CPU time
+    ],
+)
+def test_cpu_stopwatch_counts_waits_but_not_waits_for_a_core(run_delay_s, ratio_s):
+    ticks = iter([0, 2_000_000_000])
+    thread = iter([0, 500_000_000])
+    delays = iter([7, 7 + int(run_delay_s * 1e9)])
+    stopwatch = CpuStopwatch(lambda: next(ticks), lambda: next(thread), lambda: next(delays))
+    assert stopwatch(lambda: None, 4) == Lap(2.0, ratio_s)
+
+
+def test_cpu_stopwatch_sees_a_real_sleep():
+    if run_delay_ns() is None:
+        pytest.skip("this kernel does not report run-queue waits")
+    lap = CpuStopwatch()(lambda: time.sleep(0.02), 1)
+    assert lap.ratio_s >= 0.02  # a sleep takes no CPU time; the thread clock alone saw none
     assert isinstance(stopwatch_for(torch.device("cpu")), CpuStopwatch)
 
 
@@ -326,3 +370,36 @@ def test_timing_of_a_real_call_is_positive_and_consistent():
     assert 0 < t.ratio_ci[0] <= t.ratio <= t.ratio_ci[1]
     assert t.calibration_s is not None and t.calibration_s > 0
     assert not math.isnan(t.iqr_s)
+
+
+THREADS_SEEN: set[int] = set()
+
+
+class ThreadCounting(nn.Module):
+    """Records torch's intra-op thread count at each call (outside the module, which a replay
+    puts back)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        THREADS_SEEN.add(torch.get_num_threads())
+        return self.lin(x)
+
+
+def test_a_cpu_replay_is_timed_on_one_thread_and_says_so():
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    try:
+        model = ThreadCounting()
+        THREADS_SEEN.clear()
+        result = replay(
+            model, model, (torch.rand(2, 4),), {}, TimingPolicy(budget_s=0.01), count=False
+        )
+        assert torch.get_num_threads() == 3  # torch's count is back
+    finally:
+        torch.set_num_threads(before)
+    assert result.timing is not None and result.timing.threads == 1
+    assert sorted(THREADS_SEEN) == [1]
+    assert device_identity(torch.device("cpu")).threads == 1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import platform
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Final
@@ -57,6 +59,27 @@ def resolve_device(spec: str) -> torch.device:
     return device
 
 
+#: The intra-op threads a CPU workload is timed on, whatever torch's default here. On one
+#: thread, all of a forward's compute is on the ratio clock (the thread's own CPU time), and no
+#: thread waits at a barrier for a sibling without a core, so neither load nor the machine's
+#: core count moves it (docs/explanation/timing.md).
+TIMING_THREADS: Final = 1
+
+
+@contextmanager
+def timing_threads() -> Iterator[int]:
+    """Run the block on ``TIMING_THREADS`` intra-op threads (torch's count is back after);
+    gives the count."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(TIMING_THREADS)
+    try:
+        yield TIMING_THREADS
+    finally:
+        torch.set_num_threads(before)
+
+
 @cache
 def cpu_model() -> str:
     try:
@@ -71,7 +94,8 @@ def cpu_model() -> str:
 
 @dataclass(frozen=True)
 class DeviceIdentity:
-    """What a timing depends on besides the workload: device model, torch, threads."""
+    """What a timing depends on besides the workload: device model, torch, threads (on the
+    CPU, those it is timed on)."""
 
     kind: str
     name: str
@@ -85,7 +109,8 @@ class DeviceIdentity:
         return re.sub(r"[^A-Za-z0-9._+-]+", "_", raw).strip("_")
 
     def describe(self) -> str:
-        return f"{self.kind} {self.name}, torch {self.torch}, {self.threads} threads"
+        threads = f"{self.threads} thread{'' if self.threads == 1 else 's'}"
+        return f"{self.kind} {self.name}, torch {self.torch}, {threads}"
 
     def to_dict(self) -> dict[str, Json]:
         return {"kind": self.kind, "name": self.name, "torch": self.torch, "threads": self.threads}
@@ -110,8 +135,10 @@ def device_identity(device: torch.device) -> DeviceIdentity:
         name = f"Apple GPU ({platform.machine()})"
     else:
         name = cpu_model()
+    # a CPU workload is timed on TIMING_THREADS, whatever torch's default here
+    threads = TIMING_THREADS if device.type == "cpu" else torch.get_num_threads()
     # a plain str: torch's TorchVersion cannot cross to the xdist controller
-    return DeviceIdentity(device.type, name, str(torch.__version__), torch.get_num_threads())
+    return DeviceIdentity(device.type, name, str(torch.__version__), threads)
 
 
 def environment(device: torch.device) -> dict[str, Json]:

@@ -124,6 +124,8 @@ class PerfGate:
         self.within = within
         self.update = update
         self.commands = commands
+        #: Whether a timing the gate cannot judge fails its test.
+        self._strict = mode == "strict"
         #: Why timings cannot gate here, if they cannot: workers compete for the cores.
         self._relaxed: str | None = None
         if workers > 1 and mode != "strict":
@@ -220,11 +222,16 @@ class PerfGate:
         if drift.kind == "unchanged":
             return []
         if drift.kind == "too few samples":
+            # (a replay has fewer only where the time budget cut it short)
+            cut = w.timing.source == "replay" and not w.timing.has_interval
+            why = " (the time budget cut it short: see --workload-time-budget)" if cut else ""
             text = (
                 f"{_title(w)}: {drift.figure()}, not judged: timed on "
-                f"{_count(w.timing.n, 'sample')} against the baseline's {baseline.timing.n}, "
+                f"{_count(w.timing.n, 'sample')}{why} against the baseline's {baseline.timing.n}, "
                 f"and a verdict needs {MIN_SAMPLES} on each side"
             )
+            if self._strict:
+                return [f"{text}; --workload-perf=strict fails a timing it cannot judge"]
             notes.append(("not judged: too few samples", text))
         elif drift.kind == "not comparable":
             assert drift.machine_ratio is not None
@@ -232,10 +239,10 @@ class PerfGate:
                 f"{_title(w)}: {drift.figure()} (wall time, context only, "
                 f"{drift.wall_ratio:.2f}x), not judged: the calibration kernel took "
                 f"{drift.machine_ratio:.2f}x its baseline's time, beyond any load or phase of one "
-                "machine (a thread that waits for intra-op threads without a core counts the "
-                "waiting; on a shared machine, time with torch.set_num_threads(1)); refresh the "
-                f"baseline with {self.commands.baseline}"
+                f"machine; refresh the baseline with {self.commands.baseline}"
             )
+            if self._strict:
+                return [f"{text}; --workload-perf=strict fails a timing it cannot judge"]
             notes.append(("not judged: kernel", text))
         elif drift.kind == "regression":
             device = store.device.describe()

@@ -11,12 +11,13 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .._fingerprint.ecosystem import library_parts
 from .._tracing import DevicePeak, count_flops, device_memory
 from .._workload.timing import Measured, Timing
+from .device import timing_threads
 from .first_call import CallContext, applied, capture, copy_inputs
 from .isolation import AttributeState, isolated
 from .stopwatch import TimingPolicy, pin_allocator, stopwatch_for, time_call
@@ -81,6 +82,21 @@ def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     return torch.device("cpu")
 
 
+def _timed(
+    call: Callable[[], object],
+    device: torch.device,
+    policy: TimingPolicy,
+    reference: Callable[[], object],
+) -> Timing:
+    """On the CPU, on ``TIMING_THREADS`` threads, recorded in the timing."""
+    if device.type != "cpu":
+        return time_call(call, stopwatch_for(device), policy, str(device), reference)
+    pin_allocator()
+    with timing_threads() as threads:
+        timing = time_call(call, stopwatch_for(device), policy, str(device), reference)
+    return replace(timing, threads=threads)
+
+
 def replay(
     module: nn.Module,
     target: nn.Module,
@@ -119,9 +135,7 @@ def replay(
                 call()
                 peak = peak_of.end()
             if policy is not None and reference is not None:
-                if device.type == "cpu":
-                    pin_allocator()
-                timing = time_call(call, stopwatch_for(device), policy, str(device), reference)
+                timing = _timed(call, device, policy, reference)
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # the test's outcome is the test's own

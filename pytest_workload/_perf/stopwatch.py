@@ -117,6 +117,11 @@ def time_call(
             return timing
 
 
+#: A timing's limit, in budgets: room for a workload of a tenth of a second to reach the
+#: ``MIN_SAMPLES`` a verdict needs on a busy machine.
+LIMIT_BUDGETS: Final = 10
+
+
 @dataclass(frozen=True)
 class TimingPolicy:
     """When to stop repeating. The default keeps a suite of dozens of workloads quick."""
@@ -135,6 +140,11 @@ class TimingPolicy:
     #: left, and the ratio's noise would be the kernel's.
     reference_share: float = 0.25
     overrun: float = 4.0
+    #: No pair of blocks ends past this (seconds of this thread's own time, not waiting for
+    #: a core, after the first warm-up call), the first ``min_samples`` included: a timing is
+    #: cut short there (on fewer samples, not judged), so that a forward of a second adds a
+    #: few seconds to a run, not tens.
+    limit_s: float = 0.25 * LIMIT_BUDGETS
     max_samples: int = 1000
     #: Each block of calls (workload, then calibration) lasts this long at least on the ratio
     #: clock: long beside the clock's resolution and a call's cold start, short beside the
@@ -171,27 +181,49 @@ class Lap:
 Stopwatch = Callable[[Callable[[], object], int], Lap]
 
 
-class CpuStopwatch:
-    """``perf_counter_ns`` around the calls, and this thread's CPU time as the ratio clock.
+def run_delay_ns() -> int | None:
+    """Nanoseconds the calling thread has waited in a run queue for a core (Linux schedstat's
+    ``run_delay``), or None where the kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
 
-    Thread CPU time does not grow while the thread waits for a core other processes hold, nor
-    while a CPU quota throttles it: a block longer than the scheduler's slice is preempted in
-    most pairs, so its wall time would measure the neighbours (docs/benchmarks.md, section 13).
+
+def own_time_ns() -> int:
+    """A clock that stands still while this thread waits for a core (where the kernel says)."""
+    return time.perf_counter_ns() - (run_delay_ns() or 0)
+
+
+class CpuStopwatch:
+    """``perf_counter_ns`` around the calls; on the ratio clock, the block's wall time less the
+    time this thread waited for a core (and never less than its CPU time).
+
+    That is its CPU time plus the time it waited for anything but a core: a ``sleep``, I/O, a
+    lock. A neighbour that holds the cores, or a CPU quota that throttles the thread, only
+    makes it wait in a run queue, which is taken out (docs/explanation/timing.md). Where the
+    kernel does not report run-queue waits (``run_delay`` gives None: not Linux), the ratio
+    clock is the thread's CPU time, and waits go unseen.
     """
 
     def __init__(
         self,
         clock: Callable[[], int] = time.perf_counter_ns,
         thread_clock: Callable[[], int] = time.thread_time_ns,
+        run_delay: Callable[[], int | None] = run_delay_ns,
     ) -> None:
-        self._clock, self._thread_clock = clock, thread_clock
+        self._clock, self._thread_clock, self._run_delay = clock, thread_clock, run_delay
 
     def __call__(self, fn: Callable[[], object], number: int) -> Lap:
-        start, start_cpu = self._clock(), self._thread_clock()
+        start, start_cpu, start_delay = self._clock(), self._thread_clock(), self._run_delay()
         for _ in range(number):
             fn()
-        end, end_cpu = self._clock(), self._thread_clock()
-        return Lap((end - start) / 1e9, (end_cpu - start_cpu) / 1e9)
+        end, end_cpu, end_delay = self._clock(), self._thread_clock(), self._run_delay()
+        wall, cpu = end - start, end_cpu - start_cpu
+        if start_delay is None or end_delay is None:
+            return Lap(wall / 1e9, cpu / 1e9)
+        return Lap(wall / 1e9, max(cpu, wall - (end_delay - start_delay)) / 1e9)
 
 
 def _mps_stopwatch(fn: Callable[[], object], number: int) -> Lap:
@@ -281,21 +313,37 @@ def measure(
     clock: Callable[[], int] = time.perf_counter_ns,
     *,
     reference: Callable[[], object],
+    own_clock: Callable[[], int] = own_time_ns,
 ) -> Samples:
     """Blocks of ``fn`` alternating with blocks of ``reference`` (W C W C ...): warm-up, block
     sizing on the ratio clock, then adaptive repetition until the ratio's median is precise.
 
-    ``clock`` only meters the budget; the samples come from ``stopwatch``.
+    No pair of blocks starts that would take the timing past ``policy.limit_s`` on
+    ``own_clock`` (if as long as the last pair), the first samples included: a workload too
+    slow for ``min_samples`` within it is cut short, on fewer than a verdict needs (one at
+    least). That clock leaves out the time neighbours held the cores, which would cut short a
+    loaded machine's timings. ``clock`` meters the budget; the samples come from
+    ``stopwatch``.
     """
     started = clock()
 
     def spent() -> float:
         return (clock() - started) / 1e9
 
-    # Warm-up: at least two calls of each, then up to a tenth of the budget (at most 100).
+    def own(since: int) -> float:
+        return (own_clock() - since) / 1e9
+
+    # Warm-up: a call of each, a second unless the first took half the limit, then more up to
+    # a tenth of the budget (at most 100). The first is a cold start (allocations, a library's
+    # kernels chosen), not counted against the limit.
     per_call, per_reference = math.inf, math.inf
+    warm = own_clock()
     for i in range(100):
-        if i >= 2 and spent() >= policy.budget_s / 10:
+        if i == 1:
+            cold_s, warm = own(warm), own_clock()
+            if cold_s > policy.limit_s / 2:
+                break
+        elif i >= 2 and spent() > policy.budget_s / 10:
             break
         per_call = min(per_call, stopwatch(fn, 1).ratio_s)
         per_reference = min(per_reference, stopwatch(reference, 1).ratio_s)
@@ -306,17 +354,21 @@ def measure(
 
     samples = Samples([], [], [])
     while len(samples.wall_s) < policy.max_samples:
+        before = own_clock()
         lap = stopwatch(fn, number)
         reference()
-        calibration = stopwatch(reference, reference_number).ratio_s / reference_number
+        kernel_s = stopwatch(reference, reference_number).ratio_s
+        calibration = kernel_s / reference_number
         samples.wall_s.append(lap.wall_s / number)
         samples.ratios.append(lap.ratio_s / number / max(calibration, _RESOLUTION_S))
         samples.calibration_s.append(calibration)
+        if own(warm) + own(before) > policy.limit_s:
+            break
+        now = spent()
         if len(samples.wall_s) < policy.min_samples:
             continue
-        if spent() >= policy.budget_s and (
-            len(samples.wall_s) >= policy.target_samples
-            or spent() >= policy.budget_s * policy.overrun
+        if now >= policy.budget_s and (
+            len(samples.wall_s) >= policy.target_samples or now >= policy.budget_s * policy.overrun
         ):
             break
         # A precise-looking median from a few milliseconds says more about that moment than

@@ -34,6 +34,8 @@ def format_flops(flops: int) -> str:
 
 def format_timing(t: Timing) -> str:
     where = "recorded calls" if t.source == "recorded calls" else "replayed"
+    if t.threads is not None:
+        where += f" on {_count(t.threads, 'thread')}"
     if t.n == 1:
         return f"{format_duration(t.median_s)} (n=1, {where}, {t.device})"
     spread = f"IQR {format_duration(t.iqr_s)}"

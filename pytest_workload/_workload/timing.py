@@ -50,6 +50,8 @@ class Timing:
             the machine ran.
         retimed: How many fresh re-timings a suspected regression got before this one was
             kept.
+        threads: The intra-op threads a replay on the CPU ran on (one, whatever torch's
+            default); None elsewhere.
     """
 
     median_s: float
@@ -63,6 +65,7 @@ class Timing:
     ratio_ci: tuple[float, float] | None = None
     calibration_s: float | None = None
     retimed: int = 0
+    threads: int | None = None
 
     @property
     def has_interval(self) -> bool:
@@ -83,6 +86,7 @@ class Timing:
             "ratio_ci95": None if self.ratio_ci is None else list(self.ratio_ci),
             "calibration_s": self.calibration_s,
             "retimed": self.retimed,
+            "threads": self.threads,
         }
 
     @classmethod
@@ -118,6 +122,7 @@ class Timing:
             ratio_ci=ratio_ci,
             calibration_s=calibration,
             retimed=read_field(d, "retimed", int, optional=True) or 0,
+            threads=read_field(d, "threads", int, optional=True),
         )
 
 
