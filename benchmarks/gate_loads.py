@@ -190,11 +190,11 @@ def calibrated_ratios(root: Path, report: Path) -> dict[str, tuple[float, float,
     stored = {}
     for path in (root / "__workload_baselines__").rglob("*.json"):
         data = json.loads(path.read_text())
-        stored[data["hash"]] = data["timing"]
+        stored[data["test"], data["hash"]] = data["timing"]
     out = {}
     for test in json.loads(report.read_text())["tests"]:
         for w in test["workloads"]:
-            timing, base = w.get("timing"), stored.get(w["hash"])
+            timing, base = w.get("timing"), stored.get((test["nodeid"], w["hash"]))
             if w["parent"] is not None or not timing or not base or timing["ratio"] is None:
                 continue
             (low, high), (base_low, base_high) = timing["ratio_ci95"], base["ratio_ci95"]
@@ -299,12 +299,13 @@ def model_medians(project: Path) -> dict[str, float]:
     stored = {}
     for path in (project / "__workload_baselines__").rglob("*.json"):
         data = json.loads(path.read_text())
-        stored[data["hash"]] = data["timing"]["median_s"]
+        stored[data["test"], data["hash"]] = data["timing"]["median_s"]
     for test in report["tests"]:
         build = model_of(test["nodeid"])
         for w in test["workloads"]:
-            if w["parent"] is None and w["hash"] in stored:
-                medians.setdefault(build, []).append(stored[w["hash"]])
+            key = (test["nodeid"], w["hash"])
+            if w["parent"] is None and key in stored:
+                medians.setdefault(build, []).append(stored[key])
     return {k: sorted(v)[len(v) // 2] for k, v in medians.items()}
 
 
