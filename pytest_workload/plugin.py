@@ -12,7 +12,6 @@ from syrupy.assertion import SnapshotAssertion
 
 from ._core.errors import DeviceUnavailableError, WorkloadDataError, WorkloadWarning
 from ._core.text import one_line, terminal_text
-from ._fingerprint.scheme import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
 from ._perf.orchestrate import TimingProgress
 from ._recording.recorder import WorkloadRecorder
@@ -107,23 +106,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-def pytest_workload_schemes(config: pytest.Config) -> list[FingerprintScheme]:
-    return list(BUILTIN_SCHEMES.values())
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
-
-
-def _schemes(config: pytest.Config) -> list[FingerprintScheme]:
-    by_version: dict[int, FingerprintScheme] = {}
-    for group in config.hook.pytest_workload_schemes(config=config):
-        for scheme in group:
-            if by_version.setdefault(scheme.version, scheme) != scheme:
-                raise pytest.UsageError(
-                    f"two different fingerprint schemes claim version {scheme.version}"
-                )
-    return sorted(by_version.values(), key=lambda s: s.version)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -137,7 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     if settings.snapshot and not config.pluginmanager.hasplugin("syrupy"):
         raise pytest.UsageError("--workload-snapshot needs the syrupy plugin, which is disabled")
-    session = WorkloadSession(settings, CURRENT_SCHEME, _schemes(config))
+    session = WorkloadSession(settings)
     if settings.device != "auto":  # an explicit device must exist; auto never imports torch here
         try:
             session.device()
@@ -329,13 +313,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
     config = session.config
     workload_session = config.stash[SESSION_KEY]
     stopped_early = session.shouldstop or session.shouldfail or config.stash[MERGE_KEY].crashed
-    narrowed = workload_session.settings.migrate or workload_session.settings.accept_upgrade
+    narrowed = workload_session.settings.accept_upgrade
     if (narrowed or stopped_early or exitstatus == pytest.ExitCode.INTERRUPTED) and hasattr(
         config.option, "no_cleanup"
     ):
         # Tests that never ran, or whose crashed worker never reported, did not use their
         # snapshots as far as syrupy knows: such an update must not delete them (syrupy's own
-        # --snapshot-no-cleanup). An update narrowed to migrations or upgrades deletes nothing.
+        # --snapshot-no-cleanup). An update narrowed to upgrades deletes nothing.
         config.option.no_cleanup = True
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:

@@ -98,7 +98,7 @@ def test_changed_fields_are_named_and_grouped_across_modules():
     )
     assert changes is not None
     lines = grouped_lines(changes, "model")
-    # scheme 2 hashes no extra_repr text, so the attribute is the one changed field
+    # no extra_repr text enters a hash, so the attribute is the one changed field
     assert lines == ["BatchNorm2d attribute momentum 0.1 -> 0.2 (20 modules: 0.1, 1.1, 2.1, ...)"]
     (change,) = compare_documents(old, new)
     assert lines[0] in change.details

@@ -290,7 +290,6 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         total_time_s=None if not timing or entry.untimed or entry.counted else entry.total_ns / 1e9,
         submodules=identity.submodules,
         user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
-        alternates=identity.alternates,
         timing=_timing(entry),
         flops=measured.flops,
         peak_memory_bytes=measured.peak_memory_bytes,

@@ -197,8 +197,8 @@ def read_report(path: Path) -> SessionReport:
 
     Raises:
         CorruptFileError: The file cannot be read or is not a report. Its ``old`` is set for
-            a schema only a development version wrote (the message names the command that
-            regenerates it), its ``future`` for a newer schema than this release reads.
+            an older schema (the message names the command that regenerates it), its
+            ``future`` for a newer schema than this release reads.
     """
     try:
         return read_json_file(path, SessionReport.from_dict, "workload report")
