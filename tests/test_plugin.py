@@ -381,7 +381,8 @@ def _comparable(report: dict) -> dict:
         for w in test["workloads"]:
             w.pop("total_time_s")
             w.pop("timing")
-            w["measured"].pop("timing")
+            for field in ("timing", "timing_reason", "timing_left_out"):
+                w["measured"].pop(field)
     return report
 
 
