@@ -17,7 +17,7 @@ from .document import SnapshotDocument, SnapshotEntry
 #: Submodule changes listed per message before the rest are summarised in a count.
 MAX_SUBMODULE_CHANGES = 8
 #: Description fields an upgrade may change: the wording, never the computation.
-REWORDING = frozenset({"class", "config", "attributes"})
+REWORDING = frozenset({"class", "attributes"})
 #: What a verdict says: why the rewrite is refused, or the note that it was made.
 Verdict = tuple[str | None, str | None]
 
