@@ -53,6 +53,7 @@ def test_an_entry_is_derived_from_its_workload_field_by_field():
         ("arg_names", ["x", 3], "field 'arg_names' must be a list of strings"),
         ("structure_hash", 7, "structure_hash"),
         ("depth", "0", "depth"),
+        ("paths", None, "field 'paths' must be list, got NoneType"),
     ],
 )
 def test_both_readers_reject_the_same_malformed_field(field, value, message):

@@ -141,8 +141,8 @@ def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
 @dataclass(frozen=True)
 class SnapshotDocument:
     """A test's workload table as its snapshot file stores it, with each distinct computation
-    and module description once, and the library versions. Only the entries, folded, decide
-    a match."""
+    and module description once, and the library versions. Only the entries decide a
+    match."""
 
     scheme: int
     entries: tuple[SnapshotEntry, ...]
@@ -213,7 +213,7 @@ class SnapshotDocument:
             raise WorkloadDataError("libraries must map distribution names to versions")
         return cls(
             scheme=scheme,
-            entries=fold(entries),
+            entries=tuple(entries),
             computations=computations,
             modules=read_modules(d.get("modules", {})),
             libraries=libraries,

@@ -291,7 +291,7 @@ def field_changes(
 ) -> list[FieldChange] | None:
     """Every changed field between two module trees, walked side by side through the stored
     descriptions down every path whose hash differs; None when a description is missing (a
-    scheme 1 snapshot stores none)."""
+    hand-edited snapshot)."""
     if old == new:
         return []
     a, b = old_table.get(old), new_table.get(new)
