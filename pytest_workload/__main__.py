@@ -5,7 +5,8 @@ the reports of CI shards into one.
 Exit status of ``compare``: 0 when the head did not regress, 1 when it did (changed or removed
 workloads, collapses or unstable keys, timings beyond the tolerance; new workloads are reported,
 not failed). Of ``merge``: 0, or 1 when workloads collapse across the shards (the merged report
-is written all the same). Both: 2 on bad input or an output that cannot be written.
+is written all the same). Both: 2 on bad input or an output that cannot be written; 130 when
+interrupted (Ctrl-C), said in one line.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import __version__
 from ._core.errors import WorkloadError
 from ._core.files import write_text_atomic
 from ._core.text import one_line
@@ -30,7 +32,12 @@ from ._report.session_report import Shard, merge_reports, read_report, render_me
 
 
 def _parser(prog: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=prog)
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Compare and merge the JSON reports that `pytest --workload-json=PATH` "
+        "writes: the CI verdict between a base and a head, and the merge of CI shards.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     compare = commands.add_parser(
         "compare", help="compare two --workload-json reports (exit 1 when the head regressed)"
@@ -99,6 +106,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "pytest-workload") -> in
     except WorkloadError as exc:
         print(f"error: {one_line(str(exc))}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # an output is written atomically: it is old or new, never half
+        print(f"{prog} {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

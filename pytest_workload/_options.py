@@ -21,7 +21,7 @@ from ._core.text import Commands, one_line
 from ._perf.baseline import BASELINE_DIRNAME
 from ._perf.device import check_device_spec
 from ._perf.drift import DEFAULT_TOLERANCE
-from ._report.summary import TREE_TESTS
+from ._report.summary import TREE_LINES, TREE_TESTS
 from ._session import WorkloadSettings
 from ._workload.timing import MIN_SAMPLES
 
@@ -174,7 +174,7 @@ _OPTIONS = (
         _report_mode,
         "auto|tree|summary",
         "the terminal section: each test's tree of workloads, or counts only; 'auto' shows the "
-        f"trees for at most {TREE_TESTS} recorded tests",
+        f"trees for at most {TREE_TESTS} recorded tests, each folded past {TREE_LINES} lines",
     ),
     _Option(
         "--workload-time-budget",

@@ -30,6 +30,7 @@ from ._recording.recorder import Keyer, WorkloadRecorder, hashing_under
 from ._report.collapse import KeysGate, render_collapse
 from ._report.session_report import SessionReport, write_report
 from ._report.summary import render_note_counts, render_notes, render_unchecked
+from ._snapshot.snapshot_files import leads_out
 from ._snapshot.syrupy_ext import SnapshotGate
 from ._workload.workload import TestWorkloads
 
@@ -100,6 +101,9 @@ class WorkloadSession:
         self.notes: list[Note] = []
         self.perf_notes: list[Note] = []
         self.problems: list[str] = []
+        #: Collected tests that did not run (deselected, or an error in setup): syrupy counts
+        #: their snapshots as unused.
+        self.not_run: dict[str, None] = {}
         #: Tests the workload gate failed, and the performance regressions among their failures.
         self.gate_failed = 0
         self.regressions = 0
@@ -223,6 +227,12 @@ class WorkloadSession:
             self.regressions += regressions
         return Outcome(test, failures=tuple(failures))
 
+    def torn_down(self, nodeid: str, *, failed: bool) -> None:
+        """A test's teardown is over; one that failed gets its snapshot back as it was."""
+        note = self.snapshots.torn_down(nodeid, failed=failed)
+        if note is not None:
+            self.notes.append(Note(nodeid, note))
+
     def add(self, test: TestWorkloads) -> None:
         """Keep a test's workloads (recorded here, or sent by an xdist worker)."""
         self._tests[test.nodeid] = test
@@ -236,6 +246,7 @@ class WorkloadSession:
             "perf_notes": [n.to_dict() for n in self.perf_notes],
             "environment": self.environment(),
             "kept": list(self.snapshots.kept),
+            "not_run": list(self.not_run),
             "gate_failed": self.gate_failed,
             "regressions": self.regressions,
         }
@@ -247,6 +258,7 @@ class WorkloadSession:
         notes = [Note.from_dict(n) for n in payload.get("notes", ())]
         perf_notes = [Note.from_dict(n) for n in payload.get("perf_notes", ())]
         kept = [str(k) for k in payload.get("kept", ())]
+        not_run = [str(n) for n in payload.get("not_run", ())]
         counts = ("gate_failed", "regressions")  # summed over workers
         failed, regressions = (read_field(payload, k, int, optional=True) or 0 for k in counts)
         self._tests.update((t.nodeid, t) for t in tests)
@@ -255,6 +267,7 @@ class WorkloadSession:
         self.notes += notes
         self.perf_notes += perf_notes
         self.snapshots.kept += kept
+        self.not_run.update(dict.fromkeys(not_run))
         self.gate_failed += failed
         self.regressions += regressions
 
@@ -264,6 +277,27 @@ class WorkloadSession:
         across = [p for p in self.keys.check_waiting(self.tests) if self.settings.snapshot]
         self.problems += across
         return across
+
+    def keeps_unused(self, *, finished: bool) -> str | None:
+        """Why an update must delete no snapshot as unused (syrupy's ``--snapshot-no-cleanup``):
+        a run that did not ``finish`` (Ctrl-C, also twice, ``-x``), a test that did not run,
+        or a snapshot directory that a symlink takes out of the rootdir; None: it may."""
+        if not finished:
+            return "the run was cut short"
+        if self.not_run:
+            count = len(self.not_run)
+            return (
+                f"{count} collected test{'s' if count > 1 else ''} did not run (deselected, or "
+                "an error in setup)"
+            )
+        root = self.settings.rootdir
+        if root is None:
+            return None
+        test_dirs = ((root / nodeid.split("::", 1)[0]).parent for nodeid in self._order)
+        out = leads_out(test_dirs, root)
+        if out is None:
+            return None
+        return f"{one_line(str(out[0]))} leads to {one_line(out[1])}, outside the rootdir {root}"
 
     def set_collection_order(self, nodeids: Sequence[str]) -> None:
         """Report tests in collection order, whichever process or order they ran in."""

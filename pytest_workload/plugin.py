@@ -11,6 +11,7 @@ import pytest
 from syrupy.assertion import SnapshotAssertion
 
 from ._core.errors import DeviceUnavailableError, WorkloadDataError, WorkloadWarning
+from ._core.strict_json import canonical_json, load_json
 from ._core.text import one_line, terminal_text
 from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
 from ._perf.orchestrate import TimingProgress
@@ -25,6 +26,11 @@ if TYPE_CHECKING:
 #: Key of this plugin's payload in an xdist worker's ``workeroutput``.
 WORKER_OUTPUT_KEY = "pytest_workload"
 
+
+#: The key of a payload that a worker could not send, with why.
+_UNSENT = "unsent"
+#: How many of a lost worker's tests its one line names.
+_NAMED = 3
 
 #: How a worker's failed collection says that a marker is bad (see pytest_make_collect_report).
 _BAD_MARKER = "pytest-workload: bad marker: "
@@ -47,20 +53,30 @@ class WorkerMerge:
         self._ran_on.setdefault(worker, {})[nodeid] = None
 
     def merge(self, worker: str, data: Any) -> None:
-        """Take in what one worker recorded; a crashed worker sent nothing."""
-        if data is None:
+        """Take in what one worker recorded; a crashed worker sent nothing, and one whose
+        data could not be sent says why."""
+        unsent = data.get(_UNSENT) if isinstance(data, dict) else None
+        if data is None or unsent is not None:
             self.crashed.append(worker)
             ran = list(self._ran_on.get(worker, {}))
+            shown = ", ".join(one_line(n) for n in ran[:_NAMED])
+            if len(ran) > _NAMED:
+                shown += f" and {len(ran) - _NAMED} more"
             kept = (
                 "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
                 "with --snapshot-no-cleanup)"
                 if self.session.settings.update
                 else ""
             )
+            why = (
+                "sent no workload data (it crashed or was killed)"
+                if unsent is None
+                else f"could not send its workload data ({one_line(str(unsent))})"
+            )
             self.session.problems.append(
-                f"xdist worker {worker} sent no workload data (it crashed or was killed): the "
-                "workloads of its tests are missing from this report"
-                + (f": {', '.join(one_line(n) for n in ran)}" if ran else "")
+                f"xdist worker {worker} {why}: the workloads of its "
+                f"{len(ran)} test{'s' if len(ran) != 1 else ''} are missing from this report"
+                + (f" ({shown})" if ran else "")
                 + kept
             )
             return
@@ -89,6 +105,8 @@ class WorkerMerge:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.bad_marker:
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        elif self.crashed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # workload data was lost
 
 
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
@@ -97,6 +115,10 @@ MARK_KEY = pytest.StashKey[WorkloadsMark]()
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
 #: Why the JSON report could not be written, for the terminal summary.
 JSON_ERROR_KEY = pytest.StashKey[str]()
+#: Why an update deleted no snapshot as unused, for the terminal summary.
+KEPT_UNUSED_KEY = pytest.StashKey[str]()
+#: Set once the test loop has run to its end.
+LOOP_DONE_KEY = pytest.StashKey[bool]()
 SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
 
 
@@ -222,7 +244,13 @@ def workloads(_workload_recording: WorkloadRecorder | None) -> WorkloadRecorder:
     asserts. Timings and FLOPs are measured after the test body, so they are not in what the
     test itself reads.
     """
-    assert _workload_recording is not None
+    if _workload_recording is None:  # asked for after the recording began, or not at all
+        pytest.fail(
+            "pytest-workload: the workloads fixture must be a test argument (or the test "
+            "marked @pytest.mark.workloads): request.getfixturevalue('workloads') comes after "
+            "the recording began",
+            pytrace=False,
+        )
     return _workload_recording
 
 
@@ -301,6 +329,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     counted = render_counts(session.tests, settings.session_budget_s)
     _write(terminalreporter, None, counted + ([] if unchecked is None else [unchecked]))
     _write(terminalreporter, "workload snapshot notes", notes)
+    kept_unused = config.stash.get(KEPT_UNUSED_KEY, None)
+    if kept_unused is not None:
+        terminalreporter.write_line(terminal_text(kept_unused))
     json_error = config.stash.get(JSON_ERROR_KEY, None)
     if json_error is not None:
         terminalreporter.write_line(json_error, red=True)
@@ -308,22 +339,76 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     _write(terminalreporter, "workload problems across xdist workers", problems, "=", red=True)
 
 
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    if items:
+        items[0].config.stash[SESSION_KEY].not_run.update(dict.fromkeys(i.nodeid for i in items))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    session = item.config.stash[SESSION_KEY]
+    if report.when == "setup" and report.failed:
+        session.not_run[item.nodeid] = None
+    elif report.when == "teardown":
+        session.torn_down(item.nodeid, failed=report.failed)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, object]:
+    result = yield
+    # not set when cut short, also by a second Ctrl-C while pytest handles the first, after
+    # which it finishes the session with status OK
+    session.config.stash[LOOP_DONE_KEY] = True
+    return result
+
+
+def _keep_unused(session: pytest.Session) -> None:
+    """Tests that never ran, or whose crashed worker never reported, did not use their
+    snapshots as far as syrupy knows: such an update must not delete them (syrupy's own
+    --snapshot-no-cleanup). An update narrowed to upgrades deletes nothing."""
+    config = session.config
+    workload_session = config.stash[SESSION_KEY]
+    settings = workload_session.settings
+    if not hasattr(config.option, "no_cleanup") or config.option.no_cleanup:
+        return
+    if settings.accept_upgrade or config.stash[MERGE_KEY].crashed:
+        config.option.no_cleanup = True  # (said where each is said)
+        return
+    finished = config.stash.get(LOOP_DONE_KEY, False) and not (
+        session.shouldstop or session.shouldfail
+    )
+    why = workload_session.keeps_unused(finished=finished)
+    if why is not None:
+        config.option.no_cleanup = True
+        if settings.update:
+            config.stash[KEPT_UNUSED_KEY] = (
+                f"pytest-workload: no snapshot was deleted as unused: {why}"
+            )
+
+
+def _sendable(session: WorkloadSession) -> dict[str, Any]:
+    """The worker's payload as builtins only (execnet sends no other type, and a worker that
+    fails to send dies); why not, in one field, where it is not JSON."""
+    try:
+        payload = load_json(canonical_json(session.to_payload()))
+    except (TypeError, ValueError, WorkloadDataError) as exc:
+        return {_UNSENT: f"{type(exc).__name__}: {exc}"}
+    assert isinstance(payload, dict)
+    return payload
+
+
 @pytest.hookimpl(wrapper=True)  # around syrupy's, which deletes unused snapshots
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[None, None, None]:
     config = session.config
     workload_session = config.stash[SESSION_KEY]
-    stopped_early = session.shouldstop or session.shouldfail or config.stash[MERGE_KEY].crashed
-    narrowed = workload_session.settings.accept_upgrade
-    if (narrowed or stopped_early or exitstatus == pytest.ExitCode.INTERRUPTED) and hasattr(
-        config.option, "no_cleanup"
-    ):
-        # Tests that never ran, or whose crashed worker never reported, did not use their
-        # snapshots as far as syrupy knows: such an update must not delete them (syrupy's own
-        # --snapshot-no-cleanup). An update narrowed to upgrades deletes nothing.
-        config.option.no_cleanup = True
+    _keep_unused(session)
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput[WORKER_OUTPUT_KEY] = workload_session.to_payload()
+        workeroutput[WORKER_OUTPUT_KEY] = _sendable(workload_session)
     yield
     if workeroutput is None:
         if workload_session.check_collapses() and session.exitstatus == 0:

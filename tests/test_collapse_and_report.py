@@ -168,3 +168,20 @@ def test_snapshot_of_identical_siblings_matches_itself_only():
     assert [(c.kind, c.entry.label, c.details) for c in compare_documents(full, missing_b0)] == [
         ("changed", "a.0", ("paths a.0, b.0 -> a.0",))
     ]
+
+
+def test_a_long_tree_folds_in_auto_mode_and_shows_whole_in_tree_mode():
+    layers = [torch.nn.Sequential(torch.nn.Linear(4 + i, 5 + i)) for i in range(12)]
+    model = torch.nn.Sequential(*layers)  # distinct layers: no two share one tree entry
+    table = recorded(lambda: model(torch.rand(2, 4)), max_depth=2, timing=False)
+    assert len(table.workloads) == 25
+    whole = render_session([table])
+    folded = render_session([table], fold=40)
+    assert len(whole) > 150
+    assert 40 < len(folded) < 50
+    assert folded[:-1] == whole[: len(folded) - 1]
+    shown = sum(1 for line in folded if "(executed" in line)
+    assert folded[-1] == (
+        f"    … {25 - shown} more workloads of this test: --workload-report=tree shows every "
+        "one, --workload-json=PATH every field"
+    )

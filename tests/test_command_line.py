@@ -29,3 +29,16 @@ def test_python_dash_m_shows_its_help(pytester):
     result = pytester.run(sys.executable, "-m", "pytest_workload", "--help")
     assert result.ret == 0
     result.stdout.fnmatch_lines(["usage: python -m pytest_workload *", "*compare*", "*merge*"])
+
+
+def test_the_help_says_what_the_command_is_for_and_version_names_the_release(capsys):
+    import pytest_workload
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    assert "JSON reports that `pytest --workload-json=PATH` writes" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"pytest-workload {pytest_workload.__version__}\n"

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import ast
+import os
 import pathlib
 import pkgutil
+import signal
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -78,7 +82,7 @@ def test_a_crashed_xdist_worker_deletes_no_snapshot_and_says_so(pytester, suite)
     crashed.stdout.fnmatch_lines(
         lit(
             "xdist worker gw* sent no workload data (it crashed or was killed): the workloads "
-            "of its tests are missing from this report: *test_models.py::test_six[3]*; no "
+            "of its * tests are missing from this report (*test_models.py::test_six[3]*); no "
             "snapshot was deleted as unused, since its tests' uses are unknown (as with "
             "--snapshot-no-cleanup)"
         )
@@ -291,3 +295,56 @@ def test_a_generator_input_is_an_error_and_is_not_consumed():
         assert Takes()(items) == 3
     (error,) = recorder.errors
     assert "args[0] of type builtins.generator" in error
+
+
+def test_a_module_class_with_eq_and_no_hash_is_one_clear_line():
+    class Compared(nn.Module):  # __eq__ without __hash__: torch's named_modules cannot walk it
+        def __init__(self):
+            super().__init__()
+            self.inner = nn.Linear(2, 2)
+
+        def __eq__(self, other):
+            return self is other
+
+        def forward(self, x):
+            return self.inner(x)
+
+    recorder = WorkloadRecorder("t")
+    with recorder.recording(all_roots=True):
+        Compared()(torch.rand(1, 2))
+    (error,) = recorder.errors
+    assert "internal error" not in error
+    assert "\n" not in error
+    assert "__eq__ without __hash__" in error
+    assert "__hash__ = torch.nn.Module.__hash__" in error
+
+
+def test_the_workloads_fixture_asked_for_inside_the_test_is_one_clear_line(pytester, suite):
+    suite("""
+def test_late(request):
+    request.getfixturevalue("workloads")
+""")
+    result = pytester.runpytest("-p", "no:xdist")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the workloads fixture must be a test argument*"])
+    result.stdout.no_fnmatch_line("*AssertionError*")
+    result.stdout.no_fnmatch_line("*Traceback*")
+
+
+def test_merge_interrupted_is_one_line_and_exit_130(tmp_path):
+    fifo = tmp_path / "shard.json"  # its reader blocks in read() until the writer goes
+    os.mkfifo(fifo)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pytest_workload", "merge", str(fifo), "--output", "m.json"],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with open(fifo, "w") as writer:  # opens once the child has opened it to read
+        writer.write("{")
+        writer.flush()
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=60)
+    assert child.returncode == 130
+    assert err == "python -m pytest_workload merge: interrupted\n"
+    assert not (tmp_path / "m.json").exists()

@@ -7,16 +7,25 @@ are the points of the file-safety issue. Writing faults are in test_file_safety.
 from __future__ import annotations
 
 import json
+import os
+import re
 
 import pytest
 import torch
 
 from pytest_workload.__main__ import main
 from pytest_workload._core.errors import UndescribableInputError
+from pytest_workload._core.files import MAX_FILE_BYTES
 from pytest_workload._core.strict_json import MAX_JSON_DEPTH
+from pytest_workload._core.text import PLAIN
 from pytest_workload._fingerprint.describe import describe_args
+from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
+from pytest_workload._snapshot.diff import documents_match
+from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._snapshot.snapshot_files import inspect
 from tests.file_faults import GATE, UPDATE, nest, report_file, snapshots, stored
 from tests.pytester_suite import lit, two_shapes
+from tests.recording import record
 
 # 5. Clear errors instead of tracebacks, on reading -------------------------------------------
 
@@ -102,11 +111,19 @@ def test_compare_rejects_a_forged_report_naming_the_file(tmp_path, capsys, forge
         (
             '"tensor": [1, 3, 16, 16]',
             '"tensor": [1, 3, 17, 16]',
+            "*corrupt workload snapshot *: workload *: field 'input' is "
+            '"(float32[1, 3, 16, 16])", but input_signature is "(float32[1, 3, 17, 16])"*',
+        ),
+        (
+            '"(float32[1, 3, 16, 16])",\n      "arg_names": ["x", "scale"],\n'
+            '      "input_signature": {"args": [{"tensor": [1, 3, 16, 16]',
+            '"(float32[1, 3, 17, 16])",\n      "arg_names": ["x", "scale"],\n'
+            '      "input_signature": {"args": [{"tensor": [1, 3, 17, 16]',
             "*corrupt workload snapshot *: workload * stores hash *, but its structure hash and "
             "input (float32[1, 3, 17, 16]) give * under fingerprint scheme 1*",
         ),
     ],
-    ids=["path-pattern", "input-against-its-hash"],
+    ids=["path-pattern", "input-against-its-signature", "input-against-its-hash"],
 )
 def test_a_hand_edited_snapshot_is_corrupt_and_rewritten_only_by_update(
     pytester, suite, stored_text, edited_text, message
@@ -323,3 +340,129 @@ def test_a_report_that_cannot_be_true_is_refused_naming_file_and_field(
     assert out == ""
     assert forged.read_bytes() == before
     assert not merged.exists()
+
+
+# 9. One edited field never switches a check off ----------------------------------------------
+
+
+class _Activated(torch.nn.Module):
+    def __init__(self, activation):
+        super().__init__()
+        self.activation, self.lin = activation, torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.activation(self.lin(x))
+
+
+def _table(activation) -> SnapshotDocument:
+    model = _Activated(activation)
+    test = record(lambda: model(torch.rand(2, 4)), max_depth=1, timing=False)
+    return SnapshotDocument.of(CURRENT_SCHEME.version, test, test.modules, test.libraries)
+
+
+_MISSING = object()
+#: A value of each JSON type; each field gets those not of its own type, and null.
+_SWAPS = (None, 0, 1.5, "x", [], {}, True)
+
+
+def _tamperings(stored: dict):
+    """Every field of every entry, and of the file, left out or swapped for another type."""
+    places = [(f"workloads[{i}]", e) for i, e in enumerate(stored["workloads"])]
+    for where, fields in [("the file", stored), *places]:
+        for key, value in fields.items():
+            for swap in (_MISSING, *_SWAPS):
+                if swap is _MISSING or type(swap) is not type(value):
+                    yield where, key, swap
+
+
+def test_no_type_tampered_snapshot_passes_a_changed_workload(tmp_path):
+    """relu -> gelu changes the compute hash and the costs only: a field the verdict reads
+    that is left out, null or of the wrong type must refuse the file (naming the field) or
+    still fail the change, never read as a table that passes it."""
+    stored, changed = _table(torch.relu), _table(torch.nn.functional.gelu)
+    assert not documents_match(stored, changed)
+    location = tmp_path / "t.workloads"
+    tried = 0
+    writers_own = {"parent", "structure_hash_without_dtypes", "param_dtypes", "flops", "costs"}
+    for where, key, swap in _tamperings(stored.to_dict()):
+        data = stored.to_dict()
+        fields = data if where == "the file" else data["workloads"][int(where[10:-1])]
+        if swap is _MISSING:
+            del fields[key]
+        else:
+            fields[key] = swap
+        location.write_text(json.dumps(data))
+        read = inspect(str(location), "t", changed, tmp_path, PLAIN, repair=False)
+        tried += 1
+        what = f"{where} {key} = {'left out' if swap is _MISSING else repr(swap)}"
+        if isinstance(read, str):
+            assert read.count("\n") == 0, what
+            continue
+        assert read is not None and read.document is not None, what
+        assert not documents_match(read.document, changed), f"{what} passes the gate"
+        # read as a table only where the writer itself writes such a value (or none)
+        legitimate = (
+            (where == "the file" and key in ("libraries", "modules"))  # display only
+            or (swap is None and key in writers_own)
+            or (swap is _MISSING and key == "compute_hash")  # left out when not recorded
+            # for review only, never compared; absent from snapshots written before them
+            or (swap in (None, _MISSING) and key in writers_own - {"flops", "costs", "parent"})
+            or (swap == 0 and key == "flops")
+        )
+        assert legitimate, f"{what} is read without a word"
+    assert tried > 200
+
+
+def test_a_null_compute_hash_is_one_error_naming_file_and_field(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    text = stored(pytester).read_text()
+    edited = re.sub('"compute_hash": "[0-9a-f]+"', '"compute_hash": null', text, count=1)
+    assert edited != text
+    stored(pytester).write_text(edited)
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*corrupt workload snapshot __workload_snapshots__/test_models/test_two_shapes"
+            ".workloads: workload *: field 'compute_hash' is null (it is left out when unknown "
+            "or off)*"
+        ]
+    )
+    assert stored(pytester).read_text() == edited
+
+
+# 10. Size: refused before reading ------------------------------------------------------------
+
+
+def _too_large(path) -> None:
+    with open(path, "wb") as f:  # sparse: no disk, no memory
+        f.truncate(MAX_FILE_BYTES + 1)
+
+
+def test_compare_refuses_a_report_over_the_size_limit_before_reading_it(tmp_path, capsys):
+    good = report_file(tmp_path)
+    big = tmp_path / "big.json"
+    _too_large(big)
+    assert main(["compare", str(good), str(big)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"error: {big}: is corrupt: {MAX_FILE_BYTES + 1} bytes or more, over the 16 MiB "
+        "pytest-workload reads (refused before reading)\n"
+    )
+
+
+def test_a_snapshot_over_the_size_limit_is_refused_and_left_as_it_is(pytester, suite):
+    suite(two_shapes())
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    _too_large(stored(pytester))
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*corrupt workload snapshot __workload_snapshots__/test_models/test_two_shapes"
+            f".workloads: {MAX_FILE_BYTES + 1} bytes or more, over the 16 MiB pytest-workload "
+            "reads (refused before reading)*"
+        ]
+    )
+    assert os.path.getsize(stored(pytester)) == MAX_FILE_BYTES + 1

@@ -60,6 +60,11 @@ SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
 #: Layout version of a timing baseline file.
 BASELINE_FORMAT: Final = 1
 
+#: The largest file read (a report, a snapshot, a baseline), refused by its size before it
+#: is read: parsing takes at most about 25 times a file's size (a file of nothing but empty
+#: arrays), so reading stays within about 400 MiB.
+MAX_FILE_BYTES: Final = 16 << 20
+
 #: The path that means standard output.
 STDOUT: Final = "-"
 
@@ -68,7 +73,7 @@ STDOUT: Final = "-"
 _TMP_NAME_CHARS: Final = 64
 
 
-def _write_replacing(path: Path, text: str) -> None:
+def _write_replacing(path: Path, data: bytes) -> None:
     try:
         st: os.stat_result | None = os.stat(path)
     except FileNotFoundError:
@@ -87,8 +92,8 @@ def _write_replacing(path: Path, text: str) -> None:
                 # only root may give a file away; it keeps its mode all the same
                 with contextlib.suppress(PermissionError):
                     os.fchown(fd, st.st_uid, st.st_gid)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -137,15 +142,38 @@ def write_text_atomic(
             return
         if make_parents:
             target.parent.mkdir(parents=True, exist_ok=True)
-        _write_replacing(target, text)
+        _write_replacing(target, text.encode("utf-8"))
+    except OSError as exc:
+        raise FileWriteError(str(path), exc) from None
+
+
+def restore(path: Path, data: bytes | None) -> None:
+    """Put back what a file held before a write (None: nothing), replacing it as a write
+    does; FileWriteError if it cannot."""
+    try:
+        if data is None:
+            path.unlink(missing_ok=True)
+        else:
+            _write_replacing(Path(os.path.realpath(path)), data)
     except OSError as exc:
         raise FileWriteError(str(path), exc) from None
 
 
 def read_text(path: Path) -> str:
-    """A stored file's text; one that is not UTF-8 is corrupt, and the error says so."""
+    """A stored file's text; one that is not UTF-8, or larger than :data:`MAX_FILE_BYTES`
+    (refused before it is read), is corrupt, and the error says so."""
     try:
-        return path.read_bytes().decode("utf-8")
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data = b"" if size > MAX_FILE_BYTES else f.read(MAX_FILE_BYTES + 1)
+        size = max(size, len(data))  # (a FIFO or device has no size until read)
+        if size > MAX_FILE_BYTES:
+            raise CorruptFileError(
+                str(path),
+                f"is corrupt: {size} bytes or more, over the {MAX_FILE_BYTES >> 20} MiB "
+                "pytest-workload reads (refused before reading)",
+            )
+        return data.decode("utf-8")
     except OSError as exc:
         raise CorruptFileError(str(path), f"cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:

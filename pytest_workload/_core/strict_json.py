@@ -99,21 +99,27 @@ def _duplicate(value: object) -> str:
     raise AssertionError("no object gives a key twice")
 
 
+_END: Final = object()
+
+
 def depth(value: object) -> int:
-    """Nesting depth of parsed JSON (a scalar is 0), computed without recursion."""
-    deepest, stack = 0, [(value, 1)]
+    """Nesting depth of parsed JSON (a scalar is 0), computed without recursion, in memory
+    that grows with the depth only (not with the number of values)."""
+    deepest, stack = 0, [iter((value,))]
     while stack:
-        node, level = stack.pop()
+        node = next(stack[-1], _END)
+        if node is _END:
+            stack.pop()
+            continue
         if isinstance(node, dict):
-            children: list[object] = list(node.values())
+            stack.append(iter(node.values()))
         elif isinstance(node, list):
-            children = node
+            stack.append(iter(node))
         else:
             continue
-        deepest = max(deepest, level)
-        if level > MAX_JSON_DEPTH:
+        deepest = max(deepest, len(stack) - 1)
+        if deepest > MAX_JSON_DEPTH:
             break
-        stack.extend((child, level + 1) for child in children)
     return deepest
 
 

@@ -99,14 +99,18 @@ def _attribute_value(value: object) -> object:
     functions and enums go by name: like classes, they move between modules."""
     if isinstance(value, enum.Enum):
         return f"{type(value).__qualname__}.{value.name}"
+    # a subclass (numpy's float64, a str subclass) as its builtin, with the same JSON:
+    # what an xdist worker sends its controller must be builtins only
     if isinstance(value, str):
-        return ADDRESS.sub("0x?", value)
+        return ADDRESS.sub("0x?", str(value))
     if isinstance(value, int) and abs(value) >= INT_BOUND:
         return hex(value)  # text, as a non-finite float: no stored number is this long
-    if value is None or isinstance(value, (bool, int)):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, int):
+        return int(value)
     if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
+        return float(value) if math.isfinite(value) else repr(float(value))
     if isinstance(value, (tuple, list)):
         items = [_attribute_value(v) for v in value]
         return _SKIP if any(v is _SKIP for v in items) else items

@@ -133,6 +133,15 @@ class Hooks:
                     fn(*args)
             else:
                 fn(*args)
+        except TypeError as exc:
+            if not str(exc).startswith("unhashable type"):
+                self._stack.internal_error()
+                return
+            # torch's own walk (named_modules) puts each module in a set
+            self._stack.errors[
+                f"not recorded: a module class defines __eq__ without __hash__ ({exc}), so "
+                "torch cannot walk its submodules; give it `__hash__ = torch.nn.Module.__hash__`"
+            ] = None
         except Exception:
             self._stack.internal_error()
 

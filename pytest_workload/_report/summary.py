@@ -21,6 +21,8 @@ from .session_report import count_not_replayed, count_not_timed
 
 #: Recorded tests up to which ``--workload-report=auto`` shows every test's tree.
 TREE_TESTS = 20
+#: Lines of one test's tree that ``--workload-report=auto`` shows before it folds the rest.
+TREE_LINES = 40
 
 
 def format_flops(flops: int) -> str:
@@ -40,8 +42,9 @@ def format_timing(t: Timing) -> str:
     return f"median {format_duration(t.median_s)}, {spread} (n={t.n}, {where}, {t.device})"
 
 
-def _tree_lines(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -> list[str]:
-    """A workload's fields, then its children's trees, each further indented."""
+def _tree_blocks(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -> list[list[str]]:
+    """A workload's lines (its label, then its fields), then its children's, each further
+    indented: one block a workload, in the order they print."""
     executed = f"executed {w.calls}×"
     if w.total_time_s is not None:
         executed += f" – {format_duration(w.total_time_s)}"
@@ -60,16 +63,18 @@ def _tree_lines(test: TestWorkloads, w: Workload, indent: str, hash_len: int) ->
             None if w.peak_memory_bytes is None else f"{w.peak_memory_bytes / 1e6:.1f} MB",
         ),
     ]
-    lines = [f"{indent}{one_line(w.label)} ({executed})"]
-    lines += [f"{indent}{_INDENT}{k + ':':<13}{v}" for k, v in fields if v is not None]
+    block = [f"{indent}{one_line(w.label)} ({executed})"]
+    block += [f"{indent}{_INDENT}{k + ':':<13}{v}" for k, v in fields if v is not None]
+    blocks = [block]
     for child in test.children(w):
-        lines.append("")
-        lines += _tree_lines(test, child, indent + _INDENT * 2, hash_len)
-    return lines
+        blocks += _tree_blocks(test, child, indent + _INDENT * 2, hash_len)
+    return blocks
 
 
-def render_session(tests: Sequence[TestWorkloads]) -> list[str]:
-    """The "Workloads discovered" section: per test, a tree of workloads."""
+def render_session(tests: Sequence[TestWorkloads], fold: int | None = None) -> list[str]:
+    """The "Workloads discovered" section: per test, a tree of workloads. With ``fold``, a
+    test's tree stops after the workload that reaches that many lines, and one line counts the
+    rest and says where they are."""
     hash_len = prefix_length(w.hash for t in tests for w in t)
     lines: list[str] = []
     for test in tests:
@@ -78,10 +83,16 @@ def render_session(tests: Sequence[TestWorkloads]) -> list[str]:
         if lines:
             lines.append("")
         lines.append(one_line(test.nodeid))
-        for root in test.roots():
-            lines += _tree_lines(test, root, _INDENT, hash_len)
-            lines.append("")
-        lines.pop()
+        start = len(lines)
+        blocks = [b for root in test.roots() for b in _tree_blocks(test, root, _INDENT, hash_len)]
+        for shown, block in enumerate(blocks):
+            if fold is not None and shown and len(lines) - start >= fold:
+                lines.append(
+                    f"{_INDENT}… {_count(len(blocks) - shown, 'more workload')} of this test: "
+                    "--workload-report=tree shows every one, --workload-json=PATH every field"
+                )
+                break
+            lines += [""] * bool(shown) + block
     return lines
 
 
@@ -95,11 +106,13 @@ def render_report(
     regressions: int,
 ) -> list[str]:
     """The "Workloads discovered" section: each test's tree (``mode`` ``tree``, or ``auto`` up
-    to ``TREE_TESTS`` recorded tests), else counts, what the gate found (never a check that did
-    not run) and where the full tree is."""
+    to ``TREE_TESTS`` recorded tests, each folded past ``TREE_LINES`` lines), else counts, what
+    the gate found (never a check that did not run) and where the full tree is."""
     recorded = [t for t in tests if t.workloads]
-    if mode == "tree" or (mode == "auto" and len(recorded) <= TREE_TESTS):
+    if mode == "tree":
         return render_session(tests)
+    if mode == "auto" and len(recorded) <= TREE_TESTS:
+        return render_session(tests, fold=TREE_LINES)
     if not recorded:
         return []
     if not gated:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, Final
 
 from .._core.errors import OldFormatError, WorkloadDataError
 from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
@@ -115,6 +115,40 @@ class SnapshotEntry(Paths):
         )
 
 
+#: The fields :meth:`SnapshotEntry.to_dict` always writes (but for two for review only, which
+#: snapshots written before them lack), of which only ``_NULLABLE`` may be null (unknown);
+#: ``_LEFT_OUT`` it leaves out, never writes as null, when unknown or off.
+_ALWAYS_WRITTEN: Final = (
+    "name", "paths", "class", "depth", "parent", "input", "arg_names", "input_signature",
+    "structure_hash", "hash", "param_bytes", "flops", "costs", "submodules",
+)  # fmt: skip
+_NULLABLE: Final = ("parent", "flops", "costs")
+_LEFT_OUT: Final = ("compute_hash", "data_dependent", "user_key")
+_NEVER_NULL: Final = tuple(k for k in _ALWAYS_WRITTEN + _LEFT_OUT if k not in _NULLABLE)
+
+
+def _check_written(data: object) -> None:
+    """In a file of this release's format: a field left out or null where the writer never
+    leaves it so (an edit that would turn a check off, such as ``"compute_hash": null``), or
+    an ``input`` that is not the input signature's (an edit a reviewer would read, and the
+    verdict would not)."""
+    d = read_object(data, "workload")
+    missing = next((k for k in _ALWAYS_WRITTEN if k not in d), None)
+    if missing is not None:
+        raise WorkloadDataError(f"missing field {missing!r}")
+    null = next((k for k in _NEVER_NULL if k in d and d[k] is None), None)
+    if null is not None:
+        left_out = " (it is left out when unknown or off)" if null in _LEFT_OUT else ""
+        raise WorkloadDataError(f"field {null!r} is null{left_out}")
+    shown = read_field(d, "input", str)
+    signature = InputSignature.from_dict(d["input_signature"]).format()
+    if shown != signature:
+        raise WorkloadDataError(
+            f"field 'input' is {inline_json(shown)}, but input_signature is "
+            f"{inline_json(signature)}"
+        )
+
+
 def _fold_key(entry: SnapshotEntry) -> tuple[object, ...]:
     """Every stored field but the paths (a user key by its canonical JSON: 1 is not True)."""
     return tuple(
@@ -197,6 +231,7 @@ class SnapshotDocument:
         entries = []
         for row, data in enumerate(read_field(d, "workloads", list)):
             try:
+                _check_written(data)
                 entries.append(SnapshotEntry.from_dict(data))
             except WorkloadDataError as exc:
                 raise WorkloadDataError(f"workload {row}: {exc}") from None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -151,3 +152,18 @@ def inspect(
         f"corrupt workload snapshot {shown}: {one_line(stored.corrupt)}. It is left as it is; "
         f"fix it or regenerate it with {commands.accept}"
     )
+
+
+def leads_out(test_dirs: Iterable[Path], rootdir: Path) -> tuple[Path, str] | None:
+    """A snapshot directory beside these test modules, or one within it, that a symlink takes
+    out of the rootdir, and where it leads: syrupy's cleanup deletes unused files where it
+    walks, so an update that may delete must not walk there."""
+    for folder in dict.fromkeys(d / SNAPSHOT_DIRNAME for d in test_dirs):
+        if not folder.is_dir():
+            continue
+        for top, dirs, _ in os.walk(folder):
+            for path in (Path(top), *(Path(top) / d for d in dirs)):
+                real = outside(path, rootdir)
+                if real is not None:
+                    return path, real
+    return None

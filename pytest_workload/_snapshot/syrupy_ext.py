@@ -21,7 +21,7 @@ from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 
 from .._core.errors import FileWriteError
-from .._core.files import write_text_atomic
+from .._core.files import restore, write_text_atomic
 from .._core.notes import GateResult, Note
 from .._core.text import PLAIN, Commands, one_line
 from .._workload.workload import TestWorkloads
@@ -120,6 +120,17 @@ def _display(location: str, rootdir: Path | None) -> str:
     return one_line(location)
 
 
+def _held(location: str) -> tuple[bytes | None] | None:
+    """What the file holds, in a tuple: its bytes, or None when there is none; None when it
+    cannot be read (a write there fails, or leaves nothing known to put back)."""
+    try:
+        return (Path(location).read_bytes(),)
+    except FileNotFoundError:
+        return (None,)
+    except OSError:
+        return None
+
+
 def _location(assertion: SnapshotAssertion) -> str:
     return str(
         assertion.extension.get_location(
@@ -151,6 +162,25 @@ class SnapshotGate:
     #: Stored tables used but not checked (a failed test, no gate, a refused file): syrupy
     #: counts them as passed, so the summary says how many were not checked.
     kept: list[str] = dataclasses.field(default_factory=list)
+    #: What each test's update wrote over (None: nothing), until its teardown is over: a test
+    #: that errs in teardown did not pass, and gets it back.
+    _wrote: dict[str, tuple[str, bytes | None]] = dataclasses.field(default_factory=dict)
+
+    def torn_down(self, nodeid: str, *, failed: bool) -> str | None:
+        """A test's teardown is over: forget what its update wrote over or, when the teardown
+        failed, put it back; a note on what was put back."""
+        wrote = self._wrote.pop(nodeid, None)
+        if wrote is None or not failed or _held(wrote[0]) == (wrote[1],):
+            return None
+        location, before = wrote
+        shown = _display(location, self.rootdir)
+        try:
+            restore(Path(location), before)
+        except FileWriteError as exc:
+            return f"workload snapshot {shown} could not be put back: {one_line(exc.reason)}"
+        if before is None:
+            return f"workload snapshot {shown} not written: the test erred in teardown"
+        return f"workload snapshot {shown} kept as it was: the test erred in teardown"
 
     def keep(self, snapshot: Snapshot) -> None:
         """Leave the stored table as it is, counted as used (a failed test, or no gate)."""
@@ -221,7 +251,10 @@ class SnapshotGate:
         if matching and not (updating and (stored.corrupt is not None or shrank)):
             _use(snapshot)  # used as it is, and counted as passed: it was checked
             return None, shrunk_note(shown, shrank, updating)
+        before = _held(location) if updating else None
         if assertion == document:
+            if before is not None:
+                self._wrote[test.nodeid] = (location, before[0])
             return None, note or shrunk_note(shown, shrank, updating)
         if updating:
             return f"workload snapshot {shown} {_write_error(assertion)}", None
