@@ -5,7 +5,7 @@ already installed is not installed again), installs nothing of this package ther
 from this source tree through ``PYTHONPATH``), and records, in each environment and in the
 current one, every depth-1 workload of about ten models: torch.nn built-ins, torchvision and
 timm models built with random weights. Printed per model and environment: how many workloads
-keep their scheme-1 and scheme-2 structure hash and their compute hash against the current
+keep their structure hash and their compute hash against the current
 environment, and for every change the module fields that differ (for the structure hashes)
 or the first operation that differs (for the compute hash). The current environment is also
 run with ``TIMM_FUSED_ATTN=0`` (another attention kernel, the same architecture).
@@ -100,13 +100,10 @@ def _library_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
 
 
 def _modules_described(model: Any) -> dict[str, dict[str, Any]]:
-    """Each module's scheme-1 and scheme-2 description (children left out), by path."""
-    from pytest_workload._fingerprint.scheme import BUILTIN_SCHEMES
+    """Each module's description (children left out), by path."""
+    from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
 
-    return {
-        path: {str(v): s.node(module, []) for v, s in BUILTIN_SCHEMES.items()}
-        for path, module in model.named_modules()
-    }
+    return {path: CURRENT_SCHEME.node(module, []) for path, module in model.named_modules()}
 
 
 def probe(names: list[str]) -> dict[str, Any]:
@@ -115,8 +112,7 @@ def probe(names: list[str]) -> dict[str, Any]:
 
     import torch
 
-    from pytest_workload._fingerprint.scheme import CURRENT_SCHEME, SCHEME_1
-    from pytest_workload._recording.recorder import SessionRecorder
+    from pytest_workload import WorkloadRecorder
 
     builders = {**_builtin_models(), **_library_models()}
     out: dict[str, Any] = {
@@ -127,18 +123,16 @@ def probe(names: list[str]) -> dict[str, Any]:
         torch.manual_seed(0)
         model, inputs = builders[name]()
         model.eval()
-        recorder = SessionRecorder(name, CURRENT_SCHEME, [SCHEME_1], max_depth=1, timing=False)
+        recorder = WorkloadRecorder(name, max_depth=1, timing=False)
         recorder.track(model)
         with torch.no_grad(), recorder.recording(all_roots=False):
             model(*inputs)
         rows = []
         for w in recorder.workloads():
-            (legacy,) = w.alternates
             rows.append(
                 {
                     "name": "" if w.depth == 0 else w.name,
-                    "s1": legacy.structure_hash,
-                    "s2": w.structure_hash,
+                    "structure": w.structure_hash,
                     "compute": w.compute_hash,
                     "ops": list(w.computation.flat) if w.computation is not None else None,
                 }
@@ -177,7 +171,7 @@ def _subtree(modules: dict[str, Any], root: str) -> Iterator[str]:
     return (p for p in modules if root == "" or p == root or p.startswith(root + "."))
 
 
-def _field_changes(old: dict[str, Any], new: dict[str, Any], scheme: str, root: str) -> list[str]:
+def _field_changes(old: dict[str, Any], new: dict[str, Any], root: str) -> list[str]:
     """``Class.field`` for every differing field of a module of ``root``'s subtree."""
     changes: set[str] = set()
     for path in sorted(set(_subtree(old["modules"], root)) | set(_subtree(new["modules"], root))):
@@ -185,7 +179,6 @@ def _field_changes(old: dict[str, Any], new: dict[str, Any], scheme: str, root: 
         if a is None or b is None:
             changes.add(f"module {path or '(root)'} {'added' if a is None else 'removed'}")
             continue
-        a, b = a[scheme], b[scheme]
         cls = b["class"].rsplit(".", 1)[-1]
         for key in sorted(set(a) | set(b)):
             if a.get(key) == b.get(key):
@@ -195,8 +188,6 @@ def _field_changes(old: dict[str, Any], new: dict[str, Any], scheme: str, root: 
                     k for k in set(a[key]) & set(b[key]) if a[key][k] != b[key][k]
                 }
                 changes.update(f"{cls}.{n}" for n in names)
-            elif key == "config":
-                changes.add(f"{cls} extra_repr")
             else:
                 changes.add(f"{cls} {key}")
     return sorted(changes)
@@ -218,19 +209,19 @@ def _compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[list[str], list[
     by_name = {w["name"]: w for w in old["workloads"]}
     cells, reasons = [], []
     total = len(new["workloads"])
-    for key, scheme in (("s1", "1"), ("s2", "2"), ("compute", None)):
+    for key in ("structure", "compute"):
         changed = [w for w in new["workloads"] if by_name.get(w["name"], {}).get(key) != w[key]]
         cells.append(f"{total - len(changed)}/{total}")
         for w in changed:
             label = w["name"] or "(root)"
             if w["name"] not in by_name:
                 reasons.append(f"{key} {label}: workload not recorded there")
-            elif scheme is None:
+            elif key == "compute":
                 was = by_name[w["name"]]["ops"]
                 reasons.append(f"compute {label}: {_first_op_change(was, w['ops'])}")
             else:
-                fields = ", ".join(_field_changes(old, new, scheme, w["name"])) or "?"
-                reasons.append(f"scheme {scheme} {label}: {fields}")
+                fields = ", ".join(_field_changes(old, new, w["name"])) or "?"
+                reasons.append(f"structure {label}: {fields}")
     return cells, reasons
 
 
@@ -251,7 +242,7 @@ def _report(results: dict[str, dict[str, Any]]) -> None:
             cells, reasons = _compare(old, new)
             rows.append([model, env, *cells])
             notes += [f"{model}, {env} vs current: {r}" for r in _collapse(reasons)]
-    headers = ["model", "environment", "scheme 1 same", "scheme 2 same", "compute same"]
+    headers = ["model", "environment", "structure same", "compute same"]
     print(markdown_table(headers, rows))
     print()
     for note in notes:
@@ -259,7 +250,7 @@ def _report(results: dict[str, dict[str, Any]]) -> None:
 
 
 def _collapse(reasons: list[str]) -> list[str]:
-    """Identical reasons of several workloads on one line: 'scheme 1 (6 workloads): ...'."""
+    """Identical reasons of several workloads on one line: 'structure (6 workloads): ...'."""
     grouped: dict[str, list[str]] = {}
     for reason in reasons:
         head, _, why = reason.partition(": ")

@@ -134,12 +134,6 @@ _FLAGS = (
         "FLOP changes, costs that grew, new or vanished workloads, and timing regressions",
     ),
     (
-        "--workload-migrate",
-        "narrow --snapshot-update to snapshots of an older fingerprint scheme, rewritten under "
-        "the current one after checking every stored hash under the old scheme; any other "
-        "change fails; needs --workload-snapshot and --snapshot-update",
-    ),
-    (
         "--workload-accept-upgrade",
         "narrow --snapshot-update to snapshots whose change is only a library upgrade's "
         "(configuration text, attributes, class paths); refuse any change of parameters, "
@@ -312,23 +306,19 @@ def read_settings(config: pytest.Config) -> WorkloadSettings:
         baselines=config.rootpath / value["--workload-baselines"],
         device=value["--workload-device"],
         json_path=_json_path(config, value["--workload-json"]),
-        migrate=value["--workload-migrate"],
         accept_upgrade=value["--workload-accept-upgrade"],
         rootdir=config.rootpath,
         commands=_commands(config),
         record_all=value["--workload-record"] == "all",
         report=value["--workload-report"],
     )
-    for flag, on, command in (
-        ("--workload-migrate", settings.migrate, settings.commands.migrate),
-        ("--workload-accept-upgrade", settings.accept_upgrade, settings.commands.accept_upgrade),
-    ):
-        if on and not settings.snapshot:
-            raise pytest.UsageError(f"{flag} needs --workload-snapshot")
-        if on and not settings.update:
-            raise pytest.UsageError(
-                f"{flag} needs --snapshot-update: syrupy writes what it rewrites; run {command}"
-            )
+    flag, command = "--workload-accept-upgrade", settings.commands.accept_upgrade
+    if settings.accept_upgrade and not settings.snapshot:
+        raise pytest.UsageError(f"{flag} needs --workload-snapshot")
+    if settings.accept_upgrade and not settings.update:
+        raise pytest.UsageError(
+            f"{flag} needs --snapshot-update: syrupy writes what it rewrites; run {command}"
+        )
     return settings
 
 

@@ -26,7 +26,7 @@ from ._perf.drift import DEFAULT_TOLERANCE
 from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode
 from ._perf.stopwatch import LIMIT_BUDGETS, TimingPolicy
-from ._recording.recorder import Keyer, SessionRecorder, WorkloadRecorder
+from ._recording.recorder import Keyer, WorkloadRecorder, hashing_under
 from ._report.collapse import KeysGate, render_collapse
 from ._report.session_report import SessionReport, write_report
 from ._report.summary import render_note_counts, render_notes, render_unchecked
@@ -60,7 +60,6 @@ class WorkloadSettings:
     baselines: Path = Path(BASELINE_DIRNAME)
     device: str = "auto"
     json_path: Path | None = None
-    migrate: bool = False
     accept_upgrade: bool = False
     rootdir: Path | None = None
     #: the commands hints name, with the flags that chose what this run recorded
@@ -95,12 +94,10 @@ class WorkloadSession:
         self,
         settings: WorkloadSettings,
         scheme: FingerprintScheme = CURRENT_SCHEME,
-        legacy_schemes: Sequence[FingerprintScheme] = (),
     ) -> None:
         self.settings = settings
         self._judges_timing = settings.snapshot and settings.perf != "off"
         self.scheme = scheme
-        self.legacy_schemes = tuple(s for s in legacy_schemes if s.version != scheme.version)
         self.notes: list[Note] = []
         self.perf_notes: list[Note] = []
         self.problems: list[str] = []
@@ -110,8 +107,6 @@ class WorkloadSession:
         self.regressions = 0
         self.keys = KeysGate()
         self.snapshots = SnapshotGate(
-            self.legacy_schemes,
-            migrate=settings.migrate,
             accept_upgrade=settings.accept_upgrade,
             rootdir=settings.rootdir,
             commands=settings.commands,
@@ -144,10 +139,9 @@ class WorkloadSession:
         keyer: Keyer | None = None,
         replays: bool = True,
     ) -> WorkloadRecorder:
-        return SessionRecorder(
-            nodeid,
+        return hashing_under(
             self.scheme,
-            self.legacy_schemes if self.settings.migrate else (),
+            nodeid,
             max_depth=max_depth,
             timing=self.settings.timing,
             describe=describe,

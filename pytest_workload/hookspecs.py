@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from torch import nn
 
     from ._core.strict_json import Json
-    from ._fingerprint.scheme import FingerprintScheme
 
 
 @hookspec(firstresult=True)
@@ -100,22 +99,4 @@ def pytest_workload_update_json(config: pytest.Config, report: dict[str, Json]) 
     Args:
         config: The pytest config.
         report: The report as JSON, to change in place.
-    """
-
-
-@hookspec
-def pytest_workload_schemes(config: pytest.Config) -> list[FingerprintScheme]:
-    """Return fingerprint schemes this session can compute beyond the built-in ones.
-
-    ``--workload-migrate`` uses the scheme a snapshot was written with to check each stored
-    hash before syrupy rewrites the snapshot under the current scheme. The plugin answers with its
-    built-in schemes (the current one and scheme 1); a scheme is a
-    ``pytest_workload._fingerprint.scheme.FingerprintScheme``, which is not yet public API:
-    this hook is for plugins that ship a scheme, not for test suites.
-
-    Args:
-        config: The pytest config.
-
-    Returns:
-        The schemes; two different schemes of one version are a usage error.
     """

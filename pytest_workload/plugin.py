@@ -12,7 +12,6 @@ from syrupy.assertion import SnapshotAssertion
 
 from ._core.errors import DeviceUnavailableError, WorkloadWarning
 from ._core.text import one_line, terminal_text
-from ._fingerprint.scheme import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
 from ._perf.orchestrate import TimingProgress
 from ._recording.recorder import WorkloadRecorder
@@ -85,23 +84,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hookspecs)
 
 
-def pytest_workload_schemes(config: pytest.Config) -> list[FingerprintScheme]:
-    return list(BUILTIN_SCHEMES.values())
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
-
-
-def _schemes(config: pytest.Config) -> list[FingerprintScheme]:
-    by_version: dict[int, FingerprintScheme] = {}
-    for group in config.hook.pytest_workload_schemes(config=config):
-        for scheme in group:
-            if by_version.setdefault(scheme.version, scheme) != scheme:
-                raise pytest.UsageError(
-                    f"two different fingerprint schemes claim version {scheme.version}"
-                )
-    return sorted(by_version.values(), key=lambda s: s.version)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -115,7 +99,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = read_settings(config)
     if settings.snapshot and not config.pluginmanager.hasplugin("syrupy"):
         raise pytest.UsageError("--workload-snapshot needs the syrupy plugin, which is disabled")
-    session = WorkloadSession(settings, CURRENT_SCHEME, _schemes(config))
+    session = WorkloadSession(settings)
     if settings.device != "auto":  # an explicit device must exist; auto never imports torch here
         try:
             session.device()
@@ -342,13 +326,13 @@ def pytest_runtestloop(session: pytest.Session) -> Generator[None, object, objec
 def _keep_unused(session: pytest.Session) -> None:
     """Tests that never ran, or whose crashed worker never reported, did not use their
     snapshots as far as syrupy knows: such an update must not delete them (syrupy's own
-    --snapshot-no-cleanup). An update narrowed to migrations or upgrades deletes nothing."""
+    --snapshot-no-cleanup). An update narrowed to upgrades deletes nothing."""
     config = session.config
     workload_session = config.stash[SESSION_KEY]
     settings = workload_session.settings
     if not hasattr(config.option, "no_cleanup") or config.option.no_cleanup:
         return
-    if settings.migrate or settings.accept_upgrade or config.stash[MERGE_KEY].crashed:
+    if settings.accept_upgrade or config.stash[MERGE_KEY].crashed:
         config.option.no_cleanup = True  # (said where each is said)
         return
     finished = config.stash.get(LOOP_DONE_KEY, False) and not (

@@ -89,6 +89,7 @@ def _entry(costs: Costs | None, *, data_dependent: bool = False) -> SnapshotEntr
     return SnapshotEntry.from_dict(
         {
             "name": "m",
+            "paths": ["m"],
             "class": "M",
             "depth": 0,
             "parent": None,

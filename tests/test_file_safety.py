@@ -97,7 +97,7 @@ def test_json_into_a_fifo_is_written_not_replaced(pytester, suite):
     pytester.runpytest(f"--workload-json={fifo}").assert_outcomes(passed=1)
     reader.join(timeout=60)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    assert json.loads(received[0])["schema_version"] == 4
+    assert json.loads(received[0])["schema_version"] == 1
 
 
 def test_json_onto_a_character_device_is_written_not_replaced(pytester, suite):
@@ -117,7 +117,7 @@ def test_json_to_stdout(pytester, suite):
     result = pytester.runpytest_subprocess("--workload-json=-", "-p", "no:xdist")
     result.assert_outcomes(passed=1)
     assert not (pytester.path / "-").exists()
-    result.stdout.fnmatch_lines(['  "schema_version": 4,'])
+    result.stdout.fnmatch_lines(['  "schema_version": 1,'])
 
 
 # 3. Modes ------------------------------------------------------------------------------------

@@ -220,16 +220,24 @@ def test_a_replay_that_raises_leaves_outcomes_and_snapshots_alone(pytester, mode
     assert [p.read_text() for p in snapshots if p.exists()] == texts
     report = json.loads((pytester.path / "r.json").read_text())
     measured = {t["nodeid"].split("::")[1]: t["workloads"][0]["measured"] for t in report["tests"]}
+    first_call = {
+        "flops": "first call",
+        "flops_reason": None,
+        "timing_reason": None,
+        "timing_left_out": None,
+    }
     assert measured == {
         "test_fails_when_called_twice": {
-            "timing": "not measured: the replay raised Failed: called twice",
-            "flops": "first call",
+            **first_call,
+            "timing": "not measured",
+            "timing_reason": "the replay raised Failed: called twice",
         },
         "test_exits_when_called_twice": {
-            "timing": "not measured: the replay raised SystemExit: 3",
-            "flops": "first call",
+            **first_call,
+            "timing": "not measured",
+            "timing_reason": "the replay raised SystemExit: 3",
         },
-        "test_plain": {"timing": "replayed", "flops": "first call"},
+        "test_plain": {**first_call, "timing": "replayed"},
     }
 
 

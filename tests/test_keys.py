@@ -1,4 +1,4 @@
-"""End-to-end runs of user keys, the describe/report hooks and scheme migration."""
+"""End-to-end runs of user keys and the describe/report hooks."""
 
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def pytest_workload_update_json(config, report):
     pytester.runpytest("--workload-json=r.json").assert_outcomes(passed=1)
     report = json.loads((pytester.path / "r.json").read_text())
     assert report["ci"] == {"commit": "abc123"}
-    assert report["schema_version"] == 4
+    assert report["schema_version"] == 1
 
 
 FAILING_UPDATE_JSON = {
@@ -262,130 +262,3 @@ def pytest_workload_describe(value):
     )
     assert "Traceback" not in result.stdout.str()
     assert not (pytester.path / "__workload_snapshots__").exists()
-
-
-OLD_RELEASE = """
-import pytest
-from pytest_workload.plugin import SESSION_KEY
-from {module} import {scheme}
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config):
-    # what an older pytest-workload, whose current scheme was {scheme}, would have written
-    config.stash[SESSION_KEY].scheme = {scheme}
-"""
-SCHEME_1 = {"module": "pytest_workload._fingerprint.scheme", "scheme": "SCHEME_1"}
-SCHEME_0 = {"module": "tests.legacy_scheme", "scheme": "LEGACY_SCHEME"}
-
-
-def _old_snapshot(pytester, suite, body, old=SCHEME_1):
-    """A snapshot written by the release before scheme 2 (``old``: another one)."""
-    pytester.makeconftest(OLD_RELEASE.format(**old))
-    suite(body)
-    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
-    stored = pytester.path / "__workload_snapshots__" / "test_models" / "test_two_shapes.workloads"
-    version = 1 if old is SCHEME_1 else 0
-    assert f'"fingerprint_scheme": {version}' in stored.read_text()
-    pytester.makeconftest("")
-    return stored
-
-
-def test_migration_rewrites_after_verifying_old_hashes(pytester, suite, mode):
-    stored = _old_snapshot(pytester, suite, two_shapes())
-    old_text = stored.read_text()
-    result = pytester.runpytest(*mode, "--workload-snapshot")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(lit("*written by fingerprint scheme 1; this run uses scheme 2*"))
-    assert stored.read_text() == old_text
-
-    migrated = pytester.runpytest(
-        *mode, "--workload-snapshot", "--snapshot-update", "--workload-migrate"
-    )
-    migrated.assert_outcomes(passed=1)
-    migrated.stdout.fnmatch_lines(
-        lit(
-            "*- workload snapshot notes -*",
-            "*: migrated __workload_snap**test_two_shapes.workloads from fingerprint scheme 1 to 2",
-        )
-    )
-    assert '"fingerprint_scheme": 2' in stored.read_text()
-    pytester.runpytest(*mode, "--workload-snapshot").assert_outcomes(passed=1)
-
-
-def test_migration_refuses_when_something_else_changed(pytester, suite):
-    stored = _old_snapshot(pytester, suite, two_shapes())
-    old_text = stored.read_text()
-    suite(two_shapes(size=12))
-    result = pytester.runpytest("--workload-snapshot", "--snapshot-update", "--workload-migrate")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        lit(
-            "refusing to migrate workload snapshot __workload_snap**test_two_shapes.workloads from "
-            "scheme 1 to 2: under scheme 1 the recorded workloads no longer match the stored "
-            "ones, so something changed besides the scheme:",
-            "  changed:  model (test_models.Net) * -> *",
-            "*input args[0] (x): shape [1, 3, 16, 16] -> [1, 3, 12, 12]",
-            "fix the regression first, or accept it with "
-            "`pytest --workload-snapshot --snapshot-update`",
-        )
-    )
-    assert stored.read_text() == old_text
-
-
-def test_migration_needs_the_old_scheme(pytester, suite):
-    stored = _old_snapshot(pytester, suite, two_shapes(), old=SCHEME_0)
-    result = pytester.runpytest("--workload-snapshot", "--snapshot-update", "--workload-migrate")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(
-        lit(
-            "cannot migrate workload snapshot *: it was written by fingerprint scheme 0, which "
-            "this session cannot compute (known: 1)*"
-        )
-    )
-    assert '"fingerprint_scheme": 0' in stored.read_text()
-
-
-def test_migrate_needs_the_snapshot_gate(pytester, suite):
-    suite(two_shapes())
-    result = pytester.runpytest("--workload-migrate")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --workload-migrate needs --workload-snapshot"])
-
-
-def test_migrate_needs_snapshot_update_and_says_the_command(pytester, suite):
-    stored = _old_snapshot(pytester, suite, two_shapes())
-    old_text = stored.read_text()
-    result = pytester.runpytest("--workload-snapshot", "--workload-migrate")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        lit(
-            "ERROR: --workload-migrate needs --snapshot-update: syrupy writes what it rewrites; "
-            "run `pytest --workload-snapshot --snapshot-update --workload-migrate`"
-        )
-    )
-    assert stored.read_text() == old_text
-
-
-def test_migrate_writes_nothing_but_the_migration(pytester, suite):
-    # another test's regression fails and its file is left as it is, also under the update
-    pytester.makeconftest(OLD_RELEASE.format(**SCHEME_1))
-    suite(two_shapes() + two_shapes().replace("test_two_shapes", "test_other"))
-    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=2)
-    pytester.makeconftest("")
-    update_other = ("--workload-snapshot", "--snapshot-update", "-k", "test_other")
-    pytester.runpytest(*update_other).assert_outcomes(passed=1, deselected=1)
-    directory = pytester.path / "__workload_snapshots__" / "test_models"
-    migrated, other = directory / "test_two_shapes.workloads", directory / "test_other.workloads"
-    assert '"fingerprint_scheme": 1' in migrated.read_text()
-    other_text = other.read_text()
-    assert '"fingerprint_scheme": 2' in other_text
-    stale = directory / "test_gone.workloads"  # unused: a narrowed update deletes nothing
-    stale.write_text(other_text)
-    suite(two_shapes() + two_shapes(size=12).replace("test_two_shapes", "test_other"))
-    result = pytester.runpytest("--workload-snapshot", "--snapshot-update", "--workload-migrate")
-    result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(lit("*workload snapshot mismatch (*test_other.workloads):"))
-    assert '"fingerprint_scheme": 2' in migrated.read_text()
-    assert other.read_text() == other_text
-    assert stale.read_text() == other_text

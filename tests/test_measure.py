@@ -18,6 +18,7 @@ from pytest_workload._workload.timing import (
     UNMARKED_OBSERVED,
     XDIST_NOT_MEASURED,
     XDIST_OBSERVED,
+    observed,
 )
 
 POLICY = TimingPolicy(budget_s=0.01)
@@ -70,7 +71,7 @@ def test_an_eval_call_is_measured_in_eval_mode_after_the_test_trains_the_model()
     (w,), lines = measured(test)
     assert lines == []
     assert w.flops == EVAL_FLOPS
-    assert w.measured.timing == "replayed" and w.measured.flops == "first call"
+    assert w.measured.timing.kind == "replayed" and w.measured.flops.kind == "first call"
     assert len(SEEN) > 1 and {training for training, *_ in SEEN} == {False}
     assert all(m.training for m in model.modules())  # as the test left it
 
@@ -89,7 +90,7 @@ def test_a_call_is_replayed_in_the_modes_it_was_made_in(context):
             model(torch.rand(8, 64))
 
     (w,), lines = measured(test)
-    assert lines == [] and w.measured.timing == "replayed"
+    assert lines == [] and w.measured.timing.kind == "replayed"
     assert len(SEEN) > 1 and set(SEEN) == {SEEN[0]}
     assert torch.is_grad_enabled() and not torch.is_autocast_enabled("cpu")
 
@@ -103,8 +104,8 @@ def test_a_model_cast_after_its_call_is_not_measured_and_keeps_its_flops():
 
     (w,), (line,) = measured(test)
     assert w.flops == EVAL_FLOPS and w.timing is None
-    assert w.measured.flops == "first call"
-    assert w.measured.timing.startswith("not measured: the module changed after its call")
+    assert w.measured.flops.kind == "first call"
+    assert str(w.measured.timing).startswith("not measured: the module changed after its call")
     assert "lin.weight was float32 on cpu, is float16 on cpu" in line
     assert next(model.parameters()).dtype == torch.float16
 
@@ -142,8 +143,8 @@ def test_an_exception_from_a_replay_is_reported_never_raised(error):
     (w,), (line,) = measured(lambda: model(torch.rand(3)))
     raised = f"the replay raised {type(error).__name__}: {error}"
     assert line == f"model (tests.test_measure.Once): not measured: {raised}"
-    assert w.measured.timing == f"not measured: {raised}"
-    assert w.flops == 0 and w.measured.flops == "first call"
+    assert str(w.measured.timing) == f"not measured: {raised}"
+    assert w.flops == 0 and w.measured.flops.kind == "first call"
     assert model.calls == 1
 
 
@@ -171,22 +172,22 @@ def test_a_forward_that_writes_outside_its_module_is_timed_from_its_calls():
     assert SIDE.tolist() == [4.0] * 3  # the test's own calls, no replay
     # calls 3 and 4: the first two ran under the tracer, which slows them
     assert w.timing is not None and w.timing.source == "recorded calls" and w.timing.n == 2
-    assert w.measured.timing == "observed calls (add_ wrote to a tensor outside the module)"
-    assert line.endswith("timed from its observed calls: " + w.measured.timing[16:-1])
+    assert w.measured.timing == observed("add_ wrote to a tensor outside the module")
+    assert line.endswith("timed from its observed calls: " + str(w.measured.timing.reason))
 
 
 def test_timing_off_replays_nothing_on_the_cpu():
     model = Once(RuntimeError("replayed"))
     (w,), lines = measured(lambda: model(torch.rand(3)), policy=None)
     assert lines == [] and model.calls == 1
-    assert w.measured.timing == "off" and w.measured.flops == "first call"
+    assert w.measured.timing.kind == "off" and w.measured.flops.kind == "first call"
 
 
 def test_a_compiled_module_is_counted_by_a_replay_of_its_original():
     model = nn.Linear(4, 4)
     compiled = torch.compile(model, backend="eager")
     (w,), lines = measured(lambda: compiled(torch.rand(2, 4)), policy=None)
-    assert lines == [] and w.flops == 2 * 2 * 4 * 4 and w.measured.flops == "replayed"
+    assert lines == [] and w.flops == 2 * 2 * 4 * 4 and w.measured.flops.kind == "replayed"
 
 
 def test_without_replays_a_workload_is_timed_from_the_calls_the_test_made():
@@ -194,14 +195,14 @@ def test_without_replays_a_workload_is_timed_from_the_calls_the_test_made():
     (w,), lines = measured(lambda: model(torch.rand(3)), replays="counts")
     assert lines == [] and model.calls == 1
     assert w.timing is None  # its one call ran under the tracer
-    assert w.measured.timing == XDIST_NOT_MEASURED and w.measured.flops == "first call"
+    assert w.measured.timing == XDIST_NOT_MEASURED and w.measured.flops.kind == "first call"
 
 
 def test_without_replays_a_compiled_module_is_still_counted_by_a_replay_of_its_original():
     model = nn.Linear(4, 4)
     compiled = torch.compile(model, backend="eager")
     (w,), lines = measured(lambda: [compiled(torch.rand(2, 4)) for _ in range(3)], replays="counts")
-    assert lines == [] and w.flops == 2 * 2 * 4 * 4 and w.measured.flops == "replayed"
+    assert lines == [] and w.flops == 2 * 2 * 4 * 4 and w.measured.flops.kind == "replayed"
     assert w.measured.timing == XDIST_OBSERVED and w.timing.source == "recorded calls"
 
 
@@ -211,7 +212,7 @@ def test_without_replays_a_forward_that_writes_outside_keeps_its_own_reason():
     x = torch.rand(3)
     (w,), _ = measured(lambda: [model(x) for _ in range(4)], replays="counts")
     assert SIDE.tolist() == [4.0] * 3
-    assert w.measured.timing == "observed calls (add_ wrote to a tensor outside the module)"
+    assert w.measured.timing == observed("add_ wrote to a tensor outside the module")
 
 
 class Appends(nn.Module):
@@ -236,9 +237,9 @@ def test_never_replayed_a_workload_runs_only_the_calls_the_test_made(policy):
     (w,), lines = measured(lambda: [model(torch.rand(3)) for _ in range(4)], policy, "never")
     seen, expected = CALLS.copy(), random.Random(0)
     assert seen == [expected.random() for _ in range(4)]  # the test's four calls, no more
-    assert lines == [] and w.flops == 0 and w.measured.flops == "first call"
+    assert lines == [] and w.flops == 0 and w.measured.flops.kind == "first call"
     if policy is None:
-        assert w.timing is None and w.measured.timing == "off"
+        assert w.timing is None and w.measured.timing.kind == "off"
     else:  # calls 3 and 4: the first two ran under the tracer
         assert w.measured.timing == UNMARKED_OBSERVED and w.timing.n == 2
         assert w.timing.source == "recorded calls"
@@ -254,14 +255,15 @@ def test_never_replayed_a_single_call_is_not_timed_and_its_inputs_are_not_copied
     assert recorder.measure(POLICY, replays="never") == []
     (w,) = recorder.workloads()
     assert model.calls == 1 and w.timing is None
-    assert w.measured.timing == UNMARKED_NOT_MEASURED and w.measured.flops == "first call"
+    assert w.measured.timing == UNMARKED_NOT_MEASURED and w.measured.flops.kind == "first call"
 
 
 def test_never_replayed_a_compiled_module_says_its_flops_are_not_measured():
     compiled = torch.compile(nn.Linear(4, 4), backend="eager")
     (w,), (line,) = measured(lambda: compiled(torch.rand(2, 4)), POLICY, "never")
-    assert w.flops is None and w.measured.flops == line.split(": ", 1)[1]
-    assert w.measured.flops.startswith("not measured: its first call could not count them, and")
+    assert w.flops is None and line.endswith(f": {w.measured.flops}")
+    assert w.measured.flops.kind == "not measured"
+    assert str(w.measured.flops.reason).startswith("its first call could not count them, and")
 
 
 def _recorded_and_released() -> tuple[weakref.ref[nn.Module], WorkloadRecorder, object]:
@@ -294,5 +296,5 @@ def test_a_compiled_module_changed_after_its_call_has_no_flops_and_says_why():
 
     (w,), (line,) = measured(test, policy=None)
     assert w.flops is None and w.measured.flops == w.measured.timing
-    assert w.measured.flops.startswith("not measured: the module changed after its call (")
-    assert line.endswith(w.measured.flops)
+    assert str(w.measured.flops).startswith("not measured: the module changed after its call (")
+    assert line.endswith(str(w.measured.flops))

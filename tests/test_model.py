@@ -53,6 +53,7 @@ def test_an_entry_is_derived_from_its_workload_field_by_field():
         ("arg_names", ["x", 3], "field 'arg_names' must be a list of strings"),
         ("structure_hash", 7, "structure_hash"),
         ("depth", "0", "depth"),
+        ("paths", None, "field 'paths' must be list, got NoneType"),
     ],
 )
 def test_both_readers_reject_the_same_malformed_field(field, value, message):
@@ -63,13 +64,38 @@ def test_both_readers_reject_the_same_malformed_field(field, value, message):
 
 
 def test_measured_round_trips_and_rejects_an_unknown_way():
-    from pytest_workload._workload.timing import Measured
+    from pytest_workload._workload.timing import (
+        FIRST_CALL,
+        XDIST_NOT_MEASURED,
+        Measured,
+        Method,
+        not_measured,
+        observed,
+    )
 
-    measured = Measured("observed calls (it writes outside)", "first call")
-    assert Measured.from_dict(measured.to_dict()) == measured
-    assert Measured("not measured: the replay raised SystemExit: 3", "replayed").flops
-    with pytest.raises(WorkloadDataError, match=r"measured\.timing 'guessed'"):
-        Measured("guessed", "first call")
+    for measured in (
+        Measured(observed("it writes outside"), FIRST_CALL),
+        Measured(XDIST_NOT_MEASURED, not_measured("the replay raised SystemExit: 3")),
+    ):
+        assert Measured.from_dict(measured.to_dict()) == measured
+    # the sentences shown are what they were when they were the data
+    assert str(observed("it writes outside")) == "observed calls (it writes outside)"
+    assert str(not_measured("the replay raised SystemExit: 3")) == (
+        "not measured: the replay raised SystemExit: 3"
+    )
+    assert [str(FIRST_CALL), str(Method("observed calls"))] == ["first call", "observed calls"]
+    data = Measured(XDIST_NOT_MEASURED, FIRST_CALL).to_dict()
+    assert data["timing"] == "not measured" and data["timing_left_out"] == "xdist"
+    for timing, message in (
+        (Method("guessed"), r"measured\.timing 'guessed' is not one of"),
+        (Method("first call"), r"measured\.timing 'first call' is not one of"),
+        (Method("not measured"), r"measured\.timing 'not measured' needs a reason"),
+        (Method("off", None, "later"), r"measured\.timing left out 'later'"),
+    ):
+        with pytest.raises(WorkloadDataError, match=message):
+            Measured(timing, FIRST_CALL)
+    with pytest.raises(WorkloadDataError, match="never left out"):
+        Measured(XDIST_NOT_MEASURED, XDIST_NOT_MEASURED)
 
 
 def _layer(name: str, paths: tuple[str, ...] = ()) -> Workload:

@@ -72,7 +72,6 @@ def test_every_command_repeats_the_flags_that_chose_what_was_recorded():
         "'--workload-baselines=my baselines'`"
     )
     assert PLAIN.baseline == "`pytest --workload-snapshot --snapshot-update -p no:xdist`"
-    assert PLAIN.migrate == "`pytest --workload-snapshot --snapshot-update --workload-migrate`"
     assert PLAIN.accept_upgrade == (
         "`pytest --workload-snapshot --snapshot-update --workload-accept-upgrade`"
     )

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_workload._workload.timing import UNMARKED_OBSERVED
+from pytest_workload._workload.timing import FIRST_CALL, REPLAYED, UNMARKED_OBSERVED, Measured
 from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES, lit
 
 UNEDITED = """
@@ -155,9 +155,9 @@ def test_unmarked_tests_are_never_replayed_and_say_how_they_were_timed(pytester)
         if t["workloads"]
     }
     assert timing == {
-        "test_unmarked": {"timing": UNMARKED_OBSERVED, "flops": "first call"},
-        "test_marked": {"timing": "replayed", "flops": "first call"},
-        "test_fixture": {"timing": "replayed", "flops": "first call"},
+        "test_unmarked": Measured(UNMARKED_OBSERVED, FIRST_CALL).to_dict(),
+        "test_marked": Measured(REPLAYED, FIRST_CALL).to_dict(),
+        "test_fixture": Measured(REPLAYED, FIRST_CALL).to_dict(),
     }
 
 

@@ -39,7 +39,8 @@ def test_a_settled_root_counts_its_submodules_calls_and_says_which_were_timed():
     assert sub.timing is not None and sub.timing.n == OBSERVED_CALLS
     assert sub.total_time_s is None  # (its calls were not all timed)
     assert sub.measured is not None
-    assert sub.measured.timing.startswith(f"{OBSERVED} ({OBSERVED_CALLS} of 15: ")
+    assert sub.measured.timing.kind == "observed calls"
+    assert str(sub.measured.timing.reason).startswith(f"{OBSERVED_CALLS} of 15: ")
     assert rows["model"].total_time_s is not None
     assert [len(m._forward_pre_hooks) for m in model] == [1, 0]  # (the probe)
     assert not any(m._forward_hooks for m in model.modules())
@@ -65,7 +66,7 @@ def test_submodules_of_a_root_whose_calls_were_all_traced_are_not_timed():
             model(torch.rand(1, 2))
     sub = _rows(recorder)["0"]
     assert sub.timing is None
-    assert sub.measured is not None and "traced" in sub.measured.timing
+    assert sub.measured is not None and "traced" in str(sub.measured.timing.reason)
 
 
 def test_a_submodule_called_at_top_level_after_its_root_settled_is_recorded():

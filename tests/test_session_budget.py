@@ -12,7 +12,6 @@ import json
 import pytest
 
 from pytest_workload._perf.orchestrate import SessionBudget
-from pytest_workload._workload.timing import BUDGET_SPENT
 from tests.pytester_suite import MODELS, SUITE_INI, XDIST_MODES
 
 
@@ -83,25 +82,30 @@ def shapes(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+def _timed(measured: dict) -> str:
+    """How a workload was timed: the kind, or the policy that left its timing out."""
+    return measured["timing_left_out"] or measured["timing"]
+
+
 def _timings(pytester: pytest.Pytester, *args: str) -> tuple[dict[str, str], dict, list[str]]:
-    """Each test's ``measured.timing`` by its size, the JSON report and the output lines."""
+    """How each test's workload was timed, by its size, the JSON report and the output lines."""
     result = pytester.runpytest(*args, "--workload-json=r.json")
     result.assert_outcomes(passed=4)
     report = json.loads((pytester.path / "r.json").read_text())
     timings = {
-        t["nodeid"].split("[")[1].rstrip("]"): t["workloads"][0]["measured"]["timing"]
+        t["nodeid"].split("[")[1].rstrip("]"): _timed(t["workloads"][0]["measured"])
         for t in report["tests"]
     }
     for t in report["tests"]:
         w = t["workloads"][0]
-        assert (w["timing"] is None) == (w["measured"]["timing"] == BUDGET_SPENT)
+        assert (w["timing"] is None) == (_timed(w["measured"]) == "budget")
         assert w["flops"] is not None  # (an untimed workload keeps its FLOPs)
     return timings, report, result.outlines
 
 
 def test_workloads_past_the_budget_are_marked_counted_and_keep_their_hashes(shapes):
     timings, report, lines = _timings(shapes, "--workload-session-budget=1e-9", "-p", "no:xdist")
-    assert timings == {"4": "replayed", "6": BUDGET_SPENT, "8": BUDGET_SPENT, "10": BUDGET_SPENT}
+    assert timings == {"4": "replayed", "6": "budget", "8": "budget", "10": "budget"}
     assert report["not_timed"] == 3
     assert any(
         "3 workloads were not timed: the session's timing budget "
@@ -120,7 +124,7 @@ def test_without_a_budget_every_workload_is_timed_and_nothing_is_counted(shapes)
 def test_the_ini_key_sets_the_budget(shapes):
     shapes.makeini(SUITE_INI + "workload_session_budget = 1e-9\n")
     timings, _, _ = _timings(shapes, "-p", "no:xdist")
-    assert list(timings.values()).count(BUDGET_SPENT) == 3
+    assert list(timings.values()).count("budget") == 3
 
 
 def test_workloads_with_a_baseline_are_timed_whatever_the_budget_left(shapes):
@@ -128,14 +132,14 @@ def test_workloads_with_a_baseline_are_timed_whatever_the_budget_left(shapes):
     # baselines for sizes 6 and 10 only
     shapes.runpytest(*gate, "--snapshot-update", "-k", "6 or 10").assert_outcomes(passed=2)
     timings, _, _ = _timings(shapes, *gate, "--snapshot-update", "--workload-session-budget=1e-9")
-    assert timings == {"4": "replayed", "6": "replayed", "8": BUDGET_SPENT, "10": "replayed"}
+    assert timings == {"4": "replayed", "6": "replayed", "8": "budget", "10": "replayed"}
 
 
 def test_each_xdist_worker_has_the_budget_and_the_controller_counts(shapes):
     # strict: xdist workers replay for timing only then (test_xdist_replays.py)
     strict = ("--workload-perf=strict", "--workload-session-budget=1e-9")
     timings, report, _ = _timings(shapes, *XDIST_MODES["n2"], *strict)
-    untimed = sum(1 for t in timings.values() if t == BUDGET_SPENT)
+    untimed = sum(1 for t in timings.values() if t == "budget")
     assert 2 <= untimed <= 3  # (one timed per worker that ran a test)
     assert report["not_timed"] == untimed
 

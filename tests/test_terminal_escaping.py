@@ -89,7 +89,7 @@ def _report(nodeid: str, problems: tuple[str, ...]) -> SessionReport:
     recorder = WorkloadRecorder(nodeid, timing=False)
     with recorder.recording(all_roots=True):
         torch.nn.Linear(2, 2)(torch.rand(1, 2))
-    return SessionReport(scheme=2, tests=(recorder.workloads(),), problems=problems)
+    return SessionReport(scheme=1, tests=(recorder.workloads(),), problems=problems)
 
 
 def test_compare_and_merge_escape_report_fields(tmp_path, capsys):

@@ -66,6 +66,8 @@ def test_an_attribute_changed_in_many_modules_is_one_grouped_line(pytester, suit
 
 def test_accept_upgrade_rewrites_a_wording_only_change(pytester, suite):
     stored = _written(pytester, suite)
+    stale = stored.with_name("test_gone.workloads")  # unused: a narrowed update deletes nothing
+    stale.write_text(stored.read_text())
     _norms(suite, "m.variant = 'b'")
     accepted = pytester.runpytest(
         "--workload-snapshot", "--snapshot-update", "--workload-accept-upgrade"
@@ -79,6 +81,7 @@ def test_accept_upgrade_rewrites_a_wording_only_change(pytester, suite):
         )
     )
     assert '"variant": "b"' in stored.read_text()
+    assert stale.exists()
     pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
 
 

@@ -13,7 +13,13 @@ import json
 
 import pytest
 
-from pytest_workload._workload.timing import XDIST_NOT_MEASURED, XDIST_OBSERVED
+from pytest_workload._workload.timing import (
+    FIRST_CALL,
+    REPLAYED,
+    XDIST_NOT_MEASURED,
+    XDIST_OBSERVED,
+    Measured,
+)
 from tests.pytester_suite import SUITE_INI, XDIST_MODES
 
 COUNTED = """
@@ -86,9 +92,9 @@ def test_xdist_workers_replay_nothing_and_say_why(counted, perf):
     assert calls == {"c1": 1, "c3": 3}  # the test's own calls, nothing more
     once, thrice = workloads["c1"], workloads["c3"]
     # the first call ran under the tracer: a model called once has no observed call to time
-    assert once["measured"] == {"timing": XDIST_NOT_MEASURED, "flops": "first call"}
+    assert once["measured"] == Measured(XDIST_NOT_MEASURED, FIRST_CALL).to_dict()
     assert once["timing"] is None
-    assert thrice["measured"] == {"timing": XDIST_OBSERVED, "flops": "first call"}
+    assert thrice["measured"] == Measured(XDIST_OBSERVED, FIRST_CALL).to_dict()
     assert thrice["timing"]["source"] == "recorded calls"
     assert once["flops"] == thrice["flops"] == FLOPS
     assert report["not_replayed"] == 2  # counted over both workers' tests
@@ -130,7 +136,7 @@ def test_the_relaxed_gate_judges_no_timing_it_did_not_replay(counted):
 def test_one_process_and_strict_replay_as_before(counted, args):
     result, report, workloads, calls = _run(counted, *args)
     for w in workloads.values():
-        assert w["measured"] == {"timing": "replayed", "flops": "first call"}
+        assert w["measured"] == Measured(REPLAYED, FIRST_CALL).to_dict()
         assert w["timing"]["source"] == "replay"
     # a replay makes 2 warm-up calls and 6 samples at least
     assert calls["c1"] >= 1 + 8 and calls["c3"] >= 3 + 8

@@ -57,22 +57,18 @@ class FutureFormatError(WorkloadDataError):
 
 
 class OldFormatError(WorkloadDataError):
-    """Stored data of a format that only a development version before the first release
-    wrote, which no release reads. ``found``: what the data is (``baseline format 1``);
-    ``reads``: what this release reads instead (``format 2``)."""
+    """Stored data of an older format than this release reads. ``found``: what the data is
+    (``baseline format 0``); ``reads``: what this release reads instead (``format 1``)."""
 
     def __init__(self, found: str, reads: str) -> None:
-        super().__init__(
-            f"{found}, which only a development version before the first release wrote "
-            f"(this release reads {reads})"
-        )
+        super().__init__(f"{found}, older than this release reads ({reads})")
 
 
 class CorruptFileError(WorkloadError):
     """A file pytest-workload reads (a snapshot, a baseline, a JSON report) is not UTF-8, not
     JSON, has a malformed field or is of a format this release does not read: ``"<path>:
-    <reason>"``. ``future``: of a newer format (upgrade rather than fix the file); ``old``: of a
-    format only a development version before the first release wrote (regenerate it)."""
+    <reason>"``. ``future``: of a newer format (upgrade rather than fix the file); ``old``: of an
+    older format (regenerate it)."""
 
     def __init__(self, path: str, reason: str, *, future: bool = False, old: bool = False) -> None:
         self.path = path

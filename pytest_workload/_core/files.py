@@ -16,9 +16,10 @@ What is written where depends on what the path is:
 Nothing read is ever unpickled, and every read goes through
 :func:`~pytest_workload._core.strict_json.load_json`, which bounds nesting and numbers.
 
-Every format version pytest-workload writes is set below. Each reader reads its current version
-only: earlier ones were written by development versions before the first release. Numbers are
-never reused.
+Every format version pytest-workload writes is set below; the first release writes 1 of each.
+Each file records its version and each reader reads its current version only: a newer one is
+left alone (upgrade pytest-workload), an older one is refused in one line that says how to
+regenerate it. A change to a format is a new number, never reused, and says how to migrate.
 """
 
 from __future__ import annotations
@@ -44,31 +45,20 @@ from .strict_json import InvalidJsonError, load_json
 T = TypeVar("T")
 
 #: Version of the JSON report layout (``--workload-json``); bumped on incompatible changes.
-#: 2 added ``measured`` to each workload; 3 the ``modules`` table (each distinct module
-#: description once) and each test's ``libraries``; 4 one row per distinct workload under its
-#: calling row, with every path that ran it in ``paths`` (compressed patterns).
-REPORT_SCHEMA_VERSION: Final = 4
+REPORT_SCHEMA_VERSION: Final = 1
 
-#: The fingerprint scheme this release computes (``_fingerprint.scheme.CURRENT_SCHEME``);
-#: every scheme from 1 up to it is one a release computed.
-FINGERPRINT_SCHEME: Final = 2
+#: The fingerprint scheme this release computes (``_fingerprint.scheme.CURRENT_SCHEME``):
+#: what enters a workload hash. Bumped on any change to what enters one.
+FINGERPRINT_SCHEME: Final = 1
 
 #: Layout version of a snapshot file (independent of the fingerprint scheme it records).
-#: 2 added ``libraries`` and the ``modules`` table; 3 one entry per distinct workload, with
-#: every path that ran it in ``paths``; 4 each workload's ``costs``.
-SNAPSHOT_FORMAT: Final = 4
-
-#: The layout of every snapshot of fingerprint scheme 1 (scheme 2 came before format 2): read
-#: only to migrate such a snapshot (``--workload-migrate``). Every other earlier number was
-#: written only by unreleased development versions and is refused; no number is reused.
-SCHEME_1_SNAPSHOT_FORMAT: Final = 1
+SNAPSHOT_FORMAT: Final = 1
 
 #: The field of a snapshot file that holds its layout version.
 SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
 
-#: Layout version of a timing baseline file; 2 holds the ratio to the calibration kernel, 3 the
-#: test and the computation timed (one baseline per test's workload).
-BASELINE_FORMAT: Final = 3
+#: Layout version of a timing baseline file.
+BASELINE_FORMAT: Final = 1
 
 #: The largest file read (a report, a snapshot, a baseline), refused by its size before it
 #: is read: parsing takes at most about 25 times a file's size (a file of nothing but empty

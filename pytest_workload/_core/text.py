@@ -144,11 +144,6 @@ class Commands:
         return self.command("--snapshot-update", one_process=True)
 
     @property
-    def migrate(self) -> str:
-        """The update narrowed to verified migrations to the current fingerprint scheme."""
-        return self.command("--snapshot-update", "--workload-migrate")
-
-    @property
     def accept_upgrade(self) -> str:
         """The update narrowed to changes that are only a library upgrade's wording."""
         return self.command("--snapshot-update", "--workload-accept-upgrade")

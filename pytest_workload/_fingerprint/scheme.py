@@ -5,16 +5,15 @@ apart, ``[structure_hash, args, kwargs]``, so tools can see that two workloads a
 computation at another shape; its *hash* is SHA-256 over the canonical serialisation of
 ``(scheme version, structure hash, input signature)``.
 
-The scheme is versioned: a change to what enters a hash is a new scheme, and snapshots written
-by an older one are migrated, never silently re-keyed.
+The scheme is versioned, and each snapshot and report records the version it was written by: a
+change to what enters a hash is a new scheme, so that a snapshot of another one is refused with
+one line instead of failing on every hash.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
+from collections.abc import MutableMapping
 from dataclasses import dataclass
-from functools import partial
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Final
 
 from .._core.files import FINGERPRINT_SCHEME
@@ -45,13 +44,6 @@ class FingerprintScheme:
         return sha256_hex(canonical_json([self.version, structure, signature.to_dict()]))
 
 
-#: Scheme 1: the class by its module path, ``extra_repr()`` and every plain public attribute.
-SCHEME_1: Final = FingerprintScheme(version=1, node=partial(structure_node, scheme=1))
-
-#: Scheme 2: what survives a library release that only rewords (see :mod:`.structure`).
+#: What this release hashes: what survives a library release that only rewords (see
+#: :mod:`.structure`).
 CURRENT_SCHEME: Final = FingerprintScheme(version=FINGERPRINT_SCHEME, node=structure_node)
-
-#: Schemes this release can compute, by version: the current one and those kept to migrate from.
-BUILTIN_SCHEMES: Final[Mapping[int, FingerprintScheme]] = MappingProxyType(
-    {s.version: s for s in (SCHEME_1, CURRENT_SCHEME)}
-)

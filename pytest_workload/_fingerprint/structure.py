@@ -1,4 +1,4 @@
-"""Structure hashes: the module-tree half of a workload's identity (fingerprint scheme 2).
+"""Structure hashes: the module-tree half of a workload's identity.
 
 A module's structure is its class by name, its plain public attributes that choose the
 architecture (``stride``, ``drop_rate``, ``num_heads``; memory addresses removed), its
@@ -94,18 +94,16 @@ NOT_ARCHITECTURE: Final = frozenset(
 )  # fmt: skip
 
 
-def _attribute_value(value: object, scheme: int) -> object:
+def _attribute_value(value: object) -> object:
     """A plain attribute as JSON, or _SKIP for anything that is not configuration. Types,
-    functions and enums go by name: like classes, they move between modules (scheme 1 named
-    them with their module)."""
+    functions and enums go by name: like classes, they move between modules."""
     if isinstance(value, enum.Enum):
-        cls = qualified_name(type(value)) if scheme == 1 else type(value).__qualname__
-        return f"{cls}.{value.name}"
+        return f"{type(value).__qualname__}.{value.name}"
     # a subclass (numpy's float64, a str subclass) as its builtin, with the same JSON:
     # what an xdist worker sends its controller must be builtins only
     if isinstance(value, str):
         return ADDRESS.sub("0x?", str(value))
-    if isinstance(value, int) and abs(value) >= INT_BOUND and scheme > 1:
+    if isinstance(value, int) and abs(value) >= INT_BOUND:
         return hex(value)  # text, as a non-finite float: no stored number is this long
     if value is None or isinstance(value, bool):
         return value
@@ -114,11 +112,9 @@ def _attribute_value(value: object, scheme: int) -> object:
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else repr(float(value))
     if isinstance(value, (tuple, list)):
-        items = [_attribute_value(v, scheme) for v in value]
+        items = [_attribute_value(v) for v in value]
         return _SKIP if any(v is _SKIP for v in items) else items
     if isinstance(value, (FunctionType, BuiltinFunctionType, type)):
-        if scheme == 1:
-            return f"{getattr(value, '__module__', None)}.{value.__qualname__}"
         return str(value.__qualname__)
     import torch
 
@@ -127,14 +123,14 @@ def _attribute_value(value: object, scheme: int) -> object:
     return _SKIP
 
 
-def _attributes(module: nn.Module, scheme: int) -> dict[str, Json]:
+def _attributes(module: nn.Module) -> dict[str, Json]:
     out: dict[str, Json] = {}
     for name, value in vars(module).items():
         if name.startswith("_") or name == "training":
             continue
-        if scheme > 1 and (name in NOT_ARCHITECTURE or value is None or value is False):
+        if name in NOT_ARCHITECTURE or value is None or value is False:
             continue
-        described = _attribute_value(value, scheme)
+        described = _attribute_value(value)
         if described is not _SKIP:
             out[name] = described  # type: ignore[assignment]
     return out
@@ -187,31 +183,22 @@ def canonical_code(code: str) -> str:
     return _NUMBERED.sub(renumber, code)
 
 
-def structure_node(module: nn.Module, children: list[Json], scheme: int = 2) -> dict[str, Json]:
+def structure_node(module: nn.Module, children: list[Json]) -> dict[str, Json]:
     """One module's description (its children given as hashes): every key enters its hash
-    except those in :data:`~pytest_workload._workload.modules.DESCRIPTION_ONLY`.
-
-    ``scheme=1`` gives what fingerprint scheme 1 hashed, kept to verify and migrate its
-    snapshots: the class with its module path, the ``extra_repr()`` text (with a scripted
-    module's code as it is) and every plain public attribute."""
+    except those in :data:`~pytest_workload._workload.modules.DESCRIPTION_ONLY`."""
     scripted, code = is_scripted(module), None
     if scripted:  # its TorchScript code is its computation, which no hook can see
         # A scripted module without forward has no code: older torch raises a RuntimeError,
         # torch 2.14 an AttributeError (a container such as torchvision's IntermediateLayerGetter).
         with contextlib.suppress(RuntimeError, AttributeError):
             code = str(module.code)
-    node: dict[str, Json]
-    if scheme == 1:
-        config = module.extra_repr() if code is None else f"{module.extra_repr()}\n{code}"
-        node = {"class": class_name(module), "config": ADDRESS.sub("0x?", config)}
-    else:
-        node = {"class": _short_class(module), "class_path": class_name(module)}
-    node["attributes"] = _attributes(module, scheme)
+    node: dict[str, Json] = {"class": _short_class(module), "class_path": class_name(module)}
+    node["attributes"] = _attributes(module)
     node["training"] = module.training
     node["parameters"] = tensor_entries(own_parameters(module))
     node["buffers"] = tensor_entries(own_buffers(module))
     node["children"] = children
-    if scripted and scheme > 1:
+    if scripted:
         node["code"] = None if code is None else canonical_code(code)
     return node
 

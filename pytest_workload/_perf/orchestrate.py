@@ -21,7 +21,6 @@ from .._core.text import one_line
 from .._workload.timing import (
     BUDGET_SPENT,
     FIRST_CALL,
-    NOT_MEASURED,
     OFF,
     REPLAYED,
     UNMARKED,
@@ -30,6 +29,7 @@ from .._workload.timing import (
     XDIST_NOT_MEASURED,
     XDIST_OBSERVED,
     Measured,
+    Method,
     Timing,
     not_measured,
     observed,
@@ -151,23 +151,30 @@ class RecordedCall:
     observed_s: tuple[float, ...] = ()
 
 
-def _observed(call: RecordedCall, how: str, unobserved: str) -> tuple[Timing | None, str]:
+def _observed(call: RecordedCall, how: Method, unobserved: Method) -> tuple[Timing | None, Method]:
     if not call.observed_s:
         return None, unobserved
     return summarize(list(call.observed_s), call.device, "recorded calls"), how
 
 
 def _done(
-    call: RecordedCall, timing: Timing | None, how: str, line: str | None, result: Measurement
+    call: RecordedCall,
+    timing: Timing | None,
+    how: Method,
+    line: Method | str | None,
+    result: Measurement,
 ) -> tuple[Measurement, str | None]:
+    """The measurement, and its line for the report; FLOPs not counted say the line's why."""
+    flops_how: Method
     if call.flops is not None:
         flops, flops_how = call.flops, FIRST_CALL
     elif result.flops is not None:
         flops, flops_how = result.flops, REPLAYED
     else:
         reason = line or "no replay counted them"
-        flops, flops_how = None, reason if reason.startswith(NOT_MEASURED) else not_measured(reason)
-    return replace(result, timing=timing, flops=flops, measured=Measured(how, flops_how)), line
+        flops, flops_how = None, reason if isinstance(reason, Method) else not_measured(reason)
+    measured = replace(result, timing=timing, flops=flops, measured=Measured(how, flops_how))
+    return measured, None if line is None else str(line)
 
 
 def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measurement, str | None]:
@@ -178,8 +185,8 @@ def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measu
         return _done(call, None, why, why, none)
     if call.unsafe is not None:
         if policy is None:
-            line = None if call.flops is not None else not_measured(call.unsafe)
-            return _done(call, None, OFF, line, none)
+            unsafe = None if call.flops is not None else not_measured(call.unsafe)
+            return _done(call, None, OFF, unsafe, none)
         timing, how = _observed(
             call,
             observed(call.unsafe),
@@ -205,7 +212,7 @@ def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measu
 
 
 def _without_replay(
-    call: RecordedCall, timing: Timing | None, how: str
+    call: RecordedCall, timing: Timing | None, how: Method
 ) -> tuple[Measurement, str | None]:
     """FLOPs as always (a replay counts them where the first call could not); the timing
     comes from elsewhere."""

@@ -32,7 +32,7 @@ from .._perf import device_of
 from .._torch_internals import own_parameters
 from .._workload.modules import hash_without_dtypes
 from .._workload.signature import InputSignature
-from .._workload.workload import AlternateHash, ParamStats
+from .._workload.workload import ParamStats
 from .plan import Plan, build_plan, untraced
 
 if TYPE_CHECKING:
@@ -92,7 +92,6 @@ class Identity:
     params: ParamStats
     arg_names: tuple[str, ...]
     submodules: tuple[tuple[str, str], ...]
-    alternates: tuple[AlternateHash, ...]
     output: Json
     device: str
     #: Whether a clock read around a call times its execution: on CUDA or MPS the call
@@ -108,8 +107,6 @@ class IdentityCache:
 
     def __init__(self, describe: Describer | None) -> None:
         self.scheme: FingerprintScheme = CURRENT_SCHEME
-        #: older schemes to hash under too (``--workload-migrate``)
-        self.alternates: tuple[FingerprintScheme, ...] = ()
         self._describe = describe
         self._known: dict[_IdentityKey, Identity] = {}
         self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
@@ -219,7 +216,6 @@ class IdentityCache:
             params=param_stats(target, self._stats_memo),
             arg_names=self._names_of_arguments(target),
             submodules=child_structure_hashes(target, memo, self.scheme.node),
-            alternates=tuple(_alternate(s, target, signature) for s in self.alternates),
             output=output,
             device=device,
             clocked=device == "cpu",
@@ -291,8 +287,3 @@ def _subtree(module: nn.Module, memo: WatchMemo, tensor: type) -> tuple[_Watched
         seen += _subtree(child, memo, tensor)
     memo[id(module)] = (module, tuple(seen))
     return memo[id(module)][1]
-
-
-def _alternate(scheme: FingerprintScheme, target: nn.Module, sig: InputSignature) -> AlternateHash:
-    structure = scheme.structure_hash(target)
-    return AlternateHash(scheme.version, structure, scheme.workload_hash(structure, sig))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -38,7 +38,7 @@ from .stack import CallStack, Keyer
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["Keyer", "SessionRecorder", "WorkloadRecorder"]
+__all__ = ["Keyer", "WorkloadRecorder", "hashing_under"]
 
 M = TypeVar("M", bound="nn.Module")
 
@@ -256,18 +256,10 @@ class WorkloadRecorder:
             raise RuntimeError(f"recording for {self.nodeid} has ended")
 
 
-class SessionRecorder(WorkloadRecorder):
-    """The plugin's recorder: it hashes under the session's ``scheme``, and for
-    ``--workload-migrate`` under the older ``alternates`` too."""
-
-    def __init__(
-        self,
-        nodeid: str,
-        scheme: FingerprintScheme,
-        alternates: Sequence[FingerprintScheme],
-        **options: Any,
-    ) -> None:
-        super().__init__(nodeid, **options)
-        assert self._identities is not None
-        self._scheme = self._identities.scheme = scheme
-        self._identities.alternates = tuple(s for s in alternates if s.version != scheme.version)
+def hashing_under(scheme: FingerprintScheme, nodeid: str, **options: Any) -> WorkloadRecorder:
+    """A recorder that hashes under the session's ``scheme``: the current one, but for the
+    tests of the gates that catch a faulty scheme (hash collapses)."""
+    recorder = WorkloadRecorder(nodeid, **options)
+    assert recorder._identities is not None
+    recorder._scheme = recorder._identities.scheme = scheme
+    return recorder

@@ -18,7 +18,7 @@ from .._fingerprint.ecosystem import library_versions
 from .._perf import Measurement, summarize
 from .._workload.modules import ModuleTable, closure, top_packages
 from .._workload.paths import name_first
-from .._workload.timing import OBSERVED, OFF, Measured, Timing, not_measured
+from .._workload.timing import OBSERVED, OFF, Measured, Timing, not_measured, observed
 from .._workload.workload import TestWorkloads, UserKey, Workload
 from .identity import Identity
 from .states import Event, Life, State, advance
@@ -258,10 +258,9 @@ def _measured(entry: Entry, timing: bool) -> Measured | None:
     elif not entry.samples_ns:
         how = not_measured("its calls were traced (which slows them): a later call times it")
     elif entry.counted:
-        observed = len(entry.samples_ns)
-        how = (
-            f"{OBSERVED} ({observed} of {entry.calls}: the later calls of a settled root run "
-            "its submodules unhooked)"
+        how = observed(
+            f"{len(entry.samples_ns)} of {entry.calls}: the later calls of a settled root run "
+            "its submodules unhooked"
         )
     else:
         how = OBSERVED
@@ -290,7 +289,6 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         total_time_s=None if not timing or entry.untimed or entry.counted else entry.total_ns / 1e9,
         submodules=identity.submodules,
         user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
-        alternates=identity.alternates,
         timing=_timing(entry),
         flops=measured.flops,
         peak_memory_bytes=measured.peak_memory_bytes,

@@ -33,7 +33,7 @@ from .._core.notes import Note
 from .._core.strict_json import Json, load_json, read_field, read_object
 from .._core.text import one_line
 from .._workload.modules import modules_to_dict, read_modules
-from .._workload.timing import BUDGET_SPENT, Measured
+from .._workload.timing import Measured
 from .._workload.workload import TestWorkloads
 from .collapse import Collapse, KeyChecks, render_collapse
 
@@ -45,7 +45,7 @@ def _count(tests: Sequence[TestWorkloads], how: Callable[[Measured], bool]) -> i
 
 def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
     """Workloads of ``tests`` that the session's timing budget left untimed."""
-    return _count(tests, lambda m: m.timing == BUDGET_SPENT)
+    return _count(tests, lambda m: m.timing.left_out == "budget")
 
 
 def count_not_replayed(tests: Sequence[TestWorkloads]) -> int:
@@ -197,8 +197,8 @@ def read_report(path: Path) -> SessionReport:
 
     Raises:
         CorruptFileError: The file cannot be read or is not a report. Its ``old`` is set for
-            a schema only a development version wrote (the message names the command that
-            regenerates it), its ``future`` for a newer schema than this release reads.
+            an older schema (the message names the command that regenerates it), its
+            ``future`` for a newer schema than this release reads.
     """
     try:
         return read_json_file(path, SessionReport.from_dict, "workload report")

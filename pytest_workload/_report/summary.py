@@ -149,7 +149,7 @@ def render_counts(tests: Sequence[TestWorkloads], budget_s: float | None) -> lis
         lines.append(
             f"pytest-workload: {untimed} {these} not timed: the session's timing budget "
             f"(--workload-session-budget={budget_s:g}) was spent; each has its hashes and FLOPs, "
-            'and says so in the JSON report ("measured": {"timing": "not measured: ..."})'
+            'and says so in the JSON report ("measured": {"timing": "not measured", ...})'
         )
     if not_replayed:
         these = "workload was" if not_replayed == 1 else "workloads were"

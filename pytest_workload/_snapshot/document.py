@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
 from .._core.errors import OldFormatError, WorkloadDataError
-from .._core.files import SCHEME_1_SNAPSHOT_FORMAT, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._core.strict_json import (
     Json,
     canonical_json,
@@ -160,8 +160,7 @@ def _fold_key(entry: SnapshotEntry) -> tuple[object, ...]:
 
 def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
     """One entry per workload: entries equal in every stored field but their paths (the
-    rows of identical layers, which a scheme 1 snapshot keeps one per path) as the first of
-    them, with every path."""
+    rows of identical layers) as the first of them, with every path."""
     folded: dict[tuple[object, ...], list[SnapshotEntry]] = {}
     for entry in entries:
         folded.setdefault(_fold_key(entry), []).append(entry)
@@ -176,8 +175,8 @@ def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
 @dataclass(frozen=True)
 class SnapshotDocument:
     """A test's workload table as its snapshot file stores it, with each distinct computation
-    and module description once, and the library versions (a scheme 1 snapshot may have none
-    of those). Only the entries, folded, decide a match."""
+    and module description once, and the library versions. Only the entries decide a
+    match."""
 
     scheme: int
     entries: tuple[SnapshotEntry, ...]
@@ -227,13 +226,12 @@ class SnapshotDocument:
                 f"snapshot format {version} is not supported (this release reads format "
                 f"{SNAPSHOT_FORMAT}); upgrade pytest-workload or regenerate the snapshot"
             )
-        if version != SNAPSHOT_FORMAT and (version, scheme) != (SCHEME_1_SNAPSHOT_FORMAT, 1):
+        if version != SNAPSHOT_FORMAT:
             raise OldFormatError(f"snapshot format {version}", f"format {SNAPSHOT_FORMAT}")
         entries = []
         for row, data in enumerate(read_field(d, "workloads", list)):
             try:
-                if version == SNAPSHOT_FORMAT:
-                    _check_written(data)
+                _check_written(data)
                 entries.append(SnapshotEntry.from_dict(data))
             except WorkloadDataError as exc:
                 raise WorkloadDataError(f"workload {row}: {exc}") from None
@@ -250,7 +248,7 @@ class SnapshotDocument:
             raise WorkloadDataError("libraries must map distribution names to versions")
         return cls(
             scheme=scheme,
-            entries=fold(entries),
+            entries=tuple(entries),
             computations=computations,
             modules=read_modules(d.get("modules", {})),
             libraries=libraries,

@@ -233,24 +233,6 @@ def _short_class(description: Mapping[str, Json]) -> str:
     return str(name).rsplit(".", 1)[-1] if name is not None else "module"
 
 
-def _config_text(old: str, new: str) -> str:
-    """The old text whole, the new one with the comma-separated parts it shares with the
-    old at either end shown as ``...``: ``'4, eps=1e-05, affine=True' -> '..., bias=True,
-    ...'``."""
-    a, b = old.split(", "), new.split(", ")
-    start = 0
-    while start < min(len(a), len(b)) and a[start] == b[start]:
-        start += 1
-    end = 0
-    while end < min(len(a), len(b)) - start and a[-1 - end] == b[-1 - end]:
-        end += 1
-    middle = b[start : len(b) - end]
-    if start == end == 0 or not middle:
-        return f"config {old!r} -> {new!r}"
-    shown = (["..."] if start else []) + middle + (["..."] if end else [])
-    return f"config {old!r} -> {', '.join(shown)!r}"
-
-
 def _tensors(kind: str, old: Json, new: Json) -> Iterator[str]:
     def by_name(entries: Json) -> dict[str, list[Json]]:
         rows = entries if isinstance(entries, list) else []
@@ -293,8 +275,6 @@ def own_changes(old: Mapping[str, Json], new: Mapping[str, Json]) -> list[str]:
             continue
         if key == "class":
             lines.append(f"class {a} -> {b}")
-        elif key == "config" and isinstance(a, str) and isinstance(b, str):
-            lines.append(_config_text(a, b))
         elif key == "attributes":
             lines.extend(_attributes(a, b))
         elif key in ("parameters", "buffers"):
@@ -311,7 +291,7 @@ def field_changes(
 ) -> list[FieldChange] | None:
     """Every changed field between two module trees, walked side by side through the stored
     descriptions down every path whose hash differs; None when a description is missing (a
-    scheme 1 snapshot stores none)."""
+    hand-edited snapshot)."""
     if old == new:
         return []
     a, b = old_table.get(old), new_table.get(new)

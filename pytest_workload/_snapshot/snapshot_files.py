@@ -15,7 +15,7 @@ from .._core.errors import CorruptFileError, OldFormatError, WorkloadDataError
 from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY, outside, read_text
 from .._core.strict_json import load_json
 from .._core.text import Commands, one_line, short
-from .._fingerprint.scheme import BUILTIN_SCHEMES
+from .._fingerprint.scheme import CURRENT_SCHEME
 from .document import SnapshotDocument
 
 #: Where workload snapshots live, beside each test module: not syrupy's ``__snapshots__``.
@@ -60,13 +60,10 @@ def _too_new(data: object, scheme: int) -> str | None:
 
 def _unverified(stored: SnapshotDocument) -> str | None:
     """Why a stored table is not what it claims: an entry whose hash is not the hash of its
-    own structure hash and input under the scheme the file names (checked for the schemes
-    this release computes)."""
-    scheme = BUILTIN_SCHEMES.get(stored.scheme)
-    if scheme is None:
-        return None
+    own structure hash and input under the scheme the file names (this release's: one of
+    another is refused before)."""
     for i, e in enumerate(stored.entries):
-        computed = scheme.workload_hash(e.structure_hash, e.input_signature)
+        computed = CURRENT_SCHEME.workload_hash(e.structure_hash, e.input_signature)
         if computed != e.hash:
             return (
                 f"workload {i} ({e.label}) stores hash {short(e.hash)}, but its structure hash "
@@ -81,7 +78,7 @@ class Stored:
     """What the stored file holds, as far as the gate must know before comparing."""
 
     corrupt: str | None = None
-    #: ``corrupt`` says the file is of a format no release wrote: regenerating it is due.
+    #: ``corrupt`` says the file is of an older format or scheme: regenerating it is due.
     old: bool = False
     #: The stored table, where it reads (also when ``corrupt`` says a hash is not verified).
     document: SnapshotDocument | None = None
@@ -106,6 +103,9 @@ def _read_stored(path: Path, scheme: int) -> Stored | str:
         return Stored(corrupt=str(exc), old=True)
     except WorkloadDataError as exc:
         return Stored(corrupt=str(exc))
+    if stored.scheme < scheme:
+        old = OldFormatError(f"fingerprint scheme {stored.scheme}", f"scheme {scheme}")
+        return Stored(corrupt=str(old), old=True)
     return Stored(corrupt=_unverified(stored), document=stored)
 
 

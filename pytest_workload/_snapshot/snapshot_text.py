@@ -1,23 +1,23 @@
-"""What the snapshot gate says: the failure texts of a changed table, and the two rewrites
-``--snapshot-update`` narrows to, each checked first: a migration (``--workload-migrate``) and
-an accepted library upgrade (``--workload-accept-upgrade``), which may reword a module's
-configuration, attributes or class path but nothing the computation depends on."""
+"""What the snapshot gate says: the failure texts of a changed table, and the rewrite
+``--snapshot-update`` narrows to, checked first: an accepted library upgrade
+(``--workload-accept-upgrade``), which may reword a module's attributes or class path but
+nothing the computation depends on."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 
 from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._core.text import _INDENT, Commands, one_line, prefix_length, short, versions_line
 from .._workload.modules import ModuleTable, child_links
-from .diff import Change, compare_documents, documents_match, paths_agree
+from .diff import Change, compare_documents, paths_agree
 from .document import SnapshotDocument, SnapshotEntry
 
 #: Submodule changes listed per message before the rest are summarised in a count.
 MAX_SUBMODULE_CHANGES = 8
 #: Description fields an upgrade may change: the wording, never the computation.
-REWORDING = frozenset({"class", "config", "attributes"})
+REWORDING = frozenset({"class", "attributes"})
 #: What a verdict says: why the rewrite is refused, or the note that it was made.
 Verdict = tuple[str | None, str | None]
 
@@ -75,13 +75,6 @@ def explain_mismatch(
     tolerance: float,
 ) -> str:
     """The failure message for a stored table that does not match the recorded one."""
-    if stored.scheme != document.scheme:
-        return (
-            f"workload snapshot {location} was written by fingerprint scheme {stored.scheme}; "
-            f"this run uses scheme {document.scheme}. Migrate it with {commands.migrate}, "
-            f"which first checks every stored hash under scheme {stored.scheme}, or "
-            f"regenerate it with {commands.accept}"
-        )
     lines = [f"workload snapshot mismatch ({location}):"]
     versions = versions_line(stored.libraries, document.libraries)
     lines += [f"  {one_line(versions)}"] if versions else []
@@ -103,36 +96,6 @@ def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
         return None
     how = "recorded" if updating else "--snapshot-update records them"
     return f"costs shrank in {shown} ({how}): " + "; ".join(lines)
-
-
-def migration_verdict(
-    stored: SnapshotDocument,
-    shown: str,
-    document: SnapshotDocument,
-    legacy: Mapping[int, SnapshotDocument],
-    commands: Commands,
-) -> Verdict:
-    """Whether an older-scheme snapshot may be rewritten under the current scheme: only if
-    its stored hashes still match under the scheme that wrote it."""
-    recorded = legacy.get(stored.scheme)
-    if recorded is None:
-        return (
-            f"cannot migrate workload snapshot {shown}: it was written by fingerprint scheme "
-            f"{stored.scheme}, which this session cannot compute (known: "
-            f"{', '.join(str(v) for v in sorted(legacy)) or 'none'}). Regenerate it with "
-            f"{commands.accept} after reviewing the change",
-            None,
-        )
-    if not documents_match(stored, recorded):
-        lines = [
-            f"refusing to migrate workload snapshot {shown} from scheme {stored.scheme} to "
-            f"{document.scheme}: under scheme {stored.scheme} the recorded workloads no longer "
-            "match the stored ones, so something changed besides the scheme:"
-        ]
-        lines += [f"  {line}" for line in render_changes(compare_documents(stored, recorded))]
-        lines.append(f"fix the regression first, or accept it with {commands.accept}")
-        return "\n".join(lines), None
-    return None, f"migrated {shown} from fingerprint scheme {stored.scheme} to {document.scheme}"
 
 
 def upgrade_verdict(
@@ -206,8 +169,6 @@ def upgrade_refusals(stored: SnapshotDocument, recorded: SnapshotDocument) -> li
     """Why the recorded table is more than an upgrade of the stored one (empty: it is not).
 
     Workloads are paired in order: an upgrade changes hashes, never which calls ran."""
-    if stored.scheme != recorded.scheme:
-        return [f"fingerprint scheme {stored.scheme} -> {recorded.scheme} (migrate it instead)"]
     if len(stored.entries) != len(recorded.entries):
         return [f"{len(stored.entries)} workloads stored, {len(recorded.entries)} recorded"]
     before, after = _skeletons(stored.modules), _skeletons(recorded.modules)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,15 +24,13 @@ from .._core.errors import FileWriteError
 from .._core.files import restore, write_text_atomic
 from .._core.notes import GateResult, Note
 from .._core.text import PLAIN, Commands, one_line
-from .._fingerprint.scheme import FingerprintScheme
 from .._workload.workload import TestWorkloads
 from .diff import documents_match, shrunk, signature_changes
-from .document import SnapshotDocument, SnapshotEntry, fold
+from .document import SnapshotDocument
 from .snapshot_files import SNAPSHOT_DIRNAME, SNAPSHOT_SUFFIX, inspect, snapshot_stem
 from .snapshot_text import (
     Verdict,
     explain_mismatch,
-    migration_verdict,
     missing,
     shrunk_note,
     signature_note,
@@ -155,12 +152,9 @@ def _use(snapshot: SnapshotAssertion) -> str | None:
 @dataclasses.dataclass
 class SnapshotGate:
     """Compares each test's table, recorded under the session's scheme (under
-    ``--snapshot-update``, syrupy writes the ones that differ); ``migrate`` narrows the update
-    to tables stored by one of ``legacy_schemes`` that still verify under it, and
-    ``accept_upgrade`` to tables whose change is only a library upgrade's."""
+    ``--snapshot-update``, syrupy writes the ones that differ); ``accept_upgrade`` narrows the
+    update to tables whose change is only a library upgrade's."""
 
-    legacy_schemes: Sequence[FingerprintScheme] = ()
-    migrate: bool = False
     accept_upgrade: bool = False
     rootdir: Path | None = None
     commands: Commands = PLAIN
@@ -214,7 +208,7 @@ class SnapshotGate:
         judge_signatures: bool,
     ) -> Verdict:
         """The failure or the note of one table. A narrowed ``--snapshot-update`` allows only
-        its one rewrite (a migration, an accepted upgrade); any other change fails and leaves
+        its one rewrite (an accepted upgrade); any other change fails and leaves
         the file as it is. Without ``judge_signatures`` (a test recorded only by
         ``--workload-record=all``: its inputs may follow its data), a change in call signatures
         alone is a note, and the stored table is kept as it is, unless ``--snapshot-update``
@@ -224,8 +218,7 @@ class SnapshotGate:
         assertion = snapshot.with_defaults(extension_class=WorkloadSnapshotExtension)
         location = _location(assertion)
         shown = _display(location, self.rootdir)
-        legacy = self._legacy_documents(test) if self.migrate else None
-        narrowed_to_one = legacy is not None or self.accept_upgrade
+        narrowed_to_one = self.accept_upgrade
         repair = updating and not narrowed_to_one
         stored = inspect(location, shown, document, self.rootdir, commands, repair=repair)
         if isinstance(stored, str):
@@ -245,12 +238,8 @@ class SnapshotGate:
             refusal: str | None
             if old is None:
                 refusal = missing(shown, commands)
-            elif legacy is not None and old.scheme != document.scheme:
-                refusal, note = migration_verdict(old, shown, document, legacy, commands)
-            elif self.accept_upgrade and old.scheme == document.scheme:
-                refusal, note = upgrade_verdict(old, shown, document, commands)
             else:
-                refusal = explain_mismatch(shown, old, document, commands, tolerance)
+                refusal, note = upgrade_verdict(old, shown, document, commands)
             if refusal is not None:
                 self.keep(snapshot)
                 return refusal, None
@@ -273,26 +262,6 @@ class SnapshotGate:
         if old is None:
             return missing(shown, commands), None
         return explain_mismatch(shown, old, document, commands, tolerance), None
-
-    def _legacy_documents(self, test: TestWorkloads) -> dict[int, SnapshotDocument]:
-        """The test's table as each older scheme would have written it."""
-        documents = {}
-        for scheme in self.legacy_schemes:
-            alternate = {
-                w.hash: a for w in test for a in w.alternates if a.scheme == scheme.version
-            }
-            entries = fold(
-                dataclasses.replace(
-                    SnapshotEntry.from_workload(w),
-                    structure_hash=alternate[w.hash].structure_hash,
-                    hash=alternate[w.hash].hash,
-                    parent=None if w.parent is None else alternate[w.parent].hash,
-                )
-                for w in test
-            )
-            computations = SnapshotDocument.of(scheme.version, test).computations
-            documents[scheme.version] = SnapshotDocument(scheme.version, entries, computations)
-        return documents
 
 
 def _write_error(assertion: SnapshotAssertion) -> str:

@@ -232,9 +232,7 @@ def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
     if not all(isinstance(v, str) for v in submodules.values()):
         raise WorkloadDataError("submodules must map names to structure hashes")
     name = read_field(d, "name", str)
-    patterns = read_field(d, "paths", list, optional=True)
-    # without patterns, a scheme 1 snapshot's entry, which keeps one entry per path
-    paths = [name] if patterns is None else expand_paths(patterns)
+    paths = expand_paths(read_field(d, "paths", list))
     if name not in paths:
         raise WorkloadDataError(f"name {name!r} is not one of its paths")
     return {

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, Literal
 
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import Json, read_field, read_object
@@ -146,86 +146,131 @@ def _interval(d: Mapping[str, Any], name: str, of: str, value: float | None) -> 
     return low, high
 
 
-#: Timing by replaying the first call under its captured state, isolated from the program.
-REPLAYED: Final = "replayed"
+#: How a timing or a FLOP count was obtained; "observed calls" (a timing) says why the workload
+#: was not replayed where that has a reason, "not measured" always says why.
+MethodKind = Literal["replayed", "observed calls", "off", "first call", "not measured"]
+TIMING_KINDS: Final = ("replayed", "observed calls", "off", "not measured")
+FLOPS_KINDS: Final = ("first call", "replayed", "not measured")
+#: Why the plugin left a top-level workload unreplayed though a replay could have timed it:
+#: beside other xdist workers, in an unmarked test, or with the session's timing budget spent.
+LeftOut = Literal["xdist", "unmarked", "budget"]
+LEFT_OUT: Final = ("xdist", "unmarked", "budget")
+
+
+@dataclass(frozen=True)
+class Method:
+    """How one number was obtained: a kind, a free reason, and for a timing left out on
+    purpose, by which policy (``left_out``). Rendered as a sentence only where it is shown."""
+
+    kind: MethodKind
+    reason: str | None = None
+    left_out: LeftOut | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "not measured":
+            return f"not measured: {self.reason}"
+        return self.kind if self.reason is None else f"{self.kind} ({self.reason})"
+
+
+#: Timing by replaying the first call under its captured state, isolated from the program;
+#: for FLOPs, counted on such a replay.
+REPLAYED: Final = Method("replayed")
 #: Timing from the calls the test made (submodules, or a root whose replay was not isolated).
-OBSERVED: Final = "observed calls"
+OBSERVED: Final = Method("observed calls")
 #: FLOPs counted on the test's own first call of the workload.
-FIRST_CALL: Final = "first call"
+FIRST_CALL: Final = Method("first call")
 #: Timing turned off for the session.
-OFF: Final = "off"
-#: The prefix of a reason something was not obtained.
-NOT_MEASURED: Final = "not measured: "
+OFF: Final = Method("off")
+
+
+def not_measured(reason: str, left_out: LeftOut | None = None) -> Method:
+    return Method("not measured", reason, left_out)
+
+
+def observed(why: str, left_out: LeftOut | None = None) -> Method:
+    """Timing from the calls the test made, and why the workload was not replayed."""
+    return Method("observed calls", why, left_out)
+
+
 #: Timing left out because the session's timing budget was used up.
-BUDGET_SPENT: Final = NOT_MEASURED + "the session's timing budget was spent"
+BUDGET_SPENT: Final = not_measured("the session's timing budget was spent", "budget")
 #: Why a top-level workload was not replayed for timing: beside other xdist workers (the drift
 #: gate relaxed) a replayed timing is biased, and could gate nothing.
 XDIST_SHARED: Final = (
     "xdist workers share the cores: replays are left to a run in one process or to "
     "--workload-perf=strict"
 )
-
-
-def not_measured(reason: str) -> str:
-    return NOT_MEASURED + reason
-
-
-def observed(why: str) -> str:
-    """Timing from the calls the test made, and why the workload was not replayed."""
-    return f"{OBSERVED} ({why})"
-
-
 #: Why a top-level workload was not replayed at all: its test did not ask for timing (no
 #: marker, no ``workloads`` fixture), and replays would multiply an unedited suite's time.
 UNMARKED: Final = "unmarked tests recorded by --workload-record=all are not replayed"
 
 
-def _unreplayed(why: str) -> tuple[str, str]:
+def _unreplayed(why: str, left_out: LeftOut) -> tuple[Method, Method]:
     """How a workload left unreplayed for ``why`` was timed: from the test's own calls, or not
     at all where none was observed."""
-    return observed(why), not_measured(f"no call was observed untraced, and {why}")
+    unobserved = f"no call was observed untraced, and {why}"
+    return observed(why, left_out), not_measured(unobserved, left_out)
 
 
-XDIST_OBSERVED, XDIST_NOT_MEASURED = _unreplayed(XDIST_SHARED)
-UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED = _unreplayed(UNMARKED)
+XDIST_OBSERVED, XDIST_NOT_MEASURED = _unreplayed(XDIST_SHARED, "xdist")
+UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED = _unreplayed(UNMARKED, "unmarked")
 
 
-def _check(value: str, what: str, allowed: tuple[str, ...]) -> None:
-    """One of ``allowed``, possibly followed by " (why)", or "not measured: why"."""
-    if value.split(" (", 1)[0] not in allowed and not value.startswith(NOT_MEASURED):
-        raise WorkloadDataError(f"{what} {value!r} is not one of {allowed} nor {NOT_MEASURED}...")
+def _check(method: Method, what: str, kinds: tuple[str, ...]) -> None:
+    if method.kind not in kinds:
+        raise WorkloadDataError(f"{what} {method.kind!r} is not one of {kinds}")
+    if method.kind == "not measured" and not method.reason:
+        raise WorkloadDataError(f"{what} 'not measured' needs a reason")
+    if method.left_out is not None and method.left_out not in LEFT_OUT:
+        raise WorkloadDataError(f"{what} left out {method.left_out!r} is not one of {LEFT_OUT}")
+
+
+def _read_method(d: Mapping[str, Any], name: str) -> Method:
+    left_out = read_field(d, f"{name}_left_out", str, optional=True) if name == "timing" else None
+    return Method(
+        read_field(d, name, str),  # (checked by Measured)
+        read_field(d, f"{name}_reason", str, optional=True),
+        left_out,
+    )
 
 
 @dataclass(frozen=True)
 class Measured:
-    """``timing``: "replayed", "observed calls (<why not replayed>)", "off" or
-    "not measured: <why>";
-    ``flops``: "first call", "replayed" or "not measured: <why>"."""
+    """How a workload's ``timing`` and ``flops`` were obtained: ``timing`` is "replayed",
+    "observed calls" (why it was not replayed, where that has a reason), "off" or "not
+    measured" (why); ``flops`` is "first call", "replayed" or "not measured" (why)."""
 
-    timing: str
-    flops: str
+    timing: Method
+    flops: Method
 
     def __post_init__(self) -> None:
-        _check(self.timing, "measured.timing", (REPLAYED, OBSERVED, OFF))
-        _check(self.flops, "measured.flops", (FIRST_CALL, REPLAYED))
+        _check(self.timing, "measured.timing", TIMING_KINDS)
+        _check(self.flops, "measured.flops", FLOPS_KINDS)
+        if self.flops.left_out is not None:
+            raise WorkloadDataError("measured.flops is never left out")
 
     @property
     def unreplayed_for_xdist(self) -> bool:
         """Whether the timing was not replayed because xdist workers shared the cores: it is
         judged against no baseline, and the session counts it."""
-        return self.timing in (XDIST_OBSERVED, XDIST_NOT_MEASURED)
+        return self.timing.left_out == "xdist"
 
     @property
     def unreplayed(self) -> bool:
         """Whether the timing was left unreplayed on purpose (beside xdist workers, or in an
         unmarked test): a few of the test's own calls, judged against no baseline."""
-        unmarked = (UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
-        return self.unreplayed_for_xdist or self.timing in unmarked
+        return self.timing.left_out in ("xdist", "unmarked")
 
     def to_dict(self) -> dict[str, Json]:
-        return asdict(self)
+        return {
+            "timing": self.timing.kind,
+            "timing_reason": self.timing.reason,
+            "timing_left_out": self.timing.left_out,
+            "flops": self.flops.kind,
+            "flops_reason": self.flops.reason,
+        }
 
     @classmethod
     def from_dict(cls, data: object) -> Measured:
         d = read_object(data, "measured")
-        return cls(timing=read_field(d, "timing", str), flops=read_field(d, "flops", str))
+        return cls(timing=_read_method(d, "timing"), flops=_read_method(d, "flops"))

@@ -70,27 +70,6 @@ class UserKey:
 
 
 @dataclass(frozen=True)
-class AlternateHash:
-    """The same workload fingerprinted under another scheme (kept to verify migrations)."""
-
-    scheme: int
-    structure_hash: str
-    hash: str
-
-    def to_dict(self) -> dict[str, Json]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: object) -> AlternateHash:
-        d = read_object(data, "alternate hash")
-        return cls(
-            read_field(d, "scheme", int),
-            read_field(d, "structure_hash", str),
-            read_field(d, "hash", str),
-        )
-
-
-@dataclass(frozen=True)
 class Workload(Paths):
     """One workload as one test saw it: one module structure called with one input signature.
 
@@ -125,7 +104,6 @@ class Workload(Paths):
         submodules: ``(name, structure hash)`` of each direct child.
         user_keys: Keys the ``pytest_workload_key`` hook returned, with the calls that got
             each.
-        alternates: Its hashes under older fingerprint schemes (for a migration).
         timing: Its per-call time, measured after the test; None when not timed.
         flops: Floating-point operations per call; None where unknown.
         peak_memory_bytes: CUDA memory a replayed call allocated at its peak, beyond what was
@@ -160,7 +138,6 @@ class Workload(Paths):
     total_time_s: float | None = None
     submodules: tuple[tuple[str, str], ...] = ()
     user_keys: tuple[UserKey, ...] = ()
-    alternates: tuple[AlternateHash, ...] = ()
     timing: Timing | None = None
     flops: int | None = None
     peak_memory_bytes: int | None = None
@@ -209,7 +186,6 @@ class Workload(Paths):
             "total_time_s": self.total_time_s,
             "submodules": dict(self.submodules),
             "user_keys": [k.to_dict() for k in self.user_keys],
-            "alternate_hashes": [a.to_dict() for a in self.alternates],
             "timing": None if self.timing is None else self.timing.to_dict(),
             "flops": self.flops,
             "peak_memory_bytes": self.peak_memory_bytes,
@@ -241,10 +217,6 @@ class Workload(Paths):
             total_time_s=read_field(d, "total_time_s", float, int, optional=True),
             user_keys=tuple(
                 UserKey.from_dict(k) for k in read_field(d, "user_keys", list, optional=True) or ()
-            ),
-            alternates=tuple(
-                AlternateHash.from_dict(a)
-                for a in read_field(d, "alternate_hashes", list, optional=True) or ()
             ),
             timing=None if d.get("timing") is None else Timing.from_dict(d["timing"]),
             flops=read_count(d, "flops", 0, optional=True),
