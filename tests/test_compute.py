@@ -166,6 +166,7 @@ STEPS = {
     "bool": lambda y, m: y.tanh() if y.sum() > 0 else y.sigmoid(),
     "tolist": lambda y, m: y[: len([v for v in y[:, 0].tolist() if v > 0]) + 1],
     "int": lambda y, m: y[: int(y[0, 0] > 0) + 1],
+    "float": lambda y, m: y[: (float(y[0, 0]) > 0) + 1],
     "a parameter": lambda y, m: y.tanh() if m.out.weight.sum() > 0 else y.sigmoid(),
     "a random draw": lambda y, m: y.tanh() if torch.rand(1).item() > 0.5 else y.sigmoid(),
     "nms": lambda y, m: y[nms(torch.cat([y[:, :2], y[:, :2] + 1], 1), y[:, 2], 0.5)],

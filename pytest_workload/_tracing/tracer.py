@@ -290,7 +290,7 @@ def _mode_class() -> type:
                 out, flops = func(*args, **kwargs), None
             try:
                 with DisableTorchFunction():
-                    event = follows_data(name, args, kwargs, trace.carries_data)
+                    event = follows_data(func, name, args, kwargs, trace.carries_data)
                     made = [out] if isinstance(out, Tensor) else tensor_list((out,))
                     if event or made or written:
                         tensors = Tensors(args, kwargs, made)
