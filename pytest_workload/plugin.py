@@ -15,8 +15,9 @@ from ._core.text import one_line, terminal_text
 from ._fingerprint.scheme import BUILTIN_SCHEMES, CURRENT_SCHEME, FingerprintScheme
 from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
 from ._perf.orchestrate import TimingProgress
+from ._recording.fixture_calls import module_calls
 from ._recording.recorder import WorkloadRecorder
-from ._report.summary import junit_properties, render_counts, render_report
+from ._report.summary import junit_properties, render_counts, render_report, render_stops
 from ._session import WorkloadSession
 
 if TYPE_CHECKING:
@@ -99,6 +100,8 @@ RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
 #: Why the JSON report could not be written, for the terminal summary.
 JSON_ERROR_KEY = pytest.StashKey[str]()
 SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
+#: Fixtures that called a model in their setup: by name, the node ids they were defined for.
+MODEL_FIXTURES_KEY = pytest.StashKey[dict[str, set[str]]]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -202,6 +205,25 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     node.config.stash[SESSION_KEY].set_collection_order(ids)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: Any
+) -> Generator[None, Any, Any]:
+    with module_calls() as called:
+        result = yield
+    if called:
+        found = request.config.stash.setdefault(MODEL_FIXTURES_KEY, {})
+        found.setdefault(fixturedef.argname, set()).add(fixturedef.baseid)
+    return result
+
+
+def _model_fixtures(item: pytest.Item) -> list[str]:
+    """The fixtures ``item`` used that called a model in their setup."""
+    found = item.config.stash.get(MODEL_FIXTURES_KEY, {})
+    names = getattr(item, "fixturenames", ())
+    return [n for n in names if any(item.nodeid.startswith(b) for b in found.get(n, ()))]
+
+
 @pytest.fixture(autouse=True)
 def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadRecorder | None]:
     item = request.node
@@ -273,6 +295,7 @@ def _finish(item: pytest.Item, recorder: WorkloadRecorder, *, passed: bool) -> N
         item.stash.get(SNAPSHOT_KEY, None),
         passed=passed,
         tolerance=None if mark is None else mark.perf_tolerance,
+        fixtures=_model_fixtures(item),
     )
     item.user_properties.extend(junit_properties(outcome.test))
     for warning in outcome.warnings:
@@ -311,6 +334,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             regressions=session.regressions,
         )
         _write(terminalreporter, "Workloads discovered", report, "=")
+        _write(terminalreporter, "workload compute hash stops", render_stops(session.tests))
     perf_notes, notes = session.note_lines(quiet=quiet)
     _write(terminalreporter, None if quiet else "workload performance", perf_notes)
     unchecked = session.unchecked_line()

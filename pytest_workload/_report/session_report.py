@@ -33,7 +33,7 @@ from .._core.notes import Note
 from .._core.strict_json import Json, load_json, read_field, read_object
 from .._core.text import one_line
 from .._workload.modules import modules_to_dict, read_modules
-from .._workload.timing import BUDGET_SPENT, Measured
+from .._workload.timing import BUDGET_SPENT, OFF, REPLAYED, Measured
 from .._workload.workload import TestWorkloads
 from .collapse import Collapse, KeyChecks, render_collapse
 
@@ -46,6 +46,12 @@ def _count(tests: Sequence[TestWorkloads], how: Callable[[Measured], bool]) -> i
 def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
     """Workloads of ``tests`` that the session's timing budget left untimed."""
     return _count(tests, lambda m: m.timing == BUDGET_SPENT)
+
+
+def count_not_measured(tests: Sequence[TestWorkloads]) -> int:
+    """Top-level workloads of ``tests`` that no replay timed (left to the test's own calls, or
+    not timed at all), while timing was on."""
+    return _count(tests, lambda m: m.timing not in (REPLAYED, OFF))
 
 
 def count_not_replayed(tests: Sequence[TestWorkloads]) -> int:
