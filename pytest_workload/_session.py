@@ -198,7 +198,9 @@ class WorkloadSession:
                 self.perf_notes.append(Note(recorder.nodeid, one_line(problem), "measurement"))
         test = replace(recorder.workloads(), fixtures=tuple(fixtures))
         self.add(test)
-        if snapshot is not None and not (passed and self.settings.snapshot):
+        if snapshot is not None and not self.settings.snapshot:
+            self.snapshots.skip(snapshot)
+        elif snapshot is not None and not passed:
             self.snapshots.keep(snapshot)  # a failed test's table says nothing
         if not passed:
             return Outcome(test)

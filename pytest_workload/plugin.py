@@ -244,7 +244,7 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
     )
     item.stash[RECORDER_KEY] = recorder
     if request.config.pluginmanager.hasplugin("syrupy"):
-        # also without the gate: a stored table is then kept as used, not deleted as unused
+        # also without the gate: a stored table is then counted as not checked
         item.stash[SNAPSHOT_KEY] = request.getfixturevalue("snapshot")
     yield recorder
     recorder.release()
