@@ -5,9 +5,12 @@ fixture's setup, and the tests that use a fixture that ran a model say so."""
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+from .recorder import COMPILE_HOOK_WARNING
 
 
 @contextmanager
@@ -39,7 +42,10 @@ def module_calls() -> Iterator[list[str]]:
         register_module_forward_hook(leave, always_call=True),
     )
     try:
-        yield called
+        with warnings.catch_warnings():
+            # (torch.compile warns while a global hook exists: a fixture may compile its model)
+            warnings.filterwarnings("ignore", message=COMPILE_HOOK_WARNING)
+            yield called
     finally:
         for handle in handles:
             handle.remove()
