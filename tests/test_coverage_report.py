@@ -115,8 +115,8 @@ def test_the_summary_line_counts_the_workloads_no_replay_timed(pytester):
     # (unmarked tests recorded by --workload-record=all are not replayed)
     result.stdout.fnmatch_lines(
         [
-            "3 tests recorded 3 workloads (3 top-level, 3 distinct hashes, 3 top-level not timed "
-            "by a replay); no collapse; 2 tests with a compute hash that stops early (below) across "
-            "the session"
+            "3 tests recorded 3 workloads (3 top-level, 3 distinct hashes, 3 top-level not "
+            "timed by a replay); no collapse; 2 tests with a compute hash that stops early "
+            "(below) across the session"
         ]
     )

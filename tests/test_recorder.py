@@ -43,7 +43,7 @@ def test_a_root_called_through_a_deprecation_wrapper_is_located_at_the_code_that
     # (torch puts typing_extensions' @deprecated on some of its own functions)
     deprecated_call = typing_extensions.deprecated("old")(nn.Module.__call__)
     model, x = nn.Linear(2, 2), torch.rand(1, 2)
-    with pytest.warns(DeprecationWarning):
+    with pytest.warns(DeprecationWarning, match="old"):
         (root,) = record(lambda: deprecated_call(model, x)).roots()
     path, line = root.location.rsplit(":", 1)
     assert path == __file__
