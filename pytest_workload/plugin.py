@@ -221,7 +221,13 @@ def _model_fixtures(item: pytest.Item) -> list[str]:
     """The fixtures ``item`` used that called a model in their setup."""
     found = item.config.stash.get(MODEL_FIXTURES_KEY, {})
     names = getattr(item, "fixturenames", ())
-    return [n for n in names if any(item.nodeid.startswith(b) for b in found.get(n, ()))]
+    return [n for n in names if any(_within(item.nodeid, b) for b in found.get(n, ()))]
+
+
+def _within(nodeid: str, baseid: str) -> bool:
+    """Whether a fixture defined for ``baseid`` (a directory, module or class) is visible to
+    the test ``nodeid``."""
+    return not baseid or nodeid.startswith((baseid + "/", baseid + "::"))
 
 
 @pytest.fixture(autouse=True)
