@@ -120,3 +120,30 @@ def test_the_summary_line_counts_the_workloads_no_replay_timed(pytester):
             "(below) across the session"
         ]
     )
+
+
+COMPILED_IN_A_FIXTURE = """
+import pytest
+import torch
+
+
+@pytest.fixture(scope="module")
+def output():
+    model = torch.compile(torch.nn.Linear(4, 2), backend="eager", fullgraph=True)
+    exported = torch.export.export(torch.nn.Linear(4, 2), (torch.rand(3, 4),), strict=True)
+    return model(torch.rand(3, 4)), exported
+
+
+@pytest.mark.workloads
+def test_shape(output):
+    assert output[0].shape == (3, 2)
+"""
+
+
+def test_a_fixture_that_compiles_and_exports_its_model_runs_as_without_the_watch(pytester):
+    pytester.makeini(SUITE_INI)
+    pytester.makepyfile(test_compiled=COMPILED_IN_A_FIXTURE)
+    # (-W error: no warning of the watch's making, such as torch.compile's about global hooks)
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "-W", "error")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["pytest-workload: 1 recorded test uses a fixture *(output)*"])

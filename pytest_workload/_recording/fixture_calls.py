@@ -10,42 +10,37 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .._torch_internals import GlobalWatch, compiling_check
 from .recorder import COMPILE_HOOK_WARNING
+
+
+def _ignore(module: Any, args: Any) -> None:
+    """The watch's second hook, which opens nothing here."""
 
 
 @contextmanager
 def module_calls() -> Iterator[list[str]]:
-    """The class names of the modules called at top level in the block, in order (empty where
-    torch is not imported: then no module can run)."""
+    """The class name of the first module called in the block, if any (none where torch is not
+    imported: then no module can run). The watch takes itself out at that first call, so the
+    rest of the block (a compile, an export, a trace of the model) runs as without it; dynamo
+    traces it as a no-op, as it does the recorder's."""
     called: list[str] = []
     if "torch" not in sys.modules:
         yield called
         return
-    from torch.nn.modules.module import (
-        register_module_forward_hook,
-        register_module_forward_pre_hook,
-    )
+    compiling = compiling_check()
 
-    running: list[object] = []
+    def watch(module: Any, args: Any) -> None:
+        if compiling():
+            return
+        called.append(type(module).__qualname__)
+        watcher.suspend()
 
-    def enter(module: Any, args: Any) -> None:
-        if not running:
-            called.append(type(module).__qualname__)
-        running.append(module)
-
-    def leave(module: Any, args: Any, output: Any) -> None:
-        if running:
-            running.pop()
-
-    handles = (
-        register_module_forward_pre_hook(enter),
-        register_module_forward_hook(leave, always_call=True),
-    )
+    watcher = GlobalWatch(watch, _ignore)
     try:
         with warnings.catch_warnings():
             # (torch.compile warns while a global hook exists: a fixture may compile its model)
             warnings.filterwarnings("ignore", message=COMPILE_HOOK_WARNING)
             yield called
     finally:
-        for handle in handles:
-            handle.remove()
+        watcher.remove()
