@@ -1,17 +1,23 @@
-"""How much of a call does the compute hash cover, and does it hold across data and weights?
+"""How much of a call does the compute hash cover, where does it stop, and does it hold across
+data and weights?
 
 The compute hash covers a call's operations up to its first data-dependent event (a value
 read into Python, an operation whose output shape the values set, on a tensor that may carry
-data). For each model (Hugging Face tiny configurations as in transformers' own tests,
-torchvision classification and detection models, built without pretrained weights), one
-recorded call per seed, each seed with other weights and other unseeded-style random inputs:
+data). For each root of the zoo, grouped by model family (timm's zoo architectures as
+``tests/test_zoo.py`` builds them, torchvision classification and detection models, Hugging Face
+tiny configurations as in transformers' own tests; all built without pretrained weights), one
+recorded call per seed, each seed with other weights and other random inputs:
 
 * **covered / ops**: the operations the hash covers, of those the call ran (first seed);
-* **stops at**: the operation it stops at, and in which module;
+* **stops at**: the operation it stops at, the module it ran in, and the line of code that ran
+  it (a path inside an installed package is shown from the package);
 * **hashes**: distinct compute hashes across the seeds (1 = an unchanged model never fails
   because its data or weights changed).
 
-Run: ``python benchmarks/compute_coverage.py [--seeds N]``.
+A stop at an operation that reads no tensor values (a dtype cast, a shape query) would be a
+defect of the tracer; every stop the table shows must be a real read.
+
+Run: ``python benchmarks/compute_coverage.py [--seeds N] [--family NAME ...]``.
 """
 
 from __future__ import annotations
@@ -24,14 +30,17 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # (and tests.test_zoo)
 
 from _common import markdown_table, print_header
 
 from pytest_workload import WorkloadRecorder
 
+#: Builds a model and returns it with a function that draws its inputs (as keywords).
+Build = Callable[[], tuple[Any, Callable[[], dict[str, Any]]]]
 
-def _hf(name: str) -> Callable[[], tuple[Any, Callable[[], dict[str, Any]]]]:
+
+def _hf(name: str) -> Build:
     def build() -> tuple[Any, Callable[[], dict[str, Any]]]:
         import transformers as tf
 
@@ -62,7 +71,7 @@ def _hf(name: str) -> Callable[[], tuple[Any, Callable[[], dict[str, Any]]]]:
     return build
 
 
-def _vision(name: str, detection: bool) -> Callable[[], tuple[Any, Callable[[], dict[str, Any]]]]:
+def _vision(name: str, detection: bool) -> Build:
     def build() -> tuple[Any, Callable[[], dict[str, Any]]]:
         import torchvision
 
@@ -75,17 +84,46 @@ def _vision(name: str, detection: bool) -> Callable[[], tuple[Any, Callable[[], 
     return build
 
 
-MODELS = {
-    "bert (HF tiny)": _hf("bert"),
-    "gpt2 (HF tiny)": _hf("gpt2"),
-    "llama (HF tiny)": _hf("llama"),
-    "t5 (HF tiny)": _hf("t5"),
-    "resnet18": _vision("resnet18", False),
-    "vit_b_16": _vision("vit_b_16", False),
-    "fasterrcnn_mobilenet_v3_large_320_fpn": _vision("fasterrcnn_mobilenet_v3_large_320_fpn", True),
-    "ssdlite320_mobilenet_v3_large": _vision("ssdlite320_mobilenet_v3_large", True),
-    "retinanet_resnet50_fpn": _vision("retinanet_resnet50_fpn", True),
-}
+def _timm(arch: str) -> Build:
+    def build() -> tuple[Any, Callable[[], dict[str, Any]]]:
+        import timm
+
+        from tests.test_zoo import ARCHS
+
+        model = timm.create_model(arch, pretrained=False, **ARCHS[arch]).eval()
+        return model, lambda: {"x": torch.rand(1, 3, 64, 64)}
+
+    return build
+
+
+def _timm_family(first: str, last: str) -> dict[str, Build]:
+    """The zoo's architectures from ``first`` to ``last``, in the zoo's order."""
+    from tests.test_zoo import ARCHS
+
+    names = list(ARCHS)
+    return {name: _timm(name) for name in names[names.index(first) : names.index(last) + 1]}
+
+
+def families() -> dict[str, dict[str, Build]]:
+    """Model family -> model -> how to build it and draw its inputs."""
+    vision = (
+        "resnet18", "mobilenet_v3_small", "efficientnet_b0", "convnext_tiny", "regnet_y_400mf",
+        "shufflenet_v2_x0_5", "squeezenet1_0", "densenet121", "swin_t", "vit_b_16",
+    )  # fmt: skip
+    detection = (
+        "fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large",
+        "retinanet_resnet50_fpn",
+    )  # fmt: skip
+    return {
+        "timm CNNs": _timm_family("resnet10t", "poolformerv2_s12"),
+        "timm mobile nets": _timm_family("mobilenetv2_035", "mobileone_s0"),
+        "timm transformers and hybrids": _timm_family("vit_tiny_patch16_224", "tiny_vit_5m_224"),
+        "torchvision classification": {name: _vision(name, False) for name in vision},
+        "torchvision detection": {name: _vision(name, True) for name in detection},
+        "transformers (tiny configurations)": {
+            name: _hf(name) for name in ("bert", "gpt2", "llama", "t5")
+        },
+    }
 
 
 def _record(model: Any, kwargs: dict[str, Any]) -> Any:
@@ -96,26 +134,51 @@ def _record(model: Any, kwargs: dict[str, Any]) -> Any:
     return recorder.workloads().workloads[0]
 
 
+def _shown(site: str | None) -> str:
+    """A site inside an installed package from the package on (``timm/layers/x.py:12``)."""
+    if site is None:
+        return "?"
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in site:
+            return site.split(marker, 1)[1]
+    return site
+
+
+def _row(family: str, label: str, build: Build, seeds: int) -> list[object]:
+    hashes, first = set(), None
+    for seed in range(seeds):
+        torch.manual_seed(seed)
+        model, inputs = build()
+        workload = _record(model, inputs())
+        hashes.add(workload.compute_hash)
+        first = first or workload
+    computation = first.computation
+    covered, ops = len(computation.flat), computation.ops
+    where = "-"
+    if computation.partial:
+        stop = computation.flat[-1].partition("(")[0]
+        where = f"`{stop}` in {computation.stop or 'the root'} at `{_shown(computation.site)}`"
+    return [family, label, f"{covered:,} / {ops:,} ({covered / ops:.0%})", where, len(hashes)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--family", action="append", help="only these families (repeatable)")
     options = parser.parse_args()
     print_header("compute hash coverage")
-    rows = []
-    for label, build in MODELS.items():
-        hashes, first = set(), None
-        for seed in range(options.seeds):
-            torch.manual_seed(seed)
-            model, inputs = build()
-            workload = _record(model, inputs())
-            hashes.add(workload.compute_hash)
-            first = first or workload
-        computation = first.computation
-        covered, ops = len(computation.flat), computation.ops
-        stop = computation.flat[-1].partition("(")[0] if computation.partial else "-"
-        where = f"{stop} in {computation.stop or 'the root'}" if computation.partial else "-"
-        rows.append([label, f"{covered:,} / {ops:,} ({covered / ops:.0%})", where, len(hashes)])
-    print(markdown_table(["model", "covered / ops", "stops at", "hashes"], rows))
+    rows, summary = [], []
+    for family, models in families().items():
+        if options.family and family not in options.family:
+            continue
+        found = [_row(family, label, build, options.seeds) for label, build in models.items()]
+        rows += found
+        full = sum(1 for row in found if row[3] == "-")
+        steady = sum(1 for row in found if row[4] == 1)
+        summary.append([family, len(found), full, steady])
+    print(markdown_table(["family", "roots", "covered in full", "one hash across seeds"], summary))
+    print()
+    print(markdown_table(["family", "model", "covered / ops", "stops at", "hashes"], rows))
 
 
 if __name__ == "__main__":

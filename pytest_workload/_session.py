@@ -10,7 +10,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -179,9 +179,11 @@ class WorkloadSession:
         *,
         passed: bool,
         tolerance: float | None = None,
+        fixtures: Sequence[str] = (),
     ) -> Outcome:
         """Measure and keep the test's workloads; say why the test fails, or what it warns
-        of: without the gate nothing fails a test, so what could not be recorded warns."""
+        of: without the gate nothing fails a test, so what could not be recorded warns.
+        ``fixtures``: those the test used that ran a model in their setup."""
         recorder.stop()
         tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
@@ -193,9 +195,11 @@ class WorkloadSession:
             measured = recorder.measure(policy, self.budget, replays=replays, progress=progress)
             for problem in measured:
                 self.perf_notes.append(Note(recorder.nodeid, one_line(problem), "measurement"))
-        test = recorder.workloads()
+        test = replace(recorder.workloads(), fixtures=tuple(fixtures))
         self.add(test)
-        if snapshot is not None and not (passed and self.settings.snapshot):
+        if snapshot is not None and not self.settings.snapshot:
+            self.snapshots.skip(snapshot)
+        elif snapshot is not None and not passed:
             self.snapshots.keep(snapshot)  # a failed test's table says nothing
         if not passed:
             return Outcome(test)

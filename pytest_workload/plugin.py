@@ -14,8 +14,9 @@ from ._core.errors import DeviceUnavailableError, WorkloadWarning
 from ._core.text import one_line, terminal_text
 from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
 from ._perf.orchestrate import TimingProgress
+from ._recording.fixture_calls import module_calls
 from ._recording.recorder import WorkloadRecorder
-from ._report.summary import junit_properties, render_counts, render_report
+from ._report.summary import junit_properties, render_counts, render_report, render_stops
 from ._session import WorkloadSession
 from .xdist import WorkerLedger, sendable
 
@@ -76,6 +77,8 @@ KEPT_UNUSED_KEY = pytest.StashKey[str]()
 #: Set once the test loop has run to its end.
 LOOP_DONE_KEY = pytest.StashKey[bool]()
 SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
+#: Fixtures that called a model in their setup: by name, the node ids they were defined for.
+MODEL_FIXTURES_KEY = pytest.StashKey[dict[str, set[str]]]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -164,6 +167,31 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     node.config.stash[SESSION_KEY].set_collection_order(ids)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: Any
+) -> Generator[None, Any, Any]:
+    with module_calls() as called:
+        result = yield
+    if called:
+        found = request.config.stash.setdefault(MODEL_FIXTURES_KEY, {})
+        found.setdefault(fixturedef.argname, set()).add(fixturedef.baseid)
+    return result
+
+
+def _model_fixtures(item: pytest.Item) -> list[str]:
+    """The fixtures ``item`` used that called a model in their setup."""
+    found = item.config.stash.get(MODEL_FIXTURES_KEY, {})
+    names = getattr(item, "fixturenames", ())
+    return [n for n in names if any(_within(item.nodeid, b) for b in found.get(n, ()))]
+
+
+def _within(nodeid: str, baseid: str) -> bool:
+    """Whether a fixture defined for ``baseid`` (a directory, module or class) is visible to
+    the test ``nodeid``."""
+    return not baseid or nodeid.startswith((baseid + "/", baseid + "::"))
+
+
 @pytest.fixture(autouse=True)
 def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadRecorder | None]:
     item = request.node
@@ -184,7 +212,7 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
     )
     item.stash[RECORDER_KEY] = recorder
     if request.config.pluginmanager.hasplugin("syrupy"):
-        # also without the gate: a stored table is then kept as used, not deleted as unused
+        # also without the gate: a stored table is then counted as not checked
         item.stash[SNAPSHOT_KEY] = request.getfixturevalue("snapshot")
     yield recorder
     recorder.release()
@@ -241,6 +269,7 @@ def _finish(item: pytest.Item, recorder: WorkloadRecorder, *, passed: bool) -> N
         item.stash.get(SNAPSHOT_KEY, None),
         passed=passed,
         tolerance=None if mark is None else mark.perf_tolerance,
+        fixtures=_model_fixtures(item),
     )
     item.user_properties.extend(junit_properties(outcome.test))
     for warning in outcome.warnings:
@@ -279,6 +308,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             regressions=session.regressions,
         )
         _write(terminalreporter, "Workloads discovered", report, "=")
+        _write(terminalreporter, "workload compute hash stops", render_stops(session.tests))
     perf_notes, notes = session.note_lines(quiet=quiet)
     _write(terminalreporter, None if quiet else "workload performance", perf_notes)
     unchecked = session.unchecked_line()

@@ -3,6 +3,8 @@ counted by the function mode, writes outside the module, and the op-level diff."
 
 from __future__ import annotations
 
+import inspect
+import os
 import subprocess
 import sys
 from functools import partial
@@ -98,6 +100,14 @@ def test_a_parent_covers_its_children_at_any_depth():
     assert any(isinstance(i, SubCall) and i.name == "stem" for i in rows[0].computation.items)
 
 
+def _line_of(function, offset: int) -> str:
+    """``path:line`` of a line of ``function``, as the tracer names the code that ran an event."""
+    path = os.path.abspath(inspect.getsourcefile(function))
+    if path.startswith(os.getcwd() + os.sep):
+        path = os.path.relpath(path, os.getcwd())
+    return f"{path}:{inspect.getsourcelines(function)[1] + offset}"
+
+
 class Branchy(nn.Module):
     def forward(self, x):
         return torch.relu(x) if x.sum() > 0 else torch.tanh(x)
@@ -113,7 +123,7 @@ def test_a_branch_on_the_data_ends_the_computation_so_either_branch_hashes_the_s
         "bool(bool[]) -> follows the data",
     )
     assert steady.computation.coverage() == (
-        "covers 3 of 4 operations: op 3, bool, follows the data"
+        f"covers 3 of 4 operations: op 3, bool at {_line_of(Branchy.forward, 1)}, follows the data"
     )
     (branchy,) = recorded(lambda: [model(-pos), model(pos)])
     assert branchy.compute_hash == steady.compute_hash and not branchy.data_dependent
@@ -166,6 +176,7 @@ STEPS = {
     "bool": lambda y, m: y.tanh() if y.sum() > 0 else y.sigmoid(),
     "tolist": lambda y, m: y[: len([v for v in y[:, 0].tolist() if v > 0]) + 1],
     "int": lambda y, m: y[: int(y[0, 0] > 0) + 1],
+    "float": lambda y, m: y[: (float(y[0, 0]) > 0) + 1],
     "a parameter": lambda y, m: y.tanh() if m.out.weight.sum() > 0 else y.sigmoid(),
     "a random draw": lambda y, m: y.tanh() if torch.rand(1).item() > 0.5 else y.sigmoid(),
     "nms": lambda y, m: y[nms(torch.cat([y[:, :2], y[:, :2] + 1], 1), y[:, 2], 0.5)],
@@ -228,7 +239,8 @@ def test_an_event_in_a_submodule_ends_its_callers_list_and_a_later_call_keeps_it
     assert root.computation.flat[-1] == "getitem(float32[3, 4], bool[3, 4]) -> follows the data"
     assert root.computation.stop == "rpn"
     assert root.computation.coverage() == (
-        f"covers 3 of {root.computation.ops} operations: op 3, getitem in rpn, follows the data"
+        f"covers 3 of {root.computation.ops} operations: op 3, getitem in rpn at "
+        f"{_line_of(_keep_positive, 1)}, follows the data"
     )
     assert rpn.computation.partial and not backbone.computation.partial
     assert not head.computation.partial and head.computation.flat[0].startswith("linear(")

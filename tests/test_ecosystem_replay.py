@@ -59,8 +59,8 @@ def test_a_dynamic_cache_is_copied_by_its_tensors(grad):
     model = gpt2()
     with torch.set_grad_enabled(grad):
         cache = model(_ids(5), use_cache=True).past_key_values
-    copied, ok = copy_inputs(cache)
-    assert ok and type(copied) is type(cache) and copied.get_seq_length() == 5
+    copied, missing = copy_inputs(cache)
+    assert not missing and type(copied) is type(cache) and copied.get_seq_length() == 5
     for mine, theirs in zip(copied.layers, cache.layers, strict=True):
         assert mine.keys is not theirs.keys and torch.equal(mine.keys, theirs.keys)
         assert mine.keys.is_leaf and mine.keys.requires_grad == theirs.keys.requires_grad == grad
@@ -70,8 +70,8 @@ def test_a_dynamic_cache_is_copied_by_its_tensors(grad):
 
 def test_a_model_output_is_copied_with_its_type():
     output = transformers.modeling_outputs.BaseModelOutput(last_hidden_state=torch.rand(1, 3, 4))
-    copied, ok = copy_inputs(output)
-    assert ok and type(copied) is type(output)
+    copied, missing = copy_inputs(output)
+    assert not missing and type(copied) is type(output)
     assert copied[0] is copied.last_hidden_state and copied[0] is not output[0]
     assert torch.equal(copied[0], output[0]) and list(copied) == ["last_hidden_state"]
 

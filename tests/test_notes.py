@@ -24,8 +24,8 @@ def test_the_unchecked_line_says_what_was_not_checked_or_not_written():
     assert unchecked(0, gate=False, update=False, recorded=3) is None
     assert unchecked(0, gate=True, update=True, recorded=3) is None
     assert unchecked(2, gate=False, update=False, recorded=3) == (
-        "2 workload snapshots not checked (syrupy counts them as passed): workload snapshots "
-        "are checked only with --workload-snapshot"
+        "2 workload snapshots not checked: workload snapshots are checked only with "
+        "--workload-snapshot"
     )
     assert unchecked(0, gate=False, update=True, recorded=1, commands=ALL) == (
         "--snapshot-update wrote no workload snapshot: they are written only with "

@@ -6,6 +6,7 @@ import weakref
 import pytest
 import timm
 import torch
+import typing_extensions
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
@@ -36,6 +37,18 @@ def test_seed_case_two_shapes_two_workloads(mobilenet):
     assert path == __file__
     with open(path) as source:
         assert "mobilenet(small)" in source.read().splitlines()[int(line) - 1]
+
+
+def test_a_root_called_through_a_deprecation_wrapper_is_located_at_the_code_that_called_it():
+    # (torch puts typing_extensions' @deprecated on some of its own functions)
+    deprecated_call = typing_extensions.deprecated("old")(nn.Module.__call__)
+    model, x = nn.Linear(2, 2), torch.rand(1, 2)
+    with pytest.warns(DeprecationWarning, match="old"):
+        (root,) = record(lambda: deprecated_call(model, x)).roots()
+    path, line = root.location.rsplit(":", 1)
+    assert path == __file__
+    with open(path) as source:
+        assert "deprecated_call(model, x)" in source.read().splitlines()[int(line) - 1]
 
 
 def test_seed_case_depth_one_blocks_get_two_hashes(mobilenet):

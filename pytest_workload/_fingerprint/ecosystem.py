@@ -11,7 +11,7 @@ layer's keys and values. ``ModelOutput`` needs nothing here: it is a dataclass. 
 A cache is copied as Hugging Face's documentation copies one to reuse it (``copy.deepcopy``),
 with its tensors detached and cloned first (``deepcopy`` refuses a tensor with a history). A
 forward grows the cache it is given by rebinding its layers' tensors, so a replay puts the
-attributes of the cache's objects back after each call (:func:`library_parts`).
+attributes of its inputs' objects back after each call (``_perf.first_call.input_objects``).
 
 The versions of the distributions that define a module tree's classes are recorded beside the
 hashes (never in them), so that a failure after an upgrade can say which libraries changed
@@ -151,25 +151,6 @@ def copy_known(value: Any) -> tuple[Any, bool] | None:
         images: Any = value
         return type(images)(images.tensors.detach().clone(), list(images.image_sizes)), True
     return None
-
-
-def library_parts(values: object) -> list[object]:
-    """The caches among ``values`` (searched through lists, tuples and dicts) and every
-    object of theirs: what a forward changes in a cache it is given."""
-    cache = _loaded(_CACHE)
-    if cache is None:
-        return []
-    found: list[object] = []
-    pending = [values]
-    while pending:
-        value = pending.pop()
-        if isinstance(value, cache):
-            found += (p for p in _parts(value) if type(p).__module__.startswith("transformers."))
-        elif isinstance(value, (list, tuple)):
-            pending += value
-        elif isinstance(value, dict):
-            pending += value.values()
-    return found
 
 
 _INSTALLED = ("site-packages", "dist-packages")

@@ -11,7 +11,8 @@ that, or not at all.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import types
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -107,43 +108,107 @@ def applied(context: CallContext, target: nn.Module) -> Iterator[None]:
 
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
+#: What a copy of inputs leaves out: the types it could not copy, by qualified name.
+Missing = tuple[str, ...]
 
 
-def _copy_mapping(value: dict[Any, Any]) -> tuple[Any, bool]:
+def _qualified(value: object) -> str:
+    kind = type(value)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _copy_mapping(value: dict[Any, Any]) -> tuple[Any, Missing]:
     """A dict, or a copy of a dict subclass (a ``ModelOutput``, whose fields are its items)
     with its type and attributes, its items copied."""
     pairs = {k: copy_inputs(v) for k, v in value.items()}
-    ok = all(ok for _, ok in pairs.values())
+    missing = tuple(m for _, found in pairs.values() for m in found)
     if type(value) is dict:
-        return {k: v for k, (v, _) in pairs.items()}, ok
+        return {k: v for k, (v, _) in pairs.items()}, missing
     try:
         mapping = copy.copy(value)
         for k, (v, _) in pairs.items():
             mapping[k] = v
     except Exception:
-        return value, False
-    return mapping, ok
+        return value, (_qualified(value),)
+    return mapping, missing
 
 
-def copy_inputs(value: Any) -> tuple[Any, bool]:
-    """A copy of call inputs with every tensor cloned, and whether it is a full copy (False
-    when an input is an object that cannot be copied without knowing what it is)."""
+def _objects(value: object, tensor: type, found: dict[int, object], seen: set[int]) -> None:
+    """Every tensor, and every object with attributes, reachable from ``value`` through
+    lists, tuples, dicts and such objects' attributes (a module's are its own: not entered)."""
+    if id(value) in seen or isinstance(value, (type, types.ModuleType, *_PLAIN)):
+        return
+    seen.add(id(value))
+    items: Iterable[object]
+    if isinstance(value, tensor):
+        found[id(value)] = value
+        return
+    if isinstance(value, (list, tuple)):
+        items = value
+    elif isinstance(value, dict):
+        items = value.values()
+    elif hasattr(value, "__dict__") and not callable(value):
+        found[id(value)] = value
+        items = vars(value).values()
+    else:
+        return
+    for item in items:
+        _objects(item, tensor, found, seen)
+
+
+def input_objects(values: object) -> list[object]:
+    """The objects with attributes among ``values`` (a dataclass, a KV cache): what a forward
+    may change in an input it is given, so a replay puts their attributes back after each call."""
+    import torch
+
+    found: dict[int, object] = {}
+    _objects(values, torch.Tensor, found, set())
+    return [v for v in found.values() if not isinstance(v, torch.Tensor)]
+
+
+def _copy_object(value: object) -> tuple[Any, Missing]:
+    """An object of a type the package does not know (a dataclass, a user's KV-cache class):
+    a deep copy with every tensor it holds cloned; not copied when it is a module, or when a
+    deep copy fails (it holds a stream, a lock, a generator)."""
+    import torch
+
+    if isinstance(value, torch.nn.Module):
+        return value, (_qualified(value),)
+    found: dict[int, object] = {}
+    _objects(value, torch.Tensor, found, set())
+    memo: dict[int, Any] = {}
+    for part in found.values():
+        if isinstance(part, torch.Tensor):
+            memo[id(part)] = part.detach().clone().requires_grad_(part.requires_grad)
+    try:
+        return copy.deepcopy(value, memo), ()
+    except Exception:
+        return value, (_qualified(value),)
+
+
+def copy_inputs(value: Any) -> tuple[Any, Missing]:
+    """A copy of call inputs with every tensor cloned, and the types of the inputs it could not
+    copy (none: a full copy)."""
     import torch
 
     if isinstance(value, torch.Tensor):
         clone = value.detach().clone()
-        return clone.requires_grad_(value.requires_grad), True
+        return clone.requires_grad_(value.requires_grad), ()
     if isinstance(value, (tuple, list)):
         items = [copy_inputs(v) for v in value]
+        missing = tuple(m for _, found in items for m in found)
         if hasattr(type(value), "_fields"):  # a named tuple
-            return type(value)(*(v for v, _ in items)), all(ok for _, ok in items)
-        return type(value)(v for v, _ in items), all(ok for _, ok in items)
+            return type(value)(*(v for v, _ in items)), missing
+        return type(value)(v for v, _ in items), missing
     if isinstance(value, dict):
         return _copy_mapping(value)
     if isinstance(value, (*_PLAIN, torch.dtype, torch.device, torch.Size)):
-        return value, True
+        return value, ()
     known = copy_known(value)
-    return (value, False) if known is None else known
+    if known is None:
+        return _copy_object(value)
+    copied, ok = known
+    return copied, () if ok else (_qualified(value),)
 
 
 class FirstCall:
@@ -164,8 +229,10 @@ class FirstCall:
         self.kwargs: dict[str, Any] = {}
         self.unsafe: str | None = None
         if copy:
-            (self.args, self.kwargs), copied = copy_inputs((args, kwargs))
-            self.unsafe = None if copied else "an input is an object it cannot copy"
+            (self.args, self.kwargs), missing = copy_inputs((args, kwargs))
+            if missing:
+                kinds = ", ".join(dict.fromkeys(missing))
+                self.unsafe = f"an input is an object it cannot copy ({kinds})"
         #: what counts the call's FLOPs and sees its writes (set once its tracing began)
         self.counts: Trace | FlopCount | None = None
         self.ended = False

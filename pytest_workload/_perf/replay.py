@@ -14,11 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from .._fingerprint.ecosystem import library_parts
 from .._tracing import DevicePeak, count_flops, device_memory
 from .._workload.timing import Measured, Timing
 from .device import timing_threads
-from .first_call import CallContext, applied, capture, copy_inputs
+from .first_call import CallContext, applied, capture, copy_inputs, input_objects
 from .isolation import AttributeState, isolated
 from .stopwatch import TimingPolicy, pin_allocator, stopwatch_for, time_call
 
@@ -120,8 +119,9 @@ def replay(
             if count:
                 flops = count_flops(target, *copy_inputs((args, kwargs))[0])
             (a, k), _ = copy_inputs((args, kwargs))
-            # a cache the call grows is put back after each call, so each computes the first
-            caches = [AttributeState(part) for part in library_parts((a, k))]
+            # an input the call changes (a cache it grows) is put back after each call, so
+            # each computes the first
+            caches = [AttributeState(part) for part in input_objects((a, k))]
 
             def call() -> None:
                 module(*a, **k)

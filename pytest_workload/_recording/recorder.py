@@ -42,7 +42,7 @@ __all__ = ["Keyer", "WorkloadRecorder", "hashing_under"]
 
 M = TypeVar("M", bound="nn.Module")
 
-_COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
+COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
 
 
 def _check_depth(depth: object, given: object) -> None:
@@ -158,7 +158,7 @@ class WorkloadRecorder:
         with warnings.catch_warnings():
             # torch.compile warns whenever a global module hook exists; the watch hook is
             # meant to see compiled modules, so that warning is not the user's concern.
-            warnings.filterwarnings("ignore", message=_COMPILE_HOOK_WARNING)
+            warnings.filterwarnings("ignore", message=COMPILE_HOOK_WARNING)
             if all_roots:
                 self.start()
             try:

@@ -13,10 +13,8 @@ calling ``self.layer1``) is named by its path there, after the owner's own name
 
 from __future__ import annotations
 
-import functools
 import inspect
 import itertools
-import os
 import sys
 import time
 import traceback
@@ -25,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._core.errors import UndescribableInputError
+from .._core.frames import is_user_frame, site, user_frame
 from .._core.strict_json import Json, canonical_json, out_of_bounds
 from .._fingerprint.describe import Describer, describe_args, describe_kwargs, inputs_key
 from .._fingerprint.structure import class_name
@@ -280,32 +279,16 @@ class CallStack:
         return key
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-@functools.cache
-def _is_internal(filename: str) -> bool:
-    import torch
-
-    path = os.path.abspath(filename)
-    return path.startswith((os.path.dirname(os.path.abspath(torch.__file__)), _PACKAGE_DIR))
-
-
 def call_site(module: nn.Module, target: nn.Module, rootdir: str | None) -> tuple[str, str | None]:
     """Name and location of the code that called a root: the first frame, walking out
     from this hook, that is neither torch's nor this package's. Only looked up for new
     workloads and errors, never on the repeated-call path."""
     fallback = type(target).__name__
-    caller = inspect.currentframe()
-    while caller is not None and _is_internal(caller.f_code.co_filename):
-        caller = caller.f_back
+    caller = user_frame(inspect.currentframe())
     if caller is None:
         return fallback, None
     name = _local_name(caller, module) or _path_in_owner(caller, module) or fallback
-    filename = os.path.abspath(caller.f_code.co_filename)
-    if rootdir is not None and filename.startswith(rootdir + os.sep):
-        filename = os.path.relpath(filename, rootdir)
-    return name, f"{filename}:{caller.f_lineno}"
+    return name, site(caller, rootdir)
 
 
 def _local_name(frame: FrameType, module: nn.Module) -> str | None:
@@ -326,7 +309,7 @@ def _path_in_owner(caller: FrameType, module: nn.Module) -> str | None:
         return None
     outer = caller.f_back
     while outer is not None:
-        name = None if _is_internal(outer.f_code.co_filename) else _local_name(outer, owner)
+        name = _local_name(outer, owner) if is_user_frame(outer) else None
         if name is not None:
             return f"{name}.{path}"
         outer = outer.f_back

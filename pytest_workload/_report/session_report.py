@@ -48,6 +48,12 @@ def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
     return _count(tests, lambda m: m.timing.left_out == "budget")
 
 
+def count_not_measured(tests: Sequence[TestWorkloads]) -> int:
+    """Top-level workloads of ``tests`` that no replay timed (left to the test's own calls, or
+    not timed at all), while timing was on."""
+    return _count(tests, lambda m: m.timing.kind not in ("replayed", "off"))
+
+
 def count_not_replayed(tests: Sequence[TestWorkloads]) -> int:
     """Top-level workloads of ``tests`` not replayed for timing, beside other xdist workers."""
     return _count(tests, lambda m: m.unreplayed_for_xdist)

@@ -17,7 +17,7 @@ from .._core.text import (
 )
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
-from .session_report import count_not_replayed, count_not_timed
+from .session_report import count_not_measured, count_not_replayed, count_not_timed
 
 #: Recorded tests up to which ``--workload-report=auto`` shows every test's tree.
 TREE_TESTS = 20
@@ -58,6 +58,7 @@ def _tree_blocks(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -
         ("Parameters", f"{w.params.count:,} ({size})"),
         ("Input", one_line(w.input_signature.format())),
         ("Hash", short(w.hash, hash_len)),
+        ("Coverage", None if w.compute_partial is None else one_line(w.compute_partial)),
         ("Timing", None if w.timing is None else format_timing(w.timing)),
         ("FLOPs", None if w.flops is None else format_flops(w.flops)),
         (
@@ -131,6 +132,12 @@ def render_report(
     distinct = len({w.hash for w in workloads})
     found = "no collapse" if not collapses else _count(collapses, "collapse")
     hashes = f"{distinct} distinct hash{'' if distinct == 1 else 'es'}"
+    unmeasured = count_not_measured(recorded)
+    if unmeasured:
+        hashes += f", {unmeasured} top-level not timed by a replay"
+    stopped = sum(1 for t in recorded if any(w.compute_partial for w in t.roots()))
+    if stopped:
+        found += f"; {_count(stopped, 'test')} with a compute hash that stops early (below)"
     return [
         f"{_count(len(recorded), 'test')} recorded {_count(len(workloads), 'workload')} "
         f"({roots} top-level, {hashes}); {found} across the session",
@@ -139,10 +146,42 @@ def render_report(
     ]
 
 
-def render_counts(tests: Sequence[TestWorkloads], budget_s: float | None) -> list[str]:
-    """How many workloads the session's timing budget left untimed, and how many top-level
-    ones were not replayed for timing beside other xdist workers."""
+def render_stops(tests: Sequence[TestWorkloads]) -> list[str]:
+    """Where each test's compute hashes stop, a line per test: what its top-level workloads
+    run after a data-dependent event (a value read, a value-shaped operation) is not gated."""
     lines = []
+    for test in tests:
+        stops = [w for w in test.roots() if w.compute_partial]
+        if stops:
+            first = stops[0]
+            more = f" (and {_count(len(stops) - 1, 'more workload')})" if len(stops) > 1 else ""
+            lines.append(
+                f"{one_line(test.nodeid)}: {one_line(first.label)}'s compute hash "
+                f"{one_line(first.compute_partial or '')}{more}; what runs after it is not gated"
+            )
+    return lines
+
+
+def render_fixtures(tests: Sequence[TestWorkloads]) -> list[str]:
+    """The tests whose model ran in a fixture's setup, where nothing is recorded."""
+    used = [t for t in tests if t.fixtures]
+    if not used:
+        return []
+    names = ", ".join(sorted({one_line(f) for t in used for f in t.fixtures}))
+    these = "test uses" if len(used) == 1 else "tests use"
+    return [
+        f"pytest-workload: {len(used)} recorded {these} a fixture that called a model in its "
+        f"setup ({names}): calls made outside the test's own call are not recorded; call the "
+        "model in the test (the fixture can return the model and its inputs) to record and "
+        "gate it"
+    ]
+
+
+def render_counts(tests: Sequence[TestWorkloads], budget_s: float | None) -> list[str]:
+    """How many workloads the session's timing budget left untimed, how many top-level ones
+    were not replayed for timing beside other xdist workers, and which tests ran their model
+    in a fixture."""
+    lines = render_fixtures(tests)
     untimed, not_replayed = count_not_timed(tests), count_not_replayed(tests)
     if untimed and budget_s is not None:
         these = "workload was" if untimed == 1 else "workloads were"
@@ -180,14 +219,13 @@ def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
 def render_unchecked(
     kept: int, *, gate: bool, update: bool, recorded: int, commands: Commands
 ) -> str | None:
-    """The one line that says which workload snapshots were not checked, or not written:
-    syrupy counts the kept ones as passed (they were used, left as they are)."""
+    """The one line that says which workload snapshots were not checked, or not written: under
+    the gate syrupy counts the kept ones as passed (they were used, left as they are); without
+    it, none is asserted."""
     snapshots = _count(kept, "workload snapshot")
     counted = f" (syrupy counts {'it' if kept == 1 else 'them'} as passed)"
     if not gate and update and (recorded or kept):
-        left = (
-            f"; {snapshots} left as {'it is' if kept == 1 else 'they are'}{counted}" if kept else ""
-        )
+        left = f"; {snapshots} left as {'it is' if kept == 1 else 'they are'}" if kept else ""
         return (
             "--snapshot-update wrote no workload snapshot: they are written only with "
             f"--workload-snapshot; run {commands.accept}{left}"
@@ -200,8 +238,7 @@ def render_unchecked(
         )
     if not gate and kept:
         return (
-            f"{snapshots} not checked{counted}: workload snapshots are checked only with "
-            "--workload-snapshot"
+            f"{snapshots} not checked: workload snapshots are checked only with --workload-snapshot"
         )
     if kept:
         return (

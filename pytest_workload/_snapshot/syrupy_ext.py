@@ -159,8 +159,9 @@ class SnapshotGate:
     rootdir: Path | None = None
     commands: Commands = PLAIN
     cost_tolerance: float = 0.0
-    #: Stored tables used but not checked (a failed test, no gate, a refused file): syrupy
-    #: counts them as passed, so the summary says how many were not checked.
+    #: Stored tables not checked, so the summary says how many: under the gate, those used as
+    #: they are (a failed test, a refused file), which syrupy counts as passed; without it,
+    #: every recorded test's, never asserted.
     kept: list[str] = dataclasses.field(default_factory=list)
     #: What each test's update wrote over (None: nothing), until its teardown is over: a test
     #: that errs in teardown did not pass, and gets it back.
@@ -184,10 +185,23 @@ class SnapshotGate:
         return (Note(nodeid, note),)
 
     def keep(self, snapshot: Snapshot) -> None:
-        """Leave the stored table as it is, counted as used (a failed test, or no gate)."""
+        """Leave the stored table as it is, counted as used (a failed test, a refused file)."""
         kept = _use(snapshot)
         if kept is not None:
             self.kept.append(kept)
+
+    def skip(self, snapshot: Snapshot) -> None:
+        """Without the gate: count the stored table as not checked, and assert nothing, so that
+        syrupy neither counts it as passed nor, having no assertion of this extension, looks
+        for unused workload snapshots to report or delete. (Its location is asked of the
+        extension itself: any ``SnapshotAssertion`` made for it, even one never compared,
+        registers with syrupy's session.)"""
+        extension = WorkloadSnapshotExtension()
+        location = str(
+            extension.get_location(test_location=snapshot.test_location, index=snapshot.index)
+        )
+        if os.path.exists(location):
+            self.kept.append(location)
 
     def check(
         self, snapshot: Snapshot, test: TestWorkloads, scheme: int, *, judge_signatures: bool = True

@@ -298,12 +298,18 @@ def op_flops(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any)
     return 0
 
 
-#: Value reads, then value-shaped operations.
+#: Value reads by the name of the function torch hands the mode: Python's conversions are
+#: dunders (``float(t)`` is ``__float__``), which the operation text strips, while the methods of
+#: the same name without them (``t.float()``, ``t.bool()``) are dtype casts that read nothing.
 _READ_VALUES = frozenset(
-    ("item", "tolist", "numpy", "bool", "int", "float", "index", "complex", "contains",
-     "format", "repr", "str", "array", "equal", "allclose", "is_nonzero",
-     "nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount",
-     "nms", "batched_nms")
+    ("__bool__", "__int__", "__float__", "__index__", "__complex__", "__contains__",
+     "__format__", "__repr__", "__str__", "__array__", "item", "tolist", "numpy", "equal",
+     "allclose", "is_nonzero")
+)  # fmt: skip
+#: Value-shaped operations.
+_VALUE_SHAPED = frozenset(
+    ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount", "nms",
+     "batched_nms")
 )  # fmt: skip
 #: Operations whose output shape is set by their later arguments (a 0-dim tensor there is
 #: read as a size), and factories, by any argument.
@@ -327,10 +333,12 @@ RANDOM = frozenset(
 )  # fmt: skip
 
 
-def follows_data(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carries: Any) -> bool:
-    """Whether the operation ``name`` is a data-dependent event; ``carries(tensor)`` says
-    whether a tensor may carry data."""
-    if name in _READ_VALUES:
+def follows_data(
+    func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carries: Any
+) -> bool:
+    """Whether the operation ``name`` (the function ``func``) is a data-dependent event;
+    ``carries(tensor)`` says whether a tensor may carry data."""
+    if name in _VALUE_SHAPED or getattr(func, "__name__", None) in _READ_VALUES:
         return any(carries(t) for t in tensor_list((args, kwargs)))
     if name == "getitem":
         torch = torch_api()[0]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from .._core.frames import site, user_frame
 from .._torch_internals import torch_function_disabler
 from .._workload.computation import (
     FOLLOWS_DATA,
@@ -70,14 +72,16 @@ class _Span:
     items: list[str | SubCall] = field(default_factory=list)
     #: Every operation it ran, its children's included, also after its list stopped.
     ops: int = 0
-    #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where.
+    #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where:
+    #: the module running it, and the code that called it (``path:line``).
     stopped: int = 0
     stop: str | None = None
+    site: str | None = None
     costs: SpanCosts = field(default_factory=SpanCosts)
 
     def computation(self) -> Computation:
         costs = self.costs.freeze(partial=bool(self.stopped))
-        return Computation(tuple(self.items), self.ops, self.stop, costs)
+        return Computation(tuple(self.items), self.ops, self.stop, costs, self.site)
 
 
 class Trace:
@@ -120,7 +124,7 @@ class Trace:
         # (a caller's list that stopped holds only the call its event ran in)
         joins = not caller.stopped or caller.stopped == span.stopped
         if not caller.stopped and span.stopped:
-            caller.stopped, caller.stop = span.stopped, span.stop
+            caller.stopped, caller.stop, caller.site = span.stopped, span.stop, span.site
         where = relative_path(caller.path, span.path)
         if name is None:
             if joins:
@@ -158,10 +162,10 @@ class Trace:
             span.items.append(text + FOLLOWS_DATA if event else text)
         if event and not all(s.stopped for s in self._spans):
             self._events += 1
-            where = self._module_running()
+            where, site = self._module_running(), _call_site()
             for open_span in self._spans:
                 if not open_span.stopped:
-                    open_span.stopped, open_span.stop = self._events, where
+                    open_span.stopped, open_span.stop, open_span.site = self._events, where, site
 
     def follow(
         self,
@@ -200,6 +204,13 @@ class Trace:
                 return self._modules[id(owner)] or None
             frame = frame.f_back
         return None
+
+
+def _call_site() -> str | None:
+    """``path:line`` of the code that ran the operation (the innermost user frame), relative
+    to the working directory when inside it."""
+    frame = user_frame(sys._getframe(1))
+    return None if frame is None else site(frame, os.getcwd())
 
 
 @functools.lru_cache(maxsize=8192)  # (a suite's models share their module paths)
@@ -290,7 +301,7 @@ def _mode_class() -> type:
                 out, flops = func(*args, **kwargs), None
             try:
                 with DisableTorchFunction():
-                    event = follows_data(name, args, kwargs, trace.carries_data)
+                    event = follows_data(func, name, args, kwargs, trace.carries_data)
                     made = [out] if isinstance(out, Tensor) else tensor_list((out,))
                     if event or made or written:
                         tensors = Tensors(args, kwargs, made)

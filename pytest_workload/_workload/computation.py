@@ -132,14 +132,16 @@ class Computation:
     """The operations of one call; ``items`` are operation texts and submodule calls.
 
     ``ops`` (every operation the call ran, also after its list stops), ``stop`` (the path
-    of the module whose operation the list stops at) and ``costs`` (over the listed
-    operations) are known in the recording process only, and are no part of the computation:
-    the first two follow the data."""
+    of the module whose operation the list stops at), ``costs`` (over the listed operations)
+    and ``site`` (``path:line`` of the code that ran the operation the list stops at) are
+    known in the recording process only, and are no part of the computation: ``ops`` and
+    ``stop`` follow the data."""
 
     items: tuple[str | SubCall, ...]
     ops: int | None = field(default=None, compare=False)
     stop: str | None = field(default=None, compare=False)
     costs: Costs | None = field(default=None, compare=False)
+    site: str | None = field(default=None, compare=False)
 
     @cached_property
     def flat(self) -> tuple[str, ...]:
@@ -162,7 +164,9 @@ class Computation:
         if not self.partial or self.ops is None:
             return None
         covered, last = len(self.flat), self.flat[-1].partition("(")[0]
-        where = f" in {self.stop}" if self.stop else ""
+        where = (f" in {self.stop}" if self.stop else "") + (
+            f" at {self.site}" if self.site else ""
+        )
         return (
             f"covers {covered:,} of {self.ops:,} operations: op {covered:,}, {last}{where}, "
             "follows the data"

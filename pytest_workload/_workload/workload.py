@@ -252,6 +252,8 @@ class TestWorkloads:
         modules: The description of every module in the recorded trees, by structure hash.
         libraries: torch's version and those of the distributions that define the trees'
             classes, by distribution name.
+        fixtures: The fixtures the test used that called a model in their setup, outside the
+            test's call: those calls are not recorded.
     """
 
     __test__ = False  # not a pytest test class
@@ -260,6 +262,7 @@ class TestWorkloads:
     workloads: tuple[Workload, ...]
     modules: ModuleTable = field(default_factory=dict, compare=False, repr=False)
     libraries: Mapping[str, str] = field(default_factory=dict, compare=False)
+    fixtures: tuple[str, ...] = field(default=(), compare=False)
 
     def __iter__(self) -> Iterator[Workload]:
         return iter(self.workloads)
@@ -291,6 +294,8 @@ class TestWorkloads:
         }
         if self.libraries:
             out["libraries"] = dict(self.libraries)
+        if self.fixtures:
+            out["fixtures"] = list(self.fixtures)
         if modules and self.modules:
             out["modules"] = modules_to_dict(self.modules)
         return out
@@ -317,9 +322,13 @@ class TestWorkloads:
         libraries = read_field(d, "libraries", dict, optional=True) or {}
         if not all(isinstance(v, str) for v in libraries.values()):
             raise WorkloadDataError(f"test {nodeid!r}: libraries must map names to versions")
+        fixtures = read_field(d, "fixtures", list, optional=True) or []
+        if not all(isinstance(f, str) for f in fixtures):
+            raise WorkloadDataError(f"test {nodeid!r}: fixtures must be a list of names")
         return cls(
             nodeid=nodeid,
             workloads=tuple(workloads),
             modules=closure(table or {}, (w.structure_hash for w in workloads)),
             libraries=libraries,
+            fixtures=tuple(fixtures),
         )

@@ -1,0 +1,62 @@
+"""Which frame of a call stack is the user's: not torch's, not this package's, and not a
+wrapper between them (the standard library's ``functools``/``contextlib``, or
+``typing_extensions``' ``@deprecated``, which torch puts on some of its functions)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sysconfig
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import FrameType
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Wrappers by module name: their frames stand between a caller and what it called.
+_WRAPPERS = frozenset(("typing_extensions",))
+
+
+@functools.cache
+def _skipped_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Directories whose code is never the user's, and those inside them that may be."""
+    import torch
+
+    paths = sysconfig.get_paths()
+    stdlib = os.path.abspath(paths["stdlib"])
+    sites = tuple(os.path.abspath(paths[k]) + os.sep for k in ("purelib", "platlib"))
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+    return (torch_dir + os.sep, _PACKAGE_DIR + os.sep, stdlib + os.sep), sites
+
+
+@functools.cache
+def _is_internal(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    skipped, sites = _skipped_dirs()
+    if path.startswith(skipped[:2]):
+        return True
+    # (a site-packages inside the standard library's directory holds user code)
+    return path.startswith(skipped[2]) and not path.startswith(sites)
+
+
+def is_user_frame(frame: FrameType) -> bool:
+    """Whether ``frame`` runs the user's code (a test, a model), not torch's, this package's
+    or a wrapper's."""
+    if frame.f_globals.get("__name__") in _WRAPPERS:
+        return False
+    return not _is_internal(frame.f_code.co_filename)
+
+
+def user_frame(frame: FrameType | None) -> FrameType | None:
+    """``frame`` or the first frame out from it that is the user's; None when none is."""
+    while frame is not None and not is_user_frame(frame):
+        frame = frame.f_back
+    return frame
+
+
+def site(frame: FrameType, base: str | None) -> str:
+    """``path:line`` of a frame, relative to ``base`` when inside it."""
+    path = os.path.abspath(frame.f_code.co_filename)
+    if base is not None and path.startswith(base + os.sep):
+        path = os.path.relpath(path, base)
+    return f"{path}:{frame.f_lineno}"
