@@ -26,7 +26,7 @@ from ._perf.drift import DEFAULT_TOLERANCE
 from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode
 from ._perf.stopwatch import LIMIT_BUDGETS, TimingPolicy
-from ._recording.recorder import Keyer, WorkloadRecorder, hashing_under
+from ._recording.recorder import Keyer, WorkloadRecorder
 from ._report.collapse import KeysGate, render_collapse
 from ._report.session_report import SessionReport, write_report
 from ._report.summary import render_note_counts, render_notes, render_unchecked
@@ -103,8 +103,7 @@ class WorkloadSession:
         self.problems: list[str] = []
         self.unused = UnusedGuard(settings.rootdir)
         #: Tests the workload gate failed, and the performance regressions among their failures.
-        self.gate_failed = 0
-        self.regressions = 0
+        self.gate_failed = self.regressions = 0
         self.keys = KeysGate()
         self.snapshots = SnapshotGate(
             accept_upgrade=settings.accept_upgrade,
@@ -139,9 +138,9 @@ class WorkloadSession:
         keyer: Keyer | None = None,
         replays: bool = True,
     ) -> WorkloadRecorder:
-        return hashing_under(
-            self.scheme,
+        return WorkloadRecorder(
             nodeid,
+            scheme=self.scheme,
             max_depth=max_depth,
             timing=self.settings.timing,
             describe=describe,
@@ -165,10 +164,9 @@ class WorkloadSession:
         first."""
         if not self.settings.timing:
             return None
-        gated = self._judges_timing
-        suspect = (
-            functools.partial(self.perf.suspect, nodeid, tolerance=tolerance) if gated else None
-        )
+        suspect = None
+        if self._judges_timing:
+            suspect = functools.partial(self.perf.suspect, nodeid, tolerance=tolerance)
         budget_s = self.settings.time_budget_s
         return TimingPolicy(budget_s, limit_s=budget_s * LIMIT_BUDGETS, suspect=suspect)
 

@@ -8,7 +8,6 @@ from torch.nn.modules import module as torch_module
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
-from pytest_workload._recording.recorder import hashing_under
 from tests.models import TinyNet
 
 
@@ -24,7 +23,7 @@ def no_hooks_left(*modules: nn.Module) -> bool:
 
 def record(fn, *, max_depth=0, timing=True, scheme=CURRENT_SCHEME) -> TestWorkloads:
     """The workloads of ``fn()`` recorded with every root watched."""
-    recorder = hashing_under(scheme, "t", max_depth=max_depth, timing=timing)
+    recorder = WorkloadRecorder("t", max_depth=max_depth, timing=timing, scheme=scheme)
     with recorder.recording(all_roots=True):
         fn()
     assert recorder.errors == ()

@@ -168,7 +168,7 @@ def test_old_baseline_format_hint_rewrites_it(pytester, project):
     (baseline,) = (pytester.path / "__workload_baselines__").rglob("*.json")
     baseline.write_text(
         baseline.read_text().replace(
-            '"pytest_workload_baseline": 3', '"pytest_workload_baseline": 2'
+            '"pytest_workload_baseline": 1', '"pytest_workload_baseline": 0'
         )
     )
     result = pytester.runpytest(*PLAIN)

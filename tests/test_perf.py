@@ -156,7 +156,7 @@ def test_a_timing_the_budget_cut_short_is_counted_not_judged(pytester, sleepy, i
         note,
         lit(
             "test_sleepy.py::test_sleepy: model (test_sleepy.Sleepy), input (float32[1, 4]), "
-            "hash *: 100.00x its baseline, not judged: timed on 1 sample (the time budget cut "
+            "hash *: calibrated ratio 100.00x, not judged: timed on 1 sample (the time budget cut "
             "it short: see --workload-time-budget) against the baseline's *, and a verdict "
             "needs 6 on each side",
         )[0],

@@ -15,7 +15,7 @@ import contextlib
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .._fingerprint.describe import Describer
 from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
@@ -38,7 +38,7 @@ from .stack import CallStack, Keyer
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["Keyer", "WorkloadRecorder", "hashing_under"]
+__all__ = ["Keyer", "WorkloadRecorder"]
 
 M = TypeVar("M", bound="nn.Module")
 
@@ -83,6 +83,8 @@ class WorkloadRecorder:
         rootdir: Call sites (``Workload.location``) are written relative to it.
         replays: Keep each workload's first inputs so that the plugin can replay it for
             timing; False copies nothing.
+        scheme: The fingerprint scheme that hashes are computed under: the current one (the
+            plugin's tests pass a faulty one, to show that its gates catch the collapse).
 
     Raises:
         ValueError: ``max_depth`` is not an int of at least 0.
@@ -98,6 +100,7 @@ class WorkloadRecorder:
         keyer: Keyer | None = None,
         rootdir: Path | None = None,
         replays: bool = True,
+        scheme: FingerprintScheme = CURRENT_SCHEME,
     ) -> None:
         _check_depth(max_depth, max_depth)
         self.nodeid = nodeid
@@ -105,10 +108,11 @@ class WorkloadRecorder:
         self.replays = replays
         self.max_depth = max_depth
         self.timing = timing
-        self._scheme = CURRENT_SCHEME
+        self._scheme = scheme
         self._errors: dict[str, None] = {}
         self._rows = RowTable(timing=timing)
         identities = IdentityCache(describe)
+        identities.scheme = scheme
         self._identities: IdentityCache | None = identities
         stack = CallStack(
             identities,
@@ -254,12 +258,3 @@ class WorkloadRecorder:
     def _check_open(self) -> None:
         if self._stopped:
             raise RuntimeError(f"recording for {self.nodeid} has ended")
-
-
-def hashing_under(scheme: FingerprintScheme, nodeid: str, **options: Any) -> WorkloadRecorder:
-    """A recorder that hashes under the session's ``scheme``: the current one, but for the
-    tests of the gates that catch a faulty scheme (hash collapses)."""
-    recorder = WorkloadRecorder(nodeid, **options)
-    assert recorder._identities is not None
-    recorder._scheme = recorder._identities.scheme = scheme
-    return recorder
