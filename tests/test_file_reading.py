@@ -432,6 +432,37 @@ def test_a_null_compute_hash_is_one_error_naming_file_and_field(pytester, suite)
     assert stored(pytester).read_text() == edited
 
 
+def _first_entry(text: str, change) -> str:
+    data = json.loads(text)
+    change(data["workloads"][0])
+    return json.dumps(data, indent=2)
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (
+            lambda entry: entry.pop("compute_hash"),
+            "*computation changed (compute hash none recorded -> *)*",
+        ),
+        (
+            lambda entry: entry.update(data_dependent=True),
+            "*computation changed: its operations follow the data -> do not follow*",
+        ),
+    ],
+    ids=["compute hash left out", "marked data-dependent"],
+)
+def test_one_edited_line_does_not_turn_the_computation_check_off(pytester, suite, edit, said):
+    """The writer's own 'unknown' (no compute hash, data-dependent) is the code's, not the
+    run's: an entry edited into it differs from what the run recorded, and fails."""
+    suite(two_shapes())
+    pytester.runpytest(*UPDATE).assert_outcomes(passed=1)
+    stored(pytester).write_text(_first_entry(stored(pytester).read_text(), edit))
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([said])
+
+
 # 10. Size: refused before reading ------------------------------------------------------------
 
 

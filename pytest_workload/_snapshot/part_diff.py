@@ -88,12 +88,14 @@ def _diff_node(path: str, a: Json, b: Json) -> list[str]:
 
 
 def computes_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
-    """Equal compute hashes. A side without one (a compiled or scripted module) has no
-    computation on record, and a data-dependent workload's operations follow its data, so
-    its gate does not flap with them (its ``data_dependent`` mark tells it): both agree."""
-    if a.compute_hash is None or b.compute_hash is None or a.data_dependent or b.data_dependent:
-        return True
-    return a.compute_hash == b.compute_hash
+    """Equal compute hashes. Whether a workload has one (a compiled or scripted module has
+    none) and whether its operations follow its data are the code's, not the run's: either
+    changing is a change (so an entry edited to leave its hash out, or marked data-dependent,
+    fails rather than turning the check off). Where both follow the data, the hashes cover
+    what ran up to the first read of values, and the gate does not flap with them."""
+    if a.compute_hash is None or b.compute_hash is None or a.data_dependent != b.data_dependent:
+        return a.compute_hash is b.compute_hash is None and a.data_dependent == b.data_dependent
+    return a.data_dependent or a.compute_hash == b.compute_hash
 
 
 def compute_lines(
@@ -102,7 +104,16 @@ def compute_lines(
     """``computation changed (...)`` and the operations that differ, by submodule path. Where
     the structure or inputs changed too (another hash), that change explains operations that
     only see other shapes: only other operations are shown, and nothing when there are none."""
-    assert old.compute_hash is not None and new.compute_hash is not None
+    if old.compute_hash is None or new.compute_hash is None:
+        was, now = (
+            short(h) if h else "none recorded" for h in (old.compute_hash, new.compute_hash)
+        )
+        return [f"computation changed (compute hash {was} -> {now})"]
+    if old.data_dependent != new.data_dependent:
+        was, now = (
+            "follow" if d else "do not follow" for d in (old.data_dependent, new.data_dependent)
+        )
+        return [f"computation changed: its operations {was} the data -> {now}"]
     hashes = f"{short(old.compute_hash)} -> {short(new.compute_hash)}"
     head = f"computation changed (compute hash {hashes})"
     a = old_doc.computations.get(old.compute_hash)
