@@ -27,6 +27,10 @@ def test_six(n):
 SECOND_CTRL_C = """
 import os, signal
 
+# Ctrl-C in a terminal, even where this suite runs as a shell's background job (which ignores
+# SIGINT, and so would pytest's process)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 def pytest_keyboard_interrupt(excinfo):
     os.kill(os.getpid(), signal.SIGINT)
 """
