@@ -99,35 +99,40 @@ def describe_known(value: object, nested: Nested, path: str) -> Json | None:
     return {"builtin": qualified_name(type(value)), "fields": fields}
 
 
-def _reachable(value: object, tensor: type, found: dict[int, object], seen: set[int]) -> None:
-    """Every tensor, and every object of the library, reachable from ``value`` through the
-    attributes of the library's objects, lists, tuples and dicts."""
-    if id(value) in seen:
-        return
-    seen.add(id(value))
-    items: Iterable[object]
-    if isinstance(value, tensor):
-        found[id(value)] = value
-        return
-    if isinstance(value, (list, tuple)):
-        items = value
-    elif isinstance(value, dict):
-        items = value.values()
-    elif type(value).__module__.startswith("transformers.") and hasattr(value, "__dict__"):
-        found[id(value)] = value
-        items = vars(value).values()
-    else:
-        return
-    for item in items:
-        _reachable(item, tensor, found, seen)
-
-
-def _parts(cache: object) -> list[object]:
+def reachable(value: object, enters: Callable[[object], bool]) -> list[object]:
+    """Every tensor reachable from ``value`` through lists, tuples, dicts and the attributes of
+    the objects ``enters`` accepts, and those objects: each once, in the order first met."""
     import torch
 
     found: dict[int, object] = {}
-    _reachable(cache, torch.Tensor, found, set())
+    seen: set[int] = set()
+
+    def walk(value: object) -> None:
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        items: Iterable[object]
+        if isinstance(value, torch.Tensor):
+            found[id(value)] = value
+            return
+        if isinstance(value, (list, tuple)):
+            items = value
+        elif isinstance(value, dict):
+            items = value.values()
+        elif hasattr(value, "__dict__") and enters(value):
+            found[id(value)] = value
+            items = vars(value).values()
+        else:
+            return
+        for item in items:
+            walk(item)
+
+    walk(value)
     return list(found.values())
+
+
+def _parts(cache: object) -> list[object]:
+    return reachable(cache, lambda v: type(v).__module__.startswith("transformers."))
 
 
 def copy_known(value: Any) -> tuple[Any, bool] | None:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import copy
 import types
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._fingerprint.ecosystem import copy_known
+from .._fingerprint.ecosystem import copy_known, reachable
 
 if TYPE_CHECKING:
     import torch
@@ -133,27 +133,10 @@ def _copy_mapping(value: dict[Any, Any]) -> tuple[Any, Missing]:
     return mapping, missing
 
 
-def _objects(value: object, tensor: type, found: dict[int, object], seen: set[int]) -> None:
-    """Every tensor, and every object with attributes, reachable from ``value`` through
-    lists, tuples, dicts and such objects' attributes (a module's are its own: not entered)."""
-    if id(value) in seen or isinstance(value, (type, types.ModuleType, *_PLAIN)):
-        return
-    seen.add(id(value))
-    items: Iterable[object]
-    if isinstance(value, tensor):
-        found[id(value)] = value
-        return
-    if isinstance(value, (list, tuple)):
-        items = value
-    elif isinstance(value, dict):
-        items = value.values()
-    elif hasattr(value, "__dict__") and not callable(value):
-        found[id(value)] = value
-        items = vars(value).values()
-    else:
-        return
-    for item in items:
-        _objects(item, tensor, found, seen)
+def _enters(value: object) -> bool:
+    """An object whose attributes an input's copy and restore reach into: not a class, a
+    module, a plain value or a function (a module's attributes are its own)."""
+    return not isinstance(value, (type, types.ModuleType, *_PLAIN)) and not callable(value)
 
 
 def input_objects(values: object) -> list[object]:
@@ -161,9 +144,7 @@ def input_objects(values: object) -> list[object]:
     may change in an input it is given, so a replay puts their attributes back after each call."""
     import torch
 
-    found: dict[int, object] = {}
-    _objects(values, torch.Tensor, found, set())
-    return [v for v in found.values() if not isinstance(v, torch.Tensor)]
+    return [v for v in reachable(values, _enters) if not isinstance(v, torch.Tensor)]
 
 
 def _copy_object(value: object) -> tuple[Any, Missing]:
@@ -174,10 +155,8 @@ def _copy_object(value: object) -> tuple[Any, Missing]:
 
     if isinstance(value, torch.nn.Module):
         return value, (_qualified(value),)
-    found: dict[int, object] = {}
-    _objects(value, torch.Tensor, found, set())
     memo: dict[int, Any] = {}
-    for part in found.values():
+    for part in reachable(value, _enters):
         if isinstance(part, torch.Tensor):
             memo[id(part)] = part.detach().clone().requires_grad_(part.requires_grad)
     try:
