@@ -220,8 +220,11 @@ def test_cpu_stopwatch_counts_waits_but_not_waits_for_a_core(run_delay_s, ratio_
 def test_cpu_stopwatch_sees_a_real_sleep():
     if run_delay_ns() is None:
         pytest.skip("this kernel does not report run-queue waits")
-    lap = CpuStopwatch()(lambda: time.sleep(0.02), 1)
-    assert lap.ratio_s >= 0.02  # a sleep takes no CPU time; the thread clock alone saw none
+    # A sleep takes no CPU time; the thread clock alone sees none. Beside spinning neighbours a
+    # kernel may count some of a sleep as a run-queue wait (a lap then falls back to the CPU
+    # time): the real clock must see the sleep in one of a few laps, whatever the load.
+    laps = [CpuStopwatch()(lambda: time.sleep(0.02), 1) for _ in range(5)]
+    assert max(lap.ratio_s for lap in laps) >= 0.02
     assert isinstance(stopwatch_for(torch.device("cpu")), CpuStopwatch)
 
 
