@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,10 +87,9 @@ def test_every_module_has_a_place():
     assert not unknown, f"modules outside the house: {sorted(unknown)}; place them in the lists"
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_follow_the_feature_rule(path: Path):
-    bad = _violations(path)
-    assert not bad, f"{path.relative_to(PACKAGE)} imports against the feature rule: {bad}"
+def test_imports_follow_the_feature_rule():
+    bad = {str(p.relative_to(PACKAGE)): v for p in _modules() if (v := _violations(p))}
+    assert not bad, f"imports against the feature rule: {bad}"
 
 
 @pytest.mark.parametrize(
@@ -154,18 +154,17 @@ def test_the_core_and_the_record_import_without_torch():
 MODULE_LINES, CLASS_LINES = 400, 250
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_modules_and_classes_stay_small(path: Path):
-    source = path.read_text(encoding="utf-8")
-    assert source.count("\n") <= MODULE_LINES, f"{path.name}: over {MODULE_LINES} lines"
+def _too_big(name: str, source: str) -> list[str]:
+    found = [f"{name}: over {MODULE_LINES} lines"] if source.count("\n") > MODULE_LINES else []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ClassDef):
             lines = (node.end_lineno or node.lineno) - node.lineno + 1
-            assert lines <= CLASS_LINES, f"{path.name}: class {node.name} has {lines} lines"
+            found += [f"{name}: class {node.name} has {lines} lines"] if lines > CLASS_LINES else []
+    return found
 
 
-def _third_party(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def _third_party(source: str) -> set[str]:
+    tree = ast.parse(source)
     names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
     return {name.split(".")[0] for name in names}
@@ -175,24 +174,43 @@ def _third_party(path: Path) -> set[str]:
 PYTEST_GLUE = {"_options", "plugin", "__main__", "__init__"}
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_only_the_glue_imports_pytest_and_syrupy_has_one_home(path: Path):
-    own, used = _part(_module_name(path)), _third_party(path)
-    if own not in PYTEST_GLUE and own != "hookspecs":
-        assert "pytest" not in used and "_pytest" not in used, f"{path.name} imports pytest"
-    if path.name != "syrupy_ext.py" and own not in PYTEST_GLUE:
-        assert "syrupy" not in used, f"{path.name} imports syrupy outside _snapshot/syrupy_ext.py"
+def _wrong_home(module: str, source: str) -> list[str]:
+    own, used, found = _part(module), _third_party(source), []
+    if own not in PYTEST_GLUE and own != "hookspecs" and used & {"pytest", "_pytest"}:
+        found.append(f"{module} imports pytest")
+    if not module.endswith(".syrupy_ext") and own not in PYTEST_GLUE and "syrupy" in used:
+        found.append(f"{module} imports syrupy outside _snapshot/syrupy_ext.py")
+    return found
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_torch_is_imported_lazily(path: Path):
+def _eager_torch(module: str, source: str) -> list[str]:
     # a module-level import would make `import pytest_workload` load torch
-    top = [
-        node
-        for node in ast.parse(path.read_text(encoding="utf-8")).body
-        if isinstance(node, ast.Import | ast.ImportFrom)
-    ]
+    top = [n for n in ast.parse(source).body if isinstance(n, ast.Import | ast.ImportFrom)]
     names = {a.name for n in top if isinstance(n, ast.Import) for a in n.names}
     names |= {n.module for n in top if isinstance(n, ast.ImportFrom) and n.module}
     heavy = sorted(n for n in names if n.split(".")[0] in {"torch", "numpy"})
-    assert not heavy, f"{path.name} imports {heavy} at module level"
+    return [f"{module} imports {heavy} at module level"] if heavy else []
+
+
+def test_every_module_is_small_lazy_and_in_its_home():
+    found = []
+    for path in _modules():
+        module, source = _module_name(path), path.read_text(encoding="utf-8")
+        found += _too_big(module, source) + _wrong_home(module, source)
+        found += _eager_torch(module, source)
+    assert not found, found
+
+
+@pytest.mark.parametrize(
+    ("check", "module", "source"),
+    [
+        (_too_big, "pytest_workload._core.x", "x = 1\n" * (MODULE_LINES + 1)),
+        (_too_big, "pytest_workload._core.x", "class A:\n" + "    x = 1\n" * CLASS_LINES),
+        (_wrong_home, "pytest_workload._perf.x", "import pytest\n"),
+        (_wrong_home, "pytest_workload._snapshot.diff", "from syrupy import x\n"),
+        (_eager_torch, "pytest_workload._perf.x", "import torch.nn\n"),
+    ],
+)
+def test_the_module_checks_can_fail(check: Any, module: str, source: str):
+    assert check(module, source)
+    assert not check(module, "def f():\n    import torch\n")
