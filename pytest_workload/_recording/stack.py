@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core.errors import UndescribableInputError
 from .._core.frames import is_user_frame, site, user_frame
-from .._core.strict_json import Json, canonical_json, out_of_bounds
+from .._core.strict_json import MAX_INPUT_DEPTH, Json, canonical_json, out_of_bounds
 from .._fingerprint.describe import Describer, describe_args, describe_kwargs, inputs_key
 from .._fingerprint.structure import class_name
 from .._perf import FirstCall
@@ -272,7 +272,7 @@ class CallStack:
         except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
             self.errors[f"pytest_workload_key failed for {name}: {exc!r}"] = None
             return None
-        refused = out_of_bounds(key)
+        refused = out_of_bounds(key, MAX_INPUT_DEPTH)
         if refused is not None:
             self.errors[f"pytest_workload_key returned {refused} for {name}"] = None
             return None
