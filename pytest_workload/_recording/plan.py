@@ -149,7 +149,7 @@ class RootTrace:
             root = None if self._trace.failed else self._trace.root()
             if self._device_peak is not None and root is not None:
                 assert root.costs is not None  # (a traced root has them)
-                peak = replace(root.costs, device_peak_bytes=self._device_peak.end())
+                peak = root.costs.with_value("device_peak_bytes", self._device_peak.end())
                 root = replace(root, costs=peak)
         self._exit.close()
         return root

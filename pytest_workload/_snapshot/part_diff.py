@@ -10,19 +10,13 @@ from difflib import SequenceMatcher
 from .._core.strict_json import Json, canonical_json
 from .._core.text import short
 from .._workload.computation import Computation, SubCall, join_path
+from .._workload.costs import BY_RANK, Metric
 from .._workload.modules import ModuleTable, child_links
 from .._workload.signature import InputSignature, format_node, is_tensor_node, tensor_shape
 from .document import SnapshotDocument, SnapshotEntry, inline_json
 
 #: Operation-level differences listed per workload before the rest are counted.
 MAX_OP_LINES = 8
-#: (label, field) of the compared costs, in the order messages give them.
-METRICS = (
-    ("peak memory", "peak_bytes"),
-    ("device peak memory", "device_peak_bytes"),
-    ("bytes written", "bytes_written"),
-    ("bytes read", "bytes_read"),
-)
 #: Paths named per grouped change before the rest are counted.
 MAX_PATHS = 3
 #: Grouped changes listed before the rest are counted.
@@ -182,51 +176,37 @@ def _replaced(a: str | SubCall, b: str | SubCall) -> str:
     return f"{_text(a)} -> {_text(b)}"
 
 
-def grew(old: int | None, new: int | None, tolerance: float) -> bool:
-    """More than ``tolerance`` (a fraction) above the stored value; a device peak on one side
-    only (another device) is a difference."""
-    if old is None or new is None:
-        return old != new
-    return new > old * (1 + tolerance)
+def _compared(old: SnapshotEntry, new: SnapshotEntry) -> tuple[Metric, ...]:
+    """The metrics two entries' costs are compared on, in message order; where the operations
+    of either follow the data, only those counted over the whole call."""
+    if old.data_dependent or new.data_dependent:
+        return tuple(m for m in BY_RANK if m.whole_call)
+    return BY_RANK
 
 
 def costs_agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
     """No cost of the recorded ``new`` grew beyond ``tolerance`` over the stored ``old``. Costs
-    are counted, not timed: any growth is the code's. Like compute hashes, none on either side
-    agrees with any, and a data-dependent workload's follow the data."""
+    are counted, not timed: any growth is the code's. Like compute hashes, none on either
+    side agrees with any."""
     a, b = old.costs, new.costs
-    if old.data_dependent or new.data_dependent or a is None or b is None:
+    if a is None or b is None:
         return True
-    return not any(grew(getattr(a, f), getattr(b, f), tolerance) for _, f in METRICS)
-
-
-def format_bytes(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
-def _moved(label: str, old: int | None, new: int | None) -> str:
-    if old is None or new is None:
-        shown = (format_bytes(v) if v is not None else "unknown" for v in (old, new))
-        return f"{label} {' -> '.join(shown)}"
-    sign = "+" if new >= old else "-"
-    delta = f"{sign}{format_bytes(abs(new - old))}"
-    ratio = f", {new / old:.2f}x" if old else ""
-    return f"{label} {format_bytes(old)} -> {format_bytes(new)} ({delta}{ratio})"
+    return not any(m.grew(a[m.field], b[m.field], tolerance) for m in _compared(old, new))
 
 
 def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
     """One line per cost that moved (``peak memory 1.0 MiB -> 9.0 MiB (+8.0 MiB, 9.00x)``),
     then the operation counts that changed."""
     a, b = old.costs, new.costs
-    if old.data_dependent or new.data_dependent or a is None or b is None:
+    if a is None or b is None:
         return
-    for label, name in METRICS:
-        before, after = getattr(a, name), getattr(b, name)
-        if before != after:
-            yield _moved(label, before, after)
+    metrics = _compared(old, new)
+    for metric in metrics:
+        line = metric.moved(a[metric.field], b[metric.field])
+        if line is not None:
+            yield line
+    if metrics != BY_RANK:
+        return
     counts, now = dict(a.ops), dict(b.ops)
     moved = [
         f"{now.get(name, 0) - counts.get(name, 0):+d} {name}"
