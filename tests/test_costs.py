@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
+import os
+from dataclasses import replace
+
 import pytest
 import torch
 from torch import nn
@@ -193,3 +198,92 @@ def test_device_peak_is_read_over_the_traced_call(monkeypatch):
     assert log == ["synchronize", "reset_peak", "synchronize"] * 2
     entry = SnapshotEntry.from_workload(root)
     assert SnapshotEntry.from_dict(entry.to_dict()).costs == root.costs
+
+
+class Syncs(nn.Module):
+    def forward(self, x):
+        y = x * 2
+        if y.sum().item() > 0:  # a value read: the list stops here
+            y = y + 1
+        y.cpu()  # a copy to the host: a sync, though no value enters Python
+        torch.ones(2).sum().item()  # read of a constant: no sync
+        y = y.float()  # a cast reads no values
+        return y[y > 0]  # value-shaped
+
+
+def _line(text: str) -> int:
+    lines, start = inspect.getsourcelines(Syncs.forward)
+    return start + next(i for i, line in enumerate(lines) if text in line)
+
+
+def test_host_syncs_are_counted_by_site_over_the_whole_call():
+    costs = _costs(Syncs(), torch.ones(4))
+    path, cwd = os.path.abspath(__file__), os.getcwd()
+    here = os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path
+    assert costs.partial
+    assert costs["syncs"] == tuple(
+        sorted(
+            (f"{name} at {here}:{_line(text)}", 1)
+            for name, text in (("item", ".item() > 0"), ("cpu", "y.cpu()"), ("getitem", "y[y"))
+        )
+    )
+
+
+def _synced(*sites: tuple[str, int]) -> Costs:
+    return Costs.of(bytes_read=1, bytes_written=1, peak_bytes=1, syncs=tuple(sorted(sites)))
+
+
+ONE = _synced(("item at m.py:4", 1))
+TWO = _synced(("item at m.py:4", 1), ("nonzero at m.py:9", 1))
+
+
+def test_syncs_gate_by_count_and_name_the_sites_that_moved():
+    old, new = _entry(ONE), _entry(TWO)
+    assert not costs_agree(old, new, 0.0)
+    assert costs_agree(old, new, 1.0)
+    assert costs_agree(new, old, 0.0)
+    assert list(cost_lines(old, new)) == ["syncs 1 -> 2: nonzero at m.py:9"]
+    assert list(cost_lines(new, old)) == ["syncs 2 -> 1: nonzero at m.py:9"]
+    none = _entry(_synced())
+    assert list(cost_lines(none, new)) == ["syncs 0 -> 2: item at m.py:4, nonzero at m.py:9"]
+    moved = _entry(_synced(("item at m.py:5", 1), ("nonzero at m.py:9", 1)))
+    assert costs_agree(new, moved, 0.0) and list(cost_lines(new, moved)) == []
+
+
+def test_syncs_are_over_the_whole_call_where_the_other_costs_are_not():
+    partial = replace(TWO, partial=True)
+    assert list(cost_lines(_entry(ONE), _entry(partial)))[-1] == (
+        "costs (but syncs) are over the operations before the first that follows the data"
+    )
+
+
+def test_syncs_are_stored_only_where_there_are_some():
+    assert "syncs" not in OLD.to_dict()
+    assert Costs.from_dict(OLD.to_dict()) == OLD
+    assert TWO.to_dict()["syncs"] == {"item at m.py:4": 1, "nonzero at m.py:9": 1}
+    assert Costs.from_dict(TWO.to_dict()) == TWO
+    with pytest.raises(TypeError, match="not cost metrics: sync"):
+        Costs.of(sync=())
+    with pytest.raises(WorkloadDataError, match="'syncs' must map names to counts > 0"):
+        Costs.from_dict({**TWO.to_dict(), "syncs": {"item at m.py:4": 0}})
+
+
+def test_a_sync_outside_the_rootdir_is_named_by_its_module_path(tmp_path, monkeypatch):
+    package = tmp_path / "site" / "synczoo"
+    package.mkdir(parents=True)
+    source = package / "model.py"
+    source.write_text(
+        "from torch import nn\n\n\nclass M(nn.Module):\n"
+        "    def forward(self, x):\n        return x * x.sum().item()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    spec = importlib.util.spec_from_file_location("synczoo_model", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model, x = module.M(), torch.ones(2)
+    with torch.no_grad(), tracing(model, (x,), str(tmp_path / "project")) as trace:
+        model(x)
+    costs = trace.root().costs
+    assert costs is not None
+    assert costs["syncs"] == ((f"item at {os.path.join('synczoo', 'model.py')}:6", 1),)

@@ -104,9 +104,10 @@ def subtree(target: nn.Module, max_depth: int) -> list[tuple[nn.Module, str, int
 
 class RootTrace:
     """The tracing of one root call (``inputs``: its args and kwargs), begun as the call
-    begins; :meth:`end` ends it."""
+    begins; :meth:`end` ends it. Sites are relative to ``root`` (None: the working
+    directory)."""
 
-    def __init__(self, module: nn.Module, plan: Plan, inputs: Any) -> None:
+    def __init__(self, module: nn.Module, plan: Plan, inputs: Any, root: str | None) -> None:
         from torch.nn.parameter import is_lazy
 
         target, self.opaque = plan.target, plan.opaque
@@ -121,7 +122,7 @@ class RootTrace:
             if memory is not None:
                 self._device_peak = DevicePeak(memory)
                 self._device_peak.begin()
-            self._trace = self._exit.enter_context(tracing(target, inputs))
+            self._trace = self._exit.enter_context(tracing(target, inputs, root))
             self.counts = self._trace
         elif not is_compiled(module):  # (a compiled root is counted by its replay)
             self.counts = self._exit.enter_context(counting(target, inputs))

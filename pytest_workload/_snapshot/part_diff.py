@@ -10,7 +10,7 @@ from difflib import SequenceMatcher
 from .._core.strict_json import Json, canonical_json
 from .._core.text import short
 from .._workload.computation import Computation, SubCall, join_path
-from .._workload.costs import BY_RANK, Metric
+from .._workload.costs import BY_RANK
 from .._workload.modules import ModuleTable, child_links
 from .._workload.signature import InputSignature, format_node, is_tensor_node, tensor_shape
 from .document import SnapshotDocument, SnapshotEntry, inline_json
@@ -176,37 +176,26 @@ def _replaced(a: str | SubCall, b: str | SubCall) -> str:
     return f"{_text(a)} -> {_text(b)}"
 
 
-def _compared(old: SnapshotEntry, new: SnapshotEntry) -> tuple[Metric, ...]:
-    """The metrics two entries' costs are compared on, in message order; where the operations
-    of either follow the data, only those counted over the whole call."""
-    if old.data_dependent or new.data_dependent:
-        return tuple(m for m in BY_RANK if m.whole_call)
-    return BY_RANK
-
-
 def costs_agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
     """No cost of the recorded ``new`` grew beyond ``tolerance`` over the stored ``old``. Costs
-    are counted, not timed: any growth is the code's. Like compute hashes, none on either
-    side agrees with any."""
+    are counted, not timed: any growth is the code's. Like compute hashes, none on either side
+    agrees with any, and a data-dependent workload's follow the data."""
     a, b = old.costs, new.costs
-    if a is None or b is None:
+    if old.data_dependent or new.data_dependent or a is None or b is None:
         return True
-    return not any(m.grew(a[m.field], b[m.field], tolerance) for m in _compared(old, new))
+    return not any(m.grew(a[m.field], b[m.field], tolerance) for m in BY_RANK)
 
 
 def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
     """One line per cost that moved (``peak memory 1.0 MiB -> 9.0 MiB (+8.0 MiB, 9.00x)``),
     then the operation counts that changed."""
     a, b = old.costs, new.costs
-    if a is None or b is None:
+    if old.data_dependent or new.data_dependent or a is None or b is None:
         return
-    metrics = _compared(old, new)
-    for metric in metrics:
+    for metric in BY_RANK:
         line = metric.moved(a[metric.field], b[metric.field])
         if line is not None:
             yield line
-    if metrics != BY_RANK:
-        return
     counts, now = dict(a.ops), dict(b.ops)
     moved = [
         f"{now.get(name, 0) - counts.get(name, 0):+d} {name}"
@@ -216,7 +205,9 @@ def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
     if moved:
         yield "operations " + ", ".join(moved)
     if a.partial or b.partial:
-        yield "costs are over the operations before the first that follows the data"
+        whole = ", ".join(m.label for m in BY_RANK if m.whole_call)
+        but = f" (but {whole})" if whole else ""
+        yield f"costs{but} are over the operations before the first that follows the data"
 
 
 def _short_class(description: Mapping[str, Json]) -> str:

@@ -174,6 +174,8 @@ class SpanCosts:
     bytes_read: int = 0
     bytes_written: int = 0
     peak_bytes: int = 0
+    #: host syncs by ``operation at path:line`` (over the whole call: see ``Trace.record``)
+    syncs: Counter[str] = field(default_factory=Counter)
     live: int = 0
     names: Counter[str] = field(default_factory=Counter)
 

@@ -56,8 +56,8 @@ class Metric:
     by the recorder. ``absent``: what a missing JSON field means: an error, a count not taken
     (another device: a count on one side only is a change), or nothing counted (such a field is
     written only when its count is not 0). ``whole_call``: counted over every operation of the
-    call, also after its list stops where the operations follow the data, so compared in a
-    data-dependent workload too. ``rank``: where its line comes in a message (lowest first)."""
+    call, also after its list stops where the operations follow the data (the others are over
+    the listed operations). ``rank``: where its line comes in a message (lowest first)."""
 
     field: str
     label: str
@@ -149,6 +149,9 @@ METRICS = (
         source="device",
         absent="unknown",
     ),
+    # host syncs (data-dependent events, copies to the host): by operation and the user's
+    # line that ran it, over the whole call
+    Metric("syncs", "syncs", rank=4, sites=True, absent="zero", whole_call=True),
 )
 #: The metrics in the order a message gives them.
 BY_RANK = tuple(sorted(METRICS, key=lambda m: m.rank))
