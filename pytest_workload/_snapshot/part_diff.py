@@ -12,7 +12,7 @@ from .._core.text import short
 from .._workload.computation import Computation, SubCall, join_path
 from .._workload.costs import BY_RANK
 from .._workload.modules import ModuleTable, child_links
-from .._workload.signature import InputSignature, format_node, is_tensor_node, tensor_shape
+from .._workload.signature import InputSignature, diff_node, format_node
 from .document import SnapshotDocument, SnapshotEntry, inline_json
 
 #: Operation-level differences listed per workload before the rest are counted.
@@ -33,7 +33,7 @@ def diff_signatures(
     if len(old.args) != len(new.args):
         lines.append(f"input: {len(old.args)} -> {len(new.args)} positional arguments")
     for i, (a, b) in enumerate(zip(old.args, new.args, strict=False)):
-        lines.extend(_diff_node(label(f"args[{i}]"), a, b))
+        lines.extend(diff_node(label(f"args[{i}]"), a, b))
     before, after = dict(old.kwargs), dict(new.kwargs)
     for name in sorted(before.keys() | after.keys()):
         path = f"kwargs[{name!r}]"
@@ -42,43 +42,8 @@ def diff_signatures(
         elif name not in after:
             lines.append(f"input {path} removed (was {format_node(before[name])})")
         else:
-            lines.extend(_diff_node(path, before[name], after[name]))
+            lines.extend(diff_node(path, before[name], after[name]))
     return lines
-
-
-def _diff_node(path: str, a: Json, b: Json) -> list[str]:
-    if canonical_json(a) == canonical_json(b):
-        return []
-    if is_tensor_node(a) and is_tensor_node(b):
-        assert isinstance(a, dict) and isinstance(b, dict)
-        out = []
-        if tensor_shape(a) != tensor_shape(b):
-            out.append(f"input {path}: shape {tensor_shape(a)} -> {tensor_shape(b)}")
-        for field in ("dtype", "layout", "qscheme", "axis", "subclass"):
-            if a.get(field) != b.get(field):
-                out.append(f"input {path}: {field} {a.get(field)} -> {b.get(field)}")
-        if out:
-            return out
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [
-            line
-            for i, (x, y) in enumerate(zip(a, b, strict=True))
-            for line in _diff_node(f"{path}[{i}]", x, y)
-        ]
-    if (
-        isinstance(a, dict)
-        and isinstance(b, dict)
-        and "fields" in a
-        and "fields" in b
-        and a.keys() == b.keys()
-    ):
-        fa, fb = a["fields"], b["fields"]
-        assert isinstance(fa, dict) and isinstance(fb, dict)
-        if fa.keys() == fb.keys() and all(a[k] == b[k] for k in a if k != "fields"):
-            return [line for k in fa for line in _diff_node(f"{path}.{k}", fa[k], fb[k])]
-    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() == {"tuple"}:
-        return _diff_node(path, a["tuple"], b["tuple"])
-    return [f"input {path}: {format_node(a)} -> {format_node(b)}"]
 
 
 def computes_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
