@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.pytester_suite import SUITE_INI, lit
@@ -119,6 +121,98 @@ def test_shrinking_passes_with_a_note_and_an_update_records_it(pytester, net):
     update = pytester.runpytest("--workload-snapshot", "--snapshot-update")
     update.assert_outcomes(passed=1)
     update.stdout.fnmatch_lines(["*costs shrank in *test_net.workloads (recorded): *"])
+    again = pytester.runpytest("--workload-snapshot")
+    again.assert_outcomes(passed=1)
+    assert "costs shrank" not in again.stdout.str()
+
+
+SYNCS = """
+import pytest
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        BODY
+        return y
+
+
+@pytest.mark.workloads
+def test_net():
+    with torch.no_grad():
+        Net().eval()(torch.rand(2, 4))
+"""
+
+FIRST = "scale = y.abs().max().item()"
+SECOND = "nonzero = int(y.gt(0).sum())"
+
+
+@pytest.fixture
+def synced(pytester: pytest.Pytester):
+    """Writes the model with the given lines in its forward; returns the line of each."""
+    pytester.makeini(SUITE_INI)
+
+    def write(*lines: str) -> dict[str, str]:
+        body = "\n        ".join(lines) or "pass"
+        path = pytester.makepyfile(test_net=SYNCS.replace("BODY", body))
+        text = path.read_text().splitlines()
+        return {line: f"test_net.py:{text.index('        ' + line) + 1}" for line in lines}
+
+    return write
+
+
+def _update(pytester: pytest.Pytester) -> None:
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("mode", [("-p", "no:xdist"), ("-n", "2")], ids=["serial", "n2"])
+def test_unchanged_syncs_pass_and_are_stored_by_site(pytester, synced, mode):
+    sites = synced(FIRST)
+    _update(pytester)
+    stored = pytester.path / "__workload_snapshots__" / "test_net" / "test_net.workloads"
+    assert f'"syncs": {{"item at {sites[FIRST]}": 1}}' in stored.read_text()
+    result = pytester.runpytest_subprocess("--workload-snapshot", "--workload-json=r.json", *mode)
+    result.assert_outcomes(passed=1)
+    (test,) = json.loads((pytester.path / "r.json").read_text())["tests"]
+    assert [w["costs"]["syncs"] for w in test["workloads"]] == [{f"item at {sites[FIRST]}": 1}]
+
+
+def test_a_new_item_fails_naming_its_line(pytester, synced):
+    synced()
+    _update(pytester)
+    sites = synced(FIRST)
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*syncs 0 -> 1: item at {sites[FIRST]}"])
+
+
+def test_a_second_sync_in_a_data_dependent_forward_fails_on_syncs_alone(pytester, synced):
+    synced(FIRST)
+    _update(pytester)
+    sites = synced(FIRST, SECOND)
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*syncs 1 -> 2: int at {sites[SECOND]}"])
+    assert "computation changed" not in result.stdout.str()
+
+
+def test_fewer_syncs_pass_with_a_note_and_an_update_records_them(pytester, synced):
+    sites = synced(FIRST, SECOND)
+    _update(pytester)
+    synced(FIRST)
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [f"*costs shrank in *(--snapshot-update records them): Net: syncs 2 -> 1: "
+         f"int at {sites[SECOND]}*"]
+    )  # fmt: skip
+    _update(pytester)
     again = pytester.runpytest("--workload-snapshot")
     again.assert_outcomes(passed=1)
     assert "costs shrank" not in again.stdout.str()

@@ -10,9 +10,17 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_workload._core.errors import UndescribableInputError
+from pytest_workload._core.errors import UndescribableInputError, WorkloadDataError
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
-from pytest_workload._workload.signature import InputSignature, format_node
+from pytest_workload._workload.signature import (
+    SHAPED_TAGS,
+    TAGS,
+    InputSignature,
+    check_node,
+    diff_node,
+    format_node,
+    tag_of,
+)
 
 
 def sig(*args, **kwargs):
@@ -228,3 +236,55 @@ def test_a_failing_describer_is_named():
     message = r"input args\[0\] of type .*Opaque: pytest_workload_describe failed: KeyError"
     with pytest.raises(UndescribableInputError, match=message):
         describe_args([Opaque()], describe)
+
+
+#: One described value per tag, its readable form, and a change to it with its lines.
+TAG_EXAMPLES = {
+    "tensor": ({"tensor": [1, 3], "dtype": "float32"}, "float32[1, 3]"),
+    "ndarray": ({"ndarray": [2], "dtype": "int64"}, "ndarray int64[2]"),
+    "tuple": ({"tuple": [1, "a"]}, "(1, 'a')"),
+    "dict": ({"dict": [["k", 2]]}, "{'k': 2}"),
+    "namedtuple": ({"namedtuple": "m.Point", "fields": {"x": 1}}, "Point(x=1)"),
+    "dataclass": ({"dataclass": "m.Box", "fields": {"w": 2.5}}, "Box(w=2.5)"),
+    "builtin": ({"builtin": "tv.ImageList", "fields": {"n": 1}}, "ImageList(n=1)"),
+    "enum": ({"enum": "m.Mode.FAST"}, "Mode.FAST"),
+    "dtype": ({"dtype": "float16"}, "torch.float16"),
+    "size": ({"size": [2, 3]}, "torch.Size([2, 3])"),
+    "device": ({"device": "any"}, "<device>"),
+    "float": ({"float": "nan"}, "nan"),
+    "numpy": ({"numpy": "float32", "value": 1.5}, "np.float32(1.5)"),
+    "complex": ({"complex": [1.0, 2.0]}, "complex[1.0, 2.0]"),
+    "custom": ({"custom": "m.Tok", "value": {"n": [1]}}, "Tok<{'n': [1]}>"),
+    "str_sha256": (
+        {"str_sha256": "ab" * 32, "length": 2000, "preview": "xy"},
+        "'xy'… (2000 characters, sha256 abababab)",
+    ),
+}
+
+
+def test_every_input_tag_is_one_table_entry_that_checks_formats_and_diffs():
+    assert set(TAG_EXAMPLES) == {tag.name for tag in TAGS}
+    for name, (node, text) in TAG_EXAMPLES.items():
+        tag = tag_of(node)
+        assert tag is not None and tag.name == name
+        check_node(node, "args[0]")
+        assert format_node(node) == text
+        assert diff_node("args[0]", node, node) == []
+        with pytest.raises(WorkloadDataError, match=r"^args\[0\]: "):
+            check_node({**node, "extra": 1}, "args[0]")
+
+
+def test_a_change_is_worded_by_its_tag():
+    tensor, _ = TAG_EXAMPLES["tensor"]
+    point, _ = TAG_EXAMPLES["namedtuple"]
+    assert diff_node("args[0]", tensor, {**tensor, "tensor": [2, 3]}) == [
+        "input args[0]: shape [1, 3] -> [2, 3]"
+    ]
+    assert diff_node("args[0]", point, {**point, "fields": {"x": 2}}) == ["input args[0].x: 1 -> 2"]
+    assert diff_node("args[0]", {"tuple": [1, 2]}, {"tuple": [1, 3]}) == [
+        "input args[0][1]: 2 -> 3"
+    ]
+    assert diff_node("args[0]", {"dtype": "float16"}, {"dtype": "float32"}) == [
+        "input args[0]: torch.float16 -> torch.float32"
+    ]
+    assert SHAPED_TAGS == ("tensor", "ndarray")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import sysconfig
 from typing import TYPE_CHECKING
 
@@ -60,3 +61,16 @@ def site(frame: FrameType, base: str | None) -> str:
     if base is not None and path.startswith(base + os.sep):
         path = os.path.relpath(path, base)
     return f"{path}:{frame.f_lineno}"
+
+
+def stored_site(frame: FrameType, base: str) -> str:
+    """``path:line`` of a frame as a snapshot stores it, the same on every machine: relative
+    to ``base`` when inside it, else to the longest ``sys.path`` directory that holds it (a
+    library's module path, ``transformers/models/bert/modeling_bert.py``), else absolute."""
+    path = os.path.abspath(frame.f_code.co_filename)
+    if path.startswith(base + os.sep):
+        return site(frame, base)
+    roots = (os.path.abspath(p or os.curdir) + os.sep for p in sys.path)
+    holding = max((r for r in roots if path.startswith(r)), key=len, default=None)
+    shown = path if holding is None else os.path.relpath(path, holding)
+    return f"{shown}:{frame.f_lineno}"

@@ -9,12 +9,9 @@ from collections.abc import Iterable
 from typing import TypeVar
 
 from .._core.strict_json import Json, canonical_json
-from .._workload.signature import is_tensor_node
+from .._workload.signature import SHAPED_TAGS, is_tensor_node
 
 K = TypeVar("K", bound=Json)
-
-
-_SHAPE_TAGS = ("tensor", "ndarray")
 
 
 def _is_int(value: object) -> bool:
@@ -41,7 +38,7 @@ def _int_ratio(target: int, candidate: int) -> int | None:
 
 def _shape(node: dict[str, Json]) -> list[Json] | None:
     """The shape of a tensor or array node, or None when the node is malformed."""
-    shapes = [node[tag] for tag in _SHAPE_TAGS if tag in node]
+    shapes = [node[tag] for tag in SHAPED_TAGS if tag in node]
     return shapes[0] if len(shapes) == 1 and isinstance(shapes[0], list) else None
 
 
@@ -53,8 +50,8 @@ def _tensor_ratio(
     t, c = _shape(target), _shape(candidate)
     if t is None or c is None or target.keys() != candidate.keys() or len(t) != len(c):
         return None
-    rest_t = {k: v for k, v in target.items() if k not in _SHAPE_TAGS}
-    rest_c = {k: v for k, v in candidate.items() if k not in _SHAPE_TAGS}
+    rest_t = {k: v for k, v in target.items() if k not in SHAPED_TAGS}
+    rest_c = {k: v for k, v in candidate.items() if k not in SHAPED_TAGS}
     if canonical_json(rest_t) != canonical_json(rest_c):
         return None
     if not all(_is_int(d) and d >= 0 for d in (*t, *c)):  # type: ignore[operator]

@@ -104,9 +104,10 @@ def subtree(target: nn.Module, max_depth: int) -> list[tuple[nn.Module, str, int
 
 class RootTrace:
     """The tracing of one root call (``inputs``: its args and kwargs), begun as the call
-    begins; :meth:`end` ends it."""
+    begins; :meth:`end` ends it. Sites are relative to ``root`` (None: the working
+    directory)."""
 
-    def __init__(self, module: nn.Module, plan: Plan, inputs: Any) -> None:
+    def __init__(self, module: nn.Module, plan: Plan, inputs: Any, root: str | None) -> None:
         from torch.nn.parameter import is_lazy
 
         target, self.opaque = plan.target, plan.opaque
@@ -121,7 +122,7 @@ class RootTrace:
             if memory is not None:
                 self._device_peak = DevicePeak(memory)
                 self._device_peak.begin()
-            self._trace = self._exit.enter_context(tracing(target, inputs))
+            self._trace = self._exit.enter_context(tracing(target, inputs, root))
             self.counts = self._trace
         elif not is_compiled(module):  # (a compiled root is counted by its replay)
             self.counts = self._exit.enter_context(counting(target, inputs))
@@ -149,7 +150,7 @@ class RootTrace:
             root = None if self._trace.failed else self._trace.root()
             if self._device_peak is not None and root is not None:
                 assert root.costs is not None  # (a traced root has them)
-                peak = replace(root.costs, device_peak_bytes=self._device_peak.end())
+                peak = root.costs.with_value("device_peak_bytes", self._device_peak.end())
                 root = replace(root, costs=peak)
         self._exit.close()
         return root

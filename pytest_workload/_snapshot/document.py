@@ -17,7 +17,8 @@ from .._core.strict_json import (
     read_object,
     read_strings,
 )
-from .._workload.computation import Computation, Costs, computation_table, read_computations
+from .._workload.computation import Computation, computation_table, read_computations
+from .._workload.costs import Costs
 from .._workload.modules import ModuleTable, closure, modules_to_dict, read_modules
 from .._workload.paths import Paths, check_links, name_first, read_identity
 from .._workload.signature import InputSignature, workload_key

@@ -10,19 +10,13 @@ from difflib import SequenceMatcher
 from .._core.strict_json import Json, canonical_json
 from .._core.text import short
 from .._workload.computation import Computation, SubCall, join_path
+from .._workload.costs import BY_RANK
 from .._workload.modules import ModuleTable, child_links
-from .._workload.signature import InputSignature, format_node, is_tensor_node, tensor_shape
+from .._workload.signature import InputSignature, diff_node, format_node
 from .document import SnapshotDocument, SnapshotEntry, inline_json
 
 #: Operation-level differences listed per workload before the rest are counted.
 MAX_OP_LINES = 8
-#: (label, field) of the compared costs, in the order messages give them.
-METRICS = (
-    ("peak memory", "peak_bytes"),
-    ("device peak memory", "device_peak_bytes"),
-    ("bytes written", "bytes_written"),
-    ("bytes read", "bytes_read"),
-)
 #: Paths named per grouped change before the rest are counted.
 MAX_PATHS = 3
 #: Grouped changes listed before the rest are counted.
@@ -39,7 +33,7 @@ def diff_signatures(
     if len(old.args) != len(new.args):
         lines.append(f"input: {len(old.args)} -> {len(new.args)} positional arguments")
     for i, (a, b) in enumerate(zip(old.args, new.args, strict=False)):
-        lines.extend(_diff_node(label(f"args[{i}]"), a, b))
+        lines.extend(diff_node(label(f"args[{i}]"), a, b))
     before, after = dict(old.kwargs), dict(new.kwargs)
     for name in sorted(before.keys() | after.keys()):
         path = f"kwargs[{name!r}]"
@@ -48,43 +42,8 @@ def diff_signatures(
         elif name not in after:
             lines.append(f"input {path} removed (was {format_node(before[name])})")
         else:
-            lines.extend(_diff_node(path, before[name], after[name]))
+            lines.extend(diff_node(path, before[name], after[name]))
     return lines
-
-
-def _diff_node(path: str, a: Json, b: Json) -> list[str]:
-    if canonical_json(a) == canonical_json(b):
-        return []
-    if is_tensor_node(a) and is_tensor_node(b):
-        assert isinstance(a, dict) and isinstance(b, dict)
-        out = []
-        if tensor_shape(a) != tensor_shape(b):
-            out.append(f"input {path}: shape {tensor_shape(a)} -> {tensor_shape(b)}")
-        for field in ("dtype", "layout", "qscheme", "axis", "subclass"):
-            if a.get(field) != b.get(field):
-                out.append(f"input {path}: {field} {a.get(field)} -> {b.get(field)}")
-        if out:
-            return out
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [
-            line
-            for i, (x, y) in enumerate(zip(a, b, strict=True))
-            for line in _diff_node(f"{path}[{i}]", x, y)
-        ]
-    if (
-        isinstance(a, dict)
-        and isinstance(b, dict)
-        and "fields" in a
-        and "fields" in b
-        and a.keys() == b.keys()
-    ):
-        fa, fb = a["fields"], b["fields"]
-        assert isinstance(fa, dict) and isinstance(fb, dict)
-        if fa.keys() == fb.keys() and all(a[k] == b[k] for k in a if k != "fields"):
-            return [line for k in fa for line in _diff_node(f"{path}.{k}", fa[k], fb[k])]
-    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() == {"tuple"}:
-        return _diff_node(path, a["tuple"], b["tuple"])
-    return [f"input {path}: {format_node(a)} -> {format_node(b)}"]
 
 
 def computes_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
@@ -182,14 +141,6 @@ def _replaced(a: str | SubCall, b: str | SubCall) -> str:
     return f"{_text(a)} -> {_text(b)}"
 
 
-def grew(old: int | None, new: int | None, tolerance: float) -> bool:
-    """More than ``tolerance`` (a fraction) above the stored value; a device peak on one side
-    only (another device) is a difference."""
-    if old is None or new is None:
-        return old != new
-    return new > old * (1 + tolerance)
-
-
 def costs_agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
     """No cost of the recorded ``new`` grew beyond ``tolerance`` over the stored ``old``. Costs
     are counted, not timed: any growth is the code's. Like compute hashes, none on either side
@@ -197,24 +148,7 @@ def costs_agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> boo
     a, b = old.costs, new.costs
     if old.data_dependent or new.data_dependent or a is None or b is None:
         return True
-    return not any(grew(getattr(a, f), getattr(b, f), tolerance) for _, f in METRICS)
-
-
-def format_bytes(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n} B"
-
-
-def _moved(label: str, old: int | None, new: int | None) -> str:
-    if old is None or new is None:
-        shown = (format_bytes(v) if v is not None else "unknown" for v in (old, new))
-        return f"{label} {' -> '.join(shown)}"
-    sign = "+" if new >= old else "-"
-    delta = f"{sign}{format_bytes(abs(new - old))}"
-    ratio = f", {new / old:.2f}x" if old else ""
-    return f"{label} {format_bytes(old)} -> {format_bytes(new)} ({delta}{ratio})"
+    return not any(m.grew(a[m.field], b[m.field], tolerance) for m in BY_RANK)
 
 
 def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
@@ -223,10 +157,10 @@ def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
     a, b = old.costs, new.costs
     if old.data_dependent or new.data_dependent or a is None or b is None:
         return
-    for label, name in METRICS:
-        before, after = getattr(a, name), getattr(b, name)
-        if before != after:
-            yield _moved(label, before, after)
+    for metric in BY_RANK:
+        line = metric.moved(a[metric.field], b[metric.field])
+        if line is not None:
+            yield line
     counts, now = dict(a.ops), dict(b.ops)
     moved = [
         f"{now.get(name, 0) - counts.get(name, 0):+d} {name}"
@@ -236,7 +170,9 @@ def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
     if moved:
         yield "operations " + ", ".join(moved)
     if a.partial or b.partial:
-        yield "costs are over the operations before the first that follows the data"
+        whole = ", ".join(m.label for m in BY_RANK if m.whole_call)
+        but = f" (but {whole})" if whole else ""
+        yield f"costs{but} are over the operations before the first that follows the data"
 
 
 def _short_class(description: Mapping[str, Json]) -> str:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._torch_internals import cpu_flash_attention, dispatch_mode_class, op_schema, storage_key
-from .._workload.computation import Costs
+from .._workload.costs import METRICS, Costs
 
 if TYPE_CHECKING:
     import torch
@@ -168,17 +168,21 @@ def dispatch_counted(
 
 @dataclass
 class SpanCosts:
-    """One span's costs so far; ``live``: the bytes it allocated that are alive now."""
+    """One span's costs so far, each traced metric's (:data:`.METRICS`) by its field;
+    ``live``: the bytes it allocated that are alive now."""
 
-    read: int = 0
-    written: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    peak_bytes: int = 0
+    #: host syncs by ``operation at path:line`` (over the whole call: see ``Trace.record``)
+    syncs: Counter[str] = field(default_factory=Counter)
     live: int = 0
-    peak: int = 0
     names: Counter[str] = field(default_factory=Counter)
 
     def freeze(self, *, partial: bool) -> Costs:
         ops = tuple(sorted(self.names.items()))
-        return Costs(self.read, self.written, self.peak, ops, partial=partial)
+        counted = {m.field: m.of(getattr(self, m.field)) for m in METRICS if m.source == "trace"}
+        return Costs.of(ops, partial=partial, **counted)
 
 
 class Tensors:
@@ -229,8 +233,8 @@ class Allocations:
         read = sum(map(_nbytes, inputs)) if new or written else 0
         wrote = sum(map(_nbytes, (*new.values(), *written)))
         for span in spans:
-            span.read += read
-            span.written += wrote
+            span.bytes_read += read
+            span.bytes_written += wrote
             span.names[name] += 1
         for key, tensor in new.items():
             try:
@@ -241,7 +245,7 @@ class Allocations:
             alive.add(key)
             for span in spans:
                 span.live += size
-                span.peak = max(span.peak, span.live)
+                span.peak_bytes = max(span.peak_bytes, span.live)
             ref = weakref.ref(storage, self._freed)
             self._refs[id(ref)] = ref
             self._followed[id(ref)] = key, size

@@ -17,7 +17,8 @@ A *value read* hands tensor values to Python (``item``, ``bool(t)``), where they
 control flow or become shapes; a *value-shaped* operation returns a tensor whose shape the
 values set (``nonzero``, ``t[mask]``, ``nms``). Either is a data-dependent event when a tensor
 it reads may carry data (one not computed in the call from constants alone): what runs after
-it may follow the data, so a trace stops its computation there.
+it may follow the data, so a trace stops its computation there. Each is a *host sync* too, as
+is a copy to the host (``.cpu()``): on a device, the host waits for the values there.
 """
 
 from __future__ import annotations
@@ -306,6 +307,8 @@ _READ_VALUES = frozenset(
      "__format__", "__repr__", "__str__", "__array__", "item", "tolist", "numpy", "equal",
      "allclose", "is_nonzero")
 )  # fmt: skip
+#: Copies to the host: no value enters Python, but on a device the host waits for them.
+_TO_HOST = frozenset(("cpu",))
 #: Value-shaped operations.
 _VALUE_SHAPED = frozenset(
     ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount", "nms",
@@ -353,3 +356,10 @@ def follows_data(
     else:
         return False
     return any(carries(t) for t in tensor_list(sizes))
+
+
+def copies_to_host(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carries: Any) -> bool:
+    """Whether the operation copies a tensor that may carry data to the host (``.cpu()``): a
+    host sync, as a data-dependent event is, though no value enters Python. Counted on every
+    device (on the CPU it is the same call, and waits for nothing)."""
+    return name in _TO_HOST and any(carries(t) for t in tensor_list((args, kwargs)))

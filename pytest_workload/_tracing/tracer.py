@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from .._core.frames import site, user_frame
+from .._core.frames import stored_site, user_frame
 from .._torch_internals import torch_function_disabler
 from .._workload.computation import (
     FOLLOWS_DATA,
@@ -52,7 +52,15 @@ from .cost_count import (
     storage_of,
     tensor_list,
 )
-from .operations import RANDOM, call_text, follows_data, needs_dispatch, op_flops, op_name
+from .operations import (
+    RANDOM,
+    call_text,
+    copies_to_host,
+    follows_data,
+    needs_dispatch,
+    op_flops,
+    op_name,
+)
 
 if TYPE_CHECKING:
     from torch import nn
@@ -87,8 +95,10 @@ class _Span:
 class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
-    def __init__(self, allowed: set[int], module: nn.Module) -> None:
-        """``allowed``: the storages it may write, besides ``module``'s tensors'."""
+    def __init__(self, allowed: set[int], module: nn.Module, base: str) -> None:
+        """``allowed``: the storages it may write, besides ``module``'s tensors'; ``base``:
+        the directory sites are written relative to."""
+        self.base = base
         self.flops = 0
         self.foreign_write: str | None = None
         #: False while the recorder's own hooks run: their torch calls are not the model's.
@@ -153,16 +163,27 @@ class Trace:
     def carries_data(self, tensor: Any) -> bool:
         return storage_of(tensor) not in self._constant
 
-    def record(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], event: bool) -> None:
+    def record(
+        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], event: bool, sync: bool
+    ) -> None:
+        """Add an operation (``event``: a data-dependent one; ``sync``: a host sync) to the
+        innermost span's list, unless it stopped. A host sync counts in every open span, also
+        after its list stopped: it is named by its code's line, not by what the data did."""
         span = self._spans[-1]
         span.ops += 1
         if not span.stopped:
             ordered = dict(sorted(kwargs.items())) if len(kwargs) > 1 else kwargs
             text = call_text(name, args, ordered, self._refer)
             span.items.append(text + FOLLOWS_DATA if event else text)
+        if not sync:
+            return
+        site = _call_site(self.base)
+        key = name if site is None else f"{name} at {site}"
+        for open_span in self._spans:
+            open_span.costs.syncs[key] += 1
         if event and not all(s.stopped for s in self._spans):
             self._events += 1
-            where, site = self._module_running(), _call_site()
+            where = self._module_running()
             for open_span in self._spans:
                 if not open_span.stopped:
                     open_span.stopped, open_span.stop, open_span.site = self._events, where, site
@@ -206,11 +227,11 @@ class Trace:
         return None
 
 
-def _call_site() -> str | None:
+def _call_site(root: str) -> str | None:
     """``path:line`` of the code that ran the operation (the innermost user frame), relative
-    to the working directory when inside it."""
+    to ``root`` when inside it (see :func:`.stored_site`)."""
     frame = user_frame(sys._getframe(1))
-    return None if frame is None else site(frame, os.getcwd())
+    return None if frame is None else stored_site(frame, root)
 
 
 @functools.lru_cache(maxsize=8192)  # (a suite's models share their module paths)
@@ -301,13 +322,15 @@ def _mode_class() -> type:
                 out, flops = func(*args, **kwargs), None
             try:
                 with DisableTorchFunction():
-                    event = follows_data(func, name, args, kwargs, trace.carries_data)
+                    carries = trace.carries_data
+                    event = follows_data(func, name, args, kwargs, carries)
+                    sync = event or copies_to_host(name, args, kwargs, carries)
                     made = [out] if isinstance(out, Tensor) else tensor_list((out,))
                     if event or made or written:
                         tensors = Tensors(args, kwargs, made)
                         trace.follow(name, args, kwargs, tensors, written)
                         trace.account(name, tensors, written)
-                        trace.record(name, args, kwargs, event)
+                        trace.record(name, args, kwargs, event, sync)
                         trace.flops += op_flops(name, args, kwargs, out) if flops is None else flops
             except Exception as exc:
                 trace.fail(exc)
@@ -317,10 +340,11 @@ def _mode_class() -> type:
 
 
 @contextmanager
-def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
+def tracing(module: nn.Module, inputs: Iterable[Any], root: str | None = None) -> Iterator[Trace]:
     """Trace what runs in the block; its writes are checked against ``module``'s state and
-    ``inputs``."""
-    trace = Trace({storage_of(t) for t in tensor_list(inputs)}, module)
+    ``inputs``; sites are relative to ``root`` (None: the working directory)."""
+    allowed = {storage_of(t) for t in tensor_list(inputs)}
+    trace = Trace(allowed, module, os.getcwd() if root is None else root)
     try:
         with _mode_class()(trace):
             yield trace

@@ -14,12 +14,9 @@ A call's list stops at its first operation whose result follows the tensors' val
 read into Python, an output shape set by the values), marked :data:`FOLLOWS_DATA`: what runs
 after it may follow the data, so it is not part of the computation.
 
-A workload's :class:`Costs` are what its traced call moved and allocated, counted from the
-operations' tensors, never timed, so the same on every machine and under any load: bytes read
-and written, operations by name, and the peak of the bytes allocated during the call and alive
-at once (``peak_bytes``; on CUDA also the device allocator's peak, ``device_peak_bytes``). A
-list that stops where the operations follow the data has costs over the same operations,
-marked ``partial``.
+A workload's costs (:mod:`.costs`) are counted over the same operations: a list that stops
+where the operations follow the data has costs over the listed ones, marked ``partial`` (but
+for those counted over the whole call, its host syncs).
 """
 
 from __future__ import annotations
@@ -30,14 +27,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .._core.errors import WorkloadDataError
-from .._core.strict_json import (
-    Json,
-    canonical_json,
-    read_count,
-    read_field,
-    read_object,
-    sha256_hex,
-)
+from .._core.strict_json import Json, canonical_json, sha256_hex
+from .costs import Costs
 
 #: Enters every compute hash, so a change of the operation text's grammar is a new version.
 COMPUTE_VERSION = 2
@@ -77,46 +68,6 @@ def seen_from_caller(name: str, text: str) -> str:
     if "@" not in text:
         return text
     return _REFERENCE.sub(lambda m: "@" + join_path(name, m[1]), text)
-
-
-@dataclass(frozen=True)
-class Costs:
-    """``ops``: (operation name, count), sorted by name."""
-
-    bytes_read: int
-    bytes_written: int
-    peak_bytes: int
-    ops: tuple[tuple[str, int], ...] = ()
-    partial: bool = False
-    device_peak_bytes: int | None = None
-
-    def to_dict(self) -> dict[str, Json]:
-        out: dict[str, Json] = {
-            "bytes_read": self.bytes_read,
-            "bytes_written": self.bytes_written,
-            "peak_bytes": self.peak_bytes,
-        }
-        if self.device_peak_bytes is not None:
-            out["device_peak_bytes"] = self.device_peak_bytes
-        if self.partial:
-            out["partial"] = True
-        out["ops"] = dict(self.ops)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: object) -> Costs:
-        d = read_object(data, "costs")
-        ops = read_field(d, "ops", dict)
-        if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in ops.values()):
-            raise WorkloadDataError("costs: 'ops' must map operation names to counts > 0")
-        return cls(
-            bytes_read=read_count(d, "bytes_read", 0),
-            bytes_written=read_count(d, "bytes_written", 0),
-            peak_bytes=read_count(d, "peak_bytes", 0),
-            ops=tuple(sorted(ops.items())),
-            partial=read_field(d, "partial", bool, optional=True) or False,
-            device_peak_bytes=read_count(d, "device_peak_bytes", 0, optional=True),
-        )
 
 
 @dataclass(frozen=True)

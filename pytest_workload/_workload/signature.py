@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Final
@@ -95,35 +95,229 @@ def json_type(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-#: Tagged nodes: their required keys (the tag first) and optional ones.
-_TAGS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    _TENSOR_TAG: (
-        frozenset({_TENSOR_TAG, "dtype"}),
+def _ints(value: Json) -> bool:
+    return isinstance(value, list) and all(_is_int(d) for d in value)
+
+
+def _fields_of(
+    node: dict[str, Json], where: str, strings: Sequence[str], ints: Sequence[str]
+) -> None:
+    for key in strings:
+        if key in node and not isinstance(node[key], str):
+            raise _bad(where, f"{key!r} must be a string")
+    for key in ints:
+        if key in node and not _is_int(node[key]):
+            raise _bad(where, f"{key!r} must be an integer")
+
+
+def _short_type(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[-1]
+
+
+def _check_shaped(node: dict[str, Json], where: str) -> None:
+    tag = _TENSOR_TAG if _TENSOR_TAG in node else _NDARRAY_TAG
+    if not _ints(node[tag]):
+        raise _bad(where, f"{tag!r} must be a list of integers, got {json_type(node[tag])}")
+    _fields_of(node, where, ("dtype", "layout", "qscheme", "subclass"), ("axis",))
+
+
+def _format_shaped(node: dict[str, Json]) -> str:
+    prefix = "" if _TENSOR_TAG in node else "ndarray "
+    shape = ", ".join(str(d) for d in tensor_shape(node))
+    text = f"{prefix}{node['dtype']}[{shape}]"
+    if "layout" in node:
+        text += f" {node['layout']}"
+    if "qscheme" in node:  # `` per_channel_affine(axis=0)``
+        text += f" {node['qscheme']}" + (f"(axis={node['axis']})" if "axis" in node else "")
+    if "subclass" in node:
+        text += f" {_short_type(str(node['subclass']))}"
+    return text
+
+
+def _diff_shaped(path: str, a: dict[str, Json], b: dict[str, Json]) -> list[str]:
+    out = []
+    if tensor_shape(a) != tensor_shape(b):
+        out.append(f"input {path}: shape {tensor_shape(a)} -> {tensor_shape(b)}")
+    for field in ("dtype", "layout", "qscheme", "axis", "subclass"):
+        if a.get(field) != b.get(field):
+            out.append(f"input {path}: {field} {a.get(field)} -> {b.get(field)}")
+    return out
+
+
+def _check_items(node: dict[str, Json], where: str) -> None:
+    tag = "tuple" if "tuple" in node else "complex"
+    value = node[tag]
+    if not isinstance(value, list) or (tag == "complex" and len(value) != 2):
+        raise _bad(where, f"{tag!r} must be a list, got {json_type(value)}")
+    check_node(value, f"{where}.{tag}")
+
+
+def _format_tuple(node: dict[str, Json]) -> str:
+    items = node["tuple"]
+    assert isinstance(items, list)
+    inner = ", ".join(format_node(v) for v in items)
+    return f"({inner},)" if len(items) == 1 else f"({inner})"
+
+
+def _check_dict(node: dict[str, Json], where: str) -> None:
+    value = node["dict"]
+    if not isinstance(value, list) or not all(isinstance(p, list) and len(p) == 2 for p in value):
+        raise _bad(where, "'dict' must be a list of [key, value] pairs")
+    check_node(value, f"{where}.dict")
+
+
+def _format_dict(node: dict[str, Json]) -> str:
+    pairs = node["dict"]
+    assert isinstance(pairs, list)
+    return "{" + ", ".join(_format_pair(p) for p in pairs) + "}"
+
+
+def _format_pair(pair: Json) -> str:
+    assert isinstance(pair, list) and len(pair) == 2
+    return f"{format_node(pair[0])}: {format_node(pair[1])}"
+
+
+def _type_name(node: dict[str, Json]) -> Json:
+    return node.get("namedtuple", node.get("dataclass", node.get("builtin")))
+
+
+def _check_fields(node: dict[str, Json], where: str) -> None:
+    fields = node["fields"]
+    if not isinstance(_type_name(node), str) or not isinstance(fields, dict):
+        tag = next(t for t in ("namedtuple", "dataclass", "builtin") if t in node)
+        raise _bad(where, f"{tag!r} must be a type name with an object of 'fields'")
+    for name, field in fields.items():
+        check_node(field, f"{where}.{name}")
+
+
+def _format_fields(node: dict[str, Json]) -> str:
+    fields = node["fields"]
+    assert isinstance(fields, dict)
+    inner = ", ".join(f"{k}={format_node(v)}" for k, v in fields.items())
+    return f"{_short_type(str(_type_name(node)))}({inner})"
+
+
+def _diff_fields(path: str, a: dict[str, Json], b: dict[str, Json]) -> list[str]:
+    """Field by field, for two values of one type with the same fields."""
+    fa, fb = a["fields"], b["fields"]
+    assert isinstance(fa, dict) and isinstance(fb, dict)
+    if a.keys() != b.keys() or fa.keys() != fb.keys() or _type_name(a) != _type_name(b):
+        return []
+    return [line for k in fa for line in diff_node(f"{path}.{k}", fa[k], fb[k])]
+
+
+def _check_string(tag: str) -> Callable[[dict[str, Json], str], None]:
+    def check(node: dict[str, Json], where: str) -> None:
+        if not isinstance(node[tag], str):
+            raise _bad(where, f"{tag!r} must be a string")
+
+    return check
+
+
+def _check_size(node: dict[str, Json], where: str) -> None:
+    if not _ints(node["size"]):
+        raise _bad(where, f"'size' must be a list of integers, got {json_type(node['size'])}")
+
+
+def _check_numpy(node: dict[str, Json], where: str) -> None:
+    _check_string("numpy")(node, where)
+    check_node(node["value"], f"{where}.value")
+
+
+def _check_long_string(node: dict[str, Json], where: str) -> None:
+    _check_string("str_sha256")(node, where)
+    _fields_of(node, where, ("preview",), ("length",))
+
+
+def _format_long_string(node: dict[str, Json]) -> str:
+    digest = str(node["str_sha256"])[:8]
+    return f"{node['preview']!r}… ({node['length']} characters, sha256 {digest})"
+
+
+def _format_plain(value: Json) -> str:
+    """A user's own JSON (a custom description), which has no tags to read."""
+    if isinstance(value, list):
+        return f"[{', '.join(_format_plain(v) for v in value)}]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_format_plain(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+@dataclass(frozen=True)
+class Tag:
+    """One kind of tagged input description (``{"tensor": [1, 3], "dtype": "float32"}``).
+
+    ``keys``: its required keys (the tag first); ``optional``: the others it may hold;
+    ``check`` raises naming ``where`` unless its own fields are as the describer writes them
+    (nested descriptions through :func:`check_node`); ``format``: its readable form; ``diff``:
+    the finer lines of a change between two of its kind (empty: say the whole value changed);
+    ``shaped``: a tensor-like value whose shape the distance factor scales."""
+
+    keys: tuple[str, ...]
+    check: Callable[[dict[str, Json], str], None]
+    format: Callable[[dict[str, Json]], str]
+    optional: frozenset[str] = frozenset()
+    diff: Callable[[str, dict[str, Json], dict[str, Json]], list[str]] | None = None
+    shaped: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.keys[0]
+
+    def fits(self, node: dict[str, Json]) -> bool:
+        required = frozenset(self.keys)
+        return self.name in node and required <= node.keys() <= required | self.optional
+
+
+#: Every tag an input description may carry, one entry each.
+TAGS = (
+    Tag(
+        (_TENSOR_TAG, "dtype"),
+        _check_shaped,
+        _format_shaped,
         frozenset({"layout", "qscheme", "axis", "subclass"}),
+        _diff_shaped,
+        shaped=True,
     ),
-    _NDARRAY_TAG: (frozenset({_NDARRAY_TAG, "dtype"}), frozenset({"layout"})),
-    "tuple": (frozenset({"tuple"}), frozenset()),
-    "dict": (frozenset({"dict"}), frozenset()),
-    "namedtuple": (frozenset({"namedtuple", "fields"}), frozenset()),
-    "dataclass": (frozenset({"dataclass", "fields"}), frozenset()),
-    "builtin": (frozenset({"builtin", "fields"}), frozenset()),
-    "enum": (frozenset({"enum"}), frozenset()),
-    "dtype": (frozenset({"dtype"}), frozenset()),
-    "size": (frozenset({"size"}), frozenset()),
-    "device": (frozenset({"device"}), frozenset()),
-    "float": (frozenset({"float"}), frozenset()),
-    "numpy": (frozenset({"numpy", "value"}), frozenset()),
-    "complex": (frozenset({"complex"}), frozenset()),
-    "custom": (frozenset({"custom", "value"}), frozenset()),
-    "str_sha256": (frozenset({"str_sha256", "length", "preview"}), frozenset()),
-}
+    Tag(
+        (_NDARRAY_TAG, "dtype"),
+        _check_shaped,
+        _format_shaped,
+        frozenset({"layout"}),
+        _diff_shaped,
+        shaped=True,
+    ),
+    Tag(
+        ("tuple",),
+        _check_items,
+        _format_tuple,
+        diff=lambda p, a, b: diff_node(p, a["tuple"], b["tuple"]),
+    ),
+    Tag(("dict",), _check_dict, _format_dict),
+    Tag(("namedtuple", "fields"), _check_fields, _format_fields, diff=_diff_fields),
+    Tag(("dataclass", "fields"), _check_fields, _format_fields, diff=_diff_fields),
+    Tag(("builtin", "fields"), _check_fields, _format_fields, diff=_diff_fields),
+    Tag(("enum",), _check_string("enum"), lambda n: ".".join(str(n["enum"]).rsplit(".", 2)[-2:])),
+    Tag(("dtype",), _check_string("dtype"), lambda n: f"torch.{n['dtype']}"),
+    Tag(("size",), _check_size, lambda n: f"torch.Size({format_node(n['size'])})"),
+    Tag(("device",), _check_string("device"), lambda n: "<device>"),
+    Tag(("float",), _check_string("float"), lambda n: str(n["float"])),
+    Tag(("numpy", "value"), _check_numpy, lambda n: f"np.{n['numpy']}({format_node(n['value'])})"),
+    Tag(("complex",), _check_items, lambda n: f"complex{format_node(n['complex'])}"),
+    Tag(
+        ("custom", "value"),
+        _check_string("custom"),
+        lambda n: f"{_short_type(str(n['custom']))}<{_format_plain(n['value'])}>",
+    ),
+    Tag(("str_sha256", "length", "preview"), _check_long_string, _format_long_string),
+)
+#: The tags of shaped values, which the distance factor scales.
+SHAPED_TAGS = tuple(t.name for t in TAGS if t.shaped)
 
 
-def _tag(node: dict[str, Json], where: str) -> str:
-    for tag, (required, optional) in _TAGS.items():
-        if tag in node and required <= node.keys() <= required | optional:
-            return tag
-    raise _bad(where, f"not an input description (keys {sorted(node)})")
+def tag_of(node: dict[str, Json]) -> Tag | None:
+    """The tag ``node`` is described with; None where it is none (not a description)."""
+    return next((t for t in TAGS if t.fits(node)), None)
 
 
 def check_node(node: object, where: str) -> None:
@@ -141,112 +335,39 @@ def check_node(node: object, where: str) -> None:
         return
     if not isinstance(node, dict):
         raise _bad(where, f"not an input description ({json_type(node)})")
-    _check_tagged(node, _tag(node, where), where)
-
-
-def _check_tagged(node: dict[str, Json], tag: str, where: str) -> None:
-    value = node[tag]
-    if tag in (_TENSOR_TAG, _NDARRAY_TAG, "size"):
-        if not isinstance(value, list) or not all(_is_int(d) for d in value):
-            raise _bad(where, f"{tag!r} must be a list of integers, got {json_type(value)}")
-    elif tag == "tuple" or tag == "complex":
-        if not isinstance(value, list) or (tag == "complex" and len(value) != 2):
-            raise _bad(where, f"{tag!r} must be a list, got {json_type(value)}")
-        check_node(value, f"{where}.{tag}")
-    elif tag == "dict":
-        if not isinstance(value, list) or not all(
-            isinstance(p, list) and len(p) == 2 for p in value
-        ):
-            raise _bad(where, "'dict' must be a list of [key, value] pairs")
-        check_node(value, f"{where}.dict")
-    elif tag in ("namedtuple", "dataclass", "builtin"):
-        fields = node["fields"]
-        if not isinstance(value, str) or not isinstance(fields, dict):
-            raise _bad(where, f"{tag!r} must be a type name with an object of 'fields'")
-        for name, field in fields.items():
-            check_node(field, f"{where}.{name}")
-    elif not isinstance(value, str):
-        raise _bad(where, f"{tag!r} must be a string")
-    for key in ("dtype", "layout", "qscheme", "subclass", "preview"):
-        if key in node and not isinstance(node[key], str):
-            raise _bad(where, f"{key!r} must be a string")
-    for key in ("axis", "length"):
-        if key in node and not _is_int(node[key]):
-            raise _bad(where, f"{key!r} must be an integer")
-    if tag == "numpy":
-        check_node(node["value"], f"{where}.value")
-
-
-def _short_type(qualname: str) -> str:
-    return qualname.rsplit(".", 1)[-1]
+    tag = tag_of(node)
+    if tag is None:
+        raise _bad(where, f"not an input description (keys {sorted(node)})")
+    tag.check(node, where)
 
 
 def format_node(node: Json) -> str:
     """Readable form of one described value."""
     if isinstance(node, list):
         return f"[{', '.join(format_node(v) for v in node)}]"
-    if not isinstance(node, dict):
-        return repr(node)
-    if is_tensor_node(node):
-        prefix = "" if _TENSOR_TAG in node else "ndarray "
-        shape = ", ".join(str(d) for d in tensor_shape(node))
-        text = f"{prefix}{node['dtype']}[{shape}]"
-        if "layout" in node:
-            text += f" {node['layout']}"
-        if "qscheme" in node:  # `` per_channel_affine(axis=0)``
-            text += f" {node['qscheme']}" + (f"(axis={node['axis']})" if "axis" in node else "")
-        if "subclass" in node:
-            text += f" {_short_type(str(node['subclass']))}"
-        return text
-    if "tuple" in node:
-        items = node["tuple"]
-        assert isinstance(items, list)
-        inner = ", ".join(format_node(v) for v in items)
-        return f"({inner},)" if len(items) == 1 else f"({inner})"
-    if "dict" in node:
-        pairs = node["dict"]
-        assert isinstance(pairs, list)
-        return "{" + ", ".join(_format_pair(p) for p in pairs) + "}"
-    if "fields" in node:
-        fields = node["fields"]
-        assert isinstance(fields, dict)
-        cls = node.get("namedtuple", node.get("dataclass", node.get("builtin")))
-        inner = ", ".join(f"{k}={format_node(v)}" for k, v in fields.items())
-        return f"{_short_type(str(cls))}({inner})"
-    if "enum" in node:
-        return ".".join(str(node["enum"]).rsplit(".", 2)[-2:])
-    if "dtype" in node:
-        return f"torch.{node['dtype']}"
-    if "size" in node:
-        return f"torch.Size({format_node(node['size'])})"
-    if "device" in node:
-        return "<device>"
-    if "float" in node:
-        return str(node["float"])
-    if "numpy" in node:
-        return f"np.{node['numpy']}({format_node(node['value'])})"
-    if "complex" in node:
-        return f"complex{format_node(node['complex'])}"
-    if "custom" in node:
-        return f"{_short_type(str(node['custom']))}<{_format_plain(node['value'])}>"
-    if "str_sha256" in node:
-        digest = str(node["str_sha256"])[:8]
-        return f"{node['preview']!r}… ({node['length']} characters, sha256 {digest})"
-    return repr(node)
+    tag = tag_of(node) if isinstance(node, dict) else None
+    return tag.format(node) if tag is not None and isinstance(node, dict) else repr(node)
 
 
-def _format_plain(value: Json) -> str:
-    """A user's own JSON (a custom description), which has no tags to read."""
-    if isinstance(value, list):
-        return f"[{', '.join(_format_plain(v) for v in value)}]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_format_plain(v)}" for k, v in value.items()) + "}"
-    return repr(value)
-
-
-def _format_pair(pair: Json) -> str:
-    assert isinstance(pair, list) and len(pair) == 2
-    return f"{format_node(pair[0])}: {format_node(pair[1])}"
+def diff_node(path: str, a: Json, b: Json) -> list[str]:
+    """One line per part of a described value that differs, e.g. ``input args[0]: shape
+    [1, 3] -> [2, 3]``: shaped values field by field, lists and tuples of one length and
+    values of one type item by item, anything else whole."""
+    if canonical_json(a) == canonical_json(b):
+        return []
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            line
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for line in diff_node(f"{path}[{i}]", x, y)
+        ]
+    if isinstance(a, dict) and isinstance(b, dict):
+        ta, tb = tag_of(a), tag_of(b)
+        if ta is not None and tb is not None and (ta is tb or (ta.shaped and tb.shaped)):
+            lines = ta.diff(path, a, b) if ta.diff is not None else []
+            if lines:
+                return lines
+    return [f"input {path}: {format_node(a)} -> {format_node(b)}"]
 
 
 def label_arg(path: str, arg_names: Sequence[str]) -> str:
@@ -261,12 +382,12 @@ def label_arg(path: str, arg_names: Sequence[str]) -> str:
 
 def is_tensor_node(node: Json) -> bool:
     """Whether a described value is a tensor or array (shape plus dtype)."""
-    return isinstance(node, dict) and (_TENSOR_TAG in node or _NDARRAY_TAG in node)
+    return isinstance(node, dict) and any(tag in node for tag in SHAPED_TAGS)
 
 
 def tensor_shape(node: Json) -> list[Json]:
     assert isinstance(node, dict)
-    shape = node.get(_TENSOR_TAG, node.get(_NDARRAY_TAG))
+    shape = next(node[tag] for tag in SHAPED_TAGS if tag in node)
     assert isinstance(shape, list)
     return shape
 

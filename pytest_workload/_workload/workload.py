@@ -18,7 +18,8 @@ from .._core.strict_json import (
     read_object,
     read_strings,
 )
-from .computation import Computation, Costs
+from .computation import Computation
+from .costs import Costs
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
 from .paths import Paths, check_links, read_identity
 from .signature import InputSignature, workload_key
