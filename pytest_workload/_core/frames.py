@@ -54,9 +54,19 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
     return frame
 
 
+def is_user_file(filename: str) -> bool:
+    """Whether code in ``filename`` is the user's (see :func:`is_user_frame`)."""
+    return not _is_internal(filename)
+
+
 def site(frame: FrameType, base: str | None) -> str:
     """``path:line`` of a frame, relative to ``base`` when inside it."""
-    path = os.path.abspath(frame.f_code.co_filename)
+    return file_site(frame.f_code.co_filename, frame.f_lineno, base)
+
+
+def file_site(filename: str, line: int, base: str | None) -> str:
+    """``path:line``, relative to ``base`` when inside it."""
+    path = os.path.abspath(filename)
     if base is not None and path.startswith(base + os.sep):
         path = os.path.relpath(path, base)
-    return f"{path}:{frame.f_lineno}"
+    return f"{path}:{line}"
