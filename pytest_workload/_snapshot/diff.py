@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal
 
-from .._compile import health_agrees, health_lines
+from .._compile import CompileHealth, health_agrees, health_lines
 from .._core.strict_json import Json, canonical_json
 from .._core.text import short
 from .._fingerprint.distance import distance_factor, nearest
@@ -130,7 +130,12 @@ def compare_documents(
     for entry in _unmatched(new.entries, old.entries, tolerance, recorded=True):
         best = max(unmatched_old, key=lambda o: _pair_score(o, entry), default=None)
         if best is None or _pair_score(best, entry) == 0:
-            changes.append(Change("appeared", None, entry, tuple(_nearest_stored(entry, old))))
+            # (its breaks and recompiles say what dynamo made of it: a guard that failed)
+            details = [
+                *_nearest_stored(entry, old),
+                *health_lines(CompileHealth(), entry.compile_health),
+            ]
+            changes.append(Change("appeared", None, entry, tuple(details)))
             continue
         unmatched_old.remove(best)
         more_than_the_caller = best.identity[1:] != entry.identity[1:]
