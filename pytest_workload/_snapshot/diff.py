@@ -131,11 +131,11 @@ def compare_documents(
         best = max(unmatched_old, key=lambda o: _pair_score(o, entry), default=None)
         if best is None or _pair_score(best, entry) == 0:
             # (its breaks and recompiles say what dynamo made of it: a guard that failed)
-            details = [
+            found = (
                 *_nearest_stored(entry, old),
                 *health_lines(CompileHealth(), entry.compile_health),
-            ]
-            changes.append(Change("appeared", None, entry, tuple(details)))
+            )
+            changes.append(Change("appeared", None, entry, found))
             continue
         unmatched_old.remove(best)
         more_than_the_caller = best.identity[1:] != entry.identity[1:]
