@@ -362,6 +362,22 @@ def graph_break_loggers() -> tuple[tuple[logging.Logger, ...], Any]:
     return (*loggers, exc.graph_breaks_log), utils.graph_break_dup_warning_checker
 
 
+def logged_graph_break() -> BaseException | None:
+    """Called from a handler of a ``graph_breaks`` logger: the exception of the break being
+    logged. ``InstructionTranslatorBase.log_graph_break(..., exc)`` logs it as its ``exc``
+    argument, at times outside the handler of the exception (a data-dependent jump); the
+    frame compile's own logging does so while handling it."""
+    frame = sys._getframe(1)
+    for _ in range(12):  # (the handler's caller frames, up to dynamo's)
+        if frame.f_back is None:
+            break
+        frame = frame.f_back
+        if frame.f_code.co_name == "log_graph_break":
+            exc = frame.f_locals.get("exc")
+            return exc if isinstance(exc, BaseException) else None
+    return sys.exc_info()[1]
+
+
 def compile_callbacks() -> Any:
     """Dynamo's compile callbacks: ``register_start_callback``/``register_end_callback`` and
     their ``remove_`` twins; a start runs as the outermost compile of a frame begins, an end

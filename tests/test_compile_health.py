@@ -94,6 +94,15 @@ def test_a_print_is_a_break_at_its_line_with_its_registry_id(tmp_path, backend):
     assert health.graphs == 2 and not health.whole_graph
 
 
+def test_a_data_dependent_branch_is_a_break_at_the_branch(tmp_path):
+    source = fresh_model(tmp_path, "x = x * 2 if x.sum() > 0 else x")
+    model = torch.compile(source.Net(), backend="aot_eager")
+    [health] = record(tmp_path, model, [lambda: model(torch.rand(2, 4))])
+    [found] = health.breaks
+    assert found.site == f"{source.__name__}.py:16" and found.reason == "Data-dependent branching"
+    assert found.kind.startswith("GB")
+
+
 def test_an_int_that_changes_per_call_recompiles_at_the_line_that_reads_it(tmp_path):
     source = fresh_model(tmp_path, "x = x * self._step")
     net = source.Net()

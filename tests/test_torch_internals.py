@@ -4,6 +4,7 @@ private torch member out of the package's other modules."""
 
 import ast
 import importlib
+import inspect
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,7 @@ MODULE_MEMBERS = (
     "torch._dynamo.callback.callback_handler.register_start_callback",
     "torch._dynamo.callback.callback_handler.remove_end_callback",
     "torch._dynamo.utils.get_compilation_metrics",
+    "torch._dynamo.symbolic_convert.InstructionTranslatorBase.log_graph_break",
     *(f"torch.nn.modules.module.{name}" for name in GLOBAL_HOOK_TABLES),
 )
 
@@ -418,3 +420,10 @@ def test_dynamo_caches_a_compiled_forward_and_names_breaks_by_registry_id():
         None,
     )
     assert graph_break_ids()["Failed to trace builtin operator"] == "GB0059"
+
+
+def test_dynamo_logs_a_break_with_its_exception_as_exc():
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    # (logged_graph_break reads that argument from the logging call's frame)
+    assert "exc" in inspect.signature(InstructionTranslatorBase.log_graph_break).parameters

@@ -3,8 +3,8 @@ during one recorded call of a compiled module, without compiling anything itself
 
 Dynamo's compile callbacks (``torch._dynamo.callback_handler``) say when a compile starts
 and ends; only in between are its ``graph_breaks`` loggers tapped, so a call that compiles
-nothing costs two list operations. A break is read from the exception dynamo is handling as
-it logs the break (its type and user stack), never from the message; graphs and recompiles
+nothing costs two list operations. A break is read from the exception dynamo logs it for (its
+type and user stack), never from the message; graphs and recompiles
 from the compilation metrics dynamo keeps for every compile. Everything is put back as the
 call ends: callbacks, the loggers' handlers, levels and propagation, and the checker dynamo
 uses to shorten a break it logged before (which grows while the loggers are on).
@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from .._core.frames import file_site, is_user_file
+from .._core.frames import is_user_file, portable_site
 from .._torch_internals import (
     compilation_metrics,
     compile_callbacks,
@@ -31,6 +30,7 @@ from .._torch_internals import (
     dynamo_cache_size,
     graph_break_ids,
     graph_break_loggers,
+    logged_graph_break,
 )
 from .health import CompileHealth, GraphBreak, Recompile
 
@@ -79,7 +79,7 @@ class _BreakHandler(logging.Handler):
         self._observation = observation
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._observation.caught(sys.exc_info()[1])
+        self._observation.caught(logged_graph_break())
 
 
 class _LoggerTap:
@@ -146,7 +146,10 @@ class CallObservation:
         if frame is None:
             site, function = "unknown", "unknown"
         else:
-            site, function = file_site(frame.filename, frame.lineno or 0, self._rootdir), frame.name
+            site, function = (
+                portable_site(frame.filename, frame.lineno or 0, self._rootdir),
+                frame.name,
+            )
         message = str(getattr(exc, "msg", ""))
         hint = next(
             (ln.strip()[6:] for ln in message.splitlines() if ln.strip().startswith("Hint: ")), None
@@ -181,9 +184,9 @@ class CallObservation:
             guard = guard.removesuffix(hint.group(0)).strip()
         users = [m for m in _STACK_LINE.finditer(reason) if is_user_file(m["file"])]
         if users:
-            site = file_site(users[-1]["file"], int(users[-1]["line"]), self._rootdir)
+            site = portable_site(users[-1]["file"], int(users[-1]["line"]), self._rootdir)
             function = users[-1]["function"]
         else:
-            site = file_site(metrics.co_filename, metrics.co_firstlineno, self._rootdir)
+            site = portable_site(metrics.co_filename, metrics.co_firstlineno, self._rootdir)
             function = metrics.co_name
         return Recompile(site, function, guard, None if hint is None else hint["hint"])

@@ -70,3 +70,14 @@ def file_site(filename: str, line: int, base: str | None) -> str:
     if base is not None and path.startswith(base + os.sep):
         path = os.path.relpath(path, base)
     return f"{path}:{line}"
+
+
+def portable_site(filename: str, line: int, base: str | None) -> str:
+    """``path:line`` the same on every machine: relative to ``base`` when inside it, else to
+    the site-packages directory it is in (``transformers/utils/generic.py:1036``)."""
+    path = os.path.abspath(filename)
+    if base is None or not path.startswith(base + os.sep):
+        library = next((d for d in _skipped_dirs()[1] if path.startswith(d)), None)
+        if library is not None:
+            return f"{os.path.relpath(path, library)}:{line}"
+    return file_site(path, line, base)
