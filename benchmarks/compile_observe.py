@@ -8,8 +8,9 @@
   sides alternate in a rotating order within every round. Models: timm's resnet18, and the
   same with a ``print`` in each of its four stages (four graph breaks, so the loggers fire).
 * **nothing compiled**: a fresh interpreter records a plain model with ``WorkloadRecorder``
-  and reports whether ``torch._dynamo`` was imported (it must not be), and how long
-  importing the observation's package takes.
+  and reports whether ``torch._dynamo`` was imported (it must not be); ``python -X
+  importtime`` says what importing the observation's package (``pytest_workload._compile``,
+  its own modules, imported with the package) adds.
 
 Run: ``python benchmarks/compile_observe.py [--rounds N] [--backends eager,aot_eager,inductor]``.
 """
@@ -22,19 +23,16 @@ import subprocess
 import sys
 import time
 
-from _common import command_line, fmt_time, machine, markdown_table, median, print_header
+from _common import fmt_time, machine, markdown_table, median, print_header
 
 NOTHING_COMPILED = """
-import json, sys, time
-start = time.perf_counter()
-import pytest_workload._compile
-imported = time.perf_counter() - start
+import json, sys
 import torch
 from pytest_workload import WorkloadRecorder
 recorder = WorkloadRecorder("plain")
 with recorder.recording(all_roots=True):
     torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())(torch.rand(2, 8))
-print(json.dumps({"import_s": imported, "dynamo_imported": "torch._dynamo" in sys.modules,
+print(json.dumps({"dynamo_imported": "torch._dynamo" in sys.modules,
                   "workloads": len(recorder.workloads())}))
 """
 
@@ -105,6 +103,18 @@ def compile_rows(rounds: int, backends: list[str]) -> list[list[object]]:
 HEADERS = ["model", "backend", "compile, plain", "compile, observed", "median", "per round"]
 
 
+def _import_us() -> int:
+    """Microseconds ``pytest_workload._compile`` takes to import, its own modules included."""
+    lines = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import pytest_workload"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stderr.splitlines()
+    row = next(line for line in lines if line.rstrip().endswith("pytest_workload._compile"))
+    return int(row.split("|")[1])
+
+
 def nothing_compiled(repeats: int) -> dict[str, object]:
     found = [
         json.loads(
@@ -115,7 +125,9 @@ def nothing_compiled(repeats: int) -> dict[str, object]:
         for _ in range(repeats)
     ]
     return {
-        "import": fmt_time(median([f["import_s"] for f in found])),
+        "import of pytest_workload._compile": fmt_time(
+            median([_import_us() for _ in range(repeats)]) / 1e6
+        ),
         "dynamo imported": any(f["dynamo_imported"] for f in found),
         "workloads": found[0]["workloads"],
     }
@@ -127,7 +139,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--backends", default="eager,aot_eager")
     args = parser.parse_args(argv)
     print_header("Observing torch.compile")
-    print(f"`{command_line()}`\n")
     plain = nothing_compiled(3)
     print(f"nothing compiled: {plain}\n", flush=True)
     print(markdown_table(HEADERS, []))
