@@ -30,6 +30,7 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 if TYPE_CHECKING:
+    import logging
     from types import ModuleType
 
     import torch
@@ -330,3 +331,66 @@ def function_mode_check() -> Callable[[], bool]:
     from torch._C import _is_torch_function_mode_enabled
 
     return _is_torch_function_mode_enabled
+
+
+# -- dynamo, for observing the test's own torch.compile (imported only once one runs) -------
+
+
+def dynamo_cache_size(code: Any) -> int:
+    """How many compiled entries dynamo holds for a code object (shared by every instance of
+    a module class and every ``torch.compile`` of it)."""
+    from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    return len(_debug_get_cache_entry_list(code))
+
+
+def graph_break_ids() -> dict[str, str]:
+    """Dynamo's graph-break registry: its type of a break -> the break's stable id
+    (``GB0059``), past types included."""
+    from torch._dynamo.exc import _load_gb_type_to_gb_id_map
+
+    return dict(_load_gb_type_to_gb_id_map())
+
+
+def graph_break_loggers() -> tuple[tuple[logging.Logger, ...], Any]:
+    """The ``graph_breaks`` artifact loggers dynamo writes a break to (while its exception is
+    being handled), and the checker that shortens a break it logged before (a set that
+    grows while they are enabled)."""
+    from torch._dynamo import convert_frame, exc, symbolic_convert, utils
+
+    loggers = (symbolic_convert.graph_break_log, convert_frame.graph_break_log)
+    return (*loggers, exc.graph_breaks_log), utils.graph_break_dup_warning_checker
+
+
+def logged_graph_break() -> BaseException | None:
+    """Called from a handler of a ``graph_breaks`` logger: the exception of the break being
+    logged. ``InstructionTranslatorBase.log_graph_break(..., exc)`` logs it as its ``exc``
+    argument, at times outside the handler of the exception (a data-dependent jump); the
+    frame compile's own logging does so while handling it."""
+    frame = sys._getframe(1)
+    for _ in range(12):  # (the handler's caller frames, up to dynamo's)
+        if frame.f_back is None:
+            break
+        frame = frame.f_back
+        if frame.f_code.co_name == "log_graph_break":
+            exc = frame.f_locals.get("exc")
+            return exc if isinstance(exc, BaseException) else None
+    return sys.exc_info()[1]
+
+
+def compile_callbacks() -> Any:
+    """Dynamo's compile callbacks: ``register_start_callback``/``register_end_callback`` and
+    their ``remove_`` twins; a start runs as the outermost compile of a frame begins, an end
+    as it ends (raised or not)."""
+    from torch._dynamo.callback import callback_handler
+
+    return callback_handler
+
+
+def compilation_metrics() -> Callable[[], list[Any]]:
+    """Dynamo's record of its recent compiles, one ``CompilationMetrics`` per frame compile
+    (``co_name``, ``co_filename``, ``co_firstlineno``, ``graph_op_count``, ``fail_type``,
+    ``recompile_reason``, ``is_forward``), oldest first; the list is a copy."""
+    from torch._dynamo.utils import get_compilation_metrics
+
+    return get_compilation_metrics

@@ -18,7 +18,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_workload"
 
 #: Lowest first; each part imports only the parts before it (and itself).
-FOUNDATION = ("_core", "_torch_internals", "_workload", "_fingerprint")
+FOUNDATION = ("_core", "_torch_internals", "_compile", "_workload", "_fingerprint")
 #: Lowest first; a feature imports only the features before it, and only their package.
 FEATURES = ("_tracing", "_perf", "_snapshot", "_report", "_recording")
 #: Top-level modules that wire the features into pytest and the CLI; they import anything.

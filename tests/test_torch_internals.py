@@ -4,6 +4,7 @@ private torch member out of the package's other modules."""
 
 import ast
 import importlib
+import inspect
 from pathlib import Path
 
 import pytest
@@ -17,12 +18,15 @@ from pytest_workload._torch_internals import (
     GLOBAL_HOOK_TABLES,
     CallHooks,
     GlobalWatch,
+    compilation_metrics,
     compiled_original,
     compiling_check,
     cpu_flash_attention,
     dispatch_mode_class,
+    dynamo_cache_size,
     function_mode_check,
     global_hook_tables,
+    graph_break_ids,
     module_hook_tables,
     op_schema,
     own_buffers,
@@ -47,6 +51,16 @@ MODULE_MEMBERS = (
     "torch.utils._python_dispatch.TorchDispatchMode",
     "torch._dynamo.convert_frame.get_traced_fn",
     "torch._dynamo.functional_export.get_traced_fn",
+    "torch._C._dynamo.eval_frame._debug_get_cache_entry_list",
+    "torch._dynamo.exc._load_gb_type_to_gb_id_map",
+    "torch._dynamo.symbolic_convert.graph_break_log",
+    "torch._dynamo.convert_frame.graph_break_log",
+    "torch._dynamo.exc.graph_breaks_log",
+    "torch._dynamo.utils.graph_break_dup_warning_checker.set",
+    "torch._dynamo.callback.callback_handler.register_start_callback",
+    "torch._dynamo.callback.callback_handler.remove_end_callback",
+    "torch._dynamo.utils.get_compilation_metrics",
+    "torch._dynamo.symbolic_convert.InstructionTranslatorBase.log_graph_break",
     *(f"torch.nn.modules.module.{name}" for name in GLOBAL_HOOK_TABLES),
 )
 
@@ -389,3 +403,27 @@ def test_strict_export_while_the_watch_is_in_traces_as_without_it():
     assert str(program.graph) == str(plain.graph)
     assert watched == [model]  # (only the test's own call; export's trace ran it as a no-op)
     assert convert_frame.get_traced_fn is original is functional_export.get_traced_fn
+
+
+def test_dynamo_caches_a_compiled_forward_and_names_breaks_by_registry_id():
+    class Once(nn.Module):
+        def forward(self, x):
+            return x + 1
+
+    assert dynamo_cache_size(Once.forward.__code__) == 0
+    torch.compile(Once(), backend="eager")(torch.rand(2))
+    assert dynamo_cache_size(Once.forward.__code__) == 1
+    metrics = compilation_metrics()()[-1]  # (the newest)
+    assert (metrics.co_name, metrics.graph_op_count, metrics.recompile_reason) == (
+        "forward",
+        1,
+        None,
+    )
+    assert graph_break_ids()["Failed to trace builtin operator"] == "GB0059"
+
+
+def test_dynamo_logs_a_break_with_its_exception_as_exc():
+    from torch._dynamo.symbolic_convert import InstructionTranslatorBase
+
+    # (logged_graph_break reads that argument from the logging call's frame)
+    assert "exc" in inspect.signature(InstructionTranslatorBase.log_graph_break).parameters

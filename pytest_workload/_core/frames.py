@@ -55,22 +55,32 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
     return frame
 
 
+def is_user_file(filename: str) -> bool:
+    """Whether code in ``filename`` is the user's (see :func:`is_user_frame`)."""
+    return not _is_internal(filename)
+
+
 def site(frame: FrameType, base: str | None) -> str:
     """``path:line`` of a frame, relative to ``base`` when inside it."""
-    path = os.path.abspath(frame.f_code.co_filename)
+    return file_site(frame.f_code.co_filename, frame.f_lineno, base)
+
+
+def file_site(filename: str, line: int, base: str | None) -> str:
+    """``path:line``, relative to ``base`` when inside it."""
+    path = os.path.abspath(filename)
     if base is not None and path.startswith(base + os.sep):
         path = os.path.relpath(path, base)
-    return f"{path}:{frame.f_lineno}"
+    return f"{path}:{line}"
 
 
-def stored_site(frame: FrameType, base: str) -> str:
-    """``path:line`` of a frame as a snapshot stores it, the same on every machine: relative
-    to ``base`` when inside it, else to the longest ``sys.path`` directory that holds it (a
-    library's module path, ``transformers/models/bert/modeling_bert.py``), else absolute."""
-    path = os.path.abspath(frame.f_code.co_filename)
-    if path.startswith(base + os.sep):
-        return site(frame, base)
+def portable_site(filename: str, line: int, base: str | None) -> str:
+    """``path:line`` as a snapshot stores it, the same on every machine: relative to ``base``
+    when inside it, else to the longest ``sys.path`` directory that holds it (a library's
+    module path, ``transformers/models/bert/modeling_bert.py``), else absolute."""
+    path = os.path.abspath(filename)
+    if base is not None and path.startswith(base + os.sep):
+        return file_site(path, line, base)
     roots = (os.path.abspath(p or os.curdir) + os.sep for p in sys.path)
     holding = max((r for r in roots if path.startswith(r)), key=len, default=None)
     shown = path if holding is None else os.path.relpath(path, holding)
-    return f"{shown}:{frame.f_lineno}"
+    return f"{shown}:{line}"

@@ -47,6 +47,8 @@ class Plan:
     # why a function mode cannot see the operations its calls run (it is, or contains, a
     # compiled or scripted module); None when it can
     opaque: str | None = None
+    #: the root is a ``torch.compile`` wrapper, whose calls' compiles are observed
+    compiled: bool = False
 
 
 def build_plan(module: nn.Module, max_depth: int) -> Plan:
@@ -57,6 +59,7 @@ def build_plan(module: nn.Module, max_depth: int) -> Plan:
             plan.members[id(sub)] = (sub, path, depth, unwrap(sub))
     plan.modules = tuple(member for member, _, _, _ in plan.members.values())
     plan.opaque = _opaque(module, target)
+    plan.compiled = is_compiled(module)
     return plan
 
 

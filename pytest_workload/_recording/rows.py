@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._compile import CompileHealth, merge_health
 from .._core.strict_json import Json, canonical_json
 from .._fingerprint.ecosystem import library_versions
 from .._perf import Measurement, summarize
@@ -73,6 +74,8 @@ class Call:
     compute_unknown: str | None = None
     # the call built parameters of a lazy module: its operations include the building
     building: bool = False
+    # what dynamo compiled in a root call of a compiled module (None: not observed)
+    compile_health: CompileHealth | None = None
 
 
 @dataclass(eq=False)
@@ -101,6 +104,7 @@ class Entry:
     per_call: dict[Entry, int] = field(default_factory=dict)
     # calls counted from a settled root's, not observed (so not timed)
     counted: int = 0
+    compile_health: CompileHealth | None = None
     life: Life = field(default_factory=Life)
 
     def add_traced(self, done: Call) -> None:
@@ -188,6 +192,7 @@ class RowTable:
         assert call.identity is not None  # (read before a call is counted)
         entry.calls += 1
         entry.total_ns += call.elapsed_ns
+        entry.compile_health = merge_health(entry.compile_health, call.compile_health)
         entry.untimed |= not call.identity.clocked
         if self.timing and sample:
             entry.samples_ns.append(call.elapsed_ns)
@@ -302,4 +307,5 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         computation=computation,
         costs=None if computation is None else computation.costs,
         paths=name_first(done.name, entry.paths),
+        compile_health=entry.compile_health,
     )

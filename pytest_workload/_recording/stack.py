@@ -22,6 +22,7 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._compile import CallObservation, CompileWatch
 from .._core.errors import UndescribableInputError
 from .._core.frames import is_user_frame, site, user_frame
 from .._core.strict_json import MAX_INPUT_DEPTH, Json, canonical_json, out_of_bounds
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from types import FrameType
 
     from torch import nn
+
+    from .._compile import CompileHealth
 
 #: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
@@ -78,6 +81,9 @@ class CallStack:
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
+        self._compiles = CompileWatch(self._rootdir)
+        # the running root's call of a compiled module, observed
+        self._compile: CallObservation | None = None
 
     def internal_error(self) -> None:
         """Log the exception being handled: the recorder failed (never the model)."""
@@ -86,12 +92,17 @@ class CallStack:
     def clear(self) -> None:
         """Drop the running root, if any."""
         self._end_trace()
+        self._end_compile()
         for frame in self.frames:
             if frame.first is not None:
                 frame.first.end(returned=False)
         self.frames.clear()
         self.plan = None
         self._identities.root_ended()
+
+    def _end_compile(self) -> CompileHealth | None:
+        observation, self._compile = self._compile, None
+        return None if observation is None else observation.end()
 
     def _end_trace(self) -> Computation | None:
         trace, self._trace = self._trace, None
@@ -128,6 +139,11 @@ class CallStack:
             frame.settled = True
         self.plan = plan
         self.frames.append(frame)
+        if plan.compiled:
+            try:
+                self._compile = self._compiles.begin(module)
+            except Exception:
+                self.internal_error()
         frame.start_ns = self._clock()
 
     def _begin_trace(
@@ -161,6 +177,8 @@ class CallStack:
         self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
     ) -> None:
         frame.elapsed_ns = self._clock() - frame.start_ns
+        if self._compile is not None and frame is self.frames[0]:
+            frame.compile_health = self._end_compile()
         trace = self._trace
         if trace is None:  # (untraced calls are the hot path)
             self._complete(frame, args, kwargs, result)
@@ -222,6 +240,8 @@ class CallStack:
                     self._trace.close_span(None)
             if not self.frames:
                 self._end_trace()
+        if not self.frames and self._compile is not None:
+            self._end_compile()  # (the call raised)
         if frame.first is not None:
             frame.first.end(returned=False)  # (unless it returned: then it has ended)
         if frame.done:

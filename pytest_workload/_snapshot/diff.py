@@ -11,6 +11,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal
 
+from .._compile import CompileHealth, health_agrees, health_lines
 from .._core.strict_json import Json, canonical_json
 from .._core.text import short
 from .._fingerprint.distance import distance_factor, nearest
@@ -83,13 +84,15 @@ def _pair_score(old: SnapshotEntry, new: SnapshotEntry) -> int:
 
 
 def _agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
-    """Everything but the identity agrees: FLOPs, computations, paths and costs."""
+    """Everything but the identity agrees: FLOPs, computations, paths, costs and compile
+    health."""
     # (a FLOP count on one side only differs: an unknown count is no evidence of no change)
     return (
         old.flops == new.flops
         and computes_agree(old, new)
         and paths_agree(old, new)
         and costs_agree(old, new, tolerance)
+        and health_agrees(old.compile_health, new.compile_health)
     )
 
 
@@ -127,7 +130,12 @@ def compare_documents(
     for entry in _unmatched(new.entries, old.entries, tolerance, recorded=True):
         best = max(unmatched_old, key=lambda o: _pair_score(o, entry), default=None)
         if best is None or _pair_score(best, entry) == 0:
-            changes.append(Change("appeared", None, entry, tuple(_nearest_stored(entry, old))))
+            # (its breaks and recompiles say what dynamo made of it: a guard that failed)
+            found = (
+                *_nearest_stored(entry, old),
+                *health_lines(CompileHealth(), entry.compile_health),
+            )
+            changes.append(Change("appeared", None, entry, found))
             continue
         unmatched_old.remove(best)
         more_than_the_caller = best.identity[1:] != entry.identity[1:]
@@ -228,6 +236,7 @@ def explain_entry(
         lines.extend(compute_lines(old, new, old_doc, new_doc))
     if old.hash == new.hash:  # (another structure or input has other costs: not news)
         lines.extend(cost_lines(old, new))
+    lines.extend(health_lines(old.compile_health, new.compile_health))
     if not lines:
         lines.append("same structure and inputs under another fingerprint")
     return lines
@@ -311,14 +320,18 @@ def signature_changes(
 
 
 def shrunk(old: SnapshotDocument, new: SnapshotDocument) -> list[str]:
-    """For each recorded workload whose stored costs were higher, what shrank (a note: the
-    gate passes it)."""
+    """For each recorded workload whose stored costs were higher, or which broke or
+    recompiled less than stored, what shrank (a note: the gate passes it)."""
     stored = {(e.parent, e.hash, e.depth): e for e in old.entries}
     lines = []
     for entry in new.entries:
         before = stored.get((entry.parent, entry.hash, entry.depth))
-        if before is None or not costs_agree(before, entry, 0.0) or before.costs == entry.costs:
+        if before is None:
             continue
-        moved = [line for line in cost_lines(before, entry) if " -> " in line]
+        moved = []
+        if costs_agree(before, entry, 0.0) and before.costs != entry.costs:
+            moved += [line for line in cost_lines(before, entry) if " -> " in line]
+        if health_agrees(before.compile_health, entry.compile_health):
+            moved += health_lines(before.compile_health, entry.compile_health)
         lines += [f"{entry.label}: {'; '.join(moved)}"] if moved else []
     return lines

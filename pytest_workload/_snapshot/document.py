@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
+from .._compile import CompileHealth
 from .._core.errors import OldFormatError, WorkloadDataError
 from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._core.strict_json import (
@@ -51,6 +52,8 @@ class SnapshotEntry(Paths):
     #: Compared within ``--workload-cost-tolerance`` (see :func:`.part_diff.costs_agree`).
     costs: Costs | None = None
     paths: tuple[str, ...] = ()
+    #: What dynamo compiled (None: not observed; see :func:`.._compile.health_agrees`).
+    compile_health: CompileHealth | None = None
 
     @property
     def key(self) -> list[Json]:
@@ -97,6 +100,8 @@ class SnapshotEntry(Paths):
             out["data_dependent"] = True
         if self.user_key is not None:
             out["user_key"] = self.user_key
+        if self.compile_health is not None:
+            out["compile"] = self.compile_health.to_dict()
         return out
 
     @classmethod
@@ -113,6 +118,9 @@ class SnapshotEntry(Paths):
             compute_hash=read_field(d, "compute_hash", str, optional=True),
             data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
             costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
+            compile_health=(
+                None if d.get("compile") is None else CompileHealth.from_dict(d["compile"])
+            ),
         )
 
 
@@ -124,7 +132,7 @@ _ALWAYS_WRITTEN: Final = (
     "structure_hash", "hash", "param_bytes", "flops", "costs", "submodules",
 )  # fmt: skip
 _NULLABLE: Final = ("parent", "flops", "costs")
-_LEFT_OUT: Final = ("compute_hash", "data_dependent", "user_key")
+_LEFT_OUT: Final = ("compute_hash", "data_dependent", "user_key", "compile")
 _NEVER_NULL: Final = tuple(k for k in _ALWAYS_WRITTEN + _LEFT_OUT if k not in _NULLABLE)
 
 

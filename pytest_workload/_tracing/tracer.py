@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from .._core.frames import stored_site, user_frame
+from .._core.frames import portable_site, user_frame
 from .._torch_internals import torch_function_disabler
 from .._workload.computation import (
     FOLLOWS_DATA,
@@ -229,9 +229,9 @@ class Trace:
 
 def _call_site(root: str) -> str | None:
     """``path:line`` of the code that ran the operation (the innermost user frame), relative
-    to ``root`` when inside it (see :func:`.stored_site`)."""
+    to ``root`` when inside it (see :func:`.portable_site`)."""
     frame = user_frame(sys._getframe(1))
-    return None if frame is None else stored_site(frame, root)
+    return None if frame is None else portable_site(frame.f_code.co_filename, frame.f_lineno, root)
 
 
 @functools.lru_cache(maxsize=8192)  # (a suite's models share their module paths)

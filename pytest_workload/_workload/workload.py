@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
+from .._compile.health import CompileHealth
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import (
     Json,
@@ -123,6 +124,9 @@ class Workload(Paths):
             them, the JSON report only their hash).
         costs: Bytes read and written, operation counts and peak allocation of its traced
             call, over the operations the compute hash covers; None when not traced.
+        compile_health: What dynamo compiled over the calls of a root the test compiled
+            itself (graphs, graph breaks, recompiles); None for any other workload, and for
+            a module whose class dynamo had compiled before the test.
     """
 
     name: str
@@ -153,6 +157,7 @@ class Workload(Paths):
     computation: Computation | None = field(default=None, compare=False, repr=False)
     costs: Costs | None = None
     paths: tuple[str, ...] = ()
+    compile_health: CompileHealth | None = None
 
     @property
     def key(self) -> list[Json]:
@@ -197,6 +202,7 @@ class Workload(Paths):
             "compute_unknown": self.compute_unknown,
             "compute_partial": self.compute_partial,
             "costs": None if self.costs is None else self.costs.to_dict(),
+            "compile": None if self.compile_health is None else self.compile_health.to_dict(),
         }
 
     @classmethod
@@ -230,6 +236,9 @@ class Workload(Paths):
             compute_unknown=read_field(d, "compute_unknown", str, optional=True),
             compute_partial=read_field(d, "compute_partial", str, optional=True),
             costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
+            compile_health=(
+                None if d.get("compile") is None else CompileHealth.from_dict(d["compile"])
+            ),
         )
 
 

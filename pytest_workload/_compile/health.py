@@ -1,0 +1,256 @@
+"""A workload's compile health: what dynamo did with the calls of a module the test compiled
+itself (graphs, graph breaks, recompiles), as data, with the rule that gates it.
+
+A break is keyed by its site (``path:line`` of the innermost user frame, relative to the
+rootdir) and its kind (the id of dynamo's graph-break registry, such as ``GB0059``); a
+recompile by its site and the guard that failed, with the numbers in it left out (an int
+attribute that changes fails ``s.step == 0``, then ``s.step == 1``). Messages are never part
+of a key: a library that rewords a reason changes nothing. A key that is new, or seen more
+often, fails the gate; one seen less often is a note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, replace
+from itertools import chain
+from typing import TypeVar
+
+from .._core.errors import WorkloadDataError
+from .._core.strict_json import Json, read_count, read_field, read_object
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """Graph breaks of one kind at one site.
+
+    Attributes:
+        site: ``path:line`` of the innermost user frame (relative to the rootdir).
+        function: The function that line is in.
+        kind: The graph-break registry's id (``GB0059``), or dynamo's type where it has none.
+        reason: Dynamo's type of the break (``Failed to trace builtin operator``).
+        hint: Dynamo's first hint, if it gave one.
+        count: How many times it broke there (once per compile of that frame).
+    """
+
+    site: str
+    function: str
+    kind: str
+    reason: str
+    hint: str | None = None
+    count: int = 1
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.site, self.kind)
+
+    def describe(self) -> str:
+        hint = f"; hint: {self.hint}" if self.hint else ""
+        return f"{self.site} in {self.function} ({self.reason} [{self.kind}]{hint})"
+
+    def to_dict(self) -> dict[str, Json]:
+        return {
+            "site": self.site,
+            "function": self.function,
+            "kind": self.kind,
+            "reason": self.reason,
+            "hint": self.hint,
+            "count": self.count,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> GraphBreak:
+        d = read_object(data, "graph break")
+        return cls(
+            read_field(d, "site", str),
+            read_field(d, "function", str),
+            read_field(d, "kind", str),
+            read_field(d, "reason", str),
+            read_field(d, "hint", str, optional=True),
+            read_count(d, "count", 1),
+        )
+
+
+@dataclass(frozen=True)
+class Recompile:
+    """Recompiles at one site for one guard.
+
+    Attributes:
+        site: ``path:line`` of the user code the failed guard stands for (the compiled
+            function's first line when dynamo names none).
+        function: The function compiled again.
+        guard: The guard that failed first, as dynamo writes it (``s.step == 0``).
+        hint: Dynamo's hint for it, if it gave one.
+        count: How many recompiles it caused.
+    """
+
+    site: str
+    function: str
+    guard: str
+    hint: str | None = None
+    count: int = 1
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.site, _NUMBER.sub("#", self.guard))
+
+    def describe(self) -> str:
+        hint = f" (hint: {self.hint})" if self.hint else ""
+        return f"{self.site} in {self.function}: {self.guard}{hint}"
+
+    def to_dict(self) -> dict[str, Json]:
+        return {
+            "site": self.site,
+            "function": self.function,
+            "guard": self.guard,
+            "hint": self.hint,
+            "count": self.count,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> Recompile:
+        d = read_object(data, "recompile")
+        return cls(
+            read_field(d, "site", str),
+            read_field(d, "function", str),
+            read_field(d, "guard", str),
+            read_field(d, "hint", str, optional=True),
+            read_count(d, "count", 1),
+        )
+
+
+_Item = TypeVar("_Item", GraphBreak, Recompile)
+
+
+def _merge(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]:
+    """One item per key, counts summed, in order of first sight."""
+    merged: dict[tuple[str, str], _Item] = {}
+    for item in chain(a, b):
+        seen = merged.get(item.key)
+        merged[item.key] = item if seen is None else replace(seen, count=seen.count + item.count)
+    return tuple(merged.values())
+
+
+@dataclass(frozen=True)
+class CompileHealth:
+    """What dynamo did over a workload's calls in one test.
+
+    Attributes:
+        graphs: Graphs compiled (a break splits a frame's graph in two; a recompile adds one).
+        breaks: Graph breaks by site and kind.
+        recompiles: Recompiles by site and guard.
+        eager_frames: Frames dynamo gave up on and ran eagerly.
+    """
+
+    graphs: int = 0
+    breaks: tuple[GraphBreak, ...] = ()
+    recompiles: tuple[Recompile, ...] = ()
+    eager_frames: int = 0
+
+    @property
+    def whole_graph(self) -> bool:
+        """Every call ran as one compiled graph: something compiled, with no break and no
+        frame left to eager."""
+        return self.graphs > 0 and not self.breaks and not self.eager_frames
+
+    def merged(self, other: CompileHealth) -> CompileHealth:
+        return CompileHealth(
+            self.graphs + other.graphs,
+            _merge(self.breaks, other.breaks),
+            _merge(self.recompiles, other.recompiles),
+            self.eager_frames + other.eager_frames,
+        )
+
+    def to_dict(self) -> dict[str, Json]:
+        return {
+            "graphs": self.graphs,
+            "whole_graph": self.whole_graph,
+            "graph_breaks": [b.to_dict() for b in self.breaks],
+            "recompiles": [r.to_dict() for r in self.recompiles],
+            "eager_frames": self.eager_frames,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> CompileHealth:
+        d = read_object(data, "compile")
+        health = cls(
+            read_count(d, "graphs", 0),
+            _merge((GraphBreak.from_dict(b) for b in read_field(d, "graph_breaks", list)), ()),
+            _merge((Recompile.from_dict(r) for r in read_field(d, "recompiles", list)), ()),
+            read_count(d, "eager_frames", 0),
+        )
+        if read_field(d, "whole_graph", bool) != health.whole_graph:
+            raise WorkloadDataError(
+                "compile: field 'whole_graph' does not follow from its graphs, graph breaks "
+                "and eager frames"
+            )
+        return health
+
+
+def merge_health(a: CompileHealth | None, b: CompileHealth | None) -> CompileHealth | None:
+    """A workload's health after one more call (None: not observed)."""
+    if a is None or b is None:
+        return a or b
+    return a.merged(b)
+
+
+def _counts(items: Iterable[_Item]) -> dict[tuple[str, str], int]:
+    return {item.key: item.count for item in items}
+
+
+def _grew(old: Iterable[_Item], new: Iterable[_Item]) -> bool:
+    before = _counts(old)
+    return any(n > before.get(key, 0) for key, n in _counts(new).items())
+
+
+def health_agrees(old: CompileHealth | None, new: CompileHealth | None) -> bool:
+    """No break, recompile or eager frame is new or more frequent in ``new`` than stored in
+    ``old``. Not observed on either side (dynamo had compiled the code before the test)
+    agrees with anything."""
+    if old is None or new is None:
+        return True
+    return not (
+        _grew(old.breaks, new.breaks)
+        or _grew(old.recompiles, new.recompiles)
+        or new.eager_frames > old.eager_frames
+    )
+
+
+def _total(items: Iterable[_Item]) -> int:
+    return sum(item.count for item in items)
+
+
+def _moved(
+    label: str, noun: str, first: str, old: tuple[_Item, ...], new: tuple[_Item, ...]
+) -> Iterator[str]:
+    """A line per key whose count changed: ``graph breaks 1 -> 2: new break at ...``."""
+    head = f"{label} {_total(old)} -> {_total(new)}"
+    before, after = _counts(old), _counts(new)
+    for item in new:
+        was = before.get(item.key, 0)
+        if item.count > was:
+            times = "" if was == 0 and item.count == 1 else f" ({was} -> {item.count} times)"
+            yield f"{head}: {first if not was else f'more {noun}s'} at {item.describe()}{times}"
+    for item in old:
+        now = after.get(item.key, 0)
+        if now < item.count:
+            if now:
+                yield f"{head}: fewer {noun}s at {item.describe()} ({item.count} -> {now} times)"
+            else:
+                yield f"{head}: no {noun} any more at {item.describe()}"
+
+
+def health_lines(old: CompileHealth | None, new: CompileHealth | None) -> list[str]:
+    """One line per break or recompile whose count moved, and for eager frames."""
+    if old is None or new is None:
+        return []
+    lines = [
+        *_moved("graph breaks", "break", "new break", old.breaks, new.breaks),
+        *_moved("recompiles", "recompile", "guard failed", old.recompiles, new.recompiles),
+    ]
+    if old.eager_frames != new.eager_frames:
+        lines.append(f"frames run eagerly {old.eager_frames} -> {new.eager_frames}")
+    return lines

@@ -1,0 +1,198 @@
+"""Observing the test's own ``torch.compile``: what dynamo compiled, broke and recompiled
+during one recorded call of a compiled module, without compiling anything itself.
+
+Dynamo's compile callbacks (``torch._dynamo.callback_handler``) say when a compile starts
+and ends; only in between are its ``graph_breaks`` loggers tapped, so a call that compiles
+nothing costs two list operations. A break is read from the exception dynamo logs it for (its
+type and user stack), never from the message; graphs and recompiles
+from the compilation metrics dynamo keeps for every compile. Everything is put back as the
+call ends: callbacks, the loggers' handlers, levels and propagation, and the checker dynamo
+uses to shorten a break it logged before (which grows while the loggers are on).
+
+Dynamo keeps one cache per code object, shared by every instance and every compile of a
+module class: a class compiled before the test ran (by an earlier test in the process) is
+not compiled again, so what its calls show depends on the order of tests. Such a module is
+not observed (``CompileWatch`` answers None); one first compiled in the test is.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from .._core.frames import is_user_file, portable_site
+from .._torch_internals import (
+    compilation_metrics,
+    compile_callbacks,
+    compiled_original,
+    dynamo_cache_size,
+    graph_break_ids,
+    graph_break_loggers,
+    logged_graph_break,
+)
+from .health import CompileHealth, GraphBreak, Recompile
+
+if TYPE_CHECKING:
+    from torch import nn
+
+_STACK_LINE = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+_COMPILE_ID = re.compile(r"^\s*\d+/\d+: ")
+_HINT = re.compile(r"\(HINT: (?P<hint>.*)\)\s*$")
+
+
+class CompileWatch:
+    """Observes the calls of compiled modules during one recording."""
+
+    def __init__(self, rootdir: str | None) -> None:
+        self._rootdir = rootdir
+        # a forward's code -> whether dynamo had nothing compiled for it when the test first
+        # called it
+        self._cold: dict[object, bool] = {}
+        self._ids: dict[str, str] | None = None
+
+    def begin(self, module: nn.Module) -> CallObservation | None:
+        """Begin observing a call of ``module``: None where it is not compiled, or dynamo
+        compiled its class before the test."""
+        original = compiled_original(module)
+        if original is None:
+            return None
+        code = getattr(getattr(type(original), "forward", None), "__code__", None)
+        if code is None:
+            return None
+        cold = self._cold.get(code)
+        if cold is None:
+            cold = self._cold[code] = dynamo_cache_size(code) == 0
+        if not cold:
+            return None
+        if self._ids is None:
+            self._ids = graph_break_ids()
+        return CallObservation(self._rootdir, self._ids)
+
+
+class _BreakHandler(logging.Handler):
+    """Hands the observation the exception of each break dynamo logs."""
+
+    def __init__(self, observation: CallObservation) -> None:
+        super().__init__(logging.DEBUG)
+        self._observation = observation
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._observation.caught(logged_graph_break())
+
+
+class _LoggerTap:
+    """The graph-break loggers tapped for one compile; :meth:`close` puts them back."""
+
+    def __init__(self, handler: logging.Handler) -> None:
+        loggers, self._checker = graph_break_loggers()
+        self._handler = handler
+        self._saved = [(log, log.level, log.propagate) for log in loggers]
+        # (the checker grows only while dynamo's loggers are on: if the user's are, it is theirs)
+        off = [log for log in loggers if not log.isEnabledFor(logging.DEBUG)]
+        self._seen: OrderedDict[Any, Any] | None = OrderedDict(self._checker.set) if off else None
+        for log in off:
+            log.setLevel(logging.DEBUG)
+            log.propagate = False
+        for log in loggers:
+            log.addHandler(handler)
+
+    def close(self) -> None:
+        for log, level, propagate in self._saved:
+            log.removeHandler(self._handler)
+            if log.level != level:
+                log.setLevel(level)
+            log.propagate = propagate
+        if self._seen is not None:
+            self._checker.set.clear()
+            self._checker.set.update(self._seen)
+
+
+class CallObservation:
+    """One call of a compiled module, observed from :meth:`CompileWatch.begin` to
+    :meth:`end`."""
+
+    def __init__(self, rootdir: str | None, ids: dict[str, str]) -> None:
+        self._rootdir, self._ids = rootdir, ids
+        self._metrics = compilation_metrics()
+        # (kept: the ids of the metrics before the call stay theirs)
+        self._before = self._metrics()
+        self._callbacks = compile_callbacks()
+        self._tap: _LoggerTap | None = None
+        self._breaks: list[GraphBreak] = []
+        # the exceptions of those breaks (a break is logged up to twice), kept while observing
+        self._caught: list[BaseException] = []
+        self._callbacks.register_start_callback(self._started)
+        self._callbacks.register_end_callback(self._ended)
+
+    def _started(self, _: object) -> None:
+        if self._tap is None:  # (a handler only for a call that compiles: logging keeps a list)
+            self._tap = _LoggerTap(_BreakHandler(self))
+
+    def _ended(self, _: object = None) -> None:
+        if self._tap is not None:
+            self._tap.close()
+            self._tap = None
+
+    def caught(self, exc: BaseException | None) -> None:
+        gb_type = getattr(exc, "gb_type", None)
+        if exc is None or not gb_type or any(exc is seen for seen in self._caught):
+            return
+        self._caught.append(exc)
+        frame = next(
+            (
+                f
+                for f in reversed(getattr(exc, "real_stack", None) or ())
+                if is_user_file(f.filename)
+            ),
+            None,
+        )
+        if frame is None:
+            site, function = "unknown", "unknown"
+        else:
+            site, function = (
+                portable_site(frame.filename, frame.lineno or 0, self._rootdir),
+                frame.name,
+            )
+        message = str(getattr(exc, "msg", ""))
+        hint = next(
+            (ln.strip()[6:] for ln in message.splitlines() if ln.strip().startswith("Hint: ")), None
+        )
+        kind = self._ids.get(gb_type, gb_type)
+        self._breaks.append(GraphBreak(site, function, kind, gb_type, hint))
+
+    def end(self) -> CompileHealth:
+        """Stop observing: what the call compiled."""
+        self._callbacks.remove_start_callback(self._started)
+        self._callbacks.remove_end_callback(self._ended)
+        self._ended()
+        self._caught.clear()
+        seen = {id(m) for m in self._before}
+        graphs = eager = 0
+        recompiles: list[Recompile] = []
+        for metrics in self._metrics():
+            if id(metrics) in seen or metrics.co_name is None or metrics.is_forward is False:
+                continue
+            graphs += bool(metrics.graph_op_count)
+            eager += metrics.fail_type is not None
+            if metrics.recompile_reason:
+                recompiles.append(self._recompile(metrics))
+        health = CompileHealth(graphs, (), (), eager)
+        return health.merged(CompileHealth(0, tuple(self._breaks), tuple(recompiles)))
+
+    def _recompile(self, metrics: Any) -> Recompile:
+        reason: str = metrics.recompile_reason
+        first = _COMPILE_ID.sub("", reason.split("\n", 1)[0])
+        hint = _HINT.search(first)
+        guard = first.split("  #", 1)[0].strip()
+        if hint is not None:
+            guard = guard.removesuffix(hint.group(0)).strip()
+        users = [m for m in _STACK_LINE.finditer(reason) if is_user_file(m["file"])]
+        if users:
+            site = portable_site(users[-1]["file"], int(users[-1]["line"]), self._rootdir)
+            function = users[-1]["function"]
+        else:
+            site = portable_site(metrics.co_filename, metrics.co_firstlineno, self._rootdir)
+            function = metrics.co_name
+        return Recompile(site, function, guard, None if hint is None else hint["hint"])
