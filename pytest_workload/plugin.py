@@ -270,6 +270,7 @@ def _finish(item: pytest.Item, recorder: WorkloadRecorder, *, passed: bool) -> N
         passed=passed,
         tolerance=None if mark is None else mark.perf_tolerance,
         fixtures=_model_fixtures(item),
+        compile_backend=None if mark is None else mark.compile,
     )
     item.user_properties.extend(junit_properties(outcome.test))
     for warning in outcome.warnings:

@@ -25,6 +25,7 @@ from .._perf import (
     Replays,
     SessionBudget,
     TimingPolicy,
+    check_compile,
     measure_calls,
     mismatch,
     trained_as,
@@ -109,6 +110,7 @@ class WorkloadRecorder:
         self.max_depth = max_depth
         self.timing = timing
         self._scheme = scheme
+        self._rootdir = None if rootdir is None else str(rootdir)
         self._errors: dict[str, None] = {}
         self._rows = RowTable(timing=timing)
         identities = IdentityCache(describe)
@@ -201,12 +203,14 @@ class WorkloadRecorder:
         *,
         replays: Replays = "timing",
         progress: Callable[[int, int], None] | None = None,
+        compile_backend: str | None = None,
     ) -> list[str]:
         """The plugin's own: measure each new top-level workload once recording has ended
         (timing unless ``policy`` is None or the session's ``budget`` declines it, from the
         test's own calls unless ``replays`` is ``timing``; FLOPs where its first call could not
-        count them, by a replay unless ``replays`` is ``never``); returns a line per workload
-        whose measurement is missing or approximate."""
+        count them, by a replay unless ``replays`` is ``never``; compile readiness with
+        ``compile_backend`` when given); returns a line per workload whose measurement is
+        missing or approximate, or whose readiness was not checked."""
         if not self._stopped:
             raise RuntimeError("measure() replays calls, so recording must have ended")
         taken = self._rows.take_first_calls()
@@ -216,6 +220,11 @@ class WorkloadRecorder:
         )
         for (entry, _, _), measured in zip(taken, measurements, strict=True):
             entry.measurement = measured
+        if compile_backend is not None:
+            readiness, not_checked = check_compile(calls, compile_backend, self._rootdir)
+            for (entry, _, _), ready in zip(taken, readiness, strict=True):
+                entry.compile_readiness = ready
+            problems += not_checked
         return problems
 
     def release(self) -> None:
@@ -253,6 +262,7 @@ class WorkloadRecorder:
             unsafe=first.unsafe,
             changed=changed,
             observed_s=observed,
+            calls=entry.calls,
         )
 
     def _check_open(self) -> None:
