@@ -28,6 +28,13 @@ from ._workload.timing import MIN_SAMPLES
 
 MARKER = "workloads"
 _MARK_ARGUMENTS = ("compile", "max_depth", "perf_tolerance", "record")
+MARKER_HELP = (
+    f"{MARKER}(max_depth=0, perf_tolerance=None, record=True, compile=None): record every module "
+    "this test calls at top level, and its submodules down to max_depth, as workloads; "
+    "perf_tolerance overrides --workload-perf-tolerance; record=False opts the test out of "
+    "--workload-record=all; compile='eager' or 'aot_eager' compiles each new root after the "
+    "test and gates its graph breaks and recompiles"
+)
 
 
 @dataclass(frozen=True)
@@ -40,8 +47,7 @@ class WorkloadsMark:
     record: bool = True
     #: False for a test recorded by ``--workload-record=all`` alone, which is never replayed.
     marked: bool = True
-    #: The backend each new root is compiled with after the test, to gate its compile
-    #: readiness (None: not compiled).
+    #: Each new root is compiled with it after the test, for its readiness (None: never).
     compile: str | None = None
 
 

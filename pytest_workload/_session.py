@@ -178,12 +178,10 @@ class WorkloadSession:
         passed: bool,
         tolerance: float | None = None,
         fixtures: Sequence[str] = (),
-        compile_backend: str | None = None,
     ) -> Outcome:
         """Measure and keep the test's workloads; say why the test fails, or what it warns
         of: without the gate nothing fails a test, so what could not be recorded warns.
-        ``fixtures``: those the test used that ran a model in their setup;
-        ``compile_backend``: the marker's ``compile=``."""
+        ``fixtures``: those the test used that ran a model in their setup."""
         recorder.stop()
         tolerance = self.settings.tolerance if tolerance is None else tolerance
         if passed:
@@ -192,13 +190,7 @@ class WorkloadSession:
             if not recorder.replays:
                 replays = "never"
             progress = self.progress and functools.partial(self.progress, recorder.nodeid)
-            measured = recorder.measure(
-                policy,
-                self.budget,
-                replays=replays,
-                progress=progress,
-                compile_backend=compile_backend,
-            )
+            measured = recorder.measure(policy, self.budget, replays=replays, progress=progress)
             for problem in measured:
                 self.perf_notes.append(Note(recorder.nodeid, one_line(problem), "measurement"))
         test = replace(recorder.workloads(), fixtures=tuple(fixtures))

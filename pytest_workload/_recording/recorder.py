@@ -111,6 +111,9 @@ class WorkloadRecorder:
         self.timing = timing
         self._scheme = scheme
         self._rootdir = None if rootdir is None else str(rootdir)
+        #: the plugin's own: each new root is compiled with this backend after the test, in a
+        #: forked child, for its compile readiness (the marker's ``compile=``; None: never)
+        self.compile_backend: str | None = None
         self._errors: dict[str, None] = {}
         self._rows = RowTable(timing=timing)
         identities = IdentityCache(describe)
@@ -203,13 +206,12 @@ class WorkloadRecorder:
         *,
         replays: Replays = "timing",
         progress: Callable[[int, int], None] | None = None,
-        compile_backend: str | None = None,
     ) -> list[str]:
         """The plugin's own: measure each new top-level workload once recording has ended
         (timing unless ``policy`` is None or the session's ``budget`` declines it, from the
         test's own calls unless ``replays`` is ``timing``; FLOPs where its first call could not
-        count them, by a replay unless ``replays`` is ``never``; compile readiness with
-        ``compile_backend`` when given); returns a line per workload whose measurement is
+        count them, by a replay unless ``replays`` is ``never``; compile readiness when
+        ``compile_backend`` is set); returns a line per workload whose measurement is
         missing or approximate, or whose readiness was not checked."""
         if not self._stopped:
             raise RuntimeError("measure() replays calls, so recording must have ended")
@@ -220,8 +222,8 @@ class WorkloadRecorder:
         )
         for (entry, _, _), measured in zip(taken, measurements, strict=True):
             entry.measurement = measured
-        if compile_backend is not None:
-            readiness, not_checked = check_compile(calls, compile_backend, self._rootdir)
+        if self.compile_backend is not None:
+            readiness, not_checked = check_compile(calls, self.compile_backend, self._rootdir)
             for (entry, _, _), ready in zip(taken, readiness, strict=True):
                 entry.compile_readiness = ready
             problems += not_checked
