@@ -72,7 +72,7 @@ class CompileWatch:
 
 
 class _BreakHandler(logging.Handler):
-    """Takes the exception dynamo handles as it logs a break."""
+    """Hands the observation the exception of each break dynamo logs."""
 
     def __init__(self, observation: CallObservation) -> None:
         super().__init__(logging.DEBUG)
@@ -89,11 +89,13 @@ class _LoggerTap:
         loggers, self._checker = graph_break_loggers()
         self._handler = handler
         self._saved = [(log, log.level, log.propagate) for log in loggers]
-        self._seen: OrderedDict[Any, Any] = OrderedDict(self._checker.set)
+        # (the checker grows only while dynamo's loggers are on: if the user's are, it is theirs)
+        off = [log for log in loggers if not log.isEnabledFor(logging.DEBUG)]
+        self._seen: OrderedDict[Any, Any] | None = OrderedDict(self._checker.set) if off else None
+        for log in off:
+            log.setLevel(logging.DEBUG)
+            log.propagate = False
         for log in loggers:
-            if not log.isEnabledFor(logging.DEBUG):  # (the user's own logs stay as they are)
-                log.setLevel(logging.DEBUG)
-                log.propagate = False
             log.addHandler(handler)
 
     def close(self) -> None:
@@ -102,8 +104,9 @@ class _LoggerTap:
             if log.level != level:
                 log.setLevel(level)
             log.propagate = propagate
-        self._checker.set.clear()
-        self._checker.set.update(self._seen)
+        if self._seen is not None:
+            self._checker.set.clear()
+            self._checker.set.update(self._seen)
 
 
 class CallObservation:
@@ -118,7 +121,9 @@ class CallObservation:
         self._callbacks = compile_callbacks()
         self._handler = _BreakHandler(self)
         self._tap: _LoggerTap | None = None
-        self._breaks: dict[int, GraphBreak] = {}
+        self._breaks: list[GraphBreak] = []
+        # the exceptions of those breaks (a break is logged up to twice), kept while observing
+        self._caught: list[BaseException] = []
         self._callbacks.register_start_callback(self._started)
         self._callbacks.register_end_callback(self._ended)
 
@@ -133,8 +138,9 @@ class CallObservation:
 
     def caught(self, exc: BaseException | None) -> None:
         gb_type = getattr(exc, "gb_type", None)
-        if not gb_type or id(exc) in self._breaks:
+        if exc is None or not gb_type or any(exc is seen for seen in self._caught):
             return
+        self._caught.append(exc)
         frame = next(
             (
                 f
@@ -155,13 +161,14 @@ class CallObservation:
             (ln.strip()[6:] for ln in message.splitlines() if ln.strip().startswith("Hint: ")), None
         )
         kind = self._ids.get(gb_type, gb_type)
-        self._breaks[id(exc)] = GraphBreak(site, function, kind, gb_type, hint)
+        self._breaks.append(GraphBreak(site, function, kind, gb_type, hint))
 
     def end(self) -> CompileHealth:
         """Stop observing: what the call compiled."""
         self._callbacks.remove_start_callback(self._started)
         self._callbacks.remove_end_callback(self._ended)
         self._ended()
+        self._caught.clear()
         seen = {id(m) for m in self._before}
         graphs = eager = 0
         recompiles: list[Recompile] = []
@@ -173,7 +180,7 @@ class CallObservation:
             if metrics.recompile_reason:
                 recompiles.append(self._recompile(metrics))
         health = CompileHealth(graphs, (), (), eager)
-        return health.merged(CompileHealth(0, tuple(self._breaks.values()), tuple(recompiles)))
+        return health.merged(CompileHealth(0, tuple(self._breaks), tuple(recompiles)))
 
     def _recompile(self, metrics: Any) -> Recompile:
         reason: str = metrics.recompile_reason

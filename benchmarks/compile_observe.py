@@ -1,0 +1,152 @@
+"""What does observing the test's own ``torch.compile`` cost?
+
+* **compile**: the first call of a compiled real model (dynamo's trace plus the backend's
+  compile), with the plugin's observation around it (``CompileWatch.begin`` ... ``end``:
+  the compile callbacks, the graph-break loggers tapped while dynamo compiles, the compile
+  metrics read after) against the same call without it, side by side in one process. Each
+  sample starts from ``torch._dynamo.reset()`` so that both sides compile from nothing; the
+  sides alternate in a rotating order within every round. Models: timm's resnet18, and the
+  same with a ``print`` in each of its four stages (four graph breaks, so the loggers fire).
+* **nothing compiled**: a fresh interpreter records a plain model with ``WorkloadRecorder``
+  and reports whether ``torch._dynamo`` was imported (it must not be); ``python -X
+  importtime`` says what importing the observation's package (``pytest_workload._compile``,
+  its own modules, imported with the package) adds.
+
+Run: ``python benchmarks/compile_observe.py [--rounds N] [--backends eager,aot_eager,inductor]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+from _common import fmt_time, machine, markdown_table, median, print_header
+
+NOTHING_COMPILED = """
+import json, sys
+import torch
+from pytest_workload import WorkloadRecorder
+recorder = WorkloadRecorder("plain")
+with recorder.recording(all_roots=True):
+    torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())(torch.rand(2, 8))
+print(json.dumps({"dynamo_imported": "torch._dynamo" in sys.modules,
+                  "workloads": len(recorder.workloads())}))
+"""
+
+
+def _model(breaks: bool) -> object:
+    import timm
+    from torch import nn
+
+    model = timm.create_model("resnet18", pretrained=False).eval()
+    if breaks:
+
+        class Loud(nn.ReLU):
+            def forward(self, x):  # type: ignore[no-untyped-def]
+                print("stage", end="\r")
+                return super().forward(x)
+
+        for stage in (model.layer1, model.layer2, model.layer3, model.layer4):
+            stage[0].act1 = Loud()
+    return model
+
+
+def _first_call(model: object, backend: str, observe: bool) -> float:
+    import torch
+
+    from pytest_workload._compile import CompileWatch
+
+    torch._dynamo.reset()
+    compiled = torch.compile(model, backend=backend)
+    x = torch.rand(1, 3, 224, 224)
+    start = time.perf_counter()
+    with torch.no_grad():
+        observation = CompileWatch(None).begin(compiled) if observe else None
+        compiled(x)
+        health = None if observation is None else observation.end()
+    elapsed = time.perf_counter() - start
+    assert observation is None or (health is not None and health.graphs >= 1)
+    return elapsed
+
+
+def compile_rows(rounds: int, backends: list[str]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for backend in backends:
+        for breaks in (False, True):
+            model = _model(breaks)
+            sides: dict[bool, list[float]] = {False: [], True: []}
+            _first_call(model, backend, False)  # (warm-up: imports, first-time registrations)
+            for r in range(rounds):
+                order: list[bool] = [False, True] if r % 2 == 0 else [True, False]
+                for observe in order:
+                    sides[observe].append(_first_call(model, backend, observe))
+            plain, observed = median(sides[False]), median(sides[True])
+            ratios = sorted(o / p for o, p in zip(sides[True], sides[False], strict=True))
+            name = "resnet18 + 4 prints" if breaks else "resnet18"
+            rows.append(
+                [
+                    name,
+                    backend,
+                    fmt_time(plain),
+                    fmt_time(observed),
+                    f"{(observed / plain - 1) * 100:+.1f}%",
+                    f"{(ratios[0] - 1) * 100:+.1f}% .. {(ratios[-1] - 1) * 100:+.1f}%",
+                ]
+            )
+            print(markdown_table(HEADERS, rows[-1:]).splitlines()[-1], flush=True)
+    return rows
+
+
+HEADERS = ["model", "backend", "compile, plain", "compile, observed", "median", "per round"]
+
+
+def _import_us() -> int:
+    """Microseconds ``pytest_workload._compile`` takes to import, its own modules included."""
+    lines = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import pytest_workload"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stderr.splitlines()
+    row = next(line for line in lines if line.rstrip().endswith("pytest_workload._compile"))
+    return int(row.split("|")[1])
+
+
+def nothing_compiled(repeats: int) -> dict[str, object]:
+    found = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", NOTHING_COMPILED], capture_output=True, text=True, check=True
+            ).stdout
+        )
+        for _ in range(repeats)
+    ]
+    return {
+        "import of pytest_workload._compile": fmt_time(
+            median([_import_us() for _ in range(repeats)]) / 1e6
+        ),
+        "dynamo imported": any(f["dynamo_imported"] for f in found),
+        "workloads": found[0]["workloads"],
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--backends", default="eager,aot_eager")
+    args = parser.parse_args(argv)
+    print_header("Observing torch.compile")
+    plain = nothing_compiled(3)
+    print(f"nothing compiled: {plain}\n", flush=True)
+    print(markdown_table(HEADERS, []))
+    rows = compile_rows(args.rounds, args.backends.split(","))
+    import torch  # (imported by the rows: for the machine line)
+
+    print(f"\n{machine()}; {len(rows)} rows; torch {torch.__version__}")
+
+
+if __name__ == "__main__":
+    main()
