@@ -334,3 +334,32 @@ def test_a_later_test_compiling_the_same_class_sees_no_trace(pytester, net, args
     source = pytester.path / "test_net.py"
     source.write_text(source.read_text() + LATER)
     pytester.runpytest_subprocess(*args).assert_outcomes(passed=2)
+
+
+# -- a real model --------------------------------------------------------------------------
+
+
+class LoudReLU(nn.ReLU):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        print("activation")  # the injected break
+        return super().forward(x)
+
+
+@pytest.mark.zoo
+def test_resnet18_is_ready_until_a_print_is_injected():
+    import timm
+
+    root = Path(__file__).resolve().parent.parent
+    model = timm.create_model("resnet18", pretrained=False).eval()
+    x = torch.rand(1, 3, 224, 224)
+    with torch.no_grad():
+        [clean] = ready(root, model, [lambda: model(x)], "aot_eager")
+        model.layer1[0].act1 = LoudReLU()
+        [broken] = ready(root, model, [lambda: model(x)], "aot_eager")
+    assert clean == Readiness("aot_eager", CompileHealth(graphs=1))
+    at = LoudReLU.forward.__code__.co_firstlineno + 1
+    assert not readiness_agrees(clean, broken)
+    assert (
+        f"new break at tests/test_compile_readiness.py:{at} in forward "
+        in (readiness_lines(clean, broken)[0])
+    )
