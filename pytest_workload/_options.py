@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ._compile import BACKENDS
 from ._core.errors import DeviceUnavailableError
 from ._core.files import STDOUT
 from ._core.text import Commands, one_line
@@ -26,7 +27,14 @@ from ._session import WorkloadSettings
 from ._workload.timing import MIN_SAMPLES
 
 MARKER = "workloads"
-_MARK_ARGUMENTS = ("max_depth", "perf_tolerance", "record")
+_MARK_ARGUMENTS = ("compile", "max_depth", "perf_tolerance", "record")
+MARKER_HELP = (
+    f"{MARKER}(max_depth=0, perf_tolerance=None, record=True, compile=None): record every module "
+    "this test calls at top level, and its submodules down to max_depth, as workloads; "
+    "perf_tolerance overrides --workload-perf-tolerance; record=False opts the test out of "
+    "--workload-record=all; compile='eager' or 'aot_eager' compiles each new root after the "
+    "test and gates its graph breaks and recompiles"
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,8 @@ class WorkloadsMark:
     record: bool = True
     #: False for a test recorded by ``--workload-record=all`` alone, which is never replayed.
     marked: bool = True
+    #: Each new root is compiled with it after the test, for its readiness (None: never).
+    compile: str | None = None
 
 
 def _in_range(value: float, *, positive: bool) -> bool:
@@ -381,4 +391,10 @@ def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
     record = mark.kwargs.get("record", True)
     if not isinstance(record, bool):
         raise pytest.UsageError(f"{where}(record=...) must be True or False, got {record!r}")
-    return WorkloadsMark(max_depth, None if tolerance is None else float(tolerance), record)
+    backend = mark.kwargs.get("compile")
+    if backend is not None and backend not in BACKENDS:
+        raise pytest.UsageError(
+            f"{where}(compile=...) must be {' or '.join(map(repr, BACKENDS))}, got {backend!r}"
+        )
+    tolerance = None if tolerance is None else float(tolerance)
+    return WorkloadsMark(max_depth, tolerance, record, compile=backend)

@@ -12,7 +12,7 @@ from syrupy.assertion import SnapshotAssertion
 
 from ._core.errors import DeviceUnavailableError, WorkloadWarning
 from ._core.text import one_line, terminal_text
-from ._options import MARKER, WorkloadsMark, add_options, parse_mark, read_settings
+from ._options import MARKER_HELP, WorkloadsMark, add_options, parse_mark, read_settings
 from ._perf.orchestrate import TimingProgress
 from ._recording.fixture_calls import module_calls
 from ._recording.recorder import WorkloadRecorder
@@ -92,13 +92,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        f"{MARKER}(max_depth=0, perf_tolerance=None, record=True): record every module this "
-        "test calls at top level, and its submodules down to max_depth, as workloads; "
-        "perf_tolerance overrides --workload-perf-tolerance; record=False opts the test out of "
-        "--workload-record=all",
-    )
+    config.addinivalue_line("markers", MARKER_HELP)
     settings = read_settings(config)
     if settings.snapshot and not config.pluginmanager.hasplugin("syrupy"):
         raise pytest.UsageError("--workload-snapshot needs the syrupy plugin, which is disabled")
@@ -210,6 +204,7 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
         # a test that asked for its workloads (a marker, the fixture) is replayed for timing
         replays=mark is None or mark.marked or "workloads" in request.fixturenames,
     )
+    recorder.compile_backend = None if mark is None else mark.compile
     item.stash[RECORDER_KEY] = recorder
     if request.config.pluginmanager.hasplugin("syrupy"):
         # also without the gate: a stored table is then counted as not checked

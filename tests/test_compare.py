@@ -312,7 +312,8 @@ def test_marker_and_fixtures_are_registered_and_documented(pytester):
     )
     pytester.runpytest("--strict-markers").assert_outcomes(passed=1)
     markers = pytester.runpytest("--markers").stdout.str()
-    assert "@pytest.mark.workloads(max_depth=0, perf_tolerance=None, record=True)" in markers
+    marker = "@pytest.mark.workloads(max_depth=0, perf_tolerance=None, record=True, compile=None)"
+    assert marker in markers
     fixtures = pytester.runpytest("--fixtures").stdout.str()
     assert "workloads -- " in fixtures and "workload_device [session scope] -- " in fixtures
     assert "workloads.track(model, max_depth=N)" in fixtures

@@ -264,7 +264,11 @@ def test_unused_snapshot_follows_syrupy(pytester, suite, mode):
     [
         (
             "workloads(depth=2)",
-            " got unknown argument depth (it takes max_depth, perf_tolerance, record)",
+            " got unknown argument depth (it takes compile, max_depth, perf_tolerance, record)",
+        ),
+        (
+            "workloads(compile='inductor')",
+            "(compile=...) must be 'eager' or 'aot_eager', got 'inductor'",
         ),
         ("workloads(max_depth=-1)", "(max_depth=...) must be an int >= 0, got -1"),
         ("workloads(max_depth='2')", "(max_depth=...) must be an int >= 0, got '2'"),

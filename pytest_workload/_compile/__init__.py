@@ -1,16 +1,31 @@
 """Compile health: what dynamo did with a module the test compiled itself (graphs, graph
-breaks, recompiles), observed during the recorded calls and gated with the snapshot."""
+breaks, recompiles), observed during the recorded calls and gated with the snapshot; and
+compile readiness, the same figures for an eager model compiled on request in a forked child."""
 
 from .health import CompileHealth, GraphBreak, Recompile, health_agrees, health_lines, merge_health
 from .observe import CallObservation, CompileWatch
+from .readiness import (
+    BACKENDS,
+    Readiness,
+    ReadyCall,
+    check_readiness,
+    readiness_agrees,
+    readiness_lines,
+)
 
 __all__ = [
+    "BACKENDS",
     "CallObservation",
     "CompileHealth",
     "CompileWatch",
     "GraphBreak",
+    "Readiness",
+    "ReadyCall",
     "Recompile",
+    "check_readiness",
     "health_agrees",
     "health_lines",
     "merge_health",
+    "readiness_agrees",
+    "readiness_lines",
 ]

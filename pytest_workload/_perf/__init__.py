@@ -5,6 +5,7 @@ texts.
 Other features import only what is named here.
 """
 
+from .compile_ready import check_compile
 from .drift import DEFAULT_TOLERANCE, Drift, judge
 from .first_call import FirstCall, mismatch, trained_as
 from .orchestrate import RecordedCall, Replays, SessionBudget, measure_calls
@@ -20,6 +21,7 @@ __all__ = [
     "Replays",
     "SessionBudget",
     "TimingPolicy",
+    "check_compile",
     "device_of",
     "judge",
     "measure_calls",

@@ -149,6 +149,8 @@ class RecordedCall:
     changed: str | None = None
     #: seconds of the calls observed untraced (without FLOP counting), on the CPU
     observed_s: tuple[float, ...] = ()
+    #: how many times the test called it
+    calls: int = 1
 
 
 def _observed(call: RecordedCall, how: Method, unobserved: Method) -> tuple[Timing | None, Method]:

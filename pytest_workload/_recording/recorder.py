@@ -25,6 +25,7 @@ from .._perf import (
     Replays,
     SessionBudget,
     TimingPolicy,
+    check_compile,
     measure_calls,
     mismatch,
     trained_as,
@@ -109,6 +110,10 @@ class WorkloadRecorder:
         self.max_depth = max_depth
         self.timing = timing
         self._scheme = scheme
+        self._rootdir = None if rootdir is None else str(rootdir)
+        #: the plugin's own: each new root is compiled with this backend after the test, in a
+        #: forked child, for its compile readiness (the marker's ``compile=``; None: never)
+        self.compile_backend: str | None = None
         self._errors: dict[str, None] = {}
         self._rows = RowTable(timing=timing)
         identities = IdentityCache(describe)
@@ -205,8 +210,9 @@ class WorkloadRecorder:
         """The plugin's own: measure each new top-level workload once recording has ended
         (timing unless ``policy`` is None or the session's ``budget`` declines it, from the
         test's own calls unless ``replays`` is ``timing``; FLOPs where its first call could not
-        count them, by a replay unless ``replays`` is ``never``); returns a line per workload
-        whose measurement is missing or approximate."""
+        count them, by a replay unless ``replays`` is ``never``; compile readiness when
+        ``compile_backend`` is set); returns a line per workload whose measurement is
+        missing or approximate, or whose readiness was not checked."""
         if not self._stopped:
             raise RuntimeError("measure() replays calls, so recording must have ended")
         taken = self._rows.take_first_calls()
@@ -216,6 +222,11 @@ class WorkloadRecorder:
         )
         for (entry, _, _), measured in zip(taken, measurements, strict=True):
             entry.measurement = measured
+        if self.compile_backend is not None:
+            readiness, not_checked = check_compile(calls, self.compile_backend, self._rootdir)
+            for (entry, _, _), ready in zip(taken, readiness, strict=True):
+                entry.compile_readiness = ready
+            problems += not_checked
         return problems
 
     def release(self) -> None:
@@ -253,6 +264,7 @@ class WorkloadRecorder:
             unsafe=first.unsafe,
             changed=changed,
             observed_s=observed,
+            calls=entry.calls,
         )
 
     def _check_open(self) -> None:

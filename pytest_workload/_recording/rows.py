@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._compile import CompileHealth, merge_health
+from .._compile import CompileHealth, Readiness, merge_health
 from .._core.strict_json import Json, canonical_json
 from .._fingerprint.ecosystem import library_versions
 from .._perf import Measurement, summarize
@@ -105,6 +105,8 @@ class Entry:
     # calls counted from a settled root's, not observed (so not timed)
     counted: int = 0
     compile_health: CompileHealth | None = None
+    #: compiled on request after the test (None: not asked for, or not checked)
+    compile_readiness: Readiness | None = None
     life: Life = field(default_factory=Life)
 
     def add_traced(self, done: Call) -> None:
@@ -308,4 +310,5 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         costs=None if computation is None else computation.costs,
         paths=name_first(done.name, entry.paths),
         compile_health=entry.compile_health,
+        compile_readiness=entry.compile_readiness,
     )

@@ -11,7 +11,14 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal
 
-from .._compile import CompileHealth, health_agrees, health_lines
+from .._compile import (
+    CompileHealth,
+    Readiness,
+    health_agrees,
+    health_lines,
+    readiness_agrees,
+    readiness_lines,
+)
 from .._core.strict_json import Json, canonical_json
 from .._core.text import short
 from .._fingerprint.distance import distance_factor, nearest
@@ -84,8 +91,8 @@ def _pair_score(old: SnapshotEntry, new: SnapshotEntry) -> int:
 
 
 def _agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
-    """Everything but the identity agrees: FLOPs, computations, paths, costs and compile
-    health."""
+    """Everything but the identity agrees: FLOPs, computations, paths, costs, compile
+    health and readiness."""
     # (a FLOP count on one side only differs: an unknown count is no evidence of no change)
     return (
         old.flops == new.flops
@@ -93,6 +100,7 @@ def _agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
         and paths_agree(old, new)
         and costs_agree(old, new, tolerance)
         and health_agrees(old.compile_health, new.compile_health)
+        and readiness_agrees(old.compile_readiness, new.compile_readiness)
     )
 
 
@@ -120,6 +128,13 @@ def _unmatched(
     return unmatched
 
 
+def _new_readiness(readiness: Readiness | None) -> list[str]:
+    """What a new workload's readiness check found, against a clean compile."""
+    if readiness is None:
+        return []
+    return readiness_lines(Readiness(readiness.backend, CompileHealth()), readiness)
+
+
 def compare_documents(
     old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0
 ) -> list[Change]:
@@ -134,6 +149,7 @@ def compare_documents(
             found = (
                 *_nearest_stored(entry, old),
                 *health_lines(CompileHealth(), entry.compile_health),
+                *_new_readiness(entry.compile_readiness),
             )
             changes.append(Change("appeared", None, entry, found))
             continue
@@ -237,6 +253,7 @@ def explain_entry(
     if old.hash == new.hash:  # (another structure or input has other costs: not news)
         lines.extend(cost_lines(old, new))
     lines.extend(health_lines(old.compile_health, new.compile_health))
+    lines.extend(readiness_lines(old.compile_readiness, new.compile_readiness))
     if not lines:
         lines.append("same structure and inputs under another fingerprint")
     return lines
@@ -333,5 +350,7 @@ def shrunk(old: SnapshotDocument, new: SnapshotDocument) -> list[str]:
             moved += [line for line in cost_lines(before, entry) if " -> " in line]
         if health_agrees(before.compile_health, entry.compile_health):
             moved += health_lines(before.compile_health, entry.compile_health)
+        if readiness_agrees(before.compile_readiness, entry.compile_readiness):
+            moved += readiness_lines(before.compile_readiness, entry.compile_readiness)
         lines += [f"{entry.label}: {'; '.join(moved)}"] if moved else []
     return lines

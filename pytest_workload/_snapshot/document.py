@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
-from .._compile import CompileHealth
+from .._compile import CompileHealth, Readiness
 from .._core.errors import OldFormatError, WorkloadDataError
 from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._core.strict_json import (
@@ -54,6 +54,8 @@ class SnapshotEntry(Paths):
     paths: tuple[str, ...] = ()
     #: What dynamo compiled (None: not observed; see :func:`.._compile.health_agrees`).
     compile_health: CompileHealth | None = None
+    #: The same for ``compile=`` on the marker (None: not asked for, or not checked).
+    compile_readiness: Readiness | None = None
 
     @property
     def key(self) -> list[Json]:
@@ -102,6 +104,8 @@ class SnapshotEntry(Paths):
             out["user_key"] = self.user_key
         if self.compile_health is not None:
             out["compile"] = self.compile_health.to_dict()
+        if self.compile_readiness is not None:
+            out["compile_readiness"] = self.compile_readiness.to_dict()
         return out
 
     @classmethod
@@ -121,6 +125,11 @@ class SnapshotEntry(Paths):
             compile_health=(
                 None if d.get("compile") is None else CompileHealth.from_dict(d["compile"])
             ),
+            compile_readiness=(
+                None
+                if d.get("compile_readiness") is None
+                else Readiness.from_dict(d["compile_readiness"])
+            ),
         )
 
 
@@ -132,7 +141,9 @@ _ALWAYS_WRITTEN: Final = (
     "structure_hash", "hash", "param_bytes", "flops", "costs", "submodules",
 )  # fmt: skip
 _NULLABLE: Final = ("parent", "flops", "costs")
-_LEFT_OUT: Final = ("compute_hash", "data_dependent", "user_key", "compile")
+_LEFT_OUT: Final = (
+    "compute_hash", "data_dependent", "user_key", "compile", "compile_readiness",
+)  # fmt: skip
 _NEVER_NULL: Final = tuple(k for k in _ALWAYS_WRITTEN + _LEFT_OUT if k not in _NULLABLE)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from functools import cache
 
-from .._compile import health_agrees
+from .._compile import health_agrees, readiness_agrees
 from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._core.text import _INDENT, Commands, one_line, prefix_length, short, versions_line
 from .._workload.modules import ModuleTable, child_links
@@ -165,6 +165,8 @@ def _entry_refusal(
         what.append(f"paths {old.label} -> {new.label}")
     if not health_agrees(old.compile_health, new.compile_health):
         what.append("new graph breaks, recompiles or frames run eagerly")
+    if not readiness_agrees(old.compile_readiness, new.compile_readiness):
+        what.append("new graph breaks, recompiles or frames run eagerly in its compile readiness")
     return [f"{new.label} ({new.class_name}): {w}" for w in what]
 
 

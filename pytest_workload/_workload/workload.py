@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
 from .._compile.health import CompileHealth
+from .._compile.readiness import Readiness
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import (
     Json,
@@ -127,6 +128,9 @@ class Workload(Paths):
         compile_health: What dynamo compiled over the calls of a root the test compiled
             itself (graphs, graph breaks, recompiles); None for any other workload, and for
             a module whose class dynamo had compiled before the test.
+        compile_readiness: The same, for a root compiled after the test on request
+            (``@pytest.mark.workloads(compile=...)``) with its backend; None when not asked
+            for or not checked.
     """
 
     name: str
@@ -158,6 +162,7 @@ class Workload(Paths):
     costs: Costs | None = None
     paths: tuple[str, ...] = ()
     compile_health: CompileHealth | None = None
+    compile_readiness: Readiness | None = None
 
     @property
     def key(self) -> list[Json]:
@@ -203,6 +208,9 @@ class Workload(Paths):
             "compute_partial": self.compute_partial,
             "costs": None if self.costs is None else self.costs.to_dict(),
             "compile": None if self.compile_health is None else self.compile_health.to_dict(),
+            "compile_readiness": (
+                None if self.compile_readiness is None else self.compile_readiness.to_dict()
+            ),
         }
 
     @classmethod
@@ -238,6 +246,11 @@ class Workload(Paths):
             costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
             compile_health=(
                 None if d.get("compile") is None else CompileHealth.from_dict(d["compile"])
+            ),
+            compile_readiness=(
+                None
+                if d.get("compile_readiness") is None
+                else Readiness.from_dict(d["compile_readiness"])
             ),
         )
 
