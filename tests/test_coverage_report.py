@@ -105,6 +105,24 @@ def test_where_a_compute_hash_stops_is_said_per_test_and_counted(pytester, mode)
     assert "test_plain:" not in result.stdout.str()
 
 
+def test_a_compute_hash_stop_is_where_the_rootdir_is_not_the_working_directory(
+    pytester, monkeypatch
+):
+    pytester.makeini(SUITE_INI)
+    (pytester.path / "sub").mkdir()
+    (pytester.path / "sub" / "test_branch.py").write_text(BRANCH)
+    line = BRANCH.splitlines().index("        if y.abs().mean() > 10:") + 1
+    monkeypatch.chdir(pytester.path / "sub")
+    result = pytester.runpytest("-p", "no:xdist", "test_branch.py", "--workload-json=r.json")
+    result.assert_outcomes(passed=3)
+    stop = f"bool at sub/test_branch.py:{line}, follows the data"
+    result.stdout.fnmatch_lines(
+        [f"sub/test_branch.py::test_guarded[[]1]: Guarded's compute hash covers * op 5, {stop};*"]
+    )
+    (test, *_) = json.loads((pytester.path / "sub" / "r.json").read_text())["tests"]
+    assert test["workloads"][0]["compute_partial"].endswith(stop)
+
+
 def test_the_summary_line_counts_the_workloads_no_replay_timed(pytester):
     pytester.makeini(SUITE_INI)
     pytester.makepyfile(test_branch=BRANCH.replace("@pytest.mark.workloads\n", ""))

@@ -106,7 +106,9 @@ class RootTrace:
     """The tracing of one root call (``inputs``: its args and kwargs), begun as the call
     begins; :meth:`end` ends it."""
 
-    def __init__(self, module: nn.Module, plan: Plan, inputs: Any) -> None:
+    def __init__(
+        self, module: nn.Module, plan: Plan, inputs: Any, rootdir: str | None = None
+    ) -> None:
         from torch.nn.parameter import is_lazy
 
         target, self.opaque = plan.target, plan.opaque
@@ -121,7 +123,7 @@ class RootTrace:
             if memory is not None:
                 self._device_peak = DevicePeak(memory)
                 self._device_peak.begin()
-            self._trace = self._exit.enter_context(tracing(target, inputs))
+            self._trace = self._exit.enter_context(tracing(target, inputs, rootdir))
             self.counts = self._trace
         elif not is_compiled(module):  # (a compiled root is counted by its replay)
             self.counts = self._exit.enter_context(counting(target, inputs))

@@ -135,7 +135,7 @@ class CallStack:
     ) -> None:
         if first:  # (its inputs are copied before tracing begins)
             frame.first = FirstCall(frame.target, args, kwargs, copy=self._copies)
-        self._trace = trace = RootTrace(frame.module, plan, (args, kwargs))
+        self._trace = trace = RootTrace(frame.module, plan, (args, kwargs), self._rootdir)
         frame.span = trace.opaque is None
         if frame.first is not None:
             frame.first.counts = trace.counts

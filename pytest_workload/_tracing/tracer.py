@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -87,8 +86,10 @@ class _Span:
 class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
-    def __init__(self, allowed: set[int], module: nn.Module) -> None:
-        """``allowed``: the storages it may write, besides ``module``'s tensors'."""
+    def __init__(self, allowed: set[int], module: nn.Module, rootdir: str | None = None) -> None:
+        """``allowed``: the storages it may write, besides ``module``'s tensors'; ``rootdir``:
+        where the sites of data-dependent events are written relative to."""
+        self.rootdir = rootdir
         self.flops = 0
         self.foreign_write: str | None = None
         #: False while the recorder's own hooks run: their torch calls are not the model's.
@@ -162,7 +163,7 @@ class Trace:
             span.items.append(text + FOLLOWS_DATA if event else text)
         if event and not all(s.stopped for s in self._spans):
             self._events += 1
-            where, site = self._module_running(), _call_site()
+            where, site = self._module_running(), _call_site(self.rootdir)
             for open_span in self._spans:
                 if not open_span.stopped:
                     open_span.stopped, open_span.stop, open_span.site = self._events, where, site
@@ -206,11 +207,11 @@ class Trace:
         return None
 
 
-def _call_site() -> str | None:
+def _call_site(rootdir: str | None) -> str | None:
     """``path:line`` of the code that ran the operation (the innermost user frame), relative
-    to the working directory when inside it."""
+    to the rootdir when inside it, as every path the plugin prints."""
     frame = user_frame(sys._getframe(1))
-    return None if frame is None else site(frame, os.getcwd())
+    return None if frame is None else site(frame, rootdir)
 
 
 @functools.lru_cache(maxsize=8192)  # (a suite's models share their module paths)
@@ -317,10 +318,12 @@ def _mode_class() -> type:
 
 
 @contextmanager
-def tracing(module: nn.Module, inputs: Iterable[Any]) -> Iterator[Trace]:
+def tracing(
+    module: nn.Module, inputs: Iterable[Any], rootdir: str | None = None
+) -> Iterator[Trace]:
     """Trace what runs in the block; its writes are checked against ``module``'s state and
-    ``inputs``."""
-    trace = Trace({storage_of(t) for t in tensor_list(inputs)}, module)
+    ``inputs``; sites are written relative to ``rootdir``."""
+    trace = Trace({storage_of(t) for t in tensor_list(inputs)}, module, rootdir)
     try:
         with _mode_class()(trace):
             yield trace
