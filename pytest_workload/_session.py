@@ -231,7 +231,8 @@ class WorkloadSession:
         return Outcome(test, failures=tuple(failures))
 
     def torn_down(self, nodeid: str, *, failed: bool) -> None:
-        self.notes += self.snapshots.torn_down(nodeid, failed=failed)
+        for gate in (self.snapshots, self.perf):  # (a test that erred did not pass)
+            self.notes += gate.torn_down(nodeid, failed=failed)
 
     def add(self, test: TestWorkloads) -> None:
         """Keep a test's workloads (recorded here, or sent by an xdist worker)."""
@@ -311,9 +312,8 @@ class WorkloadSession:
         return sorted(notes, key=lambda n: self._rank(n.nodeid))
 
     def note_lines(self, *, quiet: bool) -> tuple[list[str], list[str]]:
-        """Performance notes, one counted line per kind (the JSON report holds each; ``quiet``:
-        one line counts them all), and snapshot notes, each shown once with the first test
-        that showed it."""
+        """Performance notes, one counted line per kind (``quiet``: one for all; the JSON report
+        holds each), and snapshot notes, each once with the first test that showed it."""
         json = self.settings.json_path is not None
         perf = self._ordered(self.perf_notes)
         counts = render_note_counts(perf, self.settings.commands, json, quiet=quiet)

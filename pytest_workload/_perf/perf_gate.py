@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 from .._core.errors import CorruptFileError, FileWriteError
+from .._core.files import held, restore
 from .._core.notes import GateResult, Note, NoteKind
 from .._core.strict_json import canonical_json
 from .._core.text import PLAIN, Commands, _count, format_duration, one_line, short
@@ -81,6 +82,17 @@ def render_regression(
     )
 
 
+def _put_back(path: Path, before: bytes | None, root: Path | None) -> str:
+    """Put back what a baseline held before an update wrote it (None: nothing); says so."""
+    shown = one_line(str(path.relative_to(root) if root and path.is_relative_to(root) else path))
+    try:
+        restore(path, before)
+    except FileWriteError as exc:
+        return f"timing baseline {shown} could not be put back: {one_line(exc.reason)}"
+    done = "not written" if before is None else "kept as it was"
+    return f"timing baseline {shown} {done}: the test erred in teardown"
+
+
 def render_missing_baseline(
     w: Workload,
     device: str,
@@ -138,6 +150,8 @@ class PerfGate:
         self._reported: set[str] = set()
         # the baselines this session wrote
         self._written: set[Path] = set()
+        # what each test's update wrote over (None: nothing), until its teardown is over
+        self._wrote: dict[str, list[tuple[Path, bytes | None]]] = {}
 
     def check(self, test: TestWorkloads, tolerance: float) -> GateResult:
         failures: list[str] = []
@@ -150,6 +164,15 @@ class PerfGate:
                 failures += self._check_workload(test.nodeid, w, tolerance, notes, regressions)
         kept = tuple(Note(test.nodeid, text, kind) for kind, text in notes)
         return GateResult(tuple(failures), kept, len(regressions))
+
+    def torn_down(self, nodeid: str, *, failed: bool) -> tuple[Note, ...]:
+        """A test's teardown is over: forget the baselines its update wrote or, when the
+        teardown failed (the test did not pass), put back what they held, and say so."""
+        wrote = self._wrote.pop(nodeid, [])
+        if not failed:
+            return ()
+        self._written.difference_update(path for path, _ in wrote)  # (a rerun times it again)
+        return tuple(Note(nodeid, _put_back(p, b, self.within)) for p, b in reversed(wrote))
 
     def has_baseline(self, workload_hash: str, device: str) -> bool:
         """Whether a stored baseline on ``device`` may judge this workload: some test's (the
@@ -282,11 +305,14 @@ class PerfGate:
         if refused is not None:
             notes.append((refused[0], f"{note[1]}: not written, {refused[1]}"))
             return []
+        before = held(store.path(w.hash, test))
         try:
             path = store.put(Baseline.from_workload(test, w, store.device))
         except FileWriteError as exc:
             return [f"timing baseline not written: {one_line(str(exc))}"]
         self._written.add(path)
+        if before is not None:
+            self._wrote.setdefault(test, []).append((path, before[0]))
         notes.append(note)
         return []
 
