@@ -155,15 +155,16 @@ class PerfGate:
 
     def check(self, test: TestWorkloads, tolerance: float) -> GateResult:
         failures: list[str] = []
-        notes: _Notes = []
+        notes: list[Note] = []
         regressions: list[str] = []
         for w in test.roots():
             # not replayed (xdist workers, an unmarked test): a few of the test's own calls
             unreplayed = w.measured is not None and w.measured.unreplayed
             if w.timing is not None and not unreplayed:
-                failures += self._check_workload(test.nodeid, w, tolerance, notes, regressions)
-        kept = tuple(Note(test.nodeid, text, kind) for kind, text in notes)
-        return GateResult(tuple(failures), kept, len(regressions))
+                found: _Notes = []
+                failures += self._check_workload(test.nodeid, w, tolerance, found, regressions)
+                notes += (Note(test.nodeid, text, kind, w.hash) for kind, text in found)
+        return GateResult(tuple(failures), tuple(notes), len(regressions))
 
     def torn_down(self, nodeid: str, *, failed: bool) -> tuple[Note, ...]:
         """A test's teardown is over: forget the baselines its update wrote or, when the
