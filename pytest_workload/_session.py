@@ -24,7 +24,7 @@ from ._perf.baseline import BASELINE_DIRNAME
 from ._perf.device import environment, resolve_device
 from ._perf.drift import DEFAULT_TOLERANCE
 from ._perf.orchestrate import Replays, SessionBudget
-from ._perf.perf_gate import PerfGate, PerfMode
+from ._perf.perf_gate import PerfGate, PerfMode, larger_budget_for
 from ._perf.stopwatch import LIMIT_BUDGETS, TimingPolicy
 from ._recording.recorder import Keyer, WorkloadRecorder
 from ._report.collapse import KeysGate, render_collapse
@@ -314,9 +314,9 @@ class WorkloadSession:
     def note_lines(self, *, quiet: bool) -> tuple[list[str], list[str]]:
         """Performance notes, one counted line per kind (``quiet``: one for all; the JSON report
         holds each), and snapshot notes, each once with the first test that showed it."""
-        json = self.settings.json_path is not None
+        json, larger = self.settings.json_path is not None, larger_budget_for(self.tests)
         perf = self._ordered(self.perf_notes)
-        counts = render_note_counts(perf, self.settings.commands, json, quiet=quiet)
+        counts = render_note_counts(perf, self.settings.commands, json, quiet=quiet, larger=larger)
         return counts, render_notes(self._ordered(self.notes))
 
     def unchecked_line(self) -> str | None:

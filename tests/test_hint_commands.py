@@ -199,3 +199,47 @@ def test_a_hint_from_an_xdist_worker_keeps_the_paths_and_k(pytester, project):
         passed=1, deselected=1
     )
     pytester.runpytest(*PLAIN).assert_outcomes(passed=1, deselected=1)
+
+
+#: The injected stopwatch takes no time, and a real timing some: a budget of 1 ns cuts every
+#: timing short, after its first sample.
+CUT_SHORT = "--workload-time-budget=1e-9"
+
+
+@pytest.mark.parametrize("run", ["serial", "n2"])
+def test_cut_short_hint_raises_the_time_budget(pytester, project, injected, run):
+    accepted(pytester)
+    for baseline in (pytester.path / "__workload_baselines__").rglob("*.json"):
+        baseline.unlink()
+    if run == "serial":
+        injected(1.0)  # each call takes a second: a budget of 2 s has room for 8, twice over
+        result = pytester.runpytest(*PLAIN, CUT_SHORT)
+    else:  # (xdist workers judge timings only under strict)
+        result = pytester.runpytest_subprocess(
+            *PLAIN, CUT_SHORT, "-n", "2", "--workload-perf=strict"
+        )
+    result.assert_outcomes(passed=1)
+    # the record hint would write no baseline: the update's timing is cut short too
+    assert "record it with `" not in result.stdout.str()
+    if run == "serial":
+        assert "--workload-time-budget=2 -k 'not broken' -p no:xdist`" in result.stdout.str()
+    followed = follow(pytester, result, "its timing cut short by the time budget: record it")
+    followed.assert_outcomes(passed=1, deselected=1)
+    assert "not written" not in followed.stdout.str()
+    for args in ((*PLAIN, CUT_SHORT), PLAIN):
+        again = pytester.runpytest(*args)
+        again.assert_outcomes(passed=1, deselected=1)
+        assert "without a timing baseline" not in again.stdout.str()
+
+
+def test_an_update_cut_short_says_to_raise_the_time_budget(pytester, project, injected):
+    injected(1.0)
+    update = (*PLAIN, "--snapshot-update", "-p", "no:xdist")
+    result = pytester.runpytest(*update, CUT_SHORT)
+    result.assert_outcomes(passed=1, deselected=1)
+    assert not (pytester.path / "__workload_baselines__").exists()
+    followed = follow(pytester, result, "the time budget cut its timing short; write it")
+    followed.assert_outcomes(passed=1, deselected=1)
+    again = pytester.runpytest(*PLAIN)
+    again.assert_outcomes(passed=1, deselected=1)
+    assert "without a timing baseline" not in again.stdout.str()

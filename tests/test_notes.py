@@ -78,9 +78,9 @@ def test_every_command_repeats_the_flags_that_chose_what_was_recorded():
     assert PLAIN.run == "`pytest --workload-snapshot -p no:xdist`"
 
 
-def _counts(kind, n):
+def _counts(kind, n, **raised):
     notes = [Note(f"t.py::t{i}", f"text {i}", kind) for i in range(n)]
-    return render_note_counts(notes, PLAIN, json=True)[0]
+    return render_note_counts(notes, PLAIN, json=True, **raised)[0]
 
 
 def test_each_counted_line_agrees_with_its_count():
@@ -105,6 +105,19 @@ def test_each_counted_line_agrees_with_its_count():
         "needs"
     )
     assert _counts("not judged: kernel", 2).endswith("from their baselines' to compare them")
+
+
+def test_a_timing_cut_short_is_told_the_time_budget_that_records_it():
+    assert _counts("no baseline: cut short", 2, larger=0.5) == (
+        "2 workloads without a timing baseline, their timings cut short by the time budget: "
+        "record them with a larger one: `pytest --workload-snapshot --snapshot-update "
+        "--workload-time-budget=0.5 -p no:xdist`"
+    )
+    assert _counts("baseline not written: cut short", 1, larger=0.5) == (
+        "1 timing baseline not written: the time budget cut its timing short; write it with a "
+        "larger one: `pytest --workload-snapshot --snapshot-update --workload-time-budget=0.5 "
+        "-p no:xdist`"
+    )
 
 
 def test_a_workload_line_counts_workloads_not_texts():

@@ -264,10 +264,23 @@ _NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
         f"not written: timed on fewer than the {MIN_SAMPLES} samples a verdict needs",
         f"not written: timed on fewer than the {MIN_SAMPLES} samples a verdict needs",
     ),
+    "baseline not written: cut short": (
+        "timing baseline",
+        "not written: the time budget cut its timing short; write it with a larger one: {larger}",
+        "not written: the time budget cut their timings short; write them with a larger one: "
+        "{larger}",
+    ),
     "no baseline": (
         "workload",
         "without a timing baseline: record it with {baseline}",
         "without a timing baseline: record them with {baseline}",
+    ),
+    "no baseline: cut short": (
+        "workload",
+        "without a timing baseline, its timing cut short by the time budget: record it with a "
+        "larger one: {larger}",
+        "without a timing baseline, their timings cut short by the time budget: record them "
+        "with a larger one: {larger}",
     ),
     "faster": (
         "workload",
@@ -321,19 +334,21 @@ def render_note_counts(
     json: bool,
     *,
     quiet: bool = False,
+    larger: float | None = None,
 ) -> list[str]:
     """One line per kind of note, counting each workload once (one that five tests run is
     one), and where each note is: a suite has as many notes as workloads (``quiet``: one
-    line counts them all)."""
+    line counts them all). ``larger``: the time budget the timings cut short need."""
     counted: dict[NoteKind, set[str]] = {}
     for note in notes:
         counted.setdefault(note.kind, set()).add(_counted(note))
+    raised = "" if larger is None else commands.raise_budget(larger)
     lines = []
     for kind, (what, one, several) in _NOTE_COUNTS.items():
         if kind in counted:
             count = len(counted[kind])
             text = one if count == 1 else several
-            text = text.format(baseline=commands.baseline, run=commands.run)
+            text = text.format(baseline=commands.baseline, run=commands.run, larger=raised)
             lines.append(f"{_count(count, what)} {text}")
     if lines and quiet:
         distinct = len({_counted(n) for n in notes})
