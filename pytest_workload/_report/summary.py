@@ -177,7 +177,9 @@ def render_fixtures(tests: Sequence[TestWorkloads]) -> list[str]:
     ]
 
 
-def render_counts(tests: Sequence[TestWorkloads], budget_s: float | None) -> list[str]:
+def render_counts(
+    tests: Sequence[TestWorkloads], budget_s: float | None, commands: Commands
+) -> list[str]:
     """How many workloads the session's timing budget left untimed, how many top-level ones
     were not replayed for timing beside other xdist workers, and which tests ran their model
     in a fixture."""
@@ -197,7 +199,7 @@ def render_counts(tests: Sequence[TestWorkloads], budget_s: float | None) -> lis
             "workers share the cores, which biases timings, so each is timed from its test's own "
             "calls where any were observed, neither judged against a baseline nor written as one, "
             'and says so in the JSON report ("measured": {"timing": ...}); for replayed timings '
-            "run in one process (-p no:xdist) or pass --workload-perf=strict"
+            f"run in one process ({commands.run}) or pass --workload-perf=strict"
         )
     return lines
 
