@@ -24,7 +24,7 @@ from ._perf.baseline import BASELINE_DIRNAME
 from ._perf.device import environment, resolve_device
 from ._perf.drift import DEFAULT_TOLERANCE
 from ._perf.orchestrate import Replays, SessionBudget
-from ._perf.perf_gate import PerfGate, PerfMode
+from ._perf.perf_gate import PerfGate, PerfMode, larger_budget_for
 from ._perf.stopwatch import LIMIT_BUDGETS, TimingPolicy
 from ._recording.recorder import Keyer, WorkloadRecorder
 from ._report.collapse import KeysGate, render_collapse
@@ -231,7 +231,8 @@ class WorkloadSession:
         return Outcome(test, failures=tuple(failures))
 
     def torn_down(self, nodeid: str, *, failed: bool) -> None:
-        self.notes += self.snapshots.torn_down(nodeid, failed=failed)
+        for gate in (self.snapshots, self.perf):  # (a test that erred did not pass)
+            self.notes += gate.torn_down(nodeid, failed=failed)
 
     def add(self, test: TestWorkloads) -> None:
         """Keep a test's workloads (recorded here, or sent by an xdist worker)."""
@@ -311,12 +312,11 @@ class WorkloadSession:
         return sorted(notes, key=lambda n: self._rank(n.nodeid))
 
     def note_lines(self, *, quiet: bool) -> tuple[list[str], list[str]]:
-        """Performance notes, one counted line per kind (the JSON report holds each; ``quiet``:
-        one line counts them all), and snapshot notes, each shown once with the first test
-        that showed it."""
-        json = self.settings.json_path is not None
+        """Performance notes, one counted line per kind (``quiet``: one for all; the JSON report
+        holds each), and snapshot notes, each once with the first test that showed it."""
+        json, larger = self.settings.json_path is not None, larger_budget_for(self.tests)
         perf = self._ordered(self.perf_notes)
-        counts = render_note_counts(perf, self.settings.commands, json, quiet=quiet)
+        counts = render_note_counts(perf, self.settings.commands, json, quiet=quiet, larger=larger)
         return counts, render_notes(self._ordered(self.notes))
 
     def unchecked_line(self) -> str | None:

@@ -307,7 +307,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     perf_notes, notes = session.note_lines(quiet=quiet)
     _write(terminalreporter, None if quiet else "workload performance", perf_notes)
     unchecked = session.unchecked_line()
-    counted = render_counts(session.tests, settings.session_budget_s)
+    counted = render_counts(session.tests, settings.session_budget_s, settings.commands)
     _write(terminalreporter, None, counted + ([] if unchecked is None else [unchecked]))
     _write(terminalreporter, "workload snapshot notes", notes)
     kept_unused = config.stash.get(KEPT_UNUSED_KEY, None)

@@ -101,10 +101,9 @@ def test_a_parent_covers_its_children_at_any_depth():
 
 
 def _line_of(function, offset: int) -> str:
-    """``path:line`` of a line of ``function``, as the tracer names the code that ran an event."""
+    """``path:line`` of a line of ``function``, as the tracer names the code that ran an event
+    (a recorder given no rootdir: the absolute path, as its call sites)."""
     path = os.path.abspath(inspect.getsourcefile(function))
-    if path.startswith(os.getcwd() + os.sep):
-        path = os.path.relpath(path, os.getcwd())
     return f"{path}:{inspect.getsourcelines(function)[1] + offset}"
 
 

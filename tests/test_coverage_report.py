@@ -91,9 +91,11 @@ def test_where_a_compute_hash_stops_is_said_per_test_and_counted(pytester, mode)
     line = BRANCH.strip().splitlines().index("        if y.abs().mean() > 10:") + 1
     result = pytester.runpytest(*mode, "--workload-report=summary")
     result.assert_outcomes(passed=3)
+    # the same line with and without xdist: the workloads xdist workers did not replay have a
+    # line of their own, and one process would replay them
     result.stdout.fnmatch_lines(
         [
-            "*3 tests recorded 3 workloads (3 top-level, 3 distinct hashes*); no collapse; "
+            "3 tests recorded 3 workloads (3 top-level, 3 distinct hashes); no collapse; "
             "2 tests with a compute hash that stops early (below) across the session",
             "*workload compute hash stops*",
             f"test_branch.py::test_guarded[[]1]: Guarded's compute hash covers 5 of 6 operations: "
@@ -105,12 +107,29 @@ def test_where_a_compute_hash_stops_is_said_per_test_and_counted(pytester, mode)
     assert "test_plain:" not in result.stdout.str()
 
 
-def test_the_summary_line_counts_the_workloads_no_replay_timed(pytester):
+def test_a_compute_hash_stop_is_where_the_rootdir_is_not_the_working_directory(
+    pytester, monkeypatch
+):
+    pytester.makeini(SUITE_INI)
+    (pytester.path / "sub").mkdir()
+    (pytester.path / "sub" / "test_branch.py").write_text(BRANCH)
+    line = BRANCH.splitlines().index("        if y.abs().mean() > 10:") + 1
+    monkeypatch.chdir(pytester.path / "sub")
+    result = pytester.runpytest("-p", "no:xdist", "test_branch.py", "--workload-json=r.json")
+    result.assert_outcomes(passed=3)
+    stop = f"bool at sub/test_branch.py:{line}, follows the data"
+    result.stdout.fnmatch_lines(
+        [f"sub/test_branch.py::test_guarded[[]1]: Guarded's compute hash covers * op 5, {stop};*"]
+    )
+    (test, *_) = json.loads((pytester.path / "sub" / "r.json").read_text())["tests"]
+    assert test["workloads"][0]["compute_partial"].endswith(stop)
+
+
+@pytest.mark.parametrize("mode", [("-p", "no:xdist"), ("-n", "2")], ids=["serial", "n2"])
+def test_the_summary_line_counts_the_workloads_no_replay_timed(pytester, mode):
     pytester.makeini(SUITE_INI)
     pytester.makepyfile(test_branch=BRANCH.replace("@pytest.mark.workloads\n", ""))
-    result = pytester.runpytest(
-        "-p", "no:xdist", "--workload-record=all", "--workload-report=summary"
-    )
+    result = pytester.runpytest(*mode, "--workload-record=all", "--workload-report=summary")
     result.assert_outcomes(passed=3)
     # (unmarked tests recorded by --workload-record=all are not replayed)
     result.stdout.fnmatch_lines(

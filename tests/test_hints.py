@@ -81,7 +81,7 @@ def test_the_baseline_hint_repeats_the_flags_and_runs_in_one_process(unmarked, t
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "1 workload without a timing baseline: record them with `pytest "
+            "1 workload without a timing baseline: record it with `pytest "
             "--workload-snapshot --snapshot-update -o workload_perf=on --workload-record=all "
             f"{where} -p no:xdist`"
         ]

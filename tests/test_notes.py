@@ -76,3 +76,79 @@ def test_every_command_repeats_the_flags_that_chose_what_was_recorded():
         "`pytest --workload-snapshot --snapshot-update --workload-accept-upgrade`"
     )
     assert PLAIN.run == "`pytest --workload-snapshot -p no:xdist`"
+
+
+def _counts(kind, n, **raised):
+    notes = [Note(f"t.py::t{i}", f"text {i}", kind) for i in range(n)]
+    return render_note_counts(notes, PLAIN, json=True, **raised)[0]
+
+
+def test_each_counted_line_agrees_with_its_count():
+    assert _counts("faster", 1) == (
+        "1 workload faster than its baseline: refresh it with "
+        "`pytest --workload-snapshot --snapshot-update -p no:xdist`"
+    )
+    assert _counts("faster", 2) == (
+        "2 workloads faster than their baselines: refresh them with "
+        "`pytest --workload-snapshot --snapshot-update -p no:xdist`"
+    )
+    assert _counts("no baseline", 1).startswith("1 workload without a timing baseline: record it")
+    assert _counts("not judged: xdist", 2).startswith("2 regressions not failed: ")
+    assert "judge them with" in _counts("not judged: xdist", 2)
+    assert "judge it with" in _counts("not judged: xdist", 1)
+    assert _counts("baseline not written: xdist", 1).endswith(
+        "write it with `pytest --workload-snapshot --snapshot-update -p no:xdist` (or pass "
+        "--workload-perf=strict)"
+    )
+    assert _counts("not judged: too few samples", 2) == (
+        "2 timings not judged: they or their baselines have fewer than the 6 samples a verdict "
+        "needs"
+    )
+    assert _counts("not judged: kernel", 2).endswith("from their baselines' to compare them")
+
+
+def test_a_timing_cut_short_is_told_the_time_budget_that_records_it():
+    assert _counts("no baseline: cut short", 2, larger=0.5) == (
+        "2 workloads without a timing baseline, their timings cut short by the time budget: "
+        "record them with a larger one: `pytest --workload-snapshot --snapshot-update "
+        "--workload-time-budget=0.5 -p no:xdist`"
+    )
+    assert _counts("baseline not written: cut short", 1, larger=0.5) == (
+        "1 timing baseline not written: the time budget cut its timing short; write it with a "
+        "larger one: `pytest --workload-snapshot --snapshot-update --workload-time-budget=0.5 "
+        "-p no:xdist`"
+    )
+
+
+def test_a_workload_line_counts_workloads_not_texts():
+    # one workload whose two tests' notes differ (one test's baseline timed another
+    # computation), and another workload
+    notes = [
+        Note(
+            "t.py::a",
+            "no timing baseline for Linear (timed another computation)",
+            "no baseline",
+            "h1",
+        ),
+        Note("t.py::b", "no timing baseline for Linear", "no baseline", "h1"),
+        Note("t.py::c", "no timing baseline for Conv2d", "no baseline", "h2"),
+    ]
+    assert render_note_counts(notes, PLAIN, json=True)[0] == (
+        "2 workloads without a timing baseline: record them with "
+        "`pytest --workload-snapshot --snapshot-update -p no:xdist`"
+    )
+    assert render_note_counts(notes, PLAIN, json=True, quiet=True) == [
+        "2 workload performance notes (shown without -q)"
+    ]
+    # a baseline file is one per test: its notes are counted by text
+    written = [
+        Note(n.nodeid, f"timing baseline of {n.nodeid} recorded", "baseline recorded", "h1")
+        for n in notes[:2]
+    ]
+    assert render_note_counts(written, PLAIN, json=True)[0] == "2 timing baselines recorded"
+
+
+def test_a_note_keeps_its_workload_in_the_json():
+    note = Note("t.py::a", "x", "no baseline", "h1")
+    assert Note.from_dict(note.to_dict()) == note
+    assert Note.from_dict({"nodeid": "t.py::a", "kind": "snapshot", "text": "x"}).workload is None

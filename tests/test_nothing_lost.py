@@ -146,6 +146,34 @@ def test_an_error_in_setup_or_teardown_neither_loses_nor_rewrites_a_snapshot(
     )
 
 
+def _baselines(pytester: pytest.Pytester) -> dict[str, bytes]:
+    folder = pytester.path / "__workload_baselines__"
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*.json"))}
+
+
+@pytest.mark.parametrize("xdist", [("-p", "no:xdist"), ("-n", "2")], ids=["serial", "n2"])
+def test_an_error_in_teardown_leaves_the_timing_baselines_as_they_were(
+    pytester, suite, injected, xdist
+):
+    # (strict: xdist workers write baselines only so)
+    update = (*UPDATE, "-o", "workload_perf=strict")
+    suite(ERRORS.replace("SIZE", "3"))
+    pytester.runpytest(*update, "-p", "no:xdist").assert_outcomes(passed=2)
+    old = _baselines(pytester)
+    assert len(old) == 2
+    (pytester.path / "break").touch()
+    injected(0.02)  # every timing changed: an update would rewrite both baselines
+    result = pytester.runpytest(*update, *xdist)
+    result.assert_outcomes(passed=1, errors=2)
+    assert _baselines(pytester) == old
+    result.stdout.fnmatch_lines(
+        ["*test_teardown_error: timing baseline * kept as it was: the test erred in teardown"]
+    )
+    suite(ERRORS.replace("SIZE", "5"))  # a new workload: its baseline is not written
+    pytester.runpytest(*update, *xdist).assert_outcomes(passed=1, errors=2)
+    assert _baselines(pytester) == old
+
+
 def test_an_error_in_teardown_writes_no_new_snapshot(pytester, suite):
     suite(ERRORS.replace("SIZE", "3"))
     (pytester.path / "break").touch()

@@ -196,7 +196,7 @@ def test_missing_baseline_is_a_note_not_a_failure(pytester, sleepy):
     result.stdout.fnmatch_lines(
         [
             "*- workload performance -*",
-            "1 workload without a timing baseline: record them with "
+            "1 workload without a timing baseline: record it with "
             "`pytest --workload-snapshot --snapshot-update -p no:xdist`",
         ]
     )
@@ -241,7 +241,7 @@ def test_much_faster_is_reported_not_failed(pytester, sleepy, injected):
     injected(0.01)
     result, notes = noted(pytester, *GATE)
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["1 workload faster than its baseline: refresh them with `*`"])
+    result.stdout.fnmatch_lines(["1 workload faster than its baseline: refresh it with `*`"])
     (note,) = notes["faster"]
     assert fnmatch.fnmatch(
         note,

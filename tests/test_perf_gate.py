@@ -5,7 +5,7 @@ import json
 
 from pytest_workload import TestWorkloads
 from pytest_workload._core.notes import GateResult
-from pytest_workload._perf.perf_gate import PerfGate
+from pytest_workload._perf.perf_gate import PerfGate, larger_budget
 from pytest_workload._workload.timing import Timing
 from tests.recording import tiny_table
 
@@ -64,3 +64,15 @@ def test_a_baseline_of_another_computation_judges_nothing(tmp_path):
     (note,) = result.notes
     assert note.kind == "no baseline"
     assert "(this test's baseline timed another computation: FLOPs " in note.text
+
+
+def test_a_timing_cut_short_is_given_a_budget_with_room_for_a_verdict():
+    def budget(median_s):
+        return larger_budget(Timing(median_s, 0.0, 1, median_s, median_s, "cpu"))
+
+    # 8 samples (6, and 2 for the warm-up) of a call and its calibration block, twice over,
+    # in the 10 budgets a timing may take
+    assert budget(1.0) == 2.0
+    assert budget(0.33) == 0.66
+    assert budget(0.301) == 0.61  # rounded up
+    assert budget(1e-6) == 0.25  # never below the default

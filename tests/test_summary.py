@@ -143,3 +143,23 @@ def test_a_note_is_counted_once_per_workload_and_each_is_in_the_json(pytester, m
         )[0],
     )
     assert {n["text"] for n in notes} == {linear, conv}
+
+
+def test_the_missing_baseline_line_counts_workloads_not_texts(pytester, injected):
+    pytester.makeini("[pytest]\nworkload_time_budget = 0.01\n")
+    pytester.makepyfile(test_notes=NOTES)
+    gate = ("-p", "no:xdist", "--workload-snapshot")
+    pytester.runpytest(*gate, "--snapshot-update").assert_outcomes(passed=6)
+    # the Linear of one test has a baseline of another computation, the other tests none: its
+    # note names that computation, and is another text for the same workload
+    for path in (pytester.path / "__workload_baselines__").rglob("*.json"):
+        stored = json.loads(path.read_text())
+        if stored["test"] == "test_notes.py::test_linear[0]":
+            path.write_text(json.dumps({**stored, "flops": stored["flops"] + 1}))
+        else:
+            path.unlink()
+    result = pytester.runpytest(*gate, "--workload-json=r.json")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(["2 workloads without a timing baseline: record them with `*`"])
+    notes = json.loads((pytester.path / "r.json").read_text())["notes"]
+    assert len({n["text"] for n in notes}) == 3

@@ -55,7 +55,8 @@ LINE = (
     "pytest-workload: 2 top-level workloads were not replayed for timing: xdist workers share "
     "the cores, which biases timings, so each is timed from its test's own calls where any "
     "were observed, neither judged against a baseline nor written as one, and says so in the "
-    "JSON report *; for replayed timings run in one process (-p no:xdist) or pass "
+    "JSON report *; for replayed timings run in one process "
+    "(`pytest --workload-snapshot -p no:xdist`) or pass "
     "--workload-perf=strict"
 )
 

@@ -147,6 +147,17 @@ def write_text_atomic(
         raise FileWriteError(str(path), exc) from None
 
 
+def held(path: Path) -> tuple[bytes | None] | None:
+    """What a file holds, in a tuple: its bytes, or None when there is none; None when it
+    cannot be read (a write there fails, or leaves nothing known to put back)."""
+    try:
+        return (path.read_bytes(),)
+    except FileNotFoundError:
+        return (None,)
+    except OSError:
+        return None
+
+
 def restore(path: Path, data: bytes | None) -> None:
     """Put back what a file held before a write (None: nothing), replacing it as a write
     does; FileWriteError if it cannot."""

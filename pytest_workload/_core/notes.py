@@ -16,7 +16,9 @@ NoteKind = Literal[
     "baseline refreshed",
     "baseline not written: xdist",
     "baseline not written: too few samples",
+    "baseline not written: cut short",
     "no baseline",
+    "no baseline: cut short",
     "faster",
     "not judged: xdist",
     "not judged: too few samples",
@@ -36,9 +38,15 @@ class Note:
     nodeid: str
     text: str
     kind: NoteKind = "snapshot"
+    #: The hash of the workload a performance note is about: the terminal counts workloads,
+    #: whose notes may differ in text from test to test.
+    workload: str | None = None
 
     def to_dict(self) -> dict[str, Json]:
-        return {"nodeid": self.nodeid, "kind": self.kind, "text": self.text}
+        data: dict[str, Json] = {"nodeid": self.nodeid, "kind": self.kind, "text": self.text}
+        if self.workload is not None:
+            data["workload"] = self.workload
+        return data
 
     @classmethod
     def from_dict(cls, data: Any) -> Note:
@@ -47,7 +55,8 @@ class Note:
         if kind not in NOTE_KINDS:
             raise WorkloadDataError(f"note kind {kind!r} is not one of {NOTE_KINDS}")
         nodeid, text = read_field(fields, "nodeid", str), read_field(fields, "text", str)
-        return cls(nodeid, text, NOTE_KINDS[NOTE_KINDS.index(kind)])
+        workload = read_field(fields, "workload", str, optional=True)
+        return cls(nodeid, text, NOTE_KINDS[NOTE_KINDS.index(kind)], workload)
 
 
 @dataclass(frozen=True)

@@ -143,6 +143,12 @@ class Commands:
         """The update that writes timing baselines too."""
         return self.command("--snapshot-update", one_process=True)
 
+    def raise_budget(self, budget_s: float) -> str:
+        """The update that writes timing baselines, with a larger ``--workload-time-budget``
+        (a timing the budget cut short could write none)."""
+        flag = f"--workload-time-budget={budget_s:g}"
+        return self.command("--snapshot-update", flag, one_process=True)
+
     @property
     def accept_upgrade(self) -> str:
         """The update narrowed to changes that are only a library upgrade's wording."""

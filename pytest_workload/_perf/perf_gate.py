@@ -3,10 +3,13 @@ and its texts (regressions, faster workloads, missing baselines, too few samples
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
 from .._core.errors import CorruptFileError, FileWriteError
+from .._core.files import held, restore
 from .._core.notes import GateResult, Note, NoteKind
 from .._core.strict_json import canonical_json
 from .._core.text import PLAIN, Commands, _count, format_duration, one_line, short
@@ -16,6 +19,7 @@ from .._workload.workload import TestWorkloads, Workload
 from .baseline import Baseline, BaselineStore
 from .device import device_identity
 from .drift import Drift, judge, worth_retiming
+from .stopwatch import LIMIT_BUDGETS, TimingPolicy
 
 _Notes = list[tuple[NoteKind, str]]
 
@@ -81,13 +85,49 @@ def render_regression(
     )
 
 
+def cut_short(t: Timing) -> bool:
+    """Whether the time budget cut a replay short, on fewer samples than a verdict needs."""
+    return t.source == "replay" and not t.has_interval
+
+
+def larger_budget(t: Timing) -> float:
+    """A ``--workload-time-budget`` (two significant digits, rounded up, the default at least)
+    with room for the samples a verdict needs, and the warm-up, twice over, where a replay
+    like ``t`` was cut short: a sample takes a call and its calibration block, and a timing
+    stops at ``LIMIT_BUDGETS`` budgets."""
+    sample_s = t.median_s * (1 + TimingPolicy.reference_share)
+    needed = 2 * (MIN_SAMPLES + 2) * sample_s / LIMIT_BUDGETS
+    needed = max(needed, TimingPolicy.budget_s)
+    step = 10.0 ** (math.floor(math.log10(needed)) - 1)
+    return float(f"{math.ceil(round(needed / step, 6)) * step:.2g}")
+
+
+def larger_budget_for(tests: Iterable[TestWorkloads]) -> float | None:
+    """The time budget with room for every timing of ``tests`` the budget cut short (None:
+    none was)."""
+    timings = (w.timing for t in tests for w in t.roots() if w.timing is not None)
+    return max((larger_budget(t) for t in timings if cut_short(t)), default=None)
+
+
+def _put_back(path: Path, before: bytes | None, root: Path | None) -> str:
+    """Put back what a baseline held before an update wrote it (None: nothing); says so."""
+    shown = one_line(str(path.relative_to(root) if root and path.is_relative_to(root) else path))
+    try:
+        restore(path, before)
+    except FileWriteError as exc:
+        return f"timing baseline {shown} could not be put back: {one_line(exc.reason)}"
+    done = "not written" if before is None else "kept as it was"
+    return f"timing baseline {shown} {done}: the test erred in teardown"
+
+
 def render_missing_baseline(
     w: Workload,
     device: str,
     nearest: tuple[Baseline, float] | None,
     other: str | None,
-    commands: Commands,
+    record: str,
 ) -> str:
+    """The note on a workload without a baseline; ``record``: what records one."""
     # the same text in every test that runs the workload (whatever a test calls its model),
     # so the session shows it once
     workload = (
@@ -104,7 +144,7 @@ def render_missing_baseline(
             f"({format_duration(near.timing.median_s)}) at distance factor {factor:g}, so "
             f"about {format_duration(expected)} expected if time scales with size"
         )
-    return f"{line}; record one with {commands.baseline}"
+    return f"{line}; {record}"
 
 
 class PerfGate:
@@ -138,18 +178,34 @@ class PerfGate:
         self._reported: set[str] = set()
         # the baselines this session wrote
         self._written: set[Path] = set()
+        # what each test's update wrote over (None: nothing), until its teardown is over
+        self._wrote: dict[str, list[tuple[Path, bytes | None]]] = {}
 
     def check(self, test: TestWorkloads, tolerance: float) -> GateResult:
         failures: list[str] = []
-        notes: _Notes = []
+        notes: list[Note] = []
         regressions: list[str] = []
         for w in test.roots():
             # not replayed (xdist workers, an unmarked test): a few of the test's own calls
             unreplayed = w.measured is not None and w.measured.unreplayed
             if w.timing is not None and not unreplayed:
-                failures += self._check_workload(test.nodeid, w, tolerance, notes, regressions)
-        kept = tuple(Note(test.nodeid, text, kind) for kind, text in notes)
-        return GateResult(tuple(failures), kept, len(regressions))
+                found: _Notes = []
+                failures += self._check_workload(test.nodeid, w, tolerance, found, regressions)
+                notes += (Note(test.nodeid, text, kind, w.hash) for kind, text in found)
+        return GateResult(tuple(failures), tuple(notes), len(regressions))
+
+    def torn_down(self, nodeid: str, *, failed: bool) -> tuple[Note, ...]:
+        """A test's teardown is over: forget the baselines its update wrote or, when the
+        teardown failed (the test did not pass), put back what they held, and say so."""
+        wrote = self._wrote.pop(nodeid, [])
+        if not failed:
+            return ()
+        self._written.difference_update(path for path, _ in wrote)  # (a rerun times it again)
+        return tuple(Note(nodeid, _put_back(p, b, self.within)) for p, b in reversed(wrote))
+
+    def _larger(self, t: Timing) -> str:
+        """The update with a time budget that a timing cut short like ``t`` needs."""
+        return self.commands.raise_budget(larger_budget(t))
 
     def has_baseline(self, workload_hash: str, device: str) -> bool:
         """Whether a stored baseline on ``device`` may judge this workload: some test's (the
@@ -273,6 +329,12 @@ class PerfGate:
         refused: tuple[NoteKind, str] | None = None
         if self._relaxed is not None:
             refused = ("baseline not written: xdist", self._relaxed)
+        elif cut_short(w.timing):
+            refused = (
+                "baseline not written: cut short",
+                f"timed on {_count(w.timing.n, 'sample')}, cut short by the time budget; write "
+                f"it with a larger one: {self._larger(w.timing)}",
+            )
         elif not w.timing.has_interval:  # it could judge nothing
             needs = f"and a verdict needs {MIN_SAMPLES}"
             refused = (
@@ -282,11 +344,14 @@ class PerfGate:
         if refused is not None:
             notes.append((refused[0], f"{note[1]}: not written, {refused[1]}"))
             return []
+        before = held(store.path(w.hash, test))
         try:
             path = store.put(Baseline.from_workload(test, w, store.device))
         except FileWriteError as exc:
             return [f"timing baseline not written: {one_line(str(exc))}"]
         self._written.add(path)
+        if before is not None:
+            self._wrote.setdefault(test, []).append((path, before[0]))
         notes.append(note)
         return []
 
@@ -308,6 +373,14 @@ class PerfGate:
         found = nearest(w.key, [b.key for b in others.values()])
         near = None if found is None else (others[canonical_json(found[0])], found[1])
         device = store.device.describe()
-        text = render_missing_baseline(w, device, near, other, self.commands)
-        notes.append(("no baseline", text))
+        assert w.timing is not None
+        kind: NoteKind = "no baseline"
+        record = f"record one with {self.commands.baseline}"
+        if cut_short(w.timing):
+            kind = "no baseline: cut short"
+            record = (
+                f"timed on {_count(w.timing.n, 'sample')}, cut short by the time budget: record "
+                f"one with a larger one: {self._larger(w.timing)}"
+            )
+        notes.append((kind, render_missing_baseline(w, device, near, other, record)))
         return []

@@ -50,7 +50,9 @@ def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
 
 def count_not_measured(tests: Sequence[TestWorkloads]) -> int:
     """Top-level workloads of ``tests`` that no replay timed (left to the test's own calls, or
-    not timed at all), while timing was on."""
+    not timed at all), while timing was on, those that one process would replay and xdist
+    workers did not left out: ``count_not_replayed`` counts them, so that the same suite has
+    the same count with and without xdist."""
     return sum(
         1
         for t in tests
@@ -58,6 +60,7 @@ def count_not_measured(tests: Sequence[TestWorkloads]) -> int:
         if w.parent is None
         and w.measured is not None
         and w.measured.timing.kind not in ("replayed", "off")
+        and not w.measured.unreplayed_for_xdist
     )
 
 

@@ -177,7 +177,9 @@ def render_fixtures(tests: Sequence[TestWorkloads]) -> list[str]:
     ]
 
 
-def render_counts(tests: Sequence[TestWorkloads], budget_s: float | None) -> list[str]:
+def render_counts(
+    tests: Sequence[TestWorkloads], budget_s: float | None, commands: Commands
+) -> list[str]:
     """How many workloads the session's timing budget left untimed, how many top-level ones
     were not replayed for timing beside other xdist workers, and which tests ran their model
     in a fixture."""
@@ -197,7 +199,7 @@ def render_counts(tests: Sequence[TestWorkloads], budget_s: float | None) -> lis
             "workers share the cores, which biases timings, so each is timed from its test's own "
             "calls where any were observed, neither judged against a baseline nor written as one, "
             'and says so in the JSON report ("measured": {"timing": ...}); for replayed timings '
-            "run in one process (-p no:xdist) or pass --workload-perf=strict"
+            f"run in one process ({commands.run}) or pass --workload-perf=strict"
         )
     return lines
 
@@ -247,61 +249,111 @@ def render_unchecked(
     return None
 
 
-#: How the terminal counts each kind of performance note: what one is, and what to do.
+#: How the terminal counts each kind of performance note: what one is, then what is said of
+#: one and of several (with what to do).
 _NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
-    "baseline recorded": ("timing baseline", "recorded", ""),
-    "baseline refreshed": ("timing baseline", "refreshed", ""),
+    "baseline recorded": ("timing baseline", "recorded", "recorded"),
+    "baseline refreshed": ("timing baseline", "refreshed", "refreshed"),
     "baseline not written: xdist": (
         "timing baseline",
-        "not written",
-        "timed while xdist workers shared this machine; write them with {baseline} (or pass "
-        "--workload-perf=strict)",
+        "not written: timed while xdist workers shared this machine; write it with {baseline} "
+        "(or pass --workload-perf=strict)",
+        "not written: timed while xdist workers shared this machine; write them with {baseline} "
+        "(or pass --workload-perf=strict)",
     ),
     "baseline not written: too few samples": (
         "timing baseline",
-        "not written",
-        f"timed on fewer than the {MIN_SAMPLES} samples a verdict needs",
+        f"not written: timed on fewer than the {MIN_SAMPLES} samples a verdict needs",
+        f"not written: timed on fewer than the {MIN_SAMPLES} samples a verdict needs",
     ),
-    "no baseline": ("workload", "without a timing baseline", "record them with {baseline}"),
-    "faster": ("workload", "faster than its baseline", "refresh them with {baseline}"),
+    "baseline not written: cut short": (
+        "timing baseline",
+        "not written: the time budget cut its timing short; write it with a larger one: {larger}",
+        "not written: the time budget cut their timings short; write them with a larger one: "
+        "{larger}",
+    ),
+    "no baseline": (
+        "workload",
+        "without a timing baseline: record it with {baseline}",
+        "without a timing baseline: record them with {baseline}",
+    ),
+    "no baseline: cut short": (
+        "workload",
+        "without a timing baseline, its timing cut short by the time budget: record it with a "
+        "larger one: {larger}",
+        "without a timing baseline, their timings cut short by the time budget: record them "
+        "with a larger one: {larger}",
+    ),
+    "faster": (
+        "workload",
+        "faster than its baseline: refresh it with {baseline}",
+        "faster than their baselines: refresh them with {baseline}",
+    ),
     "not judged: xdist": (
         "regression",
-        "not failed",
-        "timed while xdist workers shared this machine; judge it with {run} (or pass "
-        "--workload-perf=strict)",
+        "not failed: timed while xdist workers shared this machine; judge it with {run} (or "
+        "pass --workload-perf=strict)",
+        "not failed: timed while xdist workers shared this machine; judge them with {run} (or "
+        "pass --workload-perf=strict)",
     ),
     "not judged: too few samples": (
         "timing",
-        "not judged",
-        f"it or its baseline has fewer than the {MIN_SAMPLES} samples a verdict needs",
+        f"not judged: it or its baseline has fewer than the {MIN_SAMPLES} samples a verdict needs",
+        f"not judged: they or their baselines have fewer than the {MIN_SAMPLES} samples a "
+        "verdict needs",
     ),
     "not judged: kernel": (
         "timing",
-        "not judged",
-        "the calibration kernel's time moved too far from its baseline's to compare them",
+        "not judged: the calibration kernel's time moved too far from its baseline's to compare "
+        "them",
+        "not judged: the calibration kernel's time moved too far from their baselines' to "
+        "compare them",
     ),
-    "unreadable baseline": ("timing baseline", "unreadable", "left out of nearest-shape lookups"),
-    "measurement": ("workload", "measured approximately or not at all", ""),
+    "unreadable baseline": (
+        "timing baseline",
+        "unreadable: left out of nearest-shape lookups",
+        "unreadable: left out of nearest-shape lookups",
+    ),
+    "measurement": (
+        "workload",
+        "measured approximately or not at all",
+        "measured approximately or not at all",
+    ),
 }
 
 
+def _counted(note: Note) -> str:
+    """What a counted line counts once: the workload a note is about where the line counts
+    workloads (its tests' notes may differ in text), else the note's text (a baseline file, a
+    timing of one test)."""
+    counts_workloads = _NOTE_COUNTS.get(note.kind, ("",))[0] == "workload"
+    return note.workload if counts_workloads and note.workload is not None else note.text
+
+
 def render_note_counts(
-    notes: Sequence[Note], commands: Commands, json: bool, *, quiet: bool = False
+    notes: Sequence[Note],
+    commands: Commands,
+    json: bool,
+    *,
+    quiet: bool = False,
+    larger: float | None = None,
 ) -> list[str]:
-    """One line per kind of note, counting each text once (a workload that five tests run
-    is one), and where each note is: a suite has as many notes as workloads (``quiet``: one
-    line counts them all)."""
-    texts: dict[NoteKind, set[str]] = {}
+    """One line per kind of note, counting each workload once (one that five tests run is
+    one), and where each note is: a suite has as many notes as workloads (``quiet``: one
+    line counts them all). ``larger``: the time budget the timings cut short need."""
+    counted: dict[NoteKind, set[str]] = {}
     for note in notes:
-        texts.setdefault(note.kind, set()).add(note.text)
+        counted.setdefault(note.kind, set()).add(_counted(note))
+    raised = "" if larger is None else commands.raise_budget(larger)
     lines = []
-    for kind, (what, done, why) in _NOTE_COUNTS.items():
-        if kind in texts:
-            count = len(texts[kind])
-            why = why.format(baseline=commands.baseline, run=commands.run)
-            lines.append(f"{_count(count, what)} {done}" + (f": {why}" if why else ""))
+    for kind, (what, one, several) in _NOTE_COUNTS.items():
+        if kind in counted:
+            count = len(counted[kind])
+            text = one if count == 1 else several
+            text = text.format(baseline=commands.baseline, run=commands.run, larger=raised)
+            lines.append(f"{_count(count, what)} {text}")
     if lines and quiet:
-        distinct = len({n.text for n in notes})
+        distinct = len({_counted(n) for n in notes})
         return [f"{_count(distinct, 'workload performance note')} (shown without -q)"]
     if lines:
         where = "the JSON report" if json else "--workload-json=PATH"

@@ -21,7 +21,7 @@ from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 
 from .._core.errors import FileWriteError
-from .._core.files import restore, write_text_atomic
+from .._core.files import held, restore, write_text_atomic
 from .._core.notes import GateResult, Note
 from .._core.text import PLAIN, Commands, one_line
 from .._workload.workload import TestWorkloads
@@ -120,17 +120,6 @@ def _display(location: str, rootdir: Path | None) -> str:
     return one_line(location)
 
 
-def _held(location: str) -> tuple[bytes | None] | None:
-    """What the file holds, in a tuple: its bytes, or None when there is none; None when it
-    cannot be read (a write there fails, or leaves nothing known to put back)."""
-    try:
-        return (Path(location).read_bytes(),)
-    except FileNotFoundError:
-        return (None,)
-    except OSError:
-        return None
-
-
 def _location(assertion: SnapshotAssertion) -> str:
     return str(
         assertion.extension.get_location(
@@ -171,7 +160,7 @@ class SnapshotGate:
         """A test's teardown is over: forget what its update wrote over or, when the teardown
         failed, put it back; a note on what was put back."""
         wrote = self._wrote.pop(nodeid, None)
-        if wrote is None or not failed or _held(wrote[0]) == (wrote[1],):
+        if wrote is None or not failed or held(Path(wrote[0])) == (wrote[1],):
             return ()
         location, before = wrote
         shown = _display(location, self.rootdir)
@@ -266,7 +255,7 @@ class SnapshotGate:
         if matching and not (updating and (stored.corrupt is not None or shrank)):
             _use(snapshot)  # used as it is, and counted as passed: it was checked
             return None, shrunk_note(shown, shrank, updating)
-        before = _held(location) if updating else None
+        before = held(Path(location)) if updating else None
         if assertion == document:
             if before is not None:
                 self._wrote[test.nodeid] = (location, before[0])
