@@ -176,6 +176,13 @@ def json_counts(path: Path) -> tuple[int | None, int | None, int | None]:
     return len(rows), untimed, no_flops
 
 
+def path_with(tree: Path, root: Path) -> str:
+    """The ``PYTHONPATH`` a suite runs with: ``tree``'s plugin first, then ``ROOT/deps``."""
+    deps = root / "deps"
+    extra = [str(deps)] if deps.is_dir() else []
+    return os.pathsep.join([str(tree), *extra, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+
+
 def run(
     checkout: Path, suite: Suite, mode: str, workdir: Path, pythonpath: str, tag: str = ""
 ) -> Run:
@@ -276,20 +283,13 @@ def main() -> int:
         parser.error(f"unknown modes {unknown}; known: {', '.join(MODES)}")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="peer-suites-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    deps = args.root / "deps"
-
-    def path_with(tree: Path) -> str:
-        extra = [str(deps)] if deps.is_dir() else []
-        return os.pathsep.join([str(tree), *extra, os.environ.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep
-        )
 
     #: (mode, tag in the table) -> the PYTHONPATH it runs with; a baseline follows each mode
     plans: dict[tuple[str, str], str] = {}
     for mode in modes:
-        plans[mode, ""] = path_with(REPO)
+        plans[mode, ""] = path_with(REPO, args.root)
         if args.baseline is not None and "no:workload" not in MODES[mode][1]:
-            plans[mode, " (baseline)"] = path_with(args.baseline.resolve())
+            plans[mode, " (baseline)"] = path_with(args.baseline.resolve(), args.root)
     print_header("Peer suites, unedited")
     baseline = "" if args.baseline is None else f"; baseline: {args.baseline.resolve()}"
     print(f"Plugin: {REPO}{baseline}; outputs: {workdir}; rounds: {args.repeat}\n")

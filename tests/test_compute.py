@@ -217,6 +217,32 @@ def test_values_computed_from_constants_alone_do_not_end_the_computation():
     assert w.computation.ops == len(w.computation.flat)
 
 
+#: A data tensor where torch reads values or an offset, never a size (``v``: one value of y).
+VALUES_NOT_SIZES = {
+    "linspace": lambda y, v: y + torch.linspace(v, v + 1, 4),
+    "logspace": lambda y, v: y * torch.logspace(v.tanh(), 1.0, 4),
+    "full": lambda y, v: y + torch.full((6, 4), v),
+    "full, by keyword": lambda y, v: y + torch.full(size=(6, 4), fill_value=v),
+    "new_full": lambda y, v: y + y.new_full((6, 4), v),
+    "narrow": lambda y, v: y.narrow(0, (v > 0).long(), 4),
+}
+
+
+@pytest.mark.parametrize("step", list(VALUES_NOT_SIZES))
+def test_a_data_tensor_that_sets_values_not_the_shape_does_not_end_the_computation(step):
+    def steps(y, m):
+        return VALUES_NOT_SIZES[step](y, y[0, 0].detach())
+
+    hashes = set()
+    for seed in range(4):
+        torch.manual_seed(seed)
+        (w,) = recorded(partial(Picks(steps), torch.randn(6, 4)))
+        assert w.computation.coverage() is None, w.computation.flat
+        assert w.computation.flat[-1].startswith("linear(")
+        hashes.add(w.compute_hash)
+    assert len(hashes) == 1
+
+
 class Detects(nn.Module):
     def __init__(self):
         super().__init__()

@@ -299,3 +299,41 @@ def test_a_dtype_cast_is_an_operation_and_a_later_change_fails(pytester, cast):
     result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*computation changed*", "*relu -> sigmoid at op *"])
+
+
+VALUES = """
+import pytest
+import torch
+
+
+class Ramp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, t):
+        y = self.lin(t)
+        v = y[0, 0].detach()
+        return (y + FACTORY).ACTIVATION().sum(-1)
+
+
+@pytest.mark.workloads
+def test_ramp():
+    Ramp()(torch.rand(2, 4))
+"""
+
+
+@pytest.mark.parametrize("factory", ["torch.linspace(v, 1.0, 4)", "torch.full((2, 4), v)"])
+def test_a_data_tensor_that_sets_values_not_the_shape_is_hashed_past(pytester, factory):
+    pytester.makeini(SUITE_INI)
+
+    def write(activation: str) -> None:
+        source = VALUES.replace("FACTORY", factory).replace("ACTIVATION", activation)
+        pytester.makepyfile(test_ramp=source)
+
+    write("relu")
+    pytester.runpytest("--workload-snapshot", "--snapshot-update").assert_outcomes(passed=1)
+    write("sigmoid")
+    result = pytester.runpytest("--workload-snapshot")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*computation changed*", "*relu -> sigmoid at op *"])

@@ -325,6 +325,15 @@ _FACTORIES = frozenset(
     ("arange", "range", "linspace", "logspace", "zeros", "ones", "empty", "full", "eye",
      "rand", "randn", "randint", "randperm")
 )  # fmt: skip
+#: Arguments of those that torch reads in C++ for the values or the offset of the result, never
+#: its shape (a tensor there is read by no Python code): ``(position, keyword)``.
+_NOT_SIZES = {
+    "linspace": ((0, "start"), (1, "end")),
+    "logspace": ((0, "start"), (1, "end")),
+    "full": ((1, "fill_value"),),
+    "new_full": ((2, "fill_value"),),
+    "narrow": ((2, "start"),),
+}
 #: Operations whose values are drawn (or uninitialised): their results carry data.
 RANDOM = frozenset(
     ("rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
@@ -349,6 +358,10 @@ def follows_data(
         return any(carries(t) for t in masks)
     if name == "where":
         return len(args) + len(kwargs) == 1 and any(carries(t) for t in tensor_list((args,)))
+    if name in _NOT_SIZES:
+        skipped = _NOT_SIZES[name]
+        args = tuple(a for i, a in enumerate(args) if all(i != at for at, _ in skipped))
+        kwargs = {k: v for k, v in kwargs.items() if all(k != key for _, key in skipped)}
     if name in _FACTORIES or (name == "repeat_interleave" and len(args) == 1):
         sizes: tuple[Any, ...] = (args, kwargs)
     elif name in _SIZED:
