@@ -119,7 +119,6 @@ class CallObservation:
         # (kept: the ids of the metrics before the call stay theirs)
         self._before = self._metrics()
         self._callbacks = compile_callbacks()
-        self._handler = _BreakHandler(self)
         self._tap: _LoggerTap | None = None
         self._breaks: list[GraphBreak] = []
         # the exceptions of those breaks (a break is logged up to twice), kept while observing
@@ -128,8 +127,8 @@ class CallObservation:
         self._callbacks.register_end_callback(self._ended)
 
     def _started(self, _: object) -> None:
-        if self._tap is None:
-            self._tap = _LoggerTap(self._handler)
+        if self._tap is None:  # (a handler only for a call that compiles: logging keeps a list)
+            self._tap = _LoggerTap(_BreakHandler(self))
 
     def _ended(self, _: object = None) -> None:
         if self._tap is not None:
