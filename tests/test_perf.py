@@ -118,6 +118,22 @@ def test_a_machine_slower_for_workload_and_kernel_alike_passes(pytester, sleepy,
     pytester.runpytest(*GATE).assert_outcomes(failed=1)
 
 
+def test_a_wait_is_not_divided_by_the_machine_speed(pytester, sleepy, injected):
+    sleepy()
+    injected(0.005, wait=0.005)  # 5 ms of compute, 5 ms asleep
+    baseline(pytester)
+    # the machine 1.4x faster: the compute with it, not the sleep. On the whole time over the
+    # kernel's this read 1.21x, a false alarm
+    injected(0.005 / 1.4, kernel=0.001 / 1.4, wait=0.005)
+    result, notes = noted(pytester, *GATE)
+    result.assert_outcomes(passed=1)
+    assert notes == {}
+    injected(0.005 / 1.4, kernel=0.001 / 1.4, wait=0.015)  # a sleep 3x as long
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["  slower: calibrated ratio 2.00x (95% interval 2.00–2.00x)*"])
+
+
 def test_a_kernel_far_from_its_baseline_is_a_note_not_a_verdict(pytester, sleepy, injected):
     sleepy()
     baseline(pytester)
