@@ -368,8 +368,8 @@ def test_the_failure_says_which_evidence_decided(tmp_path):
     result = gate.check(workloads(timing=timed(1.43, wall=2.0e-3, kernel=1.4e-3, retimed=2)), 0.2)
     (failure,) = result.failures
     assert (
-        "  slower: calibrated ratio 1.43x (95% interval 1.37–1.49x), tolerance 20%: time "
-        "relative to the calibration kernel timed beside it; re-timed twice, judged on every "
+        "  slower: calibrated ratio 1.43x (95% interval 1.37–1.49x), tolerance 20%: compute "
+        "relative to the calibration kernel timed beside it, waits in seconds; re-timed twice, judged on every "
         "timing's samples\n"
         "  wall time, context only: median 2.00 ms vs baseline 1.00 ms (2.00x), the calibration "
         "kernel 1.40x its baseline's time"

@@ -1,6 +1,6 @@
-"""A timing as data: median, spread and a 95% interval of per-call times, and the workload's
-time relative to the calibration kernel timed beside it; and how a workload's timing and FLOPs
-were obtained (:class:`Measured`), as stored in the JSON report."""
+"""A timing as data: median, spread and a 95% interval of per-call times, the workload's
+compute relative to the calibration kernel timed beside it and its waits; and how a workload's
+timing and FLOPs were obtained (:class:`Measured`), as stored in the JSON report."""
 
 from __future__ import annotations
 
