@@ -369,8 +369,8 @@ def test_the_failure_says_which_evidence_decided(tmp_path):
     (failure,) = result.failures
     assert (
         "  slower: calibrated ratio 1.43x (95% interval 1.37–1.49x), tolerance 20%: compute "
-        "relative to the calibration kernel timed beside it, waits in seconds; re-timed twice, judged on every "
-        "timing's samples\n"
+        "relative to the calibration kernel timed beside it, waits in seconds; re-timed twice, "
+        "judged on every timing's samples\n"
         "  wall time, context only: median 2.00 ms vs baseline 1.00 ms (2.00x), the calibration "
         "kernel 1.40x its baseline's time"
     ) in failure

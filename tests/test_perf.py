@@ -79,8 +79,8 @@ def test_an_injected_3x_slowdown_fails_with_the_numbers(pytester, sleepy, inject
         lit(
             "performance regression: model (test_sleepy.Sleepy), input (float32[1, 4]), hash *",
             "  slower: calibrated ratio 3.00x (95% interval 3.00–3.00x), tolerance 15%: compute "
-            "relative to the calibration kernel timed beside it, waits in seconds; re-timed 4 times, judged on "
-            "every timing's samples",
+            "relative to the calibration kernel timed beside it, waits in seconds; re-timed 4 "
+            "times, judged on every timing's samples",
             "  wall time, context only: median 30.00 ms vs baseline 10.00 ms (3.00x), the "
             "calibration kernel 1.00x its baseline's time",
             "  current *, baseline *",
