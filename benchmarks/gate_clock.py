@@ -2,7 +2,7 @@
 
 A generated pytest project times one workload in ``--copies`` parametrized copies (each copy a
 workload of its own: an unused, numbered child module makes its hash differ): a forward of
-about 10 ms, half a Linear stack (compute, on torch's intra-op pool where it has several
+about 5 ms, half a Linear stack (compute, on torch's intra-op pool where it has several
 threads) and half a ``time.sleep`` (waiting). Baselines are written once, by an update run on
 the machine as it is, on torch's default thread count. Then, per thread count (``default``:
 torch's default, the README's quickstart; ``1``: the test module sets one thread) and per load,
@@ -15,14 +15,17 @@ nothing pinned:
 
 the suite runs unchanged (every performance failure is a false alarm) and with each injection
 in every forward: ``busy`` (a loop on the thread's CPU clock) and ``sleep`` (a ``time.sleep``),
-each of 2x (3x slower) and 0.5x (+50%) the baseline's wall median.
+each of 2x (3x slower) and 0.5x (+50%) the baselines' median time per call on their own clock
+(compute and waits, without the waits for a core a loaded machine adds to the wall time).
 
 It prints, per thread count and load, the gated runs of each suite, how many failed on
-performance (with the Wilson 95% interval) and how many timings the gate did not judge, and
-one summary line counting them.
+performance (with the Wilson 95% interval), how many timings the gate did not judge and the
+load average before and after the session (other users of the machine count), and one
+summary line counting the timings not judged.
 
-Run: ``python benchmarks/gate_clock.py --copies 20`` (``--package DIR`` times another checkout's
-``pytest_workload``).
+Run: ``python benchmarks/gate_clock.py --copies 200 --injected-copies 100`` (the injections on
+the first 100 copies; ``--package DIR`` times another checkout's ``pytest_workload``;
+``--keep DIR`` keeps each session's JSON report and the baselines, to read why a copy failed).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,7 +67,7 @@ def spin(seconds):
 
 
 class Forward(nn.Module):
-    """About 5 ms of Linear layers and a 5 ms sleep, and what ``INJECT`` adds."""
+    """Linear layers (about 2 ms on one core), a sleep, and what ``INJECT`` adds."""
 
     def __init__(self, copy):
         super().__init__()
@@ -77,7 +81,7 @@ class Forward(nn.Module):
 
 
 @pytest.mark.workloads
-@pytest.mark.parametrize("copy", range({copies}))
+@pytest.mark.parametrize("copy", range(int(os.environ.get("GATE_CLOCK_COPIES", {copies}))))
 def test_forward(copy):
     torch.manual_seed(0)
     model = Forward(copy).eval()
@@ -117,8 +121,12 @@ def write_project(root: Path, copies: int, layers: int, sleep: float) -> None:
     (root / "pytest.ini").write_text("[pytest]\n")
 
 
-def environment(package: Path, inject: dict[str, float], threads: str) -> dict[str, str]:
+def environment(
+    package: Path, inject: dict[str, float], threads: str, copies: int | None = None
+) -> dict[str, str]:
     env = dict(os.environ, GATE_CLOCK_INJECT=json.dumps(inject), GATE_CLOCK_THREADS=threads)
+    if copies is not None:  # the first ``copies`` only
+        env["GATE_CLOCK_COPIES"] = str(copies)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), env.get("PYTHONPATH")]))
     env.pop("OMP_NUM_THREADS", None)
     return env
@@ -130,14 +138,20 @@ def pytest_command(root: Path, *args: str) -> list[str]:
 
 
 def session(
-    root: Path, package: Path, inject: dict[str, float], threads: str, *args: str
+    root: Path,
+    package: Path,
+    inject: dict[str, float],
+    threads: str,
+    *args: str,
+    keep: Path | None = None,
+    copies: int | None = None,
 ) -> Session:
     report, junit = root / "report.json", root / "junit.xml"
     command = pytest_command(
         root, "--workload-snapshot", f"--junitxml={junit}", f"--workload-json={report}", *args
     )
     started = time.perf_counter()
-    env = environment(package, inject, threads)
+    env = environment(package, inject, threads, copies)
     done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True)
     result = Session(seconds=time.perf_counter() - started)
     if done.returncode not in (0, 1):
@@ -152,6 +166,9 @@ def session(
             result.perf_failures += 1
         else:
             result.other_failures += 1
+    if keep is not None:
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(report, keep)
     data = json.loads(report.read_text())
     judged_out = {n["text"]: n["kind"] for n in data["notes"] if n["kind"].startswith("not judged")}
     result.not_judged = len(judged_out)
@@ -167,13 +184,20 @@ def session(
     return result
 
 
+def own_time(timing: dict[str, float]) -> float:
+    """A replay's time per call without the waits for a core that a loaded machine adds to its
+    wall time: its compute and its waits (before the two were judged apart, the ratio clock)."""
+    return timing["ratio"] * timing["calibration_s"] + (timing.get("wait_s") or 0.0)
+
+
 def baseline_median(root: Path) -> float:
-    """The median of the copies' baseline wall medians."""
-    medians = sorted(
-        json.loads(p.read_text())["timing"]["median_s"]
+    """The median of the copies' baseline times per call, on their own clock: an injection of
+    2x it makes a forward 3x slower whatever the load the baselines were written under."""
+    times = sorted(
+        own_time(json.loads(p.read_text())["timing"])
         for p in (root / "__workload_baselines__").rglob("*.json")
     )
-    return medians[len(medians) // 2]
+    return times[len(times) // 2]
 
 
 SPINNER = "while True:\n    pass\n"
@@ -211,12 +235,16 @@ def neighbours(load: str, project: Path, package: Path) -> Iterator[None]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=20, help="copies of the test (20)")
+    parser.add_argument("--injected-copies", type=int, help="of them, run with an injection (all)")
     parser.add_argument("--loads", default=",".join(LOADS), help="quiet,busy,pytest (all)")
     parser.add_argument("--threads", default=",".join(THREADS), help="default,1 (both)")
     parser.add_argument("--injections", default=",".join(INJECTIONS), help="all five")
-    parser.add_argument("--layers", type=int, default=8, help="Linear(512, 512) layers (8)")
-    parser.add_argument("--sleep", type=float, default=0.005, help="seconds slept a call")
+    parser.add_argument("--layers", type=int, default=4, help="Linear(512, 512) layers (4)")
+    parser.add_argument("--sleep", type=float, default=0.0025, help="seconds slept a call")
     parser.add_argument("--package", type=Path, default=Path.cwd(), help="whose plugin")
+    parser.add_argument(
+        "--keep", type=Path, help="copy each session's JSON report and the baselines here"
+    )
     args = parser.parse_args(argv)
     print_header("gate_clock: extra compute and extra waiting, unpinned")
     print(f"`{' '.join(['python', *sys.argv])}`; package {args.package.resolve()}\n")
@@ -224,24 +252,31 @@ def main(argv: list[str] | None = None) -> None:
     write_project(project, args.copies, args.layers, args.sleep)
     update = session(project, args.package, {}, "default", "--snapshot-update")
     median = baseline_median(project)
+    if args.keep is not None:
+        shutil.copytree(project / "__workload_baselines__", args.keep / "baselines")
     beside = Path(tempfile.mkdtemp(prefix="gate_clock_neighbour_"))
     write_project(beside, args.copies, args.layers, args.sleep)
-    print(f"baselines: {update.runs} tests, median {median * 1e3:.2f} ms a call\n")
+    print(f"baselines: {update.runs} tests, median {median * 1e3:.2f} ms a call (own time)\n")
     rows, judged_out, timed = [], 0, 0
     for threads in args.threads.split(","):
         for load in args.loads.split(","):
             with neighbours(load, beside, args.package):
                 for name in args.injections.split(","):
                     inject = {k: v * median for k, v in INJECTIONS[name].items()}
-                    s = session(project, args.package, inject, threads)
+                    keep = args.keep and args.keep / f"{threads}-{load}-{name}-{len(rows)}.json"
+                    before = os.getloadavg()[0]
+                    copies = args.injected_copies if inject else None
+                    s = session(project, args.package, inject, threads, keep=keep, copies=copies)
+                    load_average = f"{before:.1f} -> {os.getloadavg()[0]:.1f}"
                     judged_out, timed = judged_out + s.not_judged, timed + s.timed
                     lo, hi = wilson_interval(s.perf_failures, s.runs)
                     rate = f"{s.perf_failures}/{s.runs} ({100 * lo:.0f}-{100 * hi:.0f}%)"
                     why = ", ".join(f"{n} {k}" for k, n in sorted(s.why.items()))
-                    row = [threads, load, name, rate, why or 0, s.other_failures]
+                    row = [threads, load, name, rate, why or 0, s.other_failures, load_average]
                     rows.append([*row, f"{s.seconds:.0f} s"])
                     print(" | ".join(str(c) for c in rows[-1]), flush=True)
     headers = ["threads", "load", "suite", "failed on timing (95% CI)", "not judged", "other"]
+    headers.append("load average")
     print()
     print(markdown_table([*headers, "session"], rows))
     print(f"\nnot judged: {judged_out} of {timed} timed workloads")

@@ -54,19 +54,21 @@ def injected_kernel():
 
 
 class InjectedStopwatch:
-    """Runs the calls, but says each workload call took ``wall`` seconds and each call of the
-    calibration kernel ``kernel`` seconds, on both clocks, plus what the calls ``charge``."""
+    """Runs the calls, but says each workload call computed for ``wall`` seconds and waited
+    ``wait`` more, and each call of the calibration kernel computed for ``kernel`` seconds,
+    plus what the calls ``charge``."""
 
     def __init__(self) -> None:
-        self.wall, self.kernel = 0.01, 0.001
+        self.wall, self.kernel, self.wait = 0.01, 0.001, 0.0
 
     def __call__(self, fn, number):
         _charged.clear()
         for _ in range(number):
             fn()
-        per_call = self.kernel if fn is injected_kernel else self.wall
-        spent = per_call * number + sum(_charged)
-        return Lap(spent, spent)
+        if fn is injected_kernel:
+            return Lap(self.kernel * number, self.kernel * number)
+        spent, wait = self.wall * number + sum(_charged), self.wait * number
+        return Lap(spent + wait, spent, wait)
 
 
 @pytest.fixture
@@ -81,8 +83,8 @@ def injected(monkeypatch):
     monkeypatch.setattr(replay_module, "stopwatch_for", lambda device: stopwatch)
     monkeypatch.setattr(replay_module, "calibration_kernel", lambda device: injected_kernel)
 
-    def set_timing(wall, kernel=0.001):
-        stopwatch.wall, stopwatch.kernel = wall, kernel
+    def set_timing(wall, kernel=0.001, wait=0.0):
+        stopwatch.wall, stopwatch.kernel, stopwatch.wait = wall, kernel, wait
 
     return set_timing
 

@@ -42,7 +42,9 @@ def recorded(sizes, nodeid="t.py::test"):
 
 def timed(test, seconds):
     """The test's roots timed at ``seconds`` per call (a fake, exact timing)."""
-    t = summarize([seconds] * 20, "cpu", ratios=[seconds] * 20, calibration_s=[1.0] * 20)
+    t = summarize(
+        [seconds] * 20, "cpu", ratios=[seconds] * 20, waits_s=[0.0] * 20, calibration_s=[1.0] * 20
+    )
     return TestWorkloads(
         test.nodeid,
         tuple(dataclasses.replace(w, timing=t) if w.parent is None else w for w in test),

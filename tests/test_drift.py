@@ -19,10 +19,11 @@ from pytest_workload._workload.timing import Timing
 from tests.models import TinyNet
 
 
-def timed(ratio, wall=None, n=50, spread=0.02, retimed=0, kernel=1e-3):
-    """A replayed timing whose ratio to the calibration kernel is ``ratio`` (+-2%); its wall
-    time is ``wall`` seconds per call (default: the ratio times the kernel's time)."""
-    wall = ratio * kernel if wall is None else wall
+def timed(ratio, wall=None, n=50, spread=0.02, retimed=0, kernel=1e-3, wait=0.0):
+    """A replayed timing whose compute's ratio to the calibration kernel is ``ratio`` (+-2%),
+    and which waited ``wait`` seconds a call (+-2%); its wall time is ``wall`` seconds per call
+    (default: its compute and its waits)."""
+    wall = ratio * kernel + wait if wall is None else wall
     return Timing(
         wall,
         0.0,
@@ -32,6 +33,8 @@ def timed(ratio, wall=None, n=50, spread=0.02, retimed=0, kernel=1e-3):
         "cpu",
         ratio=ratio,
         ratio_ci=(ratio * (1 - spread), ratio * (1 + spread)),
+        wait_s=wait,
+        wait_ci=(wait * (1 - spread), wait * (1 + spread)),
         calibration_s=kernel,
         retimed=retimed,
     )
@@ -61,6 +64,20 @@ class PairStopwatch:
         return Lap(per_call * number * self.wall, per_call * number)
 
 
+class WaitingStopwatch:
+    """A workload call computes for ``compute`` kernel calls and waits ``wait_s``; the machine
+    runs the kernel in ``kernel_s``."""
+
+    def __init__(self, compute, wait_s, kernel_s):
+        self.compute, self.wait_s, self.kernel_s = compute, wait_s, kernel_s
+
+    def __call__(self, fn, number):
+        if fn is reference:
+            return Lap(self.kernel_s * number, self.kernel_s * number)
+        compute, wait = self.compute * self.kernel_s * number, self.wait_s * number
+        return Lap(compute + wait, compute, wait)
+
+
 def test_blocks_alternate_sized_on_the_ratio_clock():
     stopwatch = PairStopwatch(workload_s=1e-5, kernel_s=4e-4, wall=3.0)
     policy = TimingPolicy(budget_s=0, min_samples=6, max_samples=6)
@@ -68,6 +85,7 @@ def test_blocks_alternate_sized_on_the_ratio_clock():
     timed_blocks = stopwatch.blocks[4:]  # after two warm-up calls of each
     assert timed_blocks == [("W", 100), ("C", 3)] * 6  # 1 ms of each, whatever the wall clock
     assert samples.ratios == [pytest.approx(1e-5 / 4e-4)] * 6
+    assert samples.waits_s == [0.0] * 6
     assert samples.wall_s == [pytest.approx(3e-5)] * 6  # the wall time, what a user reads
     assert samples.calibration_s == [pytest.approx(4e-4)] * 6
 
@@ -117,8 +135,38 @@ def _summary_args(samples):
         samples_s=samples.wall_s,
         device="cpu",
         ratios=samples.ratios,
+        waits_s=samples.waits_s,
         calibration_s=samples.calibration_s,
     )
+
+
+def test_a_wait_is_not_divided_by_the_machine_speed():
+    # half compute, half a 1 ms sleep; the machine then runs 1.4x faster: the compute with it,
+    # the sleep not. On its whole time over the kernel's it read (0.7 + 1) / 0.7 = 2.43 kernel
+    # calls against 2, a 1.21x "regression"; judged apart, it is unchanged.
+    def timing(compute, wait_s, kernel_s):
+        stopwatch = WaitingStopwatch(compute, wait_s, kernel_s)
+        return time_call(lambda: None, stopwatch, TimingPolicy(budget_s=0), "cpu", reference)
+
+    base = timing(1.0, 1e-3, 1e-3)
+    assert base.ratio == pytest.approx(1.0) and base.wait_s == pytest.approx(1e-3)
+    drift = judge(timing(1.0, 1e-3, 0.7e-3), base)
+    assert drift.kind == "unchanged" and drift.ratio == pytest.approx(1.0)
+    assert drift.wall_ratio == pytest.approx(1.7 / 2)
+    # a sleep 3x as long: (1 + 5) ms against 2 ms at the baseline's speed, whatever the machine
+    for kernel_s in (0.7e-3, 1e-3, 1.4e-3):
+        slower = judge(timing(1.0, 5e-3, kernel_s), base)
+        assert slower.kind == "regression" and slower.ratio == pytest.approx(3.0)
+    # as much extra compute, on a slower machine
+    assert judge(timing(5.0, 1e-3, 1.4e-3), base).ratio == pytest.approx(3.0)
+
+
+def test_the_calibrated_time_adds_the_parts_and_their_interval_ends():
+    t = timed(2.0, kernel=1e-3, wait=1e-3)
+    low, high = 2.0 * 0.98 * 5e-4 + 0.98e-3, 2.0 * 1.02 * 5e-4 + 1.02e-3
+    assert t.calibrated(5e-4) == pytest.approx((2e-3, low, high))
+    recorded = Timing(2.0, 0.0, 50, 1.98, 2.02, "cpu", source="recorded calls")
+    assert recorded.calibrated(1e-3) is None
 
 
 # -- re-timing ---------------------------------------------------------------------------------
@@ -237,15 +285,21 @@ def test_without_calibration_wall_time_decides():
 
 
 def test_a_calibrated_timing_round_trips():
-    t = dataclasses.replace(timed(1.3), retimed=2)
+    t = dataclasses.replace(timed(1.3, wait=2e-3), retimed=2)
     assert Timing.from_dict(json.loads(json.dumps(t.to_dict()))) == t
 
 
 def test_a_ratio_needs_its_interval_and_to_lie_within_it():
-    data = timed(1.3).to_dict()
-    data["ratio_ci95"] = None
-    with pytest.raises(WorkloadDataError, match="both ratio and ratio_ci95"):
+    for part in ("ratio_ci95", "wait_s", "wait_ci95", "calibration_s"):
+        data = timed(1.3, wait=1e-3).to_dict()
+        data[part] = None
+        with pytest.raises(WorkloadDataError, match="ratio, ratio_ci95, wait_s, wait_ci95"):
+            Timing.from_dict(data)
+    data = timed(1.3, wait=1e-3).to_dict()
+    data["wait_ci95"] = [-1e-3, 2e-3]
+    with pytest.raises(WorkloadDataError, match=r"0 <= wait_ci95\[0\] <= wait_s"):
         Timing.from_dict(data)
+    data = timed(1.3).to_dict()
     data["ratio_ci95"] = [1.4, 1.5]
     with pytest.raises(WorkloadDataError, match=r"ratio_ci95\[0\] <= ratio"):
         Timing.from_dict(data)
@@ -314,9 +368,9 @@ def test_the_failure_says_which_evidence_decided(tmp_path):
     result = gate.check(workloads(timing=timed(1.43, wall=2.0e-3, kernel=1.4e-3, retimed=2)), 0.2)
     (failure,) = result.failures
     assert (
-        "  slower: calibrated ratio 1.43x (95% interval 1.37–1.49x), tolerance 20%: time "
-        "relative to the calibration kernel timed beside it; re-timed twice, judged on every "
-        "timing's samples\n"
+        "  slower: calibrated ratio 1.43x (95% interval 1.37–1.49x), tolerance 20%: compute "
+        "relative to the calibration kernel timed beside it, waits in seconds; re-timed twice, "
+        "judged on every timing's samples\n"
         "  wall time, context only: median 2.00 ms vs baseline 1.00 ms (2.00x), the calibration "
         "kernel 1.40x its baseline's time"
     ) in failure

@@ -78,9 +78,9 @@ def test_an_injected_3x_slowdown_fails_with_the_numbers(pytester, sleepy, inject
     result.stdout.fnmatch_lines(
         lit(
             "performance regression: model (test_sleepy.Sleepy), input (float32[1, 4]), hash *",
-            "  slower: calibrated ratio 3.00x (95% interval 3.00–3.00x), tolerance 15%: time "
-            "relative to the calibration kernel timed beside it; re-timed 4 times, judged on "
-            "every timing's samples",
+            "  slower: calibrated ratio 3.00x (95% interval 3.00–3.00x), tolerance 15%: compute "
+            "relative to the calibration kernel timed beside it, waits in seconds; re-timed 4 "
+            "times, judged on every timing's samples",
             "  wall time, context only: median 30.00 ms vs baseline 10.00 ms (3.00x), the "
             "calibration kernel 1.00x its baseline's time",
             "  current *, baseline *",
@@ -116,6 +116,22 @@ def test_a_machine_slower_for_workload_and_kernel_alike_passes(pytester, sleepy,
     assert notes == {}
     injected(0.02, kernel=0.001)  # the kernel at its baseline's speed: the workload is slower
     pytester.runpytest(*GATE).assert_outcomes(failed=1)
+
+
+def test_a_wait_is_not_divided_by_the_machine_speed(pytester, sleepy, injected):
+    sleepy()
+    injected(0.005, wait=0.005)  # 5 ms of compute, 5 ms asleep
+    baseline(pytester)
+    # the machine 1.4x faster: the compute with it, not the sleep. On the whole time over the
+    # kernel's this read 1.21x, a false alarm
+    injected(0.005 / 1.4, kernel=0.001 / 1.4, wait=0.005)
+    result, notes = noted(pytester, *GATE)
+    result.assert_outcomes(passed=1)
+    assert notes == {}
+    injected(0.005 / 1.4, kernel=0.001 / 1.4, wait=0.015)  # a sleep 3x as long
+    result = pytester.runpytest(*GATE)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["  slower: calibrated ratio 2.00x (95% interval 2.00–2.00x)*"])
 
 
 def test_a_kernel_far_from_its_baseline_is_a_note_not_a_verdict(pytester, sleepy, injected):

@@ -20,6 +20,8 @@ def timed(test, median_s=0.01):
         "cpu",
         ratio=median_s,
         ratio_ci=(median_s * 0.99, median_s * 1.01),
+        wait_s=0.0,
+        wait_ci=(0.0, 0.0),
         calibration_s=1.0,
     )
     return TestWorkloads(test.nodeid, (dataclasses.replace(test.workloads[0], timing=timing),))

@@ -27,11 +27,13 @@ from pytest_workload._perf.stopwatch import (
     CpuStopwatch,
     Lap,
     TimingPolicy,
+    Unmeasured,
     measure,
     median_interval,
     run_delay_ns,
     stopwatch_for,
     summarize,
+    time_call,
 )
 from pytest_workload._tracing.tracer import count_flops
 from pytest_workload._workload.timing import MIN_SAMPLES, Timing
@@ -202,19 +204,63 @@ def test_cpu_stopwatch_uses_its_clock():
 
 
 @pytest.mark.parametrize(
-    ("run_delay_s", "ratio_s"),
+    ("run_delay_s", "wait_s"),
     [
-        (0.0, 2.0),  # 1.5 s off the CPU, not waiting for a core: a sleep, on the ratio clock
-        (1.0, 1.0),  # 1 s of it waiting for a core: a neighbour's, taken out
-        (1.9, 0.5),  # never less than the CPU time
+        (0.0, 1.5),  # 1.5 s off the CPU, not waiting for a core: a sleep, a wait of its own
+        (1.0, 0.5),  # 1 s of it waiting for a core: a neighbour's, taken out
+        (1.5, 0.0),  # all of it waiting for a core
     ],
 )
-def test_cpu_stopwatch_counts_waits_but_not_waits_for_a_core(run_delay_s, ratio_s):
+def test_cpu_stopwatch_counts_waits_but_not_waits_for_a_core(run_delay_s, wait_s):
     ticks = iter([0, 2_000_000_000])
     thread = iter([0, 500_000_000])
     delays = iter([7, 7 + int(run_delay_s * 1e9)])
     stopwatch = CpuStopwatch(lambda: next(ticks), lambda: next(thread), lambda: next(delays))
-    assert stopwatch(lambda: None, 4) == Lap(2.0, ratio_s)
+    lap = stopwatch(lambda: None, 4)
+    assert lap == Lap(2.0, 0.5, pytest.approx(wait_s))  # the CPU time is the compute
+    assert lap.ratio_s == pytest.approx(0.5 + wait_s)
+
+
+def test_a_block_whose_waits_for_a_core_exceed_its_time_off_the_cpu_has_unknown_waits():
+    # 1.5 s off the CPU, 1.9 s of it counted as waiting for a core: a wait from outside the
+    # block (a sleep of a task left queued), so its own waits are not known
+    ticks, thread = iter([0, 2_000_000_000]), iter([0, 500_000_000])
+    delays = iter([7, 7 + 1_900_000_000])
+    stopwatch = CpuStopwatch(lambda: next(ticks), lambda: next(thread), lambda: next(delays))
+    lap = stopwatch(lambda: None, 4)
+    assert lap == Lap(2.0, 0.5, None) and lap.ratio_s == 0.5
+
+
+class UnknownWaits:
+    """Every ``every``-th workload block has unknown waits (all when ``every`` is 1); each
+    call computes 1 ms and waits 1 ms, the kernel's 1 ms."""
+
+    def __init__(self, every):
+        self.every, self.blocks = every, 0
+
+    def __call__(self, fn, number):
+        if fn is not _workload:
+            return Lap(1e-3 * number, 1e-3 * number)
+        self.blocks += 1
+        wait = None if self.blocks % self.every == 0 else 1e-3 * number
+        return Lap(2e-3 * number, 1e-3 * number, wait)
+
+
+def _workload():
+    """The workload the stopwatch above times."""
+
+
+def test_a_block_with_unknown_waits_gives_no_sample():
+    policy = TimingPolicy(budget_s=0, min_samples=8, max_samples=12)
+    samples = measure(_workload, UnknownWaits(every=3), policy, reference=lambda: None)
+    assert len(samples.wall_s) == len(samples.waits_s) == 8  # 12 pairs, 4 left out
+    assert samples.waits_s == [pytest.approx(1e-3)] * 8
+
+
+def test_a_timing_with_no_known_waits_is_not_measured():
+    policy = TimingPolicy(budget_s=0, max_samples=10)
+    with pytest.raises(Unmeasured, match="no block of calls could be timed"):
+        time_call(_workload, UnknownWaits(every=1), policy, "cpu", lambda: None)
 
 
 def test_cpu_stopwatch_sees_a_real_sleep():
@@ -363,10 +409,18 @@ def test_timing_of_a_real_call_is_positive_and_consistent():
             TimingPolicy(budget_s=0.05),
             reference=calibration_kernel("cpu"),
         )
-    t = summarize(samples.wall_s, "cpu", ratios=samples.ratios, calibration_s=samples.calibration_s)
+    t = summarize(
+        samples.wall_s,
+        "cpu",
+        ratios=samples.ratios,
+        waits_s=samples.waits_s,
+        calibration_s=samples.calibration_s,
+    )
     assert 0 < t.ci_low_s <= t.median_s <= t.ci_high_s
     assert t.ratio is not None and t.ratio_ci is not None
     assert 0 < t.ratio_ci[0] <= t.ratio <= t.ratio_ci[1]
+    assert t.wait_s is not None and t.wait_ci is not None
+    assert 0 <= t.wait_ci[0] <= t.wait_s <= t.wait_ci[1]
     assert t.calibration_s is not None and t.calibration_s > 0
     assert not math.isnan(t.iqr_s)
 

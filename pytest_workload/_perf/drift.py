@@ -4,12 +4,17 @@ A baseline is of the same computation (``Baseline.other_computation``): FLOPs an
 that changed are the snapshot gate's to report, and a baseline of other ones judges nothing.
 Evidence is weighed from the most to the least deterministic:
 
-1. **Calibrated time**: the workload's time relative to the calibration kernel timed beside it
-   (``Timing.ratio``), current over baseline. What slowed the machine for both (a neighbour, a
-   CPU quota, a slower phase of the vCPU) divides out. A regression needs both the median
-   beyond the tolerance *and* the whole 95% interval beyond it, the intervals combined
-   conservatively (the current interval's low end against the baseline's high end), so noise
-   within a timing makes no verdict.
+1. **Calibrated time**: the workload's compute relative to the calibration kernel timed beside
+   it (``Timing.ratio``), at the baseline's kernel time, plus its waits in seconds
+   (``Timing.wait_s``): ``Timing.calibrated``, current over baseline. What slowed the machine
+   for both (a neighbour, a CPU quota, a slower phase of the vCPU) divides out of the compute,
+   and a wait (a ``sleep``, I/O), which no machine speed shortens, is not divided by it: a
+   forward that waited for half its time, judged on its whole time over the kernel's, moved by
+   half the machine's change in speed (a 1.3x "regression" of unchanged code where the kernel
+   ran at 0.7x its baseline's time). A regression needs both the median beyond the tolerance
+   *and* the whole 95% interval beyond it, the intervals combined conservatively (the current
+   interval's low end against the baseline's high end), so noise within a timing makes no
+   verdict.
 2. **Wall time**, only where a side has no calibrated ratio (timings from a test's own calls,
    which ``pytest-workload compare`` reads from reports): the same rule on absolute medians.
 
@@ -82,14 +87,13 @@ def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANC
     low, high = current.ci_low_s / baseline.ci_high_s, current.ci_high_s / baseline.ci_low_s
     ratio = wall
     evidence: Evidence = "wall"
-    if (
-        current.ratio is not None
-        and current.ratio_ci is not None
-        and baseline.ratio is not None
-        and baseline.ratio_ci is not None
-    ):
-        (cur_low, cur_high), (base_low, base_high) = current.ratio_ci, baseline.ratio_ci
-        ratio, low, high = current.ratio / baseline.ratio, cur_low / base_high, cur_high / base_low
+    # both at the machine speed of the baseline (its kernel's time)
+    kernel = baseline.calibration_s
+    now = None if kernel is None else current.calibrated(kernel)
+    then = None if kernel is None else baseline.calibrated(kernel)
+    if now is not None and then is not None:
+        (cur, cur_low, cur_high), (base, base_low, base_high) = now, then
+        ratio, low, high = cur / base, cur_low / base_high, cur_high / base_low
         evidence = "calibrated"
     drift = Drift("unchanged", ratio, low, high, tolerance, evidence, wall, machine)
     if not (current.has_interval and baseline.has_interval):

@@ -44,7 +44,7 @@ def _retimed(t: Timing) -> str:
 def _decided(current: Timing, drift: Drift) -> str:
     """The deciding figure, and what it is."""
     how = (
-        "time relative to the calibration kernel timed beside it"
+        "compute relative to the calibration kernel timed beside it, waits in seconds"
         if drift.evidence == "calibrated"
         else "no calibration to compare"
     )

@@ -19,7 +19,7 @@ from .._workload.timing import Measured, Timing
 from .device import timing_threads
 from .first_call import CallContext, applied, capture, copy_inputs, input_objects
 from .isolation import AttributeState, isolated
-from .stopwatch import TimingPolicy, pin_allocator, stopwatch_for, time_call
+from .stopwatch import TimingPolicy, Unmeasured, pin_allocator, stopwatch_for, time_call
 
 if TYPE_CHECKING:
     import torch
@@ -138,6 +138,8 @@ def replay(
                 timing = _timed(call, device, policy, reference)
     except KeyboardInterrupt:
         raise
+    except Unmeasured as exc:
+        return Measurement(timing, flops, peak, str(exc))
     except BaseException as exc:  # the test's outcome is the test's own
         return Measurement(timing, flops, peak, f"the replay raised {type(exc).__name__}: {exc}")
     return Measurement(timing, flops, peak)

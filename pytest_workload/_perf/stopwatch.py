@@ -66,15 +66,18 @@ def summarize(
     source: str = "replay",
     *,
     ratios: Sequence[float] | None = None,
+    waits_s: Sequence[float] | None = None,
     calibration_s: Sequence[float] | None = None,
 ) -> Timing:
     """Median, IQR and the median's 95% interval of per-call times (seconds); the same median
-    and interval of the per-pair ratios to the calibration kernel where they were taken."""
+    and interval of the per-pair compute ratios to the calibration kernel and of the waits,
+    where they were taken."""
     if not samples_s:
         raise ValueError("no samples to summarize")
     ordered = sorted(samples_s)
     low, high = median_interval(ordered)
     ratio, ratio_ci = _median(ratios) if ratios else (None, None)
+    wait, wait_ci = _median(waits_s) if waits_s else (None, None)
     return Timing(
         median_s=_quantile(ordered, 0.5),
         iqr_s=_quantile(ordered, 0.75) - _quantile(ordered, 0.25),
@@ -85,6 +88,8 @@ def summarize(
         source=source,
         ratio=ratio,
         ratio_ci=ratio_ci,
+        wait_s=wait,
+        wait_ci=wait_ci,
         calibration_s=_quantile(sorted(calibration_s), 0.5) if calibration_s else None,
     )
 
@@ -106,15 +111,25 @@ def time_call(
     rounds: list[Samples] = []
     while True:
         rounds.append(measure(fn, stopwatch, policy, reference=reference))
+        if not rounds[0].wall_s:
+            raise Unmeasured(
+                "no block of calls could be timed: the kernel counted more waiting for a core "
+                "than each block spent off the CPU"
+            )
         timing = summarize(
             [s for r in rounds for s in r.wall_s],
             device,
             ratios=[s for r in rounds for s in r.ratios],
+            waits_s=[s for r in rounds for s in r.waits_s],
             calibration_s=[s for r in rounds for s in r.calibration_s],
         )
         timing = dataclasses.replace(timing, retimed=len(rounds) - 1)
         if len(rounds) > policy.retimes or not policy.suspected(timing):
             return timing
+
+
+class Unmeasured(Exception):
+    """A timing that took no sample it could keep; the message says why."""
 
 
 #: A timing's limit, in budgets: room for a workload of a tenth of a second to reach the
@@ -171,10 +186,18 @@ class TimingPolicy:
 
 @dataclass(frozen=True)
 class Lap:
-    """One block of calls: its wall time, and its time on the ratio clock (seconds)."""
+    """One block of calls (seconds): its wall time, its compute (the thread's CPU time on the
+    CPU, device time elsewhere) and the time it waited for anything but a core (None: not
+    known, the kernel's account of its waits for a core did not fit the block)."""
 
     wall_s: float
-    ratio_s: float
+    compute_s: float
+    wait_s: float | None = 0.0
+
+    @property
+    def ratio_s(self) -> float:
+        """The block on the ratio clock: its compute and its waits (where known)."""
+        return self.compute_s + (self.wait_s or 0.0)
 
 
 #: Times ``number`` back-to-back calls of ``fn`` on one device: ``stopwatch(fn, number)``.
@@ -197,11 +220,11 @@ def own_time_ns() -> int:
 
 
 class CpuStopwatch:
-    """``perf_counter_ns`` around the calls; on the ratio clock, the block's wall time less the
-    time this thread waited for a core (and never less than its CPU time).
+    """``perf_counter_ns`` around the calls; the thread's CPU time as the block's compute, and
+    as its waits the rest of the wall time less the time this thread waited for a core.
 
-    That is its CPU time plus the time it waited for anything but a core: a ``sleep``, I/O, a
-    lock. A neighbour that holds the cores, or a CPU quota that throttles the thread, only
+    The waits are the time it waited for anything but a core: a ``sleep``, I/O, a lock. A
+    neighbour that holds the cores, or a CPU quota that throttles the thread, only
     makes it wait in a run queue, which is taken out (docs/explanation/timing.md). Where the
     kernel does not report run-queue waits (``run_delay`` gives None: not Linux), the ratio
     clock is the thread's CPU time, and waits go unseen.
@@ -226,7 +249,13 @@ class CpuStopwatch:
         wall, cpu = end - start, end_cpu - start_cpu
         if start_delay is None or end_delay is None:
             return Lap(wall / 1e9, cpu / 1e9)
-        return Lap(wall / 1e9, max(cpu, wall - (end_delay - start_delay)) / 1e9)
+        wait = wall - (end_delay - start_delay) - cpu
+        if wait < -(_SLACK_NS + wall * _SLACK_SHARE):
+            # More waiting for a core than the block spent off the CPU: the kernel counted a
+            # wait from outside the block (a sleep of a task left queued by EEVDF's delayed
+            # dequeue, seen on Linux 6.18), so this block's own waits are unknown.
+            return Lap(wall / 1e9, cpu / 1e9, None)
+        return Lap(wall / 1e9, cpu / 1e9, max(0, wait) / 1e9)
 
 
 def _mps_stopwatch(fn: Callable[[], object], number: int) -> Lap:
@@ -301,12 +330,20 @@ def stopwatch_for(device: torch.device) -> Stopwatch:
 
 @dataclass(frozen=True)
 class Samples:
-    """Per pair of blocks: the workload's wall time per call, its ratio to the kernel's (on
-    the ratio clock), and the kernel's own time per call."""
+    """Per pair of blocks: the workload's wall time per call, its compute per call over the
+    kernel's time per call (on the ratio clock), its waits per call, and the kernel's time per
+    call."""
 
     wall_s: list[float]
     ratios: list[float]
+    waits_s: list[float]
     calibration_s: list[float]
+
+    def calibrated(self) -> list[float]:
+        """Per pair, the workload's time per call in kernel calls: its compute over the pair's
+        kernel, its waits over the kernel's median (what the precision is sought on)."""
+        kernel = max(_quantile(sorted(self.calibration_s), 0.5), _RESOLUTION_S)
+        return [r + w / kernel for r, w in zip(self.ratios, self.waits_s, strict=True)]
 
 
 def measure(
@@ -355,16 +392,18 @@ def measure(
         max(policy.min_block_s, number * per_call * policy.reference_share), per_reference
     )
 
-    samples = Samples([], [], [])
-    while len(samples.wall_s) < policy.max_samples:
+    samples = Samples([], [], [], [])
+    for _ in range(policy.max_samples):
         before = own_clock()
         lap = stopwatch(fn, number)
         reference()
         kernel_s = stopwatch(reference, reference_number).ratio_s
         calibration = kernel_s / reference_number
-        samples.wall_s.append(lap.wall_s / number)
-        samples.ratios.append(lap.ratio_s / number / max(calibration, _RESOLUTION_S))
-        samples.calibration_s.append(calibration)
+        if lap.wait_s is not None:  # (a block whose waits are unknown gives no sample)
+            samples.wall_s.append(lap.wall_s / number)
+            samples.ratios.append(lap.compute_s / number / max(calibration, _RESOLUTION_S))
+            samples.waits_s.append(lap.wait_s / number)
+            samples.calibration_s.append(calibration)
         if own(warm) + own(before) > policy.limit_s:
             break
         now = spent()
@@ -377,11 +416,16 @@ def measure(
         # A precise-looking median from a few milliseconds says more about that moment than
         # about the workload: spend a fifth of the budget at least.
         if spent() >= policy.budget_s / 5:
-            median, (low, high) = _median(samples.ratios)
+            median, (low, high) = _median(samples.calibrated())
             if median > 0 and (high - low) / 2 / median <= policy.precision:
                 break
     return samples
 
+
+#: How much more waiting for a core than time off the CPU a block may show and still be
+#: taken as measured: the two come from different clocks.
+_SLACK_NS: Final = 20_000
+_SLACK_SHARE: Final = 0.01
 
 #: Below any clock's real resolution: keeps a ratio finite when a clock did not move.
 _RESOLUTION_S: Final = 1e-9

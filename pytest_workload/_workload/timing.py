@@ -1,6 +1,6 @@
-"""A timing as data: median, spread and a 95% interval of per-call times, and the workload's
-time relative to the calibration kernel timed beside it; and how a workload's timing and FLOPs
-were obtained (:class:`Measured`), as stored in the JSON report."""
+"""A timing as data: median, spread and a 95% interval of per-call times, the workload's
+compute relative to the calibration kernel timed beside it and its waits; and how a workload's
+timing and FLOPs were obtained (:class:`Measured`), as stored in the JSON report."""
 
 from __future__ import annotations
 
@@ -28,10 +28,11 @@ class Timing:
         ``median_s=0.00324, ci_low_s=0.00316, ci_high_s=0.00332, n=66`` reads "3.24 ms a call,
         and the true median lies between 3.16 and 3.32 ms with 95% confidence".
 
-    Wall-clock times are what a user reads. The drift gate judges ``ratio`` instead: the
-    median over interleaved pairs of (workload block / calibration kernel block), each per
-    call, on the ratio clock (this thread's CPU time on the CPU, device time elsewhere): a
-    machine that is slower for the workload and the kernel alike does not fail the gate.
+    Wall-clock times are what a user reads. The drift gate judges the calibrated time
+    instead (:meth:`calibrated`): a replay's compute relative to the calibration kernel timed
+    beside it, and its waits apart, in seconds. A machine that is slower for the workload and
+    the kernel alike does not fail the gate, and a wait (a ``sleep``, I/O), which does not get
+    faster with the machine, is not divided by the machine's speed.
 
     Attributes:
         median_s: Median seconds per call.
@@ -43,11 +44,16 @@ class Timing:
         source: ``replay`` when the plugin replayed the call after the test, ``recorded
             calls`` when the times come from the test's own calls (submodules, and top-level
             workloads that were not replayed).
-        ratio: The calibrated ratio the gate judges; None without a calibration (times from
-            the test's own calls).
+        ratio: The median over pairs of the workload's compute per call (CPU time on the CPU,
+            device time elsewhere) over the calibration kernel's; None without a calibration
+            (times from the test's own calls).
         ratio_ci: Its 95% interval, ``(low, high)``; None with ``ratio``.
+        wait_s: The median over pairs of the seconds per call the timing thread waited for
+            anything but a core (a ``sleep``, I/O, a lock), not calibrated; 0 where waits are
+            not seen (devices, or no run-queue waits known); None with ``ratio``.
+        wait_ci: Its 95% interval; None with ``ratio``.
         calibration_s: The calibration kernel's median per call on the ratio clock: how fast
-            the machine ran.
+            the machine ran; None with ``ratio``.
         retimed: How many fresh re-timings a suspected regression got before this one was
             kept.
         threads: The intra-op threads a replay on the CPU ran on (one, whatever torch's
@@ -63,6 +69,8 @@ class Timing:
     source: str = "replay"
     ratio: float | None = None
     ratio_ci: tuple[float, float] | None = None
+    wait_s: float | None = None
+    wait_ci: tuple[float, float] | None = None
     calibration_s: float | None = None
     retimed: int = 0
     threads: int | None = None
@@ -72,6 +80,20 @@ class Timing:
         """Whether ``n`` allows a 95% interval of the median (``MIN_SAMPLES``, 6, at least),
         and so a verdict."""
         return self.n >= MIN_SAMPLES
+
+    def calibrated(self, kernel_s: float) -> tuple[float, float, float] | None:
+        """Seconds per call, and their 95% interval, had the machine run the calibration
+        kernel in ``kernel_s``: the compute scaled to that speed, the waits as they were.
+        None without a calibration. (The interval adds the parts' interval ends: wider, not
+        narrower, than the sum's own.)"""
+        if self.ratio is None or self.ratio_ci is None or self.wait_s is None:
+            return None
+        assert self.wait_ci is not None
+        return (
+            self.ratio * kernel_s + self.wait_s,
+            self.ratio_ci[0] * kernel_s + self.wait_ci[0],
+            self.ratio_ci[1] * kernel_s + self.wait_ci[1],
+        )
 
     def to_dict(self) -> dict[str, Json]:
         """The timing as the JSON report holds it."""
@@ -84,6 +106,8 @@ class Timing:
             "source": self.source,
             "ratio": self.ratio,
             "ratio_ci95": None if self.ratio_ci is None else list(self.ratio_ci),
+            "wait_s": self.wait_s,
+            "wait_ci95": None if self.wait_ci is None else list(self.wait_ci),
             "calibration_s": self.calibration_s,
             "retimed": self.retimed,
             "threads": self.threads,
@@ -105,9 +129,19 @@ class Timing:
         ratio_ci = (
             None if d.get("ratio_ci95") is None else _interval(d, "ratio_ci95", "ratio", ratio)
         )
-        if (ratio is None) != (ratio_ci is None):
-            raise WorkloadDataError("timing needs both ratio and ratio_ci95, or neither")
+        wait = _optional_float(d, "wait_s")
+        wait_ci = (
+            None
+            if d.get("wait_ci95") is None
+            else _interval(d, "wait_ci95", "wait_s", wait, at_least=0.0)
+        )
         calibration = _optional_float(d, "calibration_s")
+        calibrated = (ratio, ratio_ci, wait, wait_ci, calibration)
+        if any(v is None for v in calibrated) and any(v is not None for v in calibrated):
+            raise WorkloadDataError(
+                "timing needs ratio, ratio_ci95, wait_s, wait_ci95 and calibration_s "
+                "together, or none of them"
+            )
         if calibration is not None and not 0 < calibration < math.inf:
             raise WorkloadDataError(f"calibration_s must be a finite number > 0, got {calibration}")
         return cls(
@@ -120,6 +154,8 @@ class Timing:
             source=read_field(d, "source", str),
             ratio=ratio,
             ratio_ci=ratio_ci,
+            wait_s=wait,
+            wait_ci=wait_ci,
             calibration_s=calibration,
             retimed=read_field(d, "retimed", int, optional=True) or 0,
             threads=read_field(d, "threads", int, optional=True),
@@ -131,8 +167,11 @@ def _optional_float(d: Mapping[str, Any], name: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _interval(d: Mapping[str, Any], name: str, of: str, value: float | None) -> tuple[float, float]:
-    """Field ``name``: the 95% interval of field ``of``, which holds ``value``."""
+def _interval(
+    d: Mapping[str, Any], name: str, of: str, value: float | None, at_least: float | None = None
+) -> tuple[float, float]:
+    """Field ``name``: the 95% interval of field ``of``, which holds ``value``; its low end
+    above 0, or at ``at_least`` or above."""
     ci = read_field(d, name, list)
     if len(ci) != 2 or not all(isinstance(v, (int, float)) for v in ci):
         raise WorkloadDataError(f"{name} must be [low, high]")
@@ -141,7 +180,10 @@ def _interval(d: Mapping[str, Any], name: str, of: str, value: float | None) -> 
         return low, high
     if not all(math.isfinite(v) for v in (low, high, value)):
         raise WorkloadDataError(f"{name} and {of} must be finite")
-    if not 0 < low <= value <= high:
+    if at_least is not None:
+        if not at_least <= low <= value <= high:
+            raise WorkloadDataError(f"timing needs {at_least:g} <= {name}[0] <= {of} <= {name}[1]")
+    elif not 0 < low <= value <= high:
         raise WorkloadDataError(f"timing needs 0 < {name}[0] <= {of} <= {name}[1]")
     return low, high
 
