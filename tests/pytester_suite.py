@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
 MODELS = """
 import pytest
 import torch
@@ -47,3 +51,29 @@ def two_shapes(size: int = 16) -> str:
 def lit(*patterns: str) -> list[str]:
     """fnmatch patterns where only * and ? are wildcards: brackets are shapes, not classes."""
     return [p.replace("[", "[[]") for p in patterns]
+
+
+def compiled_suite(pytester: pytest.Pytester, model: str, call: str) -> Callable[..., None]:
+    """A writer of ``test_net.py`` from ``model``'s text: ``BODY`` (a line of the forward),
+    ``CALL`` (``call`` by default), ``BACKEND`` and ``NAME`` (one test per name) filled in."""
+    pytester.makeini(SUITE_INI)
+
+    def write(body: str = "pass", call: str = call, backend: str = "eager", names=("",)) -> None:
+        tests = (
+            model.replace("NAME", name)
+            .replace("BODY", body)
+            .replace("CALL", call)
+            .replace("BACKEND", backend)
+            for name in names
+        )
+        pytester.makepyfile(test_net="\n\n".join(tests))
+
+    return write
+
+
+def stored_snapshots(pytester: pytest.Pytester, *args: str, passed: int = 1) -> str:
+    """Run an update; the text of every snapshot of ``test_net.py`` it wrote."""
+    result = pytester.runpytest("--workload-snapshot", "--snapshot-update", *args)
+    result.assert_outcomes(passed=passed)
+    stored = sorted((pytester.path / "__workload_snapshots__" / "test_net").iterdir())
+    return "".join(path.read_text() for path in stored)

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.pytester_suite import SUITE_INI
+from tests.pytester_suite import compiled_suite, stored_snapshots
 
 MODEL = """
 import pytest
@@ -58,32 +58,13 @@ def _dynamo_loaded() -> None:
 
 @pytest.fixture
 def net(pytester: pytest.Pytester):
-    pytester.makeini(SUITE_INI)
-
-    def write(body: str = "pass", call: str = CALL, backend: str = "eager", names=("",)) -> None:
-        tests = (
-            MODEL.replace("NAME", name)
-            .replace("BODY", body)
-            .replace("CALL", call)
-            .replace("BACKEND", backend)
-            for name in names
-        )
-        pytester.makepyfile(test_net="\n\n".join(tests))
-
-    return write
-
-
-def _stored(pytester: pytest.Pytester, *args: str, passed: int = 1) -> str:
-    result = pytester.runpytest("--workload-snapshot", "--snapshot-update", *args)
-    result.assert_outcomes(passed=passed)
-    stored = sorted((pytester.path / "__workload_snapshots__" / "test_net").iterdir())
-    return "".join(path.read_text() for path in stored)
+    return compiled_suite(pytester, MODEL, CALL)
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 def test_a_new_graph_break_fails_naming_its_site_reason_and_hint(pytester, net, backend):
     net(backend=backend)
-    stored = _stored(pytester)
+    stored = stored_snapshots(pytester)
     assert '"compile": {"graphs": 1, "whole_graph": true, "graph_breaks": []' in stored
     pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
     net('print("step")', backend=backend)
@@ -99,7 +80,7 @@ def test_a_new_graph_break_fails_naming_its_site_reason_and_hint(pytester, net, 
 
 def test_a_break_that_went_away_passes_with_a_note(pytester, net):
     net('print("step")')
-    _stored(pytester)
+    stored_snapshots(pytester)
     net()
     result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(passed=1)
@@ -110,7 +91,7 @@ def test_a_break_that_went_away_passes_with_a_note(pytester, net):
 
 def test_an_int_attribute_that_changes_per_call_fails_as_a_recompile(pytester, net):
     net(SCALE)
-    _stored(pytester)
+    stored_snapshots(pytester)
     net(SCALE, call=f"net._step = step + 1; {CALL}")
     result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(failed=1)
@@ -124,7 +105,7 @@ def test_an_int_attribute_that_changes_per_call_fails_as_a_recompile(pytester, n
 
 def test_an_input_of_another_dtype_fails_as_a_recompile_of_its_own_workload(pytester, net):
     net()
-    _stored(pytester)
+    stored_snapshots(pytester)
     net(call="model(torch.rand(2, 4, dtype=torch.float64 if step == 2 else torch.float32))")
     result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(failed=1)
@@ -139,7 +120,7 @@ def test_an_input_of_another_dtype_fails_as_a_recompile_of_its_own_workload(pyte
 def test_under_two_workers_reruns_pass_and_a_break_fails(pytester, net):
     names = ("A", "B")
     net(names=names)
-    assert _stored(pytester, "-n", "2", passed=2).count('"whole_graph": true') == 2
+    assert stored_snapshots(pytester, "-n", "2", passed=2).count('"whole_graph": true') == 2
     pytester.runpytest("--workload-snapshot", "-n", "2").assert_outcomes(passed=2)
     net('print("step")', names=names)
     result = pytester.runpytest("--workload-snapshot", "-n", "2")

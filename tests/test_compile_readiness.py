@@ -27,7 +27,7 @@ from pytest_workload._compile import (
 )
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._torch_internals import dynamo_cache_size
-from tests.pytester_suite import SUITE_INI
+from tests.pytester_suite import SUITE_INI, compiled_suite, stored_snapshots
 from tests.test_compile_health import fresh_model
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="readiness compiles in a fork")
@@ -231,32 +231,13 @@ CALL = "net(torch.rand(2, 4))"
 
 @pytest.fixture
 def net(pytester: pytest.Pytester):
-    pytester.makeini(SUITE_INI)
-
-    def write(body: str = "pass", call: str = CALL, backend: str = "eager", names=("",)) -> None:
-        tests = (
-            MODEL.replace("NAME", name)
-            .replace("BODY", body)
-            .replace("CALL", call)
-            .replace("BACKEND", backend)
-            for name in names
-        )
-        pytester.makepyfile(test_net="\n\n".join(tests))
-
-    return write
-
-
-def _stored(pytester: pytest.Pytester, *args: str, passed: int = 1) -> str:
-    result = pytester.runpytest("--workload-snapshot", "--snapshot-update", *args)
-    result.assert_outcomes(passed=passed)
-    stored = sorted((pytester.path / "__workload_snapshots__" / "test_net").iterdir())
-    return "".join(path.read_text() for path in stored)
+    return compiled_suite(pytester, MODEL, CALL)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_whole_graph_then_a_print_fails_naming_the_site(pytester, net, backend):
     net(backend=backend)
-    stored = _stored(pytester)
+    stored = stored_snapshots(pytester)
     assert f'"compile_readiness": {{"backend": "{backend}", "graphs": 1, "whole_graph": true' in (
         stored
     )
@@ -276,7 +257,7 @@ def test_whole_graph_then_a_print_fails_naming_the_site(pytester, net, backend):
 
 def test_an_attribute_the_forward_changes_fails_as_a_recompile(pytester, net):
     net()
-    _stored(pytester)
+    stored_snapshots(pytester)
     net("self.n = getattr(self, 'n', 0) + 1; x = x * self.n")
     result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(failed=1)
@@ -287,7 +268,7 @@ def test_an_attribute_the_forward_changes_fails_as_a_recompile(pytester, net):
 
 def test_an_input_of_another_dtype_fails_naming_the_guard(pytester, net):
     net()
-    _stored(pytester)
+    stored_snapshots(pytester)
     net(call="net(torch.rand(2, 4, dtype=torch.float64 if step == 2 else torch.float32))")
     result = pytester.runpytest("--workload-snapshot")
     result.assert_outcomes(failed=1)
@@ -303,7 +284,7 @@ def test_an_input_of_another_dtype_fails_naming_the_guard(pytester, net):
 @pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "n2"])
 def test_unchanged_reruns_pass(pytester, net, workers):
     net(backend="aot_eager", names=("A", "B"))
-    assert _stored(pytester, *workers, passed=2).count('"whole_graph": true') == 2
+    assert stored_snapshots(pytester, *workers, passed=2).count('"whole_graph": true') == 2
     pytester.runpytest("--workload-snapshot", *workers).assert_outcomes(passed=2)
 
 
@@ -363,3 +344,13 @@ def test_resnet18_is_ready_until_a_print_is_injected():
         f"new break at tests/test_compile_readiness.py:{at} in forward "
         in (readiness_lines(clean, broken)[0])
     )
+
+
+def test_aot_eager_is_checked_in_a_process_that_ran_a_backward(tmp_path):
+    # (autograd's threads, once started, cannot run in a forked child: the child compiles
+    # without grad)
+    torch.compile(nn.Linear(2, 2), backend="aot_eager")(torch.rand(1, 2)).sum().backward()
+    net = fresh_model(tmp_path).Net()
+    x = torch.rand(2, 4)
+    [found] = ready(tmp_path, net, [lambda: net(x)], "aot_eager")
+    assert found == Readiness("aot_eager", CompileHealth(graphs=1))

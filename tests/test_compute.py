@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from functools import partial
+from pathlib import Path
 
 import pytest
 import torch
@@ -102,8 +103,9 @@ def test_a_parent_covers_its_children_at_any_depth():
 
 def _line_of(function, offset: int) -> str:
     """``path:line`` of a line of ``function``, as the tracer names the code that ran an event
-    (a recorder given no rootdir: the absolute path, as its call sites)."""
-    path = os.path.abspath(inspect.getsourcefile(function))
+    (a recorder given no rootdir: relative to the ``sys.path`` directory that holds the file,
+    here the repository's root, as the tests are imported as ``tests.…``)."""
+    path = os.path.relpath(inspect.getsourcefile(function), Path(__file__).resolve().parents[1])
     return f"{path}:{inspect.getsourcelines(function)[1] + offset}"
 
 

@@ -23,16 +23,15 @@ from pytest_workload._perf.device import (
 )
 from pytest_workload._perf.drift import judge
 from pytest_workload._perf.replay import calibration_kernel, replay
+from pytest_workload._perf.statistics import median_interval, summarize
 from pytest_workload._perf.stopwatch import (
     CpuStopwatch,
     Lap,
     TimingPolicy,
     Unmeasured,
     measure,
-    median_interval,
     run_delay_ns,
     stopwatch_for,
-    summarize,
     time_call,
 )
 from pytest_workload._tracing.tracer import count_flops

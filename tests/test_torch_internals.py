@@ -175,7 +175,7 @@ def test_hook_tables_are_the_ones_hooks_go_to():
 
 PACKAGE = Path(pytest_workload.__file__).parent
 #: private names of others the package may use: Python's own, and syrupy's (issue 23)
-NOT_TORCH = {"_fields", "_getframe", "_sanitize_filename"}
+NOT_TORCH = {"_fields", "_getframe", "_sanitize_filename", "_exit"}
 #: torch's member names that code passes to ``getattr`` as text
 TABLE_NAMES = (
     "_orig_mod",

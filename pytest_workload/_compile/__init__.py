@@ -9,6 +9,7 @@ from .readiness import (
     Readiness,
     ReadyCall,
     check_readiness,
+    read_compile_fields,
     readiness_agrees,
     readiness_lines,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "health_agrees",
     "health_lines",
     "merge_health",
+    "read_compile_fields",
     "readiness_agrees",
     "readiness_lines",
 ]

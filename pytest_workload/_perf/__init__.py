@@ -10,7 +10,8 @@ from .drift import DEFAULT_TOLERANCE, Drift, judge
 from .first_call import FirstCall, mismatch, trained_as
 from .orchestrate import RecordedCall, Replays, SessionBudget, measure_calls
 from .replay import Measurement, device_of
-from .stopwatch import TimingPolicy, summarize
+from .statistics import summarize
+from .stopwatch import TimingPolicy
 
 __all__ = [
     "DEFAULT_TOLERANCE",

@@ -31,8 +31,13 @@ def _skipped(call: RecordedCall) -> str | None:
 
 def _ready_call(call: RecordedCall) -> ReadyCall:
     def run(compiled: nn.Module) -> object:
+        import torch
+
         (args, kwargs), _ = copy_inputs((call.args, call.kwargs))
-        with applied(call.context, call.target):
+        # without grad: a process that has run a backward leaves autograd's threads in a
+        # state a forked child cannot use, and aot_eager traces the backward with them; the
+        # breaks and recompiles are dynamo's, of the forward, either way
+        with applied(call.context, call.target), torch.no_grad():
             return compiled(*args, **kwargs)
 
     return ReadyCall(call.target, run, min(call.calls, 2))

@@ -36,7 +36,8 @@ from .._workload.timing import (
 )
 from .first_call import CallContext, mismatch
 from .replay import Measurement, replay
-from .stopwatch import TimingPolicy, summarize
+from .statistics import summarize
+from .stopwatch import TimingPolicy
 
 if TYPE_CHECKING:
     from torch import nn

@@ -18,80 +18,15 @@ import math
 import os
 import platform
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from .._workload.timing import MIN_SAMPLES, Timing
+from .statistics import median_and_interval, quantile, summarize
 
 if TYPE_CHECKING:
     import torch
-
-
-#: z for a two-sided 95% interval.
-_Z95: Final = 1.959963984540054
-
-
-def _quantile(ordered: Sequence[float], q: float) -> float:
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def median_interval(ordered: Sequence[float]) -> tuple[float, float]:
-    """95% confidence interval of the median from order statistics (no distribution assumed).
-
-    The ranks ``n/2 -/+ z*sqrt(n)/2`` come from the normal approximation of the binomial; with
-    fewer than ``MIN_SAMPLES`` samples the interval is the whole range (and no 95% interval).
-    """
-    n = len(ordered)
-    if n < MIN_SAMPLES:
-        return ordered[0], ordered[-1]
-    half_width = _Z95 * math.sqrt(n) / 2
-    low = max(0, math.floor(n / 2 - half_width) - 1)
-    high = min(n - 1, math.ceil(n / 2 + half_width))
-    return ordered[low], ordered[high]
-
-
-def _median(samples: Sequence[float]) -> tuple[float, tuple[float, float]]:
-    """The median and its 95% interval."""
-    ordered = sorted(samples)
-    return _quantile(ordered, 0.5), median_interval(ordered)
-
-
-def summarize(
-    samples_s: Sequence[float],
-    device: str,
-    source: str = "replay",
-    *,
-    ratios: Sequence[float] | None = None,
-    waits_s: Sequence[float] | None = None,
-    calibration_s: Sequence[float] | None = None,
-) -> Timing:
-    """Median, IQR and the median's 95% interval of per-call times (seconds); the same median
-    and interval of the per-pair compute ratios to the calibration kernel and of the waits,
-    where they were taken."""
-    if not samples_s:
-        raise ValueError("no samples to summarize")
-    ordered = sorted(samples_s)
-    low, high = median_interval(ordered)
-    ratio, ratio_ci = _median(ratios) if ratios else (None, None)
-    wait, wait_ci = _median(waits_s) if waits_s else (None, None)
-    return Timing(
-        median_s=_quantile(ordered, 0.5),
-        iqr_s=_quantile(ordered, 0.75) - _quantile(ordered, 0.25),
-        n=len(ordered),
-        ci_low_s=low,
-        ci_high_s=high,
-        device=device,
-        source=source,
-        ratio=ratio,
-        ratio_ci=ratio_ci,
-        wait_s=wait,
-        wait_ci=wait_ci,
-        calibration_s=_quantile(sorted(calibration_s), 0.5) if calibration_s else None,
-    )
 
 
 def time_call(
@@ -342,7 +277,7 @@ class Samples:
     def calibrated(self) -> list[float]:
         """Per pair, the workload's time per call in kernel calls: its compute over the pair's
         kernel, its waits over the kernel's median (what the precision is sought on)."""
-        kernel = max(_quantile(sorted(self.calibration_s), 0.5), _RESOLUTION_S)
+        kernel = max(quantile(sorted(self.calibration_s), 0.5), _RESOLUTION_S)
         return [r + w / kernel for r, w in zip(self.ratios, self.waits_s, strict=True)]
 
 
@@ -416,7 +351,7 @@ def measure(
         # A precise-looking median from a few milliseconds says more about that moment than
         # about the workload: spend a fifth of the budget at least.
         if spent() >= policy.budget_s / 5:
-            median, (low, high) = _median(samples.calibrated())
+            median, (low, high) = median_and_interval(samples.calibrated())
             if median > 0 and (high - low) / 2 / median <= policy.precision:
                 break
     return samples

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Final
 
-from .._compile import CompileHealth, Readiness
+from .._compile import CompileHealth, Readiness, read_compile_fields
 from .._core.errors import OldFormatError, WorkloadDataError
 from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._core.strict_json import (
@@ -122,14 +122,7 @@ class SnapshotEntry(Paths):
             compute_hash=read_field(d, "compute_hash", str, optional=True),
             data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
             costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
-            compile_health=(
-                None if d.get("compile") is None else CompileHealth.from_dict(d["compile"])
-            ),
-            compile_readiness=(
-                None
-                if d.get("compile_readiness") is None
-                else Readiness.from_dict(d["compile_readiness"])
-            ),
+            **read_compile_fields(d),
         )
 
 

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
 from .._compile.health import CompileHealth
-from .._compile.readiness import Readiness
+from .._compile.readiness import Readiness, read_compile_fields
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import (
     Json,
@@ -244,14 +244,7 @@ class Workload(Paths):
             compute_unknown=read_field(d, "compute_unknown", str, optional=True),
             compute_partial=read_field(d, "compute_partial", str, optional=True),
             costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
-            compile_health=(
-                None if d.get("compile") is None else CompileHealth.from_dict(d["compile"])
-            ),
-            compile_readiness=(
-                None
-                if d.get("compile_readiness") is None
-                else Readiness.from_dict(d["compile_readiness"])
-            ),
+            **read_compile_fields(d),
         )
 
 
