@@ -74,10 +74,14 @@ def file_site(filename: str, line: int, base: str | None) -> str:
 
 
 def portable_site(filename: str, line: int, base: str | None) -> str:
-    """``path:line`` as a snapshot stores it, the same on every machine: relative to ``base``
-    when inside it, else to the longest ``sys.path`` directory that holds it (a library's
-    module path, ``transformers/models/bert/modeling_bert.py``), else absolute."""
+    """``path:line`` as a snapshot stores it, the same on every machine: an installed library's
+    module path (``transformers/models/bert/modeling_bert.py``, also from a venv inside
+    ``base``), else relative to ``base`` when inside it, else to the longest ``sys.path``
+    directory that holds it, else absolute."""
     path = os.path.abspath(filename)
+    library = next((d for d in _skipped_dirs()[1] if path.startswith(d)), None)
+    if library is not None:
+        return f"{os.path.relpath(path, library)}:{line}"
     if base is not None and path.startswith(base + os.sep):
         return file_site(path, line, base)
     roots = (os.path.abspath(p or os.curdir) + os.sep for p in sys.path)
