@@ -194,7 +194,8 @@ class RowTable:
         assert call.identity is not None  # (read before a call is counted)
         entry.calls += 1
         entry.total_ns += call.elapsed_ns
-        entry.compile_health = merge_health(entry.compile_health, call.compile_health)
+        if call.compile_health is not None:  # (observed calls of a compiled root only)
+            entry.compile_health = merge_health(entry.compile_health, call.compile_health)
         entry.untimed |= not call.identity.clocked
         if self.timing and sample:
             entry.samples_ns.append(call.elapsed_ns)
