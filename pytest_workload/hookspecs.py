@@ -45,7 +45,7 @@ def pytest_workload_key(module: nn.Module, args: tuple[Any, ...], kwargs: dict[s
         kwargs: The call's keyword arguments.
 
     Returns:
-        A JSON value (nested at most 200 deep), or None for no key. A hook that raises
+        A JSON value (nested at most 50 deep, as inputs are), or None for no key. A hook that raises
         (``SystemExit`` too) or returns something else fails the test under
         ``--workload-snapshot`` and warns without it, naming the hook.
     """
