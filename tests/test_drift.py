@@ -269,6 +269,13 @@ def test_a_regression_needs_the_whole_combined_interval_beyond_the_tolerance():
     assert judge(timed(0.7, spread=0.02), BASE).kind == "faster"
 
 
+def test_a_timing_beyond_the_tolerance_either_way_is_timed_again():
+    # a sleep the kernel booked as waiting for a core reads faster: doubted like a slowdown
+    assert worth_retiming(judge(timed(0.7, spread=0.02), BASE))
+    assert worth_retiming(judge(timed(0.8, spread=0.2), BASE))  # faster, not proven
+    assert not worth_retiming(judge(timed(0.9), BASE))  # within the tolerance
+
+
 def test_within_tolerance_is_unchanged():
     assert judge(timed(1.1), BASE).kind == "unchanged"
     assert not worth_retiming(judge(timed(1.1), BASE))
@@ -340,13 +347,14 @@ def gate_with_baseline(tmp_path, mode="on"):
     return PerfGate(tmp_path, mode=mode)
 
 
-def test_the_gate_retimes_what_looks_slower(tmp_path):
+def test_the_gate_retimes_what_looks_slower_or_faster(tmp_path):
     gate = gate_with_baseline(tmp_path)
     h = workloads().workloads[0].hash
     assert gate.suspect(A, h, timed(1.5), 0.2)
     assert gate.suspect(A, h, timed(1.3, spread=0.2), 0.2)  # its interval proves nothing yet
     assert not gate.suspect(A, h, timed(1.05), 0.2)
-    assert not gate.suspect(A, h, timed(0.5), 0.2)  # faster
+    assert gate.suspect(A, h, timed(0.5), 0.2)  # faster: perhaps a sleep booked as queueing
+    assert not gate.suspect(A, h, timed(0.9), 0.2)
     assert not gate.suspect(A, h, timed(1.0, wall=100.0), 0.2)  # a 100x slower machine
     assert not gate.suspect(A, "0" * 64, timed(9.0), 0.2)  # no baseline
     assert not gate.suspect("t.py::b", h, timed(9.0), 0.2)  # another test's baseline
