@@ -235,6 +235,7 @@ class Device:
         return None
 
     def identity(self) -> DeviceIdentity:
+        """What a timing here depends on besides the workload (where its baselines go)."""
         import torch
 
         threads = torch.get_num_threads() if self.threads is None else self.threads
