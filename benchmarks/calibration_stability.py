@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, threads: int) -> None:
     import torch
     from torch import nn
 
-    from pytest_workload._perf.replay import calibration_kernel
+    from pytest_workload._perf.device import calibration_kernel
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from _common import markdown_table, print_header
 from torch import nn
 
-from pytest_workload._perf.replay import calibration_kernel
+from pytest_workload._perf.device import calibration_kernel
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pytest_workload._perf import replay as replay_module
+from pytest_workload._perf.device import CpuDevice, substituted
 from pytest_workload._perf.stopwatch import Lap
 from pytest_workload._tracing.tracer import count_flops
 from tests.models import TinyNet
@@ -50,18 +50,22 @@ def mode(request: pytest.FixtureRequest) -> tuple[str, ...]:
 
 
 def injected_kernel():
-    """Stands for the calibration kernel, so the injected stopwatch can tell its blocks."""
+    """Stands for the calibration kernel, so the injected device can tell its blocks."""
 
 
-class InjectedStopwatch:
-    """Runs the calls, but says each workload call computed for ``wall`` seconds and waited
-    ``wait`` more, and each call of the calibration kernel computed for ``kernel`` seconds,
-    plus what the calls ``charge``."""
+class InjectedDevice(CpuDevice):
+    """The CPU with a fake clock: it runs the calls, but says each workload call computed for
+    ``wall`` seconds and waited ``wait`` more, and each call of its calibration kernel computed
+    for ``kernel`` seconds, plus what the calls ``charge``."""
 
-    def __init__(self) -> None:
+    def __init__(self, device):
+        super().__init__(device)
         self.wall, self.kernel, self.wait = 0.01, 0.001, 0.0
 
-    def __call__(self, fn, number):
+    def calibration(self):
+        return injected_kernel
+
+    def lap(self, fn, number):
         _charged.clear()
         for _ in range(number):
             fn()
@@ -72,21 +76,20 @@ class InjectedStopwatch:
 
 
 @pytest.fixture
-def injected(monkeypatch):
-    """Timings of in-process runs from an injected stopwatch and kernel, so what the gate
-    decides depends on the test alone, never on this machine's load or cores.
+def injected():
+    """Timings of in-process runs from the injected device, so what the gate decides depends
+    on the test alone, never on this machine's load or cores.
 
     Every replayed workload call takes 10 ms and every kernel call 1 ms unless the test says
     otherwise (``injected(wall, kernel=...)``). It reaches only pytester's in-process runs
     (``runpytest`` without ``-n 2``): a subprocess or an xdist worker times with real clocks."""
-    stopwatch = InjectedStopwatch()
-    monkeypatch.setattr(replay_module, "stopwatch_for", lambda device: stopwatch)
-    monkeypatch.setattr(replay_module, "calibration_kernel", lambda device: injected_kernel)
+    device = InjectedDevice(torch.device("cpu"))
 
     def set_timing(wall, kernel=0.001, wait=0.0):
-        stopwatch.wall, stopwatch.kernel, stopwatch.wait = wall, kernel, wait
+        device.wall, device.kernel, device.wait = wall, kernel, wait
 
-    return set_timing
+    with substituted("cpu", lambda _: device):
+        yield set_timing
 
 
 #: Seconds that inner models said their calls took (see ``charge``), since the last block.

@@ -160,34 +160,33 @@ def test_costs_read_back_and_reject_bad_values():
         Costs.from_dict({**OLD.to_dict(), "ops": {"relu": 0}})
 
 
-class FakeMemory:
-    """A device's counters: 100 bytes held before the call, 4 KiB more at its peak."""
+class FakePeak:
+    """An allocator's peak: 4 KiB above what was held as the call began."""
 
     def __init__(self, log: list[str]):
         self.log = log
 
-    def synchronize(self):
-        self.log.append("synchronize")
+    def begin(self):
+        self.log.append("begin")
 
-    def reset_peak(self):
-        self.log.append("reset_peak")
-
-    def allocated(self):
-        return 100
-
-    def peak(self):
-        return 100 + 4096
+    def end(self):
+        self.log.append("end")
+        return 4096
 
 
-def test_device_peak_is_read_over_the_traced_call(monkeypatch):
+def test_device_peak_is_read_over_the_traced_call():
     from pytest_workload import WorkloadRecorder
-    from pytest_workload._recording import plan
+    from pytest_workload._perf.device import CpuDevice, substituted
 
     log: list[str] = []
-    monkeypatch.setattr(plan, "device_memory", lambda device: FakeMemory(log))
+
+    class Counted(CpuDevice):
+        def peak(self):
+            return FakePeak(log)
+
     model, x = nn.Sequential(nn.Linear(4, 4), nn.ReLU()).eval(), torch.ones(1, 4)
     recorder = WorkloadRecorder("t", max_depth=1, timing=False)
-    with recorder.recording(all_roots=True):
+    with substituted("cpu", Counted), recorder.recording(all_roots=True):
         model(x)
         model(x)
     recorder.measure(None)
@@ -195,7 +194,7 @@ def test_device_peak_is_read_over_the_traced_call(monkeypatch):
     assert root.costs is not None and root.costs["device_peak_bytes"] == 4096
     assert all(w.costs is not None and w.costs["device_peak_bytes"] is None for w in subs)
     # (once per traced call: the first, and the second that checks the operations repeat)
-    assert log == ["synchronize", "reset_peak", "synchronize"] * 2
+    assert log == ["begin", "end"] * 2
     entry = SnapshotEntry.from_workload(root)
     assert SnapshotEntry.from_dict(entry.to_dict()).costs == root.costs
 

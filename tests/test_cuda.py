@@ -1,5 +1,6 @@
-"""The CUDA paths. The stopwatch's protocol is checked everywhere with fake events; the rest
-needs a GPU and is skipped without one (run it where one is lent)."""
+"""The CUDA paths. The CUDA device's protocols (events, peak memory, RNG) are checked everywhere
+with fake ``torch.cuda`` functions; the rest needs a GPU and is skipped without one (run it
+where one is lent)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,19 @@ import torch.nn.functional as F
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._perf.device import device_identity, resolve_device
-from pytest_workload._perf.replay import calibration_kernel, replay
-from pytest_workload._perf.stopwatch import (
-    CpuStopwatch,
-    CudaStopwatch,
-    Lap,
-    TimingPolicy,
-    stopwatch_for,
+from pytest_workload._perf.device import (
+    KINDS,
+    CpuDevice,
+    CudaDevice,
+    Device,
+    MpsDevice,
+    calibration_kernel,
+    device_for,
+    resolve_device,
 )
+from pytest_workload._perf.isolation import isolated
+from pytest_workload._perf.replay import replay
+from pytest_workload._perf.stopwatch import Lap, TimingPolicy
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
@@ -57,9 +62,9 @@ def test_cuda_stopwatch_waits_for_the_event_after_the_calls(monkeypatch):
     monkeypatch.setattr(torch.cuda, "Event", Event)
     monkeypatch.setattr(torch.cuda, "device", device)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: log.append("synchronize"))
-    stopwatch = stopwatch_for(torch.device("cuda", 1))
-    assert isinstance(stopwatch, CudaStopwatch)
-    assert stopwatch(lambda: log.append("call"), 2) == Lap(1.5, 1.5)
+    cuda = device_for(torch.device("cuda", 1))
+    assert isinstance(cuda, CudaDevice)
+    assert cuda.lap(lambda: log.append("call"), 2) == Lap(1.5, 1.5)
     assert log == [
         "enter cuda:1",
         "synchronize",  # earlier work is not timed
@@ -71,6 +76,41 @@ def test_cuda_stopwatch_waits_for_the_event_after_the_calls(monkeypatch):
         "start.elapsed_time(end)",
         "leave cuda:1",
     ]
+
+
+def test_the_cuda_peak_is_read_above_what_was_held_when_the_call_began(monkeypatch):
+    log = []
+    held = iter([100, 100 + 4096])
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device: log.append(f"sync {device}"))
+    monkeypatch.setattr(
+        torch.cuda, "reset_peak_memory_stats", lambda device: log.append(f"reset {device}")
+    )
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device: next(held))
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda device: next(held))
+    peak = device_for(torch.device("cuda", 1)).peak()
+    peak.begin()
+    log.append("call")
+    assert peak.end() == 4096
+    assert log == ["sync cuda:1", "reset cuda:1", "call", "sync cuda:1"]
+
+
+def test_an_isolated_block_puts_an_initialised_cuda_rng_back(monkeypatch):
+    states = [["seed 1"]]
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: list(states[0]))
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", lambda saved: states.insert(0, saved))
+    with isolated(()):
+        states.insert(0, ["drawn"])
+    assert states[0] == ["seed 1"]
+
+
+def test_each_kind_has_its_device_and_an_unknown_kind_the_host_clock():
+    kinds = [type(device_for(torch.device(d))) for d in ("cpu", "cuda:1", "mps", "meta")]
+    assert kinds == [CpuDevice, CudaDevice, MpsDevice, Device]
+    assert [k.kind for k in KINDS if k.autocast] == ["cpu", "cuda"]
+    assert [k.kind for k in KINDS if k.clocked] == ["cpu"]
+    assert device_for("cuda:0").unforkable == "a forked process cannot use CUDA"
+    assert device_for("meta").peak() is None and device_for("cpu").peak() is None
 
 
 def test_the_calibration_kernel_is_built_on_the_device_it_calibrates(monkeypatch):
@@ -92,17 +132,17 @@ def test_the_calibration_kernel_is_built_on_the_device_it_calibrates(monkeypatch
 def test_auto_picks_cuda_and_names_the_gpu():
     device = resolve_device("auto")
     assert device.type == "cuda"
-    identity = device_identity(device)
+    identity = device_for(device).identity()
     assert identity.kind == "cuda" and identity.name == torch.cuda.get_device_name(device)
 
 
 @needs_cuda
 def test_cuda_events_see_a_kernel_the_host_only_launched():
     cycles = 200_000_000
-    stopwatch = CudaStopwatch(torch.device("cuda"))
-    stopwatch(lambda: torch.cuda._sleep(1000), 3)  # warm-up: context and kernel loaded
-    timed = stopwatch(lambda: torch.cuda._sleep(cycles), 1).wall_s
-    launched = CpuStopwatch()(lambda: torch.cuda._sleep(cycles), 1).wall_s
+    cuda = CudaDevice(torch.device("cuda"))
+    cuda.lap(lambda: torch.cuda._sleep(1000), 3)  # warm-up: context and kernel loaded
+    timed = cuda.lap(lambda: torch.cuda._sleep(cycles), 1).wall_s
+    launched = CpuDevice(torch.device("cpu")).lap(lambda: torch.cuda._sleep(cycles), 1).wall_s
     torch.cuda.synchronize()
     assert timed >= cycles / MAX_CLOCK_HZ
     assert launched < timed  # without a synchronisation the host sees the launch alone

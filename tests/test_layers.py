@@ -192,12 +192,26 @@ def _eager_torch(module: str, source: str) -> list[str]:
     return [f"{module} imports {heavy} at module level"] if heavy else []
 
 
+#: The one module that knows what each device kind needs; the others ask it (``device_for``).
+DEVICE_SEAM = "pytest_workload._perf.device"
+_KIND_APIS = ("torch.cuda", "torch.mps", "torch.backends")
+
+
+def _device_kind(module: str, source: str) -> list[str]:
+    if module == DEVICE_SEAM:
+        return []
+    nodes = list(ast.walk(ast.parse(source)))
+    named = {n.value for n in nodes if isinstance(n, ast.Constant) and n.value in ("cuda", "mps")}
+    named |= {ast.unparse(n) for n in nodes if isinstance(n, ast.Attribute)} & set(_KIND_APIS)
+    return [f"{module} names device kinds {sorted(named)} outside {DEVICE_SEAM}"] if named else []
+
+
 def test_every_module_is_small_lazy_and_in_its_home():
     found = []
     for path in _modules():
         module, source = _module_name(path), path.read_text(encoding="utf-8")
         found += _too_big(module, source) + _wrong_home(module, source)
-        found += _eager_torch(module, source)
+        found += _eager_torch(module, source) + _device_kind(module, source)
     assert not found, found
 
 
@@ -209,6 +223,8 @@ def test_every_module_is_small_lazy_and_in_its_home():
         (_wrong_home, "pytest_workload._perf.x", "import pytest\n"),
         (_wrong_home, "pytest_workload._snapshot.diff", "from syrupy import x\n"),
         (_eager_torch, "pytest_workload._perf.x", "import torch.nn\n"),
+        (_device_kind, "pytest_workload._perf.x", "def f(d):\n    return d.startswith('cuda')\n"),
+        (_device_kind, "pytest_workload._tracing.x", "torch.mps.synchronize()\n"),
     ],
 )
 def test_the_module_checks_can_fail(check: Any, module: str, source: str):

@@ -16,13 +16,15 @@ from pytest_workload._core.errors import (
 )
 from pytest_workload._perf.baseline import Baseline, BaselineStore
 from pytest_workload._perf.device import (
+    CpuDevice,
     DeviceIdentity,
+    calibration_kernel,
     check_device_spec,
-    device_identity,
+    device_for,
     resolve_device,
 )
 from pytest_workload._perf.drift import judge
-from pytest_workload._perf.replay import calibration_kernel, replay
+from pytest_workload._perf.replay import replay
 from pytest_workload._perf.statistics import median_interval, summarize
 from pytest_workload._perf.stopwatch import (
     CpuStopwatch,
@@ -31,7 +33,6 @@ from pytest_workload._perf.stopwatch import (
     Unmeasured,
     measure,
     run_delay_ns,
-    stopwatch_for,
     time_call,
 )
 from pytest_workload._tracing.tracer import count_flops
@@ -268,9 +269,10 @@ def test_cpu_stopwatch_sees_a_real_sleep():
     # A sleep takes no CPU time; the thread clock alone sees none. Beside spinning neighbours a
     # kernel may count some of a sleep as a run-queue wait (a lap then falls back to the CPU
     # time): the real clock must see the sleep in one of a few laps, whatever the load.
-    laps = [CpuStopwatch()(lambda: time.sleep(0.02), 1) for _ in range(5)]
+    cpu = device_for(torch.device("cpu"))
+    assert isinstance(cpu, CpuDevice)
+    laps = [cpu.lap(lambda: time.sleep(0.02), 1) for _ in range(5)]
     assert max(lap.ratio_s for lap in laps) >= 0.02
-    assert isinstance(stopwatch_for(torch.device("cpu")), CpuStopwatch)
 
 
 def timing(median, low, high, n=50):
@@ -454,4 +456,4 @@ def test_a_cpu_replay_is_timed_on_one_thread_and_says_so():
         torch.set_num_threads(before)
     assert result.timing is not None and result.timing.threads == 1
     assert sorted(THREADS_SEEN) == [1]
-    assert device_identity(torch.device("cpu")).threads == 1
+    assert device_for(torch.device("cpu")).identity().threads == 1

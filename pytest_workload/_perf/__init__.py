@@ -6,10 +6,11 @@ Other features import only what is named here.
 """
 
 from .compile_ready import check_compile
+from .device import PeakMemory, device_for, device_of
 from .drift import DEFAULT_TOLERANCE, Drift, judge
 from .first_call import FirstCall, mismatch, trained_as
 from .orchestrate import RecordedCall, Replays, SessionBudget, measure_calls
-from .replay import Measurement, device_of
+from .replay import Measurement
 from .statistics import summarize
 from .stopwatch import TimingPolicy
 
@@ -18,11 +19,13 @@ __all__ = [
     "Drift",
     "FirstCall",
     "Measurement",
+    "PeakMemory",
     "RecordedCall",
     "Replays",
     "SessionBudget",
     "TimingPolicy",
     "check_compile",
+    "device_for",
     "device_of",
     "judge",
     "measure_calls",

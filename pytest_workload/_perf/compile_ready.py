@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from .._compile import Readiness, ReadyCall, check_readiness
 from .._torch_internals import compiled_original
+from .device import device_for
 from .first_call import applied, copy_inputs, mismatch
 from .orchestrate import RecordedCall
 
@@ -19,8 +20,8 @@ def _skipped(call: RecordedCall) -> str | None:
     """Why a call's readiness is not checked (None: it is)."""
     if compiled_original(call.module) is not None:
         return "the test compiles it itself (its compile health is observed)"
-    if call.device.startswith("cuda"):
-        return "a forked process cannot use CUDA"
+    if (unforkable := device_for(call.device).unforkable) is not None:
+        return unforkable
     # (a structure that changed since is compiled as it is now, in the child: an attribute the
     # forward changes per call is what a recompile shows)
     changed = mismatch(call.context, call.target)

@@ -1,22 +1,31 @@
-"""The device workloads run on, and the identity a timing baseline belongs to."""
+"""The devices workloads run on: what each kind needs to time and measure a call (its clock,
+its setup for a timing, its allocator's peak, its RNG, its autocast mode), which device the
+options ask for, and the identity a timing baseline belongs to.
+
+Every other module asks :func:`device_for` for a device's implementation instead of naming a
+kind; a test puts its own in (a fake clock) with :func:`substituted`.
+"""
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import platform
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import cache
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from .._core.errors import DeviceUnavailableError
 from .._core.strict_json import Json, read_field, read_object
-from .stopwatch import pin_allocator
+from .stopwatch import CpuStopwatch, Lap, pin_allocator
 
 if TYPE_CHECKING:
     import torch
+    from torch import nn
 
 
 DEVICE_CHOICES: Final = "auto, cpu, cuda, cuda:N or mps"
@@ -59,6 +68,19 @@ def resolve_device(spec: str) -> torch.device:
     return device
 
 
+def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.device:
+    """Where a call runs: the module's first parameter or buffer, else its first tensor input."""
+    import torch
+
+    first = next(itertools.chain(module.parameters(), module.buffers()), None)
+    if first is not None:  # (found without walking the rest of the tree)
+        return first.device
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor):
+            return value.device
+    return torch.device("cpu")
+
+
 #: The intra-op threads a CPU workload is timed on, whatever torch's default here. On one
 #: thread, all of a forward's compute is on the ratio clock (the thread's own CPU time), and no
 #: thread waits at a barrier for a sibling without a core, so neither load nor the machine's
@@ -66,21 +88,7 @@ def resolve_device(spec: str) -> torch.device:
 TIMING_THREADS: Final = 1
 
 
-@contextmanager
-def timing_threads() -> Iterator[int]:
-    """Run the block on ``TIMING_THREADS`` intra-op threads (torch's count is back after);
-    gives the count."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(TIMING_THREADS)
-    try:
-        yield TIMING_THREADS
-    finally:
-        torch.set_num_threads(before)
-
-
-@cache
+@functools.cache
 def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -126,24 +134,244 @@ class DeviceIdentity:
         )
 
 
-def device_identity(device: torch.device) -> DeviceIdentity:
+@functools.cache
+def calibration_kernel(device: str) -> Callable[[], object]:
+    """A small fixed workload timed beside every replayed one (built once per device).
+
+    Its speed tracks the machine's (frequency, a neighbour's share of the caches and memory
+    bandwidth, a CPU quota), so the ratio of a workload's time to the kernel's divides out what
+    moved them both. A mix of the operations models are made of, about 0.3 ms on one core of a
+    2026 x86 CPU; a private generator leaves the global random state alone.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    generator = torch.Generator().manual_seed(0)
+
+    def tensor(*shape: int) -> torch.Tensor:
+        return torch.rand(*shape, generator=generator, dtype=torch.float32).to(device)
+
+    image, filters, bias = tensor(1, 8, 32, 32), tensor(16, 8, 3, 3), tensor(16)
+    rows, weight = tensor(64, 256), tensor(256, 256)
+
+    def run() -> object:
+        with torch.no_grad():
+            return (
+                F.relu(F.conv2d(image, filters, bias, padding=1)).sum()
+                + torch.tanh(rows @ weight).sum()
+            )
+
+    return run
+
+
+class PeakMemory:
+    """Bytes a CUDA device's allocator held above what it held at :meth:`begin`, at most.
+
+    :meth:`begin` resets the allocator's peak counter: an earlier peak would hide the call's.
+    So a test that reads ``torch.cuda.max_memory_allocated`` across a recorded workload's
+    first call reads the peak since that call began (as after a replay).
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self._base = 0
+
+    def begin(self) -> None:
+        import torch
+
+        torch.cuda.synchronize(self.device)
+        torch.cuda.reset_peak_memory_stats(self.device)
+        self._base = torch.cuda.memory_allocated(self.device)
+
+    def end(self) -> int:
+        import torch
+
+        torch.cuda.synchronize(self.device)
+        return max(torch.cuda.max_memory_allocated(self.device) - self._base, 0)
+
+
+#: The host's clocks (they hold no state: one serves every device they time).
+_HOST_CLOCKS: Final = CpuStopwatch()
+
+
+class Device:
+    """What timing and measuring a call need from the device it runs on.
+
+    This base is a kind the package knows nothing particular of: timed by the host's clocks,
+    set up for nothing, with no allocator counters, global RNG or autocast mode of its own.
+    Each known kind overrides what it needs.
+    """
+
+    #: ``torch.device.type`` of a known kind
+    kind: ClassVar[str]
+    #: Whether a clock read around a call times its execution (not only its launch).
+    clocked: ClassVar[bool] = False
+    #: Whether ``torch.autocast`` has a mode for the kind, captured with each first call.
+    autocast: ClassVar[bool] = False
+    #: Why a forked process cannot run a call on the kind (None: it can).
+    unforkable: ClassVar[str | None] = None
+    #: The intra-op threads :meth:`timing` runs on (None: torch's count, as it is).
+    threads: ClassVar[int | None] = None
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+
+    def lap(self, fn: Callable[[], object], number: int) -> Lap:
+        """Time ``number`` back-to-back calls of ``fn`` (the :data:`.Stopwatch` of the
+        device)."""
+        return _HOST_CLOCKS(fn, number)
+
+    @contextmanager
+    def timing(self) -> Iterator[None]:
+        """Set up for a timing in the block."""
+        yield
+
+    def calibration(self) -> Callable[[], object]:
+        """The calibration kernel, on this device."""
+        return calibration_kernel(str(self.device))
+
+    def peak(self) -> PeakMemory | None:
+        """The allocator's peak of a call (None: this kind's is not read)."""
+        return None
+
+    def identity(self) -> DeviceIdentity:
+        """What a timing here depends on besides the workload (where its baselines go)."""
+        import torch
+
+        threads = torch.get_num_threads() if self.threads is None else self.threads
+        # a plain str: torch's TorchVersion cannot cross to the xdist controller
+        return DeviceIdentity(self.device.type, self.name(), str(torch.__version__), threads)
+
+    def name(self) -> str:
+        return cpu_model()
+
+    @classmethod
+    def saved_rng(cls) -> Callable[[], None] | None:
+        """What puts the kind's global RNG back as it is now (None: it has none to save)."""
+        return None
+
+
+class CpuDevice(Device):
+    """Timed on ``TIMING_THREADS``, with glibc's malloc thresholds pinned."""
+
+    kind = "cpu"
+    clocked = True
+    autocast = True
+    threads = TIMING_THREADS
+
+    @contextmanager
+    def timing(self) -> Iterator[None]:
+        """Malloc's thresholds pinned, torch on ``TIMING_THREADS`` intra-op threads (its count
+        is back after)."""
+        import torch
+
+        pin_allocator()
+        before = torch.get_num_threads()
+        torch.set_num_threads(TIMING_THREADS)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+    @classmethod
+    def saved_rng(cls) -> Callable[[], None]:
+        import torch
+
+        state = torch.get_rng_state()
+        return lambda: torch.set_rng_state(state)
+
+
+class CudaDevice(Device):
+    """Timed by events on the current stream; the allocator's peak read; no forked child."""
+
+    kind = "cuda"
+    autocast = True
+    unforkable = "a forked process cannot use CUDA"
+
+    def lap(self, fn: Callable[[], object], number: int) -> Lap:
+        """CUDA events recorded on the current stream around the calls, then synchronised."""
+        import torch
+
+        with torch.cuda.device(self.device):
+            torch.cuda.synchronize()
+            start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+            start.record()
+            for _ in range(number):
+                fn()
+            end.record()
+            end.synchronize()
+            elapsed = float(start.elapsed_time(end)) / 1e3
+            return Lap(elapsed, elapsed)
+
+    def peak(self) -> PeakMemory:
+        return PeakMemory(self.device)
+
+    def name(self) -> str:
+        import torch
+
+        return torch.cuda.get_device_name(self.device)
+
+    @classmethod
+    def saved_rng(cls) -> Callable[[], None] | None:
+        import torch
+
+        if not torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
+            return None
+        states = torch.cuda.get_rng_state_all()
+        return lambda: torch.cuda.set_rng_state_all(states)
+
+
+class MpsDevice(Device):
+    """Wall time between two synchronisations."""
+
+    kind = "mps"
+
+    def lap(self, fn: Callable[[], object], number: int) -> Lap:
+        import torch
+
+        torch.mps.synchronize()
+        start = time.perf_counter_ns()
+        for _ in range(number):
+            fn()
+        torch.mps.synchronize()
+        elapsed = (time.perf_counter_ns() - start) / 1e9
+        return Lap(elapsed, elapsed)
+
+    def name(self) -> str:
+        return f"Apple GPU ({platform.machine()})"
+
+
+#: The kinds the package knows.
+KINDS: Final = (CpuDevice, CudaDevice, MpsDevice)
+#: Each known kind's implementation by ``torch.device.type``; :func:`substituted` replaces one.
+_IMPLEMENTATIONS: dict[str, Callable[[torch.device], Device]] = {k.kind: k for k in KINDS}
+
+
+def device_for(device: torch.device | str) -> Device:
+    """The implementation of ``device``'s kind (the base for a kind the package does not
+    know)."""
     import torch
 
-    if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-    elif device.type == "mps":
-        name = f"Apple GPU ({platform.machine()})"
-    else:
-        name = cpu_model()
-    # a CPU workload is timed on TIMING_THREADS, whatever torch's default here
-    threads = TIMING_THREADS if device.type == "cpu" else torch.get_num_threads()
-    # a plain str: torch's TorchVersion cannot cross to the xdist controller
-    return DeviceIdentity(device.type, name, str(torch.__version__), threads)
+    device = torch.device(device)
+    return _IMPLEMENTATIONS.get(device.type, Device)(device)
+
+
+@contextmanager
+def substituted(kind: str, implementation: Callable[[torch.device], Device]) -> Iterator[None]:
+    """In the block, ``implementation`` makes the :class:`Device` of every ``kind`` device
+    (a test's fake clock goes in here); the known one is back after."""
+    before = _IMPLEMENTATIONS[kind]
+    _IMPLEMENTATIONS[kind] = implementation
+    try:
+        yield
+    finally:
+        _IMPLEMENTATIONS[kind] = before
 
 
 def environment(device: torch.device) -> dict[str, Json]:
     """The JSON report's ``environment``: where the numbers in it were measured."""
-    identity = device_identity(device)
+    identity = device_for(device).identity()
     return {
         "device": {"kind": identity.kind, "name": identity.name, "index": device.index},
         "torch": identity.torch,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._fingerprint.ecosystem import copy_known, reachable
+from .device import KINDS
 
 if TYPE_CHECKING:
     import torch
@@ -53,8 +54,9 @@ def capture(target: nn.Module) -> CallContext:
     import torch
 
     autocast = tuple(
-        (kind, torch.is_autocast_enabled(kind), _name(torch.get_autocast_dtype(kind)))
-        for kind in ("cpu", "cuda")
+        (k.kind, torch.is_autocast_enabled(k.kind), _name(torch.get_autocast_dtype(k.kind)))
+        for k in KINDS
+        if k.autocast
     )
     return CallContext(
         grad=torch.is_grad_enabled(),

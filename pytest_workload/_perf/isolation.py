@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._torch_internals import global_hook_tables, module_hook_tables, tensor_version
 from .._tracing import own_tensors
+from .device import KINDS
 
 if TYPE_CHECKING:
     import torch
@@ -142,21 +143,17 @@ def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tens
 
 
 def _rng_restorer() -> Callable[[], None]:
-    """Put the global RNGs (torch CPU and CUDA, ``random``, NumPy) back as they are now."""
-    import torch
-
-    cpu, python = torch.get_rng_state(), random.getstate()
-    cuda = None
-    if torch.cuda.is_initialized():  # type: ignore[no-untyped-call]
-        cuda = torch.cuda.get_rng_state_all()
+    """Put the global RNGs (torch's of each device kind, ``random``, NumPy) back as they are
+    now."""
+    torch_rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
+    python = random.getstate()
     numpy = sys.modules.get("numpy")
     legacy = None if numpy is None else numpy.random.get_state()
 
     def restore() -> None:
-        torch.set_rng_state(cpu)
+        for torch_rng in torch_rngs:
+            torch_rng()
         random.setstate(python)
-        if cuda is not None:
-            torch.cuda.set_rng_state_all(cuda)
         if numpy is not None:
             numpy.random.set_state(legacy)
 

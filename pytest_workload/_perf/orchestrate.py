@@ -34,6 +34,7 @@ from .._workload.timing import (
     not_measured,
     observed,
 )
+from .device import device_for
 from .first_call import CallContext, mismatch
 from .replay import Measurement, replay
 from .statistics import summarize
@@ -197,7 +198,7 @@ def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measu
         )
         line = f"timed from its observed calls: {call.unsafe}" if timing else how
         return _done(call, timing, how, line, none)
-    if policy is None and call.flops is not None and not call.device.startswith("cuda"):
+    if policy is None and call.flops is not None and device_for(call.device).peak() is None:
         return _done(call, None, OFF, None, none)  # nothing a replay would add
     result = replay(
         call.module,

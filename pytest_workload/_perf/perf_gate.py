@@ -17,7 +17,7 @@ from .._fingerprint.distance import nearest
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
 from .baseline import Baseline, BaselineStore
-from .device import device_identity
+from .device import device_for
 from .drift import Drift, judge, worth_retiming
 from .stopwatch import LIMIT_BUDGETS, TimingPolicy
 
@@ -225,10 +225,8 @@ class PerfGate:
         return baseline is not None and worth_retiming(judge(timing, baseline.timing, tolerance))
 
     def _store(self, device: str) -> BaselineStore:
-        import torch
-
         if device not in self._stores:
-            identity = device_identity(torch.device(device))
+            identity = device_for(device).identity()
             self._stores[device] = BaselineStore(self.baselines, identity, self.within)
         return self._stores[device]
 

@@ -3,7 +3,7 @@
 In the spirit of ``torch.utils.benchmark``'s ``adaptive_autorange``: warm up, size blocks of
 calls well above clock resolution, then repeat until the median is known to a target precision
 or the time budget is spent. Each block of the workload is followed by a block of the
-calibration kernel (``replay.calibration_kernel``), and each pair gives one ratio: what slows
+calibration kernel (``device.calibration_kernel``), and each pair gives one ratio: what slows
 the machine for both divides out. Statistics are order-based (median, IQR and a
 distribution-free interval for the median), so a few outliers from a noisy CI machine move
 nothing. Clocks are injected, so the loop and the statistics are tested with a fake clock.
@@ -20,13 +20,10 @@ import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from .._workload.timing import MIN_SAMPLES, Timing
 from .statistics import median_and_interval, quantile, summarize
-
-if TYPE_CHECKING:
-    import torch
 
 
 def time_call(
@@ -193,41 +190,6 @@ class CpuStopwatch:
         return Lap(wall / 1e9, cpu / 1e9, max(0, wait) / 1e9)
 
 
-def _mps_stopwatch(fn: Callable[[], object], number: int) -> Lap:
-    """Wall time between two MPS synchronisations."""
-    import torch
-
-    torch.mps.synchronize()
-    start = time.perf_counter_ns()
-    for _ in range(number):
-        fn()
-    torch.mps.synchronize()
-    elapsed = (time.perf_counter_ns() - start) / 1e9
-    return Lap(elapsed, elapsed)
-
-
-class CudaStopwatch:
-    """CUDA events recorded on the current stream around the calls, then synchronised."""
-
-    def __init__(self, device: torch.device) -> None:
-        self._device = device
-
-    def __call__(self, fn: Callable[[], object], number: int) -> Lap:
-        import torch
-
-        with torch.cuda.device(self._device):
-            torch.cuda.synchronize()
-            start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-            end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-            start.record()
-            for _ in range(number):
-                fn()
-            end.record()
-            end.synchronize()
-            elapsed = float(start.elapsed_time(end)) / 1e3
-            return Lap(elapsed, elapsed)
-
-
 #: glibc mallopt parameters, and the values pinned so timings do not depend on test order.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _PINNED_MMAP_BYTES, _PINNED_TRIM_BYTES = 32 * 2**20, 64 * 2**20
@@ -254,13 +216,6 @@ def pin_allocator() -> str | None:
     except (OSError, AttributeError):
         return None
     return "glibc malloc thresholds pinned (mmap 32 MiB, trim 64 MiB)" if pinned else None
-
-
-def stopwatch_for(device: torch.device) -> Stopwatch:
-    """The right way to time calls on ``device``: never CUDA without events or a sync."""
-    if device.type == "cuda":
-        return CudaStopwatch(device)
-    return _mps_stopwatch if device.type == "mps" else CpuStopwatch()
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from .._fingerprint.structure import (
     param_stats,
     unwrap,
 )
-from .._perf import device_of
+from .._perf import device_for, device_of
 from .._torch_internals import own_parameters
 from .._workload.modules import hash_without_dtypes
 from .._workload.signature import InputSignature
@@ -218,7 +218,7 @@ class IdentityCache:
             submodules=child_structure_hashes(target, memo, self.scheme.node),
             output=output,
             device=device,
-            clocked=device == "cpu",
+            clocked=device_for(device).clocked,
         )
 
     def known(

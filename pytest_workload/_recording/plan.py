@@ -18,9 +18,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from .._fingerprint.structure import is_compiled, is_scripted, unwrap
-from .._perf import device_of
+from .._perf import PeakMemory, device_for, device_of
 from .._torch_internals import torch_function_disabler
-from .._tracing import DevicePeak, FlopCount, Trace, counting, device_memory, tracing
+from .._tracing import FlopCount, Trace, counting, tracing
 from .._workload.computation import Computation
 
 if TYPE_CHECKING:
@@ -117,13 +117,12 @@ class RootTrace:
         self._exit = ExitStack()
         self._trace: Trace | None = None
         self.counts: Trace | FlopCount | None = None
-        self._device_peak: DevicePeak | None = None
+        self._device_peak: PeakMemory | None = None
         #: a lazy module builds its parameters in this call: not the computation of later ones
         self.building = any(is_lazy(t) for t in (*target.parameters(), *target.buffers()))
         if self.opaque is None:
-            memory = device_memory(device_of(target, *inputs))
-            if memory is not None:
-                self._device_peak = DevicePeak(memory)
+            self._device_peak = device_for(device_of(target, *inputs)).peak()
+            if self._device_peak is not None:
                 self._device_peak.begin()
             self._trace = self._exit.enter_context(tracing(target, inputs, root))
             self.counts = self._trace

@@ -12,10 +12,6 @@ it moved data: a view (every output on an input's storage) moves none. A new sto
 allocated from the operation that made it until it is freed: a weak reference's callback on
 the storage, which CPython runs when its last reference (a view's too) goes, at the same point
 in every run. The peak of each span (a recorded module's call) is over what it allocated.
-
-On CUDA the allocator's peak is read too, its counter reset where the call begins: an earlier
-peak would hide the call's. So a test that reads ``torch.cuda.max_memory_allocated`` across a
-recorded workload's first call reads the peak since that call began (as after a replay).
 """
 
 from __future__ import annotations
@@ -276,45 +272,3 @@ def _on_free(
             span.live -= size
 
     return freed
-
-
-class CudaMemory:
-    """The allocator counters of one device."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.device = device
-        self.cuda = torch_api()[0].cuda
-
-    def synchronize(self) -> None:
-        self.cuda.synchronize(self.device)
-
-    def reset_peak(self) -> None:
-        self.cuda.reset_peak_memory_stats(self.device)
-
-    def allocated(self) -> int:
-        return int(self.cuda.memory_allocated(self.device))
-
-    def peak(self) -> int:
-        return int(self.cuda.max_memory_allocated(self.device))
-
-
-def device_memory(device: torch.device) -> CudaMemory | None:
-    """The counters of ``device``; None where it has none this measures (CPU, MPS)."""
-    return CudaMemory(device) if device.type == "cuda" else None
-
-
-class DevicePeak:
-    """Bytes the allocator held above what it held when :meth:`begin` ran, at most."""
-
-    def __init__(self, memory: CudaMemory) -> None:
-        self.memory = memory
-        self._base = 0
-
-    def begin(self) -> None:
-        self.memory.synchronize()
-        self.memory.reset_peak()
-        self._base = self.memory.allocated()
-
-    def end(self) -> int:
-        self.memory.synchronize()
-        return max(self.memory.peak() - self._base, 0)
