@@ -189,15 +189,11 @@ def health_agrees(old: CompileHealth | None, new: CompileHealth | None) -> bool:
     )
 
 
-def _total(items: Iterable[_Item]) -> int:
-    return sum(item.count for item in items)
-
-
 def _moved(
     label: str, noun: str, first: str, old: tuple[_Item, ...], new: tuple[_Item, ...]
 ) -> Iterator[str]:
     """A line per key whose count changed: ``graph breaks 1 -> 2: new break at ...``."""
-    head = f"{label} {_total(old)} -> {_total(new)}"
+    head = f"{label} {sum(i.count for i in old)} -> {sum(i.count for i in new)}"
     before, after = _counts(old), _counts(new)
     for item in new:
         was = before.get(item.key, 0)
