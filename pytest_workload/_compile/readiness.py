@@ -75,9 +75,7 @@ def read_compile_fields(d: Mapping[str, Any]) -> dict[str, Any]:
 def readiness_agrees(old: Readiness | None, new: Readiness | None) -> bool:
     """No break, recompile or eager frame is new or more frequent; not checked on either
     side agrees with anything."""
-    if old is None or new is None:
-        return True
-    return health_agrees(old.health, new.health)
+    return old is None or new is None or health_agrees(old.health, new.health)
 
 
 def readiness_lines(old: Readiness | None, new: Readiness | None) -> list[str]:
