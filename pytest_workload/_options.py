@@ -82,11 +82,6 @@ def _choice(*values: str) -> Callable[[str], str]:
     return parse
 
 
-_record_mode = _choice("marked", "all")
-_report_mode = _choice("auto", "tree", "summary")
-_perf_mode = _choice("on", "off", "strict")
-
-
 def _on_off(value: str) -> bool:
     return _choice("on", "off")(value) == "on"
 
@@ -157,7 +152,7 @@ _OPTIONS = (
     _Option(
         "--workload-record",
         "marked",
-        _record_mode,
+        _choice("marked", "all"),
         "marked|all",
         "which tests record workloads: those with @pytest.mark.workloads or the workloads "
         "fixture, or every test (max_depth 0 unless a marker says otherwise; "
@@ -181,7 +176,7 @@ _OPTIONS = (
     _Option(
         "--workload-report",
         "auto",
-        _report_mode,
+        _choice("auto", "tree", "summary"),
         "auto|tree|summary",
         "the terminal section: each test's tree of workloads, or counts only; 'auto' shows the "
         f"trees for at most {TREE_TESTS} recorded tests, each folded past {TREE_LINES} lines",
@@ -215,7 +210,7 @@ _OPTIONS = (
     _Option(
         "--workload-perf",
         "on",
-        _perf_mode,
+        _choice("on", "off", "strict"),
         "on|off|strict",
         "with --workload-snapshot, fail on timing regressions against the baselines; with "
         "several xdist workers only 'strict' replays workloads for timing and judges them; "

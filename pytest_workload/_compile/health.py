@@ -12,10 +12,10 @@ often, fails the gate; one seen less often is a note.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass, fields, replace
 from itertools import chain
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import Json, read_count, read_field, read_object
@@ -51,28 +51,6 @@ class GraphBreak:
         hint = f"; hint: {self.hint}" if self.hint else ""
         return f"{self.site} in {self.function} ({self.reason} [{self.kind}]{hint})"
 
-    def to_dict(self) -> dict[str, Json]:
-        return {
-            "site": self.site,
-            "function": self.function,
-            "kind": self.kind,
-            "reason": self.reason,
-            "hint": self.hint,
-            "count": self.count,
-        }
-
-    @classmethod
-    def from_dict(cls, data: object) -> GraphBreak:
-        d = read_object(data, "graph break")
-        return cls(
-            read_field(d, "site", str),
-            read_field(d, "function", str),
-            read_field(d, "kind", str),
-            read_field(d, "reason", str),
-            read_field(d, "hint", str, optional=True),
-            read_count(d, "count", 1),
-        )
-
 
 @dataclass(frozen=True)
 class Recompile:
@@ -101,26 +79,6 @@ class Recompile:
         hint = f" (hint: {self.hint})" if self.hint else ""
         return f"{self.site} in {self.function}: {self.guard}{hint}"
 
-    def to_dict(self) -> dict[str, Json]:
-        return {
-            "site": self.site,
-            "function": self.function,
-            "guard": self.guard,
-            "hint": self.hint,
-            "count": self.count,
-        }
-
-    @classmethod
-    def from_dict(cls, data: object) -> Recompile:
-        d = read_object(data, "recompile")
-        return cls(
-            read_field(d, "site", str),
-            read_field(d, "function", str),
-            read_field(d, "guard", str),
-            read_field(d, "hint", str, optional=True),
-            read_count(d, "count", 1),
-        )
-
 
 _Item = TypeVar("_Item", GraphBreak, Recompile)
 
@@ -132,6 +90,18 @@ def _merge(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]:
         seen = merged.get(item.key)
         merged[item.key] = item if seen is None else replace(seen, count=seen.count + item.count)
     return tuple(merged.values())
+
+
+def _read_items(cls: type[_Item], d: Mapping[str, Any], name: str, what: str) -> tuple[_Item, ...]:
+    """A stored list of breaks or recompiles, one per key: each one's text fields, then its
+    optional hint and its count."""
+    items = []
+    for data in read_field(d, name, list):
+        item = read_object(data, what)
+        texts = {f.name: read_field(item, f.name, str) for f in fields(cls)[:-2]}
+        hint = read_field(item, "hint", str, optional=True)
+        items.append(cls(**texts, hint=hint, count=read_count(item, "count", 1)))
+    return _merge(items, ())
 
 
 @dataclass(frozen=True)
@@ -168,8 +138,8 @@ class CompileHealth:
         return {
             "graphs": self.graphs,
             "whole_graph": self.whole_graph,
-            "graph_breaks": [b.to_dict() for b in self.breaks],
-            "recompiles": [r.to_dict() for r in self.recompiles],
+            "graph_breaks": [asdict(b) for b in self.breaks],
+            "recompiles": [asdict(r) for r in self.recompiles],
             "eager_frames": self.eager_frames,
         }
 
@@ -178,8 +148,8 @@ class CompileHealth:
         d = read_object(data, "compile")
         health = cls(
             read_count(d, "graphs", 0),
-            _merge((GraphBreak.from_dict(b) for b in read_field(d, "graph_breaks", list)), ()),
-            _merge((Recompile.from_dict(r) for r in read_field(d, "recompiles", list)), ()),
+            _read_items(GraphBreak, d, "graph_breaks", "graph break"),
+            _read_items(Recompile, d, "recompiles", "recompile"),
             read_count(d, "eager_frames", 0),
         )
         if read_field(d, "whole_graph", bool) != health.whole_graph:
@@ -219,15 +189,11 @@ def health_agrees(old: CompileHealth | None, new: CompileHealth | None) -> bool:
     )
 
 
-def _total(items: Iterable[_Item]) -> int:
-    return sum(item.count for item in items)
-
-
 def _moved(
     label: str, noun: str, first: str, old: tuple[_Item, ...], new: tuple[_Item, ...]
 ) -> Iterator[str]:
     """A line per key whose count changed: ``graph breaks 1 -> 2: new break at ...``."""
-    head = f"{label} {_total(old)} -> {_total(new)}"
+    head = f"{label} {sum(i.count for i in old)} -> {sum(i.count for i in new)}"
     before, after = _counts(old), _counts(new)
     for item in new:
         was = before.get(item.key, 0)

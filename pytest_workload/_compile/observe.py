@@ -140,21 +140,11 @@ class CallObservation:
         if exc is None or not gb_type or any(exc is seen for seen in self._caught):
             return
         self._caught.append(exc)
-        frame = next(
-            (
-                f
-                for f in reversed(getattr(exc, "real_stack", None) or ())
-                if is_user_file(f.filename)
-            ),
-            None,
-        )
-        if frame is None:
-            site, function = "unknown", "unknown"
-        else:
-            site, function = (
-                portable_site(frame.filename, frame.lineno or 0, self._rootdir),
-                frame.name,
-            )
+        users = [f for f in getattr(exc, "real_stack", None) or () if is_user_file(f.filename)]
+        site, function = "unknown", "unknown"
+        if users:
+            site = portable_site(users[-1].filename, users[-1].lineno or 0, self._rootdir)
+            function = users[-1].name
         message = str(getattr(exc, "msg", ""))
         hint = next(
             (ln.strip()[6:] for ln in message.splitlines() if ln.strip().startswith("Hint: ")), None

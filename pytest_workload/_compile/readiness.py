@@ -75,9 +75,7 @@ def read_compile_fields(d: Mapping[str, Any]) -> dict[str, Any]:
 def readiness_agrees(old: Readiness | None, new: Readiness | None) -> bool:
     """No break, recompile or eager frame is new or more frequent; not checked on either
     side agrees with anything."""
-    if old is None or new is None:
-        return True
-    return health_agrees(old.health, new.health)
+    return old is None or new is None or health_agrees(old.health, new.health)
 
 
 def readiness_lines(old: Readiness | None, new: Readiness | None) -> list[str]:
@@ -174,17 +172,14 @@ def _child(write_end: int, calls: Sequence[ReadyCall], backend: str, rootdir: st
         try:
             answer = {"health": [h.to_dict() for h in _compiled_health(calls, backend, rootdir)]}
         except Exception as exc:
-            answer = {"problem": f"compiling raised {type(exc).__name__}: {_first_line(exc)}"}
+            first = (str(exc).strip().splitlines() or [""])[0]
+            answer = {"problem": f"compiling raised {type(exc).__name__}: {first}"}
         data = json.dumps(answer).encode()
         while data:
             data = data[os.write(write_end, data) :]
         status = 0
     finally:
         os._exit(status)
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [""])[0]
 
 
 def _compiled_health(

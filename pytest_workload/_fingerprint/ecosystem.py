@@ -131,10 +131,6 @@ def reachable(value: object, enters: Callable[[object], bool]) -> list[object]:
     return list(found.values())
 
 
-def _parts(cache: object) -> list[object]:
-    return reachable(cache, lambda v: type(v).__module__.startswith("transformers."))
-
-
 def copy_known(value: Any) -> tuple[Any, bool] | None:
     """A copy of an ecosystem input with its tensors cloned, and whether it could be copied;
     None for any other value."""
@@ -143,7 +139,7 @@ def copy_known(value: Any) -> tuple[Any, bool] | None:
     cache = _loaded(_CACHE)
     if cache is not None and isinstance(value, cache):
         memo: dict[int, Any] = {}
-        for part in _parts(value):
+        for part in reachable(value, lambda v: type(v).__module__.startswith("transformers.")):
             if isinstance(part, torch.Tensor):
                 clone = part.detach().clone()
                 memo[id(part)] = clone.requires_grad_(part.requires_grad)

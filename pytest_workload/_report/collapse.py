@@ -94,19 +94,15 @@ def render_collapse(collapse: Collapse) -> str:
     if collapse.kind == "user key collapse":
         assert a.user_key is not None
         head = f"user key collapse: two distinct workloads share the key {_key(a.user_key.key)}"
-        n = prefix_length([a.workload.hash, b.workload.hash])
-        rows = [
-            f"  - {one_line(s.nodeid)}: {_describe(s.workload)}, hash {short(s.workload.hash, n)}"
-            for s in (a, b)
-        ]
+        what, hashes = "hash", [a.workload.hash, b.workload.hash]
     else:
         head = f"workload hash collapse: two distinct workloads share the hash {a.workload.hash}"
-        n = prefix_length([a.workload.structure_hash, b.workload.structure_hash])
-        rows = [
-            f"  - {one_line(s.nodeid)}: {_describe(s.workload)}, "
-            f"structure {short(s.workload.structure_hash, n)}"
-            for s in (a, b)
-        ]
+        what, hashes = "structure", [a.workload.structure_hash, b.workload.structure_hash]
+    n = prefix_length(hashes)
+    rows = [
+        f"  - {one_line(s.nodeid)}: {_describe(s.workload)}, {what} {short(h, n)}"
+        for s, h in zip((a, b), hashes, strict=True)
+    ]
     return "\n".join([head, *rows])
 
 

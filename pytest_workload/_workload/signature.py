@@ -95,19 +95,24 @@ def json_type(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _ints(value: Json) -> bool:
-    return isinstance(value, list) and all(_is_int(d) for d in value)
+def _check_ints(node: dict[str, Json], where: str, tag: str) -> None:
+    value = node[tag]
+    if not isinstance(value, list) or not all(_is_int(d) for d in value):
+        raise _bad(where, f"{tag!r} must be a list of integers, got {json_type(value)}")
 
 
-def _fields_of(
-    node: dict[str, Json], where: str, strings: Sequence[str], ints: Sequence[str]
-) -> None:
-    for key in strings:
-        if key in node and not isinstance(node[key], str):
-            raise _bad(where, f"{key!r} must be a string")
-    for key in ints:
-        if key in node and not _is_int(node[key]):
-            raise _bad(where, f"{key!r} must be an integer")
+def _typed(*strings: str, ints: Sequence[str] = ()) -> Callable[[dict[str, Json], str], None]:
+    """A check that each of ``strings`` a node holds is a string, each of ``ints`` an integer."""
+
+    def check(node: dict[str, Json], where: str) -> None:
+        for key in strings:
+            if key in node and not isinstance(node[key], str):
+                raise _bad(where, f"{key!r} must be a string")
+        for key in ints:
+            if key in node and not _is_int(node[key]):
+                raise _bad(where, f"{key!r} must be an integer")
+
+    return check
 
 
 def _short_type(qualname: str) -> str:
@@ -115,10 +120,8 @@ def _short_type(qualname: str) -> str:
 
 
 def _check_shaped(node: dict[str, Json], where: str) -> None:
-    tag = _TENSOR_TAG if _TENSOR_TAG in node else _NDARRAY_TAG
-    if not _ints(node[tag]):
-        raise _bad(where, f"{tag!r} must be a list of integers, got {json_type(node[tag])}")
-    _fields_of(node, where, ("dtype", "layout", "qscheme", "subclass"), ("axis",))
+    _check_ints(node, where, _TENSOR_TAG if _TENSOR_TAG in node else _NDARRAY_TAG)
+    _typed("dtype", "layout", "qscheme", "subclass", ints=("axis",))(node, where)
 
 
 def _format_shaped(node: dict[str, Json]) -> str:
@@ -206,27 +209,9 @@ def _diff_fields(path: str, a: dict[str, Json], b: dict[str, Json]) -> list[str]
     return [line for k in fa for line in diff_node(f"{path}.{k}", fa[k], fb[k])]
 
 
-def _check_string(tag: str) -> Callable[[dict[str, Json], str], None]:
-    def check(node: dict[str, Json], where: str) -> None:
-        if not isinstance(node[tag], str):
-            raise _bad(where, f"{tag!r} must be a string")
-
-    return check
-
-
-def _check_size(node: dict[str, Json], where: str) -> None:
-    if not _ints(node["size"]):
-        raise _bad(where, f"'size' must be a list of integers, got {json_type(node['size'])}")
-
-
 def _check_numpy(node: dict[str, Json], where: str) -> None:
-    _check_string("numpy")(node, where)
+    _typed("numpy")(node, where)
     check_node(node["value"], f"{where}.value")
-
-
-def _check_long_string(node: dict[str, Json], where: str) -> None:
-    _check_string("str_sha256")(node, where)
-    _fields_of(node, where, ("preview",), ("length",))
 
 
 def _format_long_string(node: dict[str, Json]) -> str:
@@ -297,19 +282,27 @@ TAGS = (
     Tag(("namedtuple", "fields"), _check_fields, _format_fields, diff=_diff_fields),
     Tag(("dataclass", "fields"), _check_fields, _format_fields, diff=_diff_fields),
     Tag(("builtin", "fields"), _check_fields, _format_fields, diff=_diff_fields),
-    Tag(("enum",), _check_string("enum"), lambda n: ".".join(str(n["enum"]).rsplit(".", 2)[-2:])),
-    Tag(("dtype",), _check_string("dtype"), lambda n: f"torch.{n['dtype']}"),
-    Tag(("size",), _check_size, lambda n: f"torch.Size({format_node(n['size'])})"),
-    Tag(("device",), _check_string("device"), lambda n: "<device>"),
-    Tag(("float",), _check_string("float"), lambda n: str(n["float"])),
+    Tag(("enum",), _typed("enum"), lambda n: ".".join(str(n["enum"]).rsplit(".", 2)[-2:])),
+    Tag(("dtype",), _typed("dtype"), lambda n: f"torch.{n['dtype']}"),
+    Tag(
+        ("size",),
+        lambda n, w: _check_ints(n, w, "size"),
+        lambda n: f"torch.Size({format_node(n['size'])})",
+    ),
+    Tag(("device",), _typed("device"), lambda n: "<device>"),
+    Tag(("float",), _typed("float"), lambda n: str(n["float"])),
     Tag(("numpy", "value"), _check_numpy, lambda n: f"np.{n['numpy']}({format_node(n['value'])})"),
     Tag(("complex",), _check_items, lambda n: f"complex{format_node(n['complex'])}"),
     Tag(
         ("custom", "value"),
-        _check_string("custom"),
+        _typed("custom"),
         lambda n: f"{_short_type(str(n['custom']))}<{_format_plain(n['value'])}>",
     ),
-    Tag(("str_sha256", "length", "preview"), _check_long_string, _format_long_string),
+    Tag(
+        ("str_sha256", "length", "preview"),
+        _typed("str_sha256", "preview", ints=("length",)),
+        _format_long_string,
+    ),
 )
 #: The tags of shaped values, which the distance factor scales.
 SHAPED_TAGS = tuple(t.name for t in TAGS if t.shaped)
