@@ -87,8 +87,9 @@ def test_read_report_names_the_bad_file(tmp_path):
     with pytest.raises(CorruptFileError, match=r"bad\.json: is not valid JSON"):
         read_report(path)
     path.write_text('{"schema_version": 7, "tests": []}')
-    with pytest.raises(CorruptFileError, match="schema_version 7 is not supported"):
+    with pytest.raises(CorruptFileError, match=r"schema_version 7 .*: upgrade") as e:
         read_report(path)
+    assert e.value.future
 
 
 def test_atomic_write_leaves_the_old_file_when_interrupted(tmp_path, monkeypatch):

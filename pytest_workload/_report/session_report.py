@@ -136,9 +136,9 @@ class SessionReport:
         if version < REPORT_SCHEMA_VERSION:
             raise OldFormatError(f"report schema_version {version}", str(REPORT_SCHEMA_VERSION))
         if version != REPORT_SCHEMA_VERSION:
-            raise WorkloadDataError(
-                f"report schema_version {version} is not supported (this release reads "
-                f"{REPORT_SCHEMA_VERSION})"
+            raise FutureFormatError(
+                f"report schema_version {version} (this release reads {REPORT_SCHEMA_VERSION}): "
+                "upgrade pytest-workload to read it"
             )
         scheme = read_field(d, "fingerprint_scheme", int)
         if scheme > FINGERPRINT_SCHEME:
