@@ -214,11 +214,11 @@ class WorkloadSession:
             self.snapshots.keep(snapshot)
         elif snapshot is not None:
             # a test that is not replayed is one recorded only by --workload-record=all
-            result = self.snapshots.check(
+            judged = self.snapshots.check(
                 snapshot, test, self.scheme.version, judge_signatures=recorder.replays
             )
-            failures += result.failures
-            self.notes += result.notes
+            failures += judged.failures
+            self.notes += judged.notes(test.nodeid)
         regressions = 0
         if self.settings.perf != "off" and writes:
             result = self.perf.check(test, tolerance)

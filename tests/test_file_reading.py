@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from typing import Any
 
 import pytest
 import torch
@@ -22,7 +23,8 @@ from pytest_workload._fingerprint.describe import describe_args
 from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
 from pytest_workload._snapshot.diff import documents_match
 from pytest_workload._snapshot.document import SnapshotDocument
-from pytest_workload._snapshot.snapshot_files import inspect
+from pytest_workload._snapshot.snapshot_files import read_stored
+from pytest_workload._snapshot.verdict import Verdict, judge
 from tests.file_faults import GATE, UPDATE, nest, report_file, snapshots, stored
 from tests.pytester_suite import lit, two_shapes
 from tests.recording import record
@@ -363,6 +365,10 @@ def _table(activation) -> SnapshotDocument:
 _MISSING = object()
 #: A value of each JSON type; each field gets those not of its own type, and null.
 _SWAPS = (None, 0, 1.5, "x", [], {}, True)
+#: A plain check: no update, every change judged.
+_PLAIN_CHECK: dict[str, Any] = dict(
+    updating=False, accept_upgrade=False, judge_signatures=True, tolerance=0.0, commands=PLAIN
+)
 
 
 def _tamperings(stored: dict):
@@ -392,13 +398,14 @@ def test_no_type_tampered_snapshot_passes_a_changed_workload(tmp_path):
         else:
             fields[key] = swap
         location.write_text(json.dumps(data))
-        read = inspect(str(location), "t", changed, tmp_path, PLAIN, repair=False)
+        read = read_stored(location)
+        judged = judge(read, changed, "t", **_PLAIN_CHECK)
         tried += 1
         what = f"{where} {key} = {'left out' if swap is _MISSING else repr(swap)}"
-        if isinstance(read, str):
-            assert read.count("\n") == 0, what
+        if judged.verdict is Verdict.REFUSED:
+            assert judged.text is not None and judged.text.count("\n") == 0, what
             continue
-        assert read is not None and read.document is not None, what
+        assert read.document is not None, what
         assert not documents_match(read.document, changed), f"{what} passes the gate"
         # read as a table only where the writer itself writes such a value (or none)
         legitimate = (

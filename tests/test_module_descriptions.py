@@ -22,7 +22,7 @@ from pytest_workload._report.session_report import SessionReport
 from pytest_workload._snapshot.diff import compare_documents
 from pytest_workload._snapshot.document import SnapshotDocument
 from pytest_workload._snapshot.part_diff import field_changes, grouped_lines, own_changes
-from pytest_workload._snapshot.snapshot_text import upgrade_refusals
+from pytest_workload._snapshot.verdict import upgrade_refusals
 from pytest_workload._workload.modules import description_hash, read_modules
 from tests.recording import record
 

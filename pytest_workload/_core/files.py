@@ -170,27 +170,38 @@ def restore(path: Path, data: bytes | None) -> None:
         raise FileWriteError(str(path), exc) from None
 
 
-def read_text(path: Path) -> str:
-    """A stored file's text; one that is not UTF-8, or larger than :data:`MAX_FILE_BYTES`
-    (refused before it is read), is corrupt, and the error says so."""
+def read_bytes(path: Path) -> bytes:
+    """A stored file's bytes; one larger than :data:`MAX_FILE_BYTES` (refused before it is
+    read), or that cannot be read, is corrupt, and the error says so."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             data = b"" if size > MAX_FILE_BYTES else f.read(MAX_FILE_BYTES + 1)
-        size = max(size, len(data))  # (a FIFO or device has no size until read)
-        if size > MAX_FILE_BYTES:
-            raise CorruptFileError(
-                str(path),
-                f"is corrupt: {size} bytes or more, over the {MAX_FILE_BYTES >> 20} MiB "
-                "pytest-workload reads (refused before reading)",
-            )
-        return data.decode("utf-8")
     except OSError as exc:
         raise CorruptFileError(str(path), f"cannot be read ({exc.strerror or exc})") from None
+    size = max(size, len(data))  # (a FIFO or device has no size until read)
+    if size > MAX_FILE_BYTES:
+        raise CorruptFileError(
+            str(path),
+            f"is corrupt: {size} bytes or more, over the {MAX_FILE_BYTES >> 20} MiB "
+            "pytest-workload reads (refused before reading)",
+        )
+    return data
+
+
+def decode_text(path: Path, data: bytes) -> str:
+    """The file's bytes as text; bytes that are not UTF-8 are corrupt, and the error says so."""
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CorruptFileError(
             str(path), f"is corrupt: not UTF-8 text (byte {exc.start})"
         ) from None
+
+
+def read_text(path: Path) -> str:
+    """A stored file's text (:func:`read_bytes`, :func:`decode_text`)."""
+    return decode_text(path, read_bytes(path))
 
 
 def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:

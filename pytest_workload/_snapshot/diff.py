@@ -22,7 +22,7 @@ from .._compile import (
 from .._core.strict_json import Json, canonical_json
 from .._core.text import short
 from .._fingerprint.distance import distance_factor, nearest
-from .._workload.signature import label_arg
+from .._workload.signature import label_arg, workload_key
 from .document import SnapshotDocument, SnapshotEntry
 from .part_diff import (
     compute_lines,
@@ -40,6 +40,17 @@ SCALED = "same structure at a scaled shape:"
 def format_key(key: Json) -> str:
     """A user key as compact JSON, the way messages show it."""
     return json.dumps(key, ensure_ascii=False, separators=(",", ":"))
+
+
+def _identity(e: SnapshotEntry) -> tuple[str | None, str, int, str]:
+    """What must be equal for the snapshot to pass: the workload under its caller, the user's
+    own key for it, and its parameter bytes. FLOPs are left out: they may be unknown (a replay
+    that failed), so they are compared apart."""
+    return (e.parent, e.hash, e.depth, canonical_json([e.user_key, e.param_bytes]))
+
+
+def _key(e: SnapshotEntry) -> list[Json]:
+    return workload_key(e.structure_hash, e.input_signature)
 
 
 def documents_match(old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0) -> bool:
@@ -115,10 +126,10 @@ def _unmatched(
     the rest agreeing (``recorded``: ``entries`` are the recorded ones, ``others`` stored)."""
     pool: defaultdict[Hashable, list[SnapshotEntry]] = defaultdict(list)
     for other in others:
-        pool[other.identity].append(other)
+        pool[_identity(other)].append(other)
     unmatched = []
     for entry in entries:
-        candidates = pool[entry.identity]
+        candidates = pool[_identity(entry)]
         pairs = ((o, (o, entry) if recorded else (entry, o)) for o in candidates)
         fit = next((o for o, pair in pairs if _agree(*pair, tolerance)), None)
         if fit is None:
@@ -154,7 +165,7 @@ def compare_documents(
             changes.append(Change("appeared", None, entry, found))
             continue
         unmatched_old.remove(best)
-        more_than_the_caller = best.identity[1:] != entry.identity[1:]
+        more_than_the_caller = _identity(best)[1:] != _identity(entry)[1:]
         if more_than_the_caller or not _agree(best, entry, tolerance):
             details = tuple(explain_entry(best, entry, old, new))
             changes.append(Change("changed", best, entry, details))
@@ -170,7 +181,7 @@ def _signatures(old: SnapshotEntry, new: SnapshotEntry) -> list[str]:
 
 def scaling(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
     """The shape relation of two workloads of one structure, when one divides the other."""
-    up, down = distance_factor(new.key, old.key), distance_factor(old.key, new.key)
+    up, down = distance_factor(_key(new), _key(old)), distance_factor(_key(old), _key(new))
     if math.isfinite(up) and up > 1:
         return f"{SCALED} {up:g}x the stored workload (distance factor {up:g})"
     if math.isfinite(down) and down > 1:
@@ -182,12 +193,12 @@ def scaling(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
 
 def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
     """Name the stored workload an appeared one is a scaled version of, if there is one."""
-    stored = {canonical_json(e.key): e for e in old.entries}
-    found = nearest(entry.key, [e.key for e in old.entries])
+    stored = {canonical_json(_key(e)): e for e in old.entries}
+    found = nearest(_key(entry), [_key(e) for e in old.entries])
     if found is not None:
         e, how = stored[canonical_json(found[0])], f" at distance factor {found[1]:g}"
     else:
-        reverse = [(distance_factor(e.key, entry.key), k) for k, e in stored.items()]
+        reverse = [(distance_factor(_key(e), _key(entry)), k) for k, e in stored.items()]
         smaller = min((r for r in reverse if math.isfinite(r[0])), default=None)
         if smaller is None:
             return []
@@ -309,7 +320,7 @@ def signature_changes(
         *((e, new, one_sided_new) for e in one_sided_old),
         *((e, old, one_sided_old) for e in one_sided_new),
     ):
-        if entry.identity in {o.identity for o in other.entries}:
+        if _identity(entry) in {_identity(o) for o in other.entries}:
             return None
         # the counterpart of the same structure that differs least; a one-sided one first
         counterparts = sorted(

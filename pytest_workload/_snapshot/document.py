@@ -22,7 +22,7 @@ from .._workload.computation import Computation, computation_table, read_computa
 from .._workload.costs import Costs
 from .._workload.modules import ModuleTable, closure, modules_to_dict, read_modules
 from .._workload.paths import Paths, check_links, name_first, read_identity
-from .._workload.signature import InputSignature, workload_key
+from .._workload.signature import InputSignature
 from .._workload.workload import Workload
 
 
@@ -56,18 +56,6 @@ class SnapshotEntry(Paths):
     compile_health: CompileHealth | None = None
     #: The same for ``compile=`` on the marker (None: not asked for, or not checked).
     compile_readiness: Readiness | None = None
-
-    @property
-    def key(self) -> list[Json]:
-        return workload_key(self.structure_hash, self.input_signature)
-
-    @property
-    def identity(self) -> tuple[str | None, str, int, str]:
-        """What must be equal for the snapshot to pass: the workload under its caller, the
-        user's own key for it, and its parameter bytes. FLOPs are left out: they may be
-        unknown (a replay that failed), so :mod:`.diff` compares them apart."""
-        costs = canonical_json([self.user_key, self.param_bytes])
-        return (self.parent, self.hash, self.depth, costs)
 
     @classmethod
     def from_workload(cls, w: Workload) -> SnapshotEntry:

@@ -1,20 +1,19 @@
 """A workload snapshot file on disk: its injective name, what it holds before it is compared
 (too new to read, corrupt, or edited by hand so that a hash no longer matches what it claims to
-hash) and why it is refused. Nothing here writes it; no syrupy here."""
+hash), read once for the extension. Nothing here writes it; no syrupy here."""
 
 from __future__ import annotations
 
 import hashlib
-import os
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
 from .._core.errors import CorruptFileError, OldFormatError, WorkloadDataError
-from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY, outside, read_text
+from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY, decode_text, read_bytes
 from .._core.strict_json import load_json
-from .._core.text import Commands, one_line, short
+from .._core.text import short
 from .._fingerprint.scheme import CURRENT_SCHEME
 from .document import SnapshotDocument
 
@@ -47,12 +46,13 @@ def snapshot_stem(name: str) -> str:
     return f"{kept}{_SHORTENED}{digest}"
 
 
-def _too_new(data: object, scheme: int) -> str | None:
+def _too_new(data: object) -> str | None:
     if not isinstance(data, dict):
         return None
     layout, stored_scheme = data.get(SNAPSHOT_FORMAT_KEY), data.get("fingerprint_scheme")
     if isinstance(layout, int) and layout > SNAPSHOT_FORMAT:
         return f"snapshot format {layout} (this release reads format {SNAPSHOT_FORMAT})"
+    scheme = CURRENT_SCHEME.version
     if isinstance(stored_scheme, int) and stored_scheme > scheme:
         return f"fingerprint scheme {stored_scheme} (this release computes scheme {scheme})"
     return None
@@ -75,73 +75,51 @@ def _unverified(stored: SnapshotDocument) -> str | None:
 
 @dataclass(frozen=True)
 class Stored:
-    """What the stored file holds, as far as the gate must know before comparing."""
+    """A workload snapshot file as its one read found it: what the verdict must know, and
+    what syrupy compares and a failed teardown puts back."""
 
+    #: There is a file (whether or not it reads).
+    exists: bool = False
+    #: Its text, with bytes that are not UTF-8 kept as escapes so that it matches only itself;
+    #: empty where there is no file or it could not be read (never a table's text).
+    text: str = ""
+    #: What a write there would replace, as :func:`.._core.files.held` gives it (None: not read).
+    held: tuple[bytes | None] | None = (None,)
     corrupt: str | None = None
     #: ``corrupt`` says the file is of an older format or scheme: regenerating it is due.
     old: bool = False
+    #: The release that wrote it is newer than this one: it is left as it is.
+    too_new: str | None = None
     #: The stored table, where it reads (also when ``corrupt`` says a hash is not verified).
     document: SnapshotDocument | None = None
 
 
-def _read_stored(path: Path, scheme: int) -> Stored | str:
-    """What the file holds, or what makes it too new to read or rewrite."""
+def read_stored(path: Path) -> Stored:
+    """What the file at ``path`` holds, read once and parsed by the strict reader."""
     if not path.exists():
         return Stored()
     try:
-        data = load_json(read_text(path))
+        raw = read_bytes(path)
     except CorruptFileError as exc:
-        return Stored(corrupt=exc.reason.removeprefix("is corrupt: "))
+        return Stored(True, held=None, corrupt=exc.reason.removeprefix("is corrupt: "))
+    found = Stored(True, raw.decode("utf-8", "surrogateescape"), (raw,))
+    try:
+        data = load_json(decode_text(path, raw))
+    except CorruptFileError as exc:
+        return replace(found, corrupt=exc.reason.removeprefix("is corrupt: "))
     except WorkloadDataError as exc:
-        return Stored(corrupt=str(exc))
-    too_new = _too_new(data, scheme)
+        return replace(found, corrupt=str(exc))
+    too_new = _too_new(data)
     if too_new is not None:
-        return too_new
+        return replace(found, too_new=too_new)
     try:
         stored = SnapshotDocument.from_dict(data)
     except OldFormatError as exc:
-        return Stored(corrupt=str(exc), old=True)
+        return replace(found, corrupt=str(exc), old=True)
     except WorkloadDataError as exc:
-        return Stored(corrupt=str(exc))
+        return replace(found, corrupt=str(exc))
+    scheme = CURRENT_SCHEME.version
     if stored.scheme < scheme:
         old = OldFormatError(f"fingerprint scheme {stored.scheme}", f"scheme {scheme}")
-        return Stored(corrupt=str(old), old=True)
-    return Stored(corrupt=_unverified(stored), document=stored)
-
-
-def inspect(
-    location: str,
-    shown: str,
-    document: SnapshotDocument,
-    rootdir: Path | None,
-    commands: Commands,
-    *,
-    repair: bool,
-) -> Stored | str | None:
-    """What is stored, or why the file is refused and left as it is (a plain
-    ``--snapshot-update`` may ``repair`` a corrupt one); None: nothing to check."""
-    real = None if rootdir is None else outside(Path(location), rootdir)
-    if real is not None:
-        return (
-            f"workload snapshot {shown} leads to {real}, outside the rootdir {rootdir}: "
-            "it is left as it is and nothing is written there, also under --snapshot-update"
-        )
-    if not document.entries and not os.path.exists(location):
-        return None
-    stored = _read_stored(Path(location), document.scheme)
-    if isinstance(stored, str):
-        return (
-            f"workload snapshot {shown} was written by {one_line(stored)}: upgrade "
-            "pytest-workload to check it. It is left as it is, also under --snapshot-update"
-        )
-    if stored.corrupt is None or repair:
-        return stored
-    if stored.old:
-        return (
-            f"workload snapshot {shown} is of {one_line(stored.corrupt)}; regenerate it with "
-            f"{commands.accept}"
-        )
-    return (
-        f"corrupt workload snapshot {shown}: {one_line(stored.corrupt)}. It is left as it is; "
-        f"fix it or regenerate it with {commands.accept}"
-    )
+        return replace(found, corrupt=str(old), old=True)
+    return replace(found, corrupt=_unverified(stored), document=stored)

@@ -1,12 +1,13 @@
-"""The one place that talks to syrupy: the extension that stores a test's workload table,
-and the snapshot gate that asserts it.
+"""The one place that talks to syrupy: the extension that reads and stores a test's workload
+table, and the snapshot gate that asserts it.
 
 Each test gets one file, ``__workload_snapshots__/<test module>/<test name>.workloads``, not in
 syrupy's ``__snapshots__``, which syrupy run without this plugin (``-p no:workload``) would
 clean up, deleting every workload snapshot as an unknown collection. syrupy owns when files are
 written (``--snapshot-update``) and which are unused; the extension writes only when syrupy asks
-it to. Only syrupy's public API is used: the ``snapshot`` fixture, ``with_defaults`` and the
-extension's methods.
+it to, and is the one reader of the file: it reads it once per assertion, for the gate's verdict
+and syrupy's comparison alike. Only syrupy's public API is used: the ``snapshot`` fixture,
+``with_defaults`` and the extension's methods.
 """
 
 from __future__ import annotations
@@ -14,28 +15,20 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.base import AbstractSyrupyExtension
 from syrupy.extensions.single_file import SingleFileSnapshotExtension
 
 from .._core.errors import FileWriteError
-from .._core.files import held, restore, write_text_atomic
-from .._core.notes import GateResult, Note
+from .._core.files import held, outside, restore, write_text_atomic
+from .._core.notes import Note
 from .._core.text import PLAIN, Commands, one_line
 from .._workload.workload import TestWorkloads
-from .diff import documents_match, shrunk, signature_changes
 from .document import SnapshotDocument
-from .snapshot_files import SNAPSHOT_DIRNAME, SNAPSHOT_SUFFIX, inspect, snapshot_stem
-from .snapshot_text import (
-    Verdict,
-    explain_mismatch,
-    missing,
-    shrunk_note,
-    signature_note,
-    upgrade_verdict,
-)
+from .snapshot_files import SNAPSHOT_DIRNAME, SNAPSHOT_SUFFIX, Stored, read_stored, snapshot_stem
+from .verdict import Judged, Verdict, judge
 
 if TYPE_CHECKING:
     from syrupy.data import SnapshotCollection
@@ -44,6 +37,11 @@ if TYPE_CHECKING:
 
 #: The ``snapshot`` fixture's value, as the gates above this module name it.
 Snapshot = SnapshotAssertion
+#: What the gate asserts to use a stored table as it is: it matches any file there is, so
+#: syrupy counts it as used (and passed: syrupy has no count for "used, not checked") and never
+#: rewrites it. syrupy deletes, under ``--snapshot-update``, the snapshots no assertion used,
+#: also those of a test that failed; no public call marks a snapshot used without an assertion.
+KEEP: Final = ""
 
 
 class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
@@ -77,20 +75,33 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
             test_location=test_location, snapshot_location=snapshot_location
         )
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._stored: dict[str, Stored] = {}
+
+    def stored(self, location: str) -> Stored:
+        """What the file holds: read once, then shared by the gate and syrupy's comparison."""
+        if location not in self._stored:
+            self._stored[location] = read_stored(Path(location))
+        return self._stored[location]
+
     def read_snapshot_data_from_location(
         self, *, snapshot_location: str, snapshot_name: str, session_id: str
     ) -> str | None:
-        """The stored text; bytes that are not UTF-8 are kept as escapes, so that such a file
-        never matches (and is rewritten under ``--snapshot-update``) instead of failing syrupy."""
-        try:
-            return Path(snapshot_location).read_bytes().decode("utf-8", "surrogateescape")
-        except OSError:
-            return None
+        stored = self.stored(snapshot_location)
+        return stored.text if stored.exists else None
 
     def serialize(self, data: Any, **_: Any) -> str:
-        if not isinstance(data, SnapshotDocument):
-            raise TypeError(f"expected a SnapshotDocument, got {type(data).__qualname__}")
-        return data.to_text()
+        if isinstance(data, SnapshotDocument):
+            return data.to_text()
+        if data == KEEP:
+            return KEEP
+        raise TypeError(f"expected a SnapshotDocument, got {type(data).__qualname__}")
+
+    def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
+        """A stored table that stays as it is (:data:`KEEP`), or one whose text is the
+        recorded one's."""
+        return bool(serialized_data in (KEEP, snapshot_data))
 
     @classmethod
     def write_snapshot_collection(
@@ -98,20 +109,6 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
     ) -> None:
         snapshot = next(iter(snapshot_collection))
         write_text_atomic(Path(snapshot_collection.location), str(snapshot.data))
-
-
-class KeptSnapshotExtension(WorkloadSnapshotExtension):
-    """Leaves a stored table as it is: it matches whatever is asserted, so syrupy counts it
-    as used (and passed: syrupy has no count for "used, not checked") and never rewrites it.
-
-    syrupy deletes, under ``--snapshot-update``, the snapshots no assertion used, also those
-    of a test that failed; no public call marks a snapshot used without an assertion."""
-
-    def serialize(self, data: Any, **_: Any) -> str:
-        return ""
-
-    def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
-        return True
 
 
 def _display(location: str, rootdir: Path | None) -> str:
@@ -128,14 +125,21 @@ def _location(assertion: SnapshotAssertion) -> str:
     )
 
 
-def _use(snapshot: SnapshotAssertion) -> str | None:
-    """Mark a test's stored table as used without comparing or rewriting it; its location,
-    None when there is none."""
-    assertion = snapshot.with_defaults(extension_class=KeptSnapshotExtension)
-    location = _location(assertion)
-    # with no stored table, syrupy would write what is asserted under --snapshot-update; with
-    # one, it matches whatever is asserted: nothing
-    return location if os.path.exists(location) and assertion == "" else None
+def _assertion(snapshot: SnapshotAssertion) -> tuple[SnapshotAssertion, str]:
+    """The assertion of a test's workload table, asserted once, and its file's location."""
+    assertion = snapshot.with_defaults(extension_class=WorkloadSnapshotExtension)
+    return assertion, _location(assertion)
+
+
+def _use(assertion: SnapshotAssertion) -> bool:
+    """Assert that the stored table stays as it is: syrupy counts it as used."""
+    return assertion == KEEP
+
+
+def _stored(assertion: SnapshotAssertion, location: str) -> Stored:
+    extension = assertion.extension
+    assert isinstance(extension, WorkloadSnapshotExtension)
+    return extension.stored(location)
 
 
 @dataclasses.dataclass
@@ -175,9 +179,13 @@ class SnapshotGate:
 
     def keep(self, snapshot: Snapshot) -> None:
         """Leave the stored table as it is, counted as used (a failed test, a refused file)."""
-        kept = _use(snapshot)
-        if kept is not None:
-            self.kept.append(kept)
+        assertion, location = _assertion(snapshot)
+        self._keep(assertion, location, _stored(assertion, location))
+
+    def _keep(self, assertion: SnapshotAssertion, location: str, stored: Stored) -> None:
+        # with no stored table, syrupy would write what is asserted under --snapshot-update
+        if stored.exists and _use(assertion):
+            self.kept.append(location)
 
     def skip(self, snapshot: Snapshot) -> None:
         """Without the gate: count the stored table as not checked, and assert nothing, so that
@@ -194,77 +202,45 @@ class SnapshotGate:
 
     def check(
         self, snapshot: Snapshot, test: TestWorkloads, scheme: int, *, judge_signatures: bool = True
-    ) -> GateResult:
-        """Compare (or, under ``--snapshot-update``, let syrupy write) a test's table."""
-        document = SnapshotDocument.of(scheme, test, test.modules, test.libraries)
-        failure, note = self._judge(snapshot, document, test, judge_signatures)
-        return GateResult(
-            failures=() if failure is None else (failure,),
-            notes=() if note is None else (Note(test.nodeid, note),),
-        )
-
-    def _judge(
-        self,
-        snapshot: Snapshot,
-        document: SnapshotDocument,
-        test: TestWorkloads,
-        judge_signatures: bool,
-    ) -> Verdict:
-        """The failure or the note of one table. A narrowed ``--snapshot-update`` allows only
-        its one rewrite (an accepted upgrade); any other change fails and leaves
-        the file as it is. Without ``judge_signatures`` (a test recorded only by
-        ``--workload-record=all``: its inputs may follow its data), a change in call signatures
-        alone is a note, and the stored table is kept as it is, unless ``--snapshot-update``
-        rewrites it."""
-        updating = bool(snapshot.update_snapshots)
-        tolerance, commands = self.cost_tolerance, self.commands
-        assertion = snapshot.with_defaults(extension_class=WorkloadSnapshotExtension)
-        location = _location(assertion)
+    ) -> Judged:
+        """Judge a test's table, then do what the verdict names: use the stored table as it
+        is, or assert the recorded one (under ``--snapshot-update``, syrupy writes it)."""
+        document = SnapshotDocument.of(scheme, test.workloads, test.modules, test.libraries)
+        assertion, location = _assertion(snapshot)
         shown = _display(location, self.rootdir)
-        narrowed_to_one = self.accept_upgrade
-        repair = updating and not narrowed_to_one
-        stored = inspect(location, shown, document, self.rootdir, commands, repair=repair)
-        if isinstance(stored, str):
-            self.keep(snapshot)
-            return stored, None
-        if stored is None:
-            return None, None
-        old = stored.document
-        matching = old is not None and documents_match(old, document, tolerance)
-        if not judge_signatures and old is not None and (narrowed_to_one or not updating):
-            changes = signature_changes(old, document, tolerance)
-            if changes:
-                _use(snapshot)  # used as it is, and counted as passed: it was checked
-                return None, signature_note(changes)
-        note = None
-        if narrowed_to_one and not matching:
-            refusal: str | None
-            if old is None:
-                refusal = missing(shown, commands)
-            else:
-                refusal, note = upgrade_verdict(old, shown, document, commands)
-            if refusal is not None:
-                self.keep(snapshot)
-                return refusal, None
-        elif stored.corrupt is not None:
-            what = "" if stored.old else "corrupt "
-            note = f"rewrote {what}workload snapshot {shown} ({one_line(stored.corrupt)})"
-        shrank = shrunk(old, document) if old is not None and matching else []
-        # a matching table stays as it is, but under --snapshot-update not one that is
-        # unverified, not UTF-8 (both corrupt) or holds costs that shrank: syrupy rewrites it
-        if matching and not (updating and (stored.corrupt is not None or shrank)):
-            _use(snapshot)  # used as it is, and counted as passed: it was checked
-            return None, shrunk_note(shown, shrank, updating)
-        before = held(Path(location)) if updating else None
-        if assertion == document:
+        real = None if self.rootdir is None else outside(Path(location), self.rootdir)
+        if real is not None:
+            self._keep(assertion, location, _stored(assertion, location))
+            return Judged(
+                Verdict.REFUSED,
+                f"workload snapshot {shown} leads to {real}, outside the rootdir {self.rootdir}: "
+                "it is left as it is and nothing is written there, also under --snapshot-update",
+            )
+        stored = _stored(assertion, location)
+        updating = bool(snapshot.update_snapshots)
+        judged = judge(
+            stored,
+            document,
+            shown,
+            updating=updating,
+            accept_upgrade=self.accept_upgrade,
+            judge_signatures=judge_signatures,
+            tolerance=self.cost_tolerance,
+            commands=self.commands,
+        )
+        if judged.verdict is Verdict.REFUSED:
+            self._keep(assertion, location, stored)
+        elif judged.verdict is Verdict.MATCHED:
+            _use(assertion)  # counted as passed: it was checked
+        elif judged.verdict is not Verdict.NOTHING:
+            before = (stored.held or held(Path(location))) if updating else None
+            written = assertion == document  # (without --snapshot-update, it fails)
+            if updating and not written:
+                shown_error = f"workload snapshot {shown} {_write_error(assertion)}"
+                return Judged(Verdict.UNWRITTEN, shown_error)
             if before is not None:
                 self._wrote[test.nodeid] = (location, before[0])
-            return None, note or shrunk_note(shown, shrank, updating)
-        if updating:
-            return f"workload snapshot {shown} {_write_error(assertion)}", None
-        if old is None:
-            return missing(shown, commands), None
-        return explain_mismatch(shown, old, document, commands, tolerance), None
+        return judged
 
 
 def _write_error(assertion: SnapshotAssertion) -> str:

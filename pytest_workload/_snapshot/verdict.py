@@ -1,26 +1,141 @@
-"""What the snapshot gate says: the failure texts of a changed table, and the rewrite
-``--snapshot-update`` narrows to, checked first: an accepted library upgrade
-(``--workload-accept-upgrade``), which may reword a module's attributes or class path but
-nothing the computation depends on."""
+"""The snapshot gate's verdict on one test's table, named, with what it says: the failure
+texts of a changed table, and the rewrite ``--snapshot-update`` narrows to, checked first: an
+accepted library upgrade (``--workload-accept-upgrade``), which may reword a module's
+attributes or class path but nothing the computation depends on. No syrupy here: the gate
+reads the file through its extension, asks :func:`judge`, and does what the verdict names."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 
 from .._compile import health_agrees, readiness_agrees
+from .._core.notes import Note
 from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._core.text import _INDENT, Commands, one_line, prefix_length, short, versions_line
 from .._workload.modules import ModuleTable, child_links
-from .diff import Change, compare_documents, paths_agree
+from .diff import (
+    Change,
+    compare_documents,
+    documents_match,
+    paths_agree,
+    shrunk,
+    signature_changes,
+)
 from .document import SnapshotDocument, SnapshotEntry
+from .snapshot_files import Stored
 
 #: Submodule changes listed per message before the rest are summarised in a count.
 MAX_SUBMODULE_CHANGES = 8
 #: Description fields an upgrade may change: the wording, never the computation.
 REWORDING = frozenset({"class", "attributes"})
-#: What a verdict says: why the rewrite is refused, or the note that it was made.
-Verdict = tuple[str | None, str | None]
+
+
+class Verdict(enum.Enum):
+    """What the gate does with a test's table."""
+
+    #: No workloads and no file: nothing is asserted.
+    NOTHING = "nothing to check"
+    #: The stored table stays as it is and passes (syrupy counts it as used).
+    MATCHED = "matched"
+    #: The stored table stays as it is, also under ``--snapshot-update``, and the test fails.
+    REFUSED = "refused"
+    #: ``--snapshot-update`` writes the recorded table.
+    WRITE = "write"
+    #: The write failed (the gate says so after syrupy tried it).
+    UNWRITTEN = "not written"
+    #: No stored table: the test fails.
+    MISSING = "missing"
+    #: The stored table differs: the test fails.
+    CHANGED = "changed"
+
+
+#: The verdicts that fail the test.
+FAILING = frozenset({Verdict.REFUSED, Verdict.UNWRITTEN, Verdict.MISSING, Verdict.CHANGED})
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A verdict and what it says: the failure of a failing one, else a note (or nothing)."""
+
+    verdict: Verdict
+    text: str | None = None
+
+    @property
+    def failures(self) -> list[str]:
+        """Why the test fails: the text of a failing verdict."""
+        return [self.text] if self.text is not None and self.verdict in FAILING else []
+
+    def notes(self, nodeid: str) -> list[Note]:
+        """The note of a verdict that passes, for the end of the run."""
+        return [Note(nodeid, self.text)] if self.text is not None and not self.failures else []
+
+
+def judge(
+    stored: Stored,
+    recorded: SnapshotDocument,
+    shown: str,
+    *,
+    updating: bool,
+    accept_upgrade: bool,
+    judge_signatures: bool,
+    tolerance: float,
+    commands: Commands,
+) -> Judged:
+    """The one verdict on a test's table. A narrowed ``--snapshot-update``
+    (``accept_upgrade``) allows only its one rewrite (an accepted upgrade); any other change
+    fails and leaves the file as it is. Without ``judge_signatures`` (a test recorded only by
+    ``--workload-record=all``: its inputs may follow its data), a change in call signatures
+    alone is a note, and the stored table is kept as it is, unless ``--snapshot-update``
+    rewrites it."""
+    if not recorded.entries and not stored.exists:
+        return Judged(Verdict.NOTHING)
+    if stored.too_new is not None:
+        return Judged(
+            Verdict.REFUSED,
+            f"workload snapshot {shown} was written by {one_line(stored.too_new)}: upgrade "
+            "pytest-workload to check it. It is left as it is, also under --snapshot-update",
+        )
+    corrupt, fix = stored.corrupt, commands.accept
+    if corrupt is not None and not (updating and not accept_upgrade):
+        if stored.old:
+            return Judged(
+                Verdict.REFUSED,
+                f"workload snapshot {shown} is of {one_line(corrupt)}; regenerate it with {fix}",
+            )
+        return Judged(
+            Verdict.REFUSED,
+            f"corrupt workload snapshot {shown}: {one_line(corrupt)}. It is left as it is; "
+            f"fix it or regenerate it with {fix}",
+        )
+    old = stored.document
+    matching = old is not None and documents_match(old, recorded, tolerance)
+    if not judge_signatures and old is not None and (accept_upgrade or not updating):
+        changes = signature_changes(old, recorded, tolerance)
+        if changes:
+            return Judged(Verdict.MATCHED, signature_note(changes))
+    note = None
+    if accept_upgrade and not matching:
+        if old is None:
+            return Judged(Verdict.REFUSED, missing(shown, commands))
+        refusal, note = upgrade_verdict(old, shown, recorded, commands)
+        if refusal is not None:
+            return Judged(Verdict.REFUSED, refusal)
+    elif stored.corrupt is not None:
+        what = "" if stored.old else "corrupt "
+        note = f"rewrote {what}workload snapshot {shown} ({one_line(stored.corrupt)})"
+    shrank = shrunk(old, recorded) if old is not None and matching else []
+    # a matching table stays as it is, but under --snapshot-update not one that is
+    # unverified, not UTF-8 (both corrupt) or holds costs that shrank: syrupy rewrites it
+    if matching and not (updating and (stored.corrupt is not None or shrank)):
+        return Judged(Verdict.MATCHED, shrunk_note(shown, shrank, updating))
+    if updating:
+        return Judged(Verdict.WRITE, note or shrunk_note(shown, shrank, updating))
+    if old is None:
+        return Judged(Verdict.MISSING, missing(shown, commands))
+    return Judged(Verdict.CHANGED, explain_mismatch(shown, old, recorded, commands, tolerance))
 
 
 def _change_lines(change: Change, hash_len: int) -> list[str]:
@@ -101,8 +216,9 @@ def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
 
 def upgrade_verdict(
     stored: SnapshotDocument, shown: str, document: SnapshotDocument, commands: Commands
-) -> Verdict:
-    """Whether a snapshot whose tables differ may be rewritten as a library upgrade's."""
+) -> tuple[str | None, str | None]:
+    """Whether a snapshot whose tables differ may be rewritten as a library upgrade's: why
+    not, or the note that it was."""
     versions = versions_line(stored.libraries, document.libraries)
     refusals = upgrade_refusals(stored, document)
     if refusals:

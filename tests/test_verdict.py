@@ -1,0 +1,99 @@
+"""The snapshot gate's one verdict: each named outcome from a file as the extension reads it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from pytest_workload import WorkloadRecorder
+from pytest_workload._core.notes import Note
+from pytest_workload._core.text import PLAIN
+from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._snapshot.snapshot_files import Stored, read_stored
+from pytest_workload._snapshot.verdict import Judged, Verdict, judge
+from tests.models import TinyNet
+
+
+def _document(size: int) -> SnapshotDocument:
+    model, recorder = TinyNet().eval(), WorkloadRecorder("t", max_depth=0)
+    with recorder.recording(all_roots=True):
+        model(torch.rand(1, 3, size, size))
+    return SnapshotDocument.of(1, recorder)
+
+
+RECORDED = _document(8)
+#: What the file holds, by name: written to disk and read back as the extension reads it.
+FILES = {
+    "none": None,
+    "same": RECORDED.to_text(),
+    "other": _document(16).to_text(),
+    "too new": json.dumps({"pytest_workload_snapshot": 99, "fingerprint_scheme": 1}),
+    "corrupt": "{not json",
+}
+
+
+def _judged(tmp_path: Path, held: str, **how: bool) -> Judged:
+    path = tmp_path / "t.workloads"
+    text = FILES[held]
+    if text is not None:
+        path.write_text(text, encoding="utf-8")
+    settings = {"updating": False, "accept_upgrade": False, "judge_signatures": True, **how}
+    return judge(read_stored(path), RECORDED, "t", tolerance=0.0, commands=PLAIN, **settings)
+
+
+@pytest.mark.parametrize(
+    ("held", "how", "verdict"),
+    [
+        ("same", {}, Verdict.MATCHED),
+        ("same", {"updating": True}, Verdict.MATCHED),
+        ("none", {}, Verdict.MISSING),
+        ("none", {"updating": True}, Verdict.WRITE),
+        ("none", {"updating": True, "accept_upgrade": True}, Verdict.REFUSED),
+        ("other", {}, Verdict.CHANGED),
+        ("other", {"updating": True}, Verdict.WRITE),
+        ("too new", {"updating": True}, Verdict.REFUSED),
+        ("corrupt", {}, Verdict.REFUSED),
+        ("corrupt", {"updating": True}, Verdict.WRITE),
+    ],
+)
+def test_each_file_gets_its_named_verdict(tmp_path, held, how, verdict):
+    judged = _judged(tmp_path, held, **how)
+    assert judged.verdict is verdict
+    failing = verdict in (Verdict.MISSING, Verdict.CHANGED, Verdict.REFUSED)
+    assert bool(judged.failures) is failing
+    noted = [] if failing or judged.text is None else [Note("t", judged.text)]
+    assert judged.notes("t") == noted
+
+
+def test_a_rewritten_corrupt_file_is_a_note_not_a_failure(tmp_path):
+    judged = _judged(tmp_path, "corrupt", updating=True)
+    assert judged.failures == []
+    assert judged.text is not None and judged.text.startswith("rewrote corrupt workload snapshot t")
+
+
+def test_nothing_recorded_and_nothing_stored_is_nothing_to_check(tmp_path):
+    empty = SnapshotDocument(1, ())
+    judged = judge(
+        read_stored(tmp_path / "none.workloads"),
+        empty,
+        "t",
+        updating=False,
+        accept_upgrade=False,
+        judge_signatures=True,
+        tolerance=0.0,
+        commands=PLAIN,
+    )
+    assert judged == Judged(Verdict.NOTHING)
+
+
+def test_the_one_read_keeps_what_a_write_replaces(tmp_path):
+    path = tmp_path / "t.workloads"
+    assert read_stored(path) == Stored()
+    path.write_bytes(b"\xff{}")
+    stored = read_stored(path)
+    assert stored.held == (b"\xff{}",)
+    assert stored.text == "\udcff{}"  # kept as an escape: it matches only itself
+    assert stored.corrupt == "not UTF-8 text (byte 0)"
