@@ -29,7 +29,7 @@ from .._fingerprint.structure import (
     unwrap,
 )
 from .._perf import device_of
-from .._torch_internals import own_parameters
+from .._torch_internals import Table, own_parameters
 from .._workload.modules import hash_without_dtypes
 from .._workload.signature import InputSignature
 from .._workload.workload import ParamStats
@@ -109,7 +109,8 @@ class IdentityCache:
         self.scheme: FingerprintScheme = CURRENT_SCHEME
         self._describe = describe
         self._known: dict[_IdentityKey, Identity] = {}
-        self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
+        # by a module's id: the module, and the parameter table and name of its first parameter
+        self._first_owner: dict[int, tuple[nn.Module, Table[Parameter | None] | None, str]] = {}
         self._plans: dict[tuple[int, int], tuple[nn.Module, Plan]] = {}
         self._registration_watch: list[RemovableHandle] = []
         #: bumped whenever what was read is forgotten, so a caller can tell whether an
@@ -249,9 +250,9 @@ class IdentityCache:
                 (m, name) for m in target.modules() for name, _ in m.named_parameters(recurse=False)
             )
             owner, name = next(found, (None, ""))
-            cached = self._first_owner[id(target)] = (target, owner, name)
-        _, owner, name = cached
-        table = None if owner is None else own_parameters(owner)
+            table = None if owner is None else own_parameters(owner)
+            cached = self._first_owner[id(target)] = (target, table, name)
+        _, table, name = cached
         if table is None or name not in table:  # (deleted since)
             return None
         return table[name]

@@ -18,7 +18,7 @@ import itertools
 import sys
 import time
 import traceback
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,10 +46,6 @@ if TYPE_CHECKING:
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
 
 
-def _untimed() -> int:
-    return 0
-
-
 class CallStack:
     """The calls in progress, under the plan of the running root."""
 
@@ -75,9 +71,13 @@ class CallStack:
         self._rootdir = str(rootdir) if rootdir is not None else None
         #: the calls in progress, innermost last (read by the hooks on every call)
         self.frames: list[Call] = []
-        self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else _untimed
+        # (untimed: ``int()``, a C call that returns 0)
+        self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else int
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
         self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
+        # each settled root's frame (by its module's id), with its inputs' key and its plan:
+        # opened again for a call with the same key and identity
+        self._settled: dict[int, tuple[Call, Hashable, Plan]] = {}
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
@@ -97,6 +97,7 @@ class CallStack:
             if frame.first is not None:
                 frame.first.end(returned=False)
         self.frames.clear()
+        self._settled.clear()
         self.plan = None
         self._identities.root_ended()
 
@@ -109,11 +110,73 @@ class CallStack:
         return None if trace is None else trace.end()
 
     def open_root(
-        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan
-    ) -> None:
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int
+    ) -> Sequence[nn.Module]:
+        """Open a root's call; the modules that take the call hooks while it runs (a settled
+        root's submodules are not recorded; the root keeps its own, so that a call of it within
+        it is told from its own end)."""
+        raw = inputs_key(args, kwargs)
+        settled = self._settled_call(module, raw, args, kwargs, max_depth)
+        if settled is None:
+            plan = self._identities.plan(module, max_depth)
+            frame = self._root_call(module, raw, args, kwargs, plan)
+        else:
+            frame, plan = settled
+        self.plan = plan
+        self.frames.append(frame)
+        if plan.compiled:
+            try:
+                self._compile = self._compiles.begin(module)
+            except Exception:
+                self.internal_error()
+        frame.start_ns = self._clock()
+        return (module,) if frame.settled else plan.modules
+
+    def _settled_call(
+        self,
+        module: nn.Module,
+        raw: Hashable,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        max_depth: int,
+    ) -> tuple[Call, Plan] | None:
+        """A settled root's call with the inputs and identity of the call that settled it:
+        that call's frame, opened again, with its plan; its inputs neither described nor looked
+        up (the hot path). None for any other call.
+
+        The frame is the same object: a root opens with no call in progress, and a settled call
+        is counted into its row, which keeps none of it; a settled call that turned out to be a
+        new workload (its tree changed while it ran) is filed, and moves the generation, so its
+        frame is never opened again."""
+        last = self._settled.get(id(module))
+        if last is None or last[1] != raw:
+            return None
+        frame, _, plan = last
+        entry, key = frame.entry, frame.key
+        assert entry is not None and key is not None  # (a settled call has both)
+        if (
+            frame.module is not module
+            or plan.max_depth != max_depth
+            or frame.generation != self._identities.generation
+            or entry.life.state is not State.SETTLED
+            or self._identities.known(frame.target, key, (args, kwargs)) is not frame.identity
+        ):
+            return None
+        frame.ambient, frame.compile_health = sys.exc_info()[1], None
+        frame.children.clear()  # (its last call raised within a call of itself)
+        return frame, plan
+
+    def _root_call(
+        self,
+        module: nn.Module,
+        raw: Hashable,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        plan: Plan,
+    ) -> Call:
         frame = Call(module, plan.target, "", 0, True, next(self._order))
         frame.ambient = sys.exc_info()[1]
-        self._describe_into(frame, args, kwargs)
+        self._describe_into(frame, raw, args, kwargs)
         new = traced = False
         if frame.record:
             # its workload may be known already (a cheap look-up); if not, the call is traced
@@ -137,14 +200,9 @@ class CallStack:
         ):
             # (with a key hook every call is keyed, its submodules' too)
             frame.settled = True
-        self.plan = plan
-        self.frames.append(frame)
-        if plan.compiled:
-            try:
-                self._compile = self._compiles.begin(module)
-            except Exception:
-                self.internal_error()
-        frame.start_ns = self._clock()
+            if raw is not None:
+                self._settled[id(module)] = (frame, raw, plan)
+        return frame
 
     def _begin_trace(
         self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan, first: bool
@@ -167,7 +225,7 @@ class CallStack:
         )
         frame.ambient = sys.exc_info()[1]
         if frame.record:
-            self._describe_into(frame, args, kwargs)
+            self._describe_into(frame, inputs_key(args, kwargs), args, kwargs)
         self.frames.append(frame)
         if self._trace is not None:
             frame.span = frame.record and self._trace.open_span(path)
@@ -179,6 +237,10 @@ class CallStack:
         frame.elapsed_ns = self._clock() - frame.start_ns
         if self._compile is not None and frame is self.frames[0]:
             frame.compile_health = self._end_compile()
+        if frame.settled and frame.generation == self._identities.generation:
+            assert frame.entry is not None  # (a settled call has its row)
+            self._rows.count_settled(frame.entry, frame)  # (the hot path)
+            return
         trace = self._trace
         if trace is None:  # (untraced calls are the hot path)
             self._complete(frame, args, kwargs, result)
@@ -209,10 +271,6 @@ class CallStack:
             identity = self._identities.identity(
                 frame.target, described, frame.key, (args, kwargs), result
             )
-        elif frame.settled:
-            assert frame.entry is not None
-            self._rows.count_settled(frame.entry, frame)
-            return
         elif frame.entry is not None:
             # a known root's untraced call: counted into its row (the repeated-call path)
             if self._keyer is not None:
@@ -256,9 +314,11 @@ class CallStack:
             self._identities.root_ended()
         return True
 
-    def _describe_into(self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Describe a call's inputs and key them; inputs seen before are not described again."""
-        raw = inputs_key(args, kwargs)
+    def _describe_into(
+        self, frame: Call, raw: Hashable, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> None:
+        """Describe a call's inputs and key them (``raw``: their ``inputs_key``); inputs seen
+        before are not described again."""
         seen = None if raw is None else self._seen.get(raw)
         if seen is not None:
             (frame.args, frame.kwargs), frame.key = seen
