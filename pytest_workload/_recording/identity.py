@@ -234,16 +234,9 @@ class IdentityCache:
     def _key(
         self, target: nn.Module, inputs: str, call: tuple[tuple[Any, ...], dict[str, Any]]
     ) -> tuple[_IdentityKey, object]:
-        first = self._first_parameter(target)
-        # a module without parameters runs where its inputs are
-        device = device_of(target, *call) if first is None else first.device
-        dtype = None if first is None else first.dtype
-        return (id(target), target.training, dtype, device, inputs), device
-
-    def _first_parameter(self, target: nn.Module) -> Parameter | None:
-        """``next(target.parameters())`` without walking the tree on every call: where it
-        lives is found once, and it is read there afresh (``.half()`` casts it in place, an
-        assignment replaces it there)."""
+        # ``next(target.parameters())`` without walking the tree on every call: where it lives
+        # is found once, and it is read there afresh (``.half()`` casts it in place, an
+        # assignment replaces it there)
         cached = self._first_owner.get(id(target))
         if cached is None or cached[0] is not target:
             found = (
@@ -253,9 +246,11 @@ class IdentityCache:
             table = None if owner is None else own_parameters(owner)
             cached = self._first_owner[id(target)] = (target, table, name)
         _, table, name = cached
-        if table is None or name not in table:  # (deleted since)
-            return None
-        return table[name]
+        first = table[name] if table is not None and name in table else None  # (deleted since?)
+        # a module without parameters runs where its inputs are
+        device = device_of(target, *call) if first is None else first.device
+        dtype = None if first is None else first.dtype
+        return (id(target), target.training, dtype, device, inputs), device
 
     def _names_of_arguments(self, module: nn.Module) -> tuple[str, ...]:
         """``forward``'s positional parameter names, read once per forward function."""
