@@ -33,6 +33,7 @@ from .._workload.computation import Computation
 from .identity import IdentityCache
 from .plan import Plan, RootTrace, untraced
 from .rows import Call, RowTable
+from .settled import SettledFrames
 from .states import State
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 
 #: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
+#: A call's positional and keyword arguments.
+Arguments = tuple[tuple[Any, ...], dict[str, Any]]
 
 
 class CallStack:
@@ -75,9 +78,7 @@ class CallStack:
         self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else int
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
         self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
-        # each settled root's frame (by its module's id), with its inputs' key and its plan:
-        # opened again for a call with the same key and identity
-        self._settled: dict[int, tuple[Call, Hashable, Plan]] = {}
+        self._settled = SettledFrames(identities, rows)
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
@@ -112,16 +113,15 @@ class CallStack:
     def open_root(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int
     ) -> Sequence[nn.Module]:
-        """Open a root's call; the modules that take the call hooks while it runs (a settled
-        root's submodules are not recorded; the root keeps its own, so that a call of it within
-        it is told from its own end)."""
+        """Open a root's call; the modules that hold the call hooks while it runs (a settled
+        root's own alone, so that a call of it within it is told from its own end)."""
         raw = inputs_key(args, kwargs)
-        settled = self._settled_call(module, raw, args, kwargs, max_depth)
-        if settled is None:
+        reopened = self._settled.reopen(module, raw, (args, kwargs), max_depth)
+        if reopened is None:
             plan = self._identities.plan(module, max_depth)
-            frame = self._root_call(module, raw, args, kwargs, plan)
+            frame = self._root_call(module, raw, (args, kwargs), plan)
         else:
-            frame, plan = settled
+            frame, plan = reopened
         self.plan = plan
         self.frames.append(frame)
         if plan.compiled:
@@ -132,51 +132,11 @@ class CallStack:
         frame.start_ns = self._clock()
         return (module,) if frame.settled else plan.modules
 
-    def _settled_call(
-        self,
-        module: nn.Module,
-        raw: Hashable,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        max_depth: int,
-    ) -> tuple[Call, Plan] | None:
-        """A settled root's call with the inputs and identity of the call that settled it:
-        that call's frame, opened again, with its plan; its inputs neither described nor looked
-        up (the hot path). None for any other call.
-
-        The frame is the same object: a root opens with no call in progress, and a settled call
-        is counted into its row, which keeps none of it; a settled call that turned out to be a
-        new workload (its tree changed while it ran) is filed, and moves the generation, so its
-        frame is never opened again."""
-        last = self._settled.get(id(module))
-        if last is None or last[1] != raw:
-            return None
-        frame, _, plan = last
-        entry, key = frame.entry, frame.key
-        assert entry is not None and key is not None  # (a settled call has both)
-        if (
-            frame.module is not module
-            or plan.max_depth != max_depth
-            or frame.generation != self._identities.generation
-            or entry.life.state is not State.SETTLED
-            or self._identities.known(frame.target, key, (args, kwargs)) is not frame.identity
-        ):
-            return None
-        frame.ambient, frame.compile_health = sys.exc_info()[1], None
-        frame.children.clear()  # (its last call raised within a call of itself)
-        return frame, plan
-
-    def _root_call(
-        self,
-        module: nn.Module,
-        raw: Hashable,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        plan: Plan,
-    ) -> Call:
+    def _root_call(self, module: nn.Module, raw: Hashable, call: Arguments, plan: Plan) -> Call:
+        args, kwargs = call
         frame = Call(module, plan.target, "", 0, True, next(self._order))
         frame.ambient = sys.exc_info()[1]
-        self._describe_into(frame, raw, args, kwargs)
+        self._describe_into(frame, raw, (args, kwargs))
         new = traced = False
         if frame.record:
             # its workload may be known already (a cheap look-up); if not, the call is traced
@@ -200,8 +160,7 @@ class CallStack:
         ):
             # (with a key hook every call is keyed, its submodules' too)
             frame.settled = True
-            if raw is not None:
-                self._settled[id(module)] = (frame, raw, plan)
+            self._settled.keep(frame, raw, plan)
         return frame
 
     def _begin_trace(
@@ -225,7 +184,7 @@ class CallStack:
         )
         frame.ambient = sys.exc_info()[1]
         if frame.record:
-            self._describe_into(frame, inputs_key(args, kwargs), args, kwargs)
+            self._describe_into(frame, inputs_key(args, kwargs), (args, kwargs))
         self.frames.append(frame)
         if self._trace is not None:
             frame.span = frame.record and self._trace.open_span(path)
@@ -237,9 +196,7 @@ class CallStack:
         frame.elapsed_ns = self._clock() - frame.start_ns
         if self._compile is not None and frame is self.frames[0]:
             frame.compile_health = self._end_compile()
-        if frame.settled and frame.generation == self._identities.generation:
-            assert frame.entry is not None  # (a settled call has its row)
-            self._rows.count_settled(frame.entry, frame)  # (the hot path)
+        if frame.settled and self._settled.counted(frame):
             return
         trace = self._trace
         if trace is None:  # (untraced calls are the hot path)
@@ -274,7 +231,8 @@ class CallStack:
         elif frame.entry is not None:
             # a known root's untraced call: counted into its row (the repeated-call path)
             if self._keyer is not None:
-                frame.user_key = self._user_key(frame.entry.done.name, frame.module, args, kwargs)
+                call = (frame.module, args, kwargs)
+                frame.user_key = _user_key(self._keyer, self.errors, frame.entry.done.name, call)
             self._rows.observe(frame.entry, frame)
             return
         frame.done, frame.identity, frame.ambient = True, identity, None
@@ -284,7 +242,8 @@ class CallStack:
         if not new or frame.first is None or frame.first.context is None:
             frame.first = None  # (kept for a new top-level workload only)
         if self._keyer is not None:
-            frame.user_key = self._user_key(frame.name, frame.module, args, kwargs)
+            call = (frame.module, args, kwargs)
+            frame.user_key = _user_key(self._keyer, self.errors, frame.name, call)
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
@@ -314,11 +273,10 @@ class CallStack:
             self._identities.root_ended()
         return True
 
-    def _describe_into(
-        self, frame: Call, raw: Hashable, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> None:
+    def _describe_into(self, frame: Call, raw: Hashable, call: Arguments) -> None:
         """Describe a call's inputs and key them (``raw``: their ``inputs_key``); inputs seen
         before are not described again."""
+        args, kwargs = call
         seen = None if raw is None else self._seen.get(raw)
         if seen is not None:
             (frame.args, frame.kwargs), frame.key = seen
@@ -342,21 +300,25 @@ class CallStack:
         if raw is not None:
             self._seen[raw] = ((frame.args, frame.kwargs), frame.key)
 
-    def _user_key(
-        self, name: str, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Json:
-        assert self._keyer is not None
-        try:
-            key = self._keyer(module, args, kwargs)
-            canonical_json(key)
-        except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
-            self.errors[f"pytest_workload_key failed for {name}: {exc!r}"] = None
-            return None
-        refused = out_of_bounds(key, MAX_INPUT_DEPTH)
-        if refused is not None:
-            self.errors[f"pytest_workload_key returned {refused} for {name}"] = None
-            return None
-        return key
+
+def _user_key(
+    keyer: Keyer,
+    errors: dict[str, None],
+    name: str,
+    call: tuple[nn.Module, tuple[Any, ...], dict[str, Any]],
+) -> Json:
+    """The key hook's key for a call, checked (None, with an error logged, where it failed)."""
+    try:
+        key = keyer(*call)
+        canonical_json(key)
+    except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
+        errors[f"pytest_workload_key failed for {name}: {exc!r}"] = None
+        return None
+    refused = out_of_bounds(key, MAX_INPUT_DEPTH)
+    if refused is not None:
+        errors[f"pytest_workload_key returned {refused} for {name}"] = None
+        return None
+    return key
 
 
 def call_site(module: nn.Module, target: nn.Module, rootdir: str | None) -> tuple[str, str | None]:
