@@ -1,15 +1,11 @@
 """The hot path: a settled root's call reopens the frame of the call that settled it.
 
-Once a root has settled (see ``states``), a call of it whose raw inputs (``inputs_key``) are
-those of the call that settled it, in a tree whose identity still stands (the identity cache's
-generation, its key and its attribute watch), is described, looked up and framed as that call
-was: it reopens that call's frame and is counted straight into its row. Any other call takes
-the full path, which keeps the frame of each call that settles.
-
-The frame is the same object: a root opens with no call in progress, and a settled call is
-counted into its row, which keeps none of it. A settled call that turned out to be a new
-workload (its tree changed while it ran) is filed as a row of its own, and the identity
-cache's generation moved with the change, so its frame is never opened again.
+A call of a settled root (see ``states``) with that call's raw inputs (``inputs_key``), whose
+identity still stands (the identity cache's generation, key and attribute watch), reopens that
+call's frame and is counted straight into its row: nothing is described, looked up or built.
+Any other call takes the full path. Reopening the same object is safe: a root opens with no
+call in progress, its row keeps nothing of the frame, and a call whose tree changed while it
+ran is filed as a new row with the generation moved, so its frame is never reopened.
 """
 
 from __future__ import annotations
