@@ -1,6 +1,7 @@
 """Settled roots: once a root's observed calls ran the same submodule calls, its later calls
 run the submodules unhooked and count their calls from the observed ones."""
 
+import pytest
 import torch
 from torch import nn
 
@@ -136,3 +137,67 @@ def test_recursion_through_a_settled_root_ends_each_call_where_it_began():
     assert recorder.errors == ()
     assert [w.calls for w in recorder.workloads().roots()] == [SETTLED + 3]
     assert no_hooks_left(model)
+
+
+def _replace_weight(model: nn.Module) -> None:
+    model[0].weight = nn.Parameter(model[0].weight.detach().double())
+
+
+#: a change between two calls, made to the model (returning nothing) or to its inputs
+CHANGES = {
+    "inputs": lambda m, ids: torch.tensor([[1, 2]]),
+    "input dtype": lambda m, ids: ids.int(),
+    "parameters cast in place": lambda m, ids: m.half() and ids,
+    "train mode": lambda m, ids: m.train() and ids,
+    "attribute": lambda m, ids: setattr(m[1], "p", 0.5) or ids,
+    "new attribute": lambda m, ids: setattr(m[0], "scale", 2) or ids,
+    "parameter replaced": lambda m, ids: _replace_weight(m) or ids,
+    "submodule replaced": lambda m, ids: setattr(m, "1", nn.Identity()) or ids,
+}
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_a_settled_root_sees_a_change_between_calls(change):
+    model = nn.Sequential(nn.Embedding(10, 4), nn.Dropout(0.1)).eval()
+    ids = torch.tensor([[1, 2, 3]])
+    recorder = WorkloadRecorder("t", max_depth=0)
+    with recorder.recording(all_roots=True):
+        for _ in range(SETTLED + 2):
+            model(ids)
+        changed = change(model, ids)
+        for _ in range(SETTLED + 2):
+            model(changed)
+    first, second = recorder.workloads().roots()
+    assert first.hash != second.hash
+    assert (first.calls, second.calls) == (SETTLED + 2, SETTLED + 2)
+    assert recorder.errors == ()
+    assert no_hooks_left(model)
+
+
+def test_a_settled_roots_call_that_raises_is_not_counted():
+    class Flaky(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(2, 2)
+            self._fail = False  # (private: not part of the structure)
+
+        def forward(self, x):
+            if self._fail:
+                raise ValueError("boom")
+            return self.lin(x)
+
+    model = Flaky().eval()
+    x = torch.rand(1, 2)
+    recorder = WorkloadRecorder("t", max_depth=0)
+    with recorder.recording(all_roots=True):
+        for _ in range(SETTLED + 2):
+            model(x)
+        model._fail = True
+        with pytest.raises(ValueError, match="boom"):
+            model(x)
+        assert not model._forward_pre_hooks and not model._forward_hooks
+        model._fail = False
+        model(x)
+    (root,) = recorder.workloads().roots()
+    assert root.calls == SETTLED + 3
+    assert recorder.errors == ()

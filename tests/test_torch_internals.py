@@ -47,7 +47,7 @@ MODULE_MEMBERS = (
     "torch._C._TorchDispatchModeKey.PROXY",
     "torch._C._TorchDispatchModeKey.FUNCTIONAL",
     "torch._C._is_torch_function_mode_enabled",
-    "torch.fx._symbolic_trace._get_is_fx_tracing",
+    "torch.fx._symbolic_trace._is_fx_tracing_tls",
     "torch.utils._python_dispatch.TorchDispatchMode",
     "torch._dynamo.convert_frame.get_traced_fn",
     "torch._dynamo.functional_export.get_traced_fn",

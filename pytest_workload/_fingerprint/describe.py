@@ -14,6 +14,7 @@ import hashlib
 import math
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
+from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard
 
 from .._core.errors import UndescribableInputError
@@ -243,6 +244,8 @@ def inputs_key(args: Sequence[object], kwargs: Mapping[str, object]) -> Hashable
     torch = sys.modules.get("torch")
     if torch is None:
         return None
-    names = sorted(kwargs) if kwargs else []
-    keys = [_value_key(v, torch.Tensor) for v in (*args, *(kwargs[n] for n in names))]
-    return None if None in keys else (len(args), tuple(names), tuple(keys))
+    names = tuple(sorted(kwargs)) if kwargs else ()
+    values = (*args, *map(kwargs.__getitem__, names)) if kwargs else args
+    # (map: no Python frame of its own, on every recorded call)
+    keys = tuple(map(_value_key, values, repeat(torch.Tensor)))
+    return None if None in keys else (len(args), names, keys)

@@ -94,16 +94,12 @@ class Hooks:
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int
     ) -> None:
         assert self._watch is not None and self._calls is not None  # (the watch called)
-        plan = self._identities.plan(module, max_depth)
         self._watch.suspend()
         try:
-            self._stack.open_root(module, args, kwargs, plan)
+            self._hooked = self._stack.open_root(module, args, kwargs, max_depth)
         finally:
             if not self._stack.frames:  # (it failed before the call was opened)
                 self._watch.resume()
-        # (a settled root's submodules are not recorded; the root keeps its own, so that a
-        # call of it within it is told from its own end)
-        self._hooked = (module,) if self._stack.frames[0].settled else plan.modules
         self._calls.put_in(self._hooked)
 
     def _finish(self, frame: Call, args: tuple[Any, ...], kwargs: Any, result: Any) -> None:

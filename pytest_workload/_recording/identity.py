@@ -29,7 +29,7 @@ from .._fingerprint.structure import (
     unwrap,
 )
 from .._perf import device_for, device_of
-from .._torch_internals import own_parameters
+from .._torch_internals import Table, own_parameters
 from .._workload.modules import hash_without_dtypes
 from .._workload.signature import InputSignature
 from .._workload.workload import ParamStats
@@ -109,7 +109,8 @@ class IdentityCache:
         self.scheme: FingerprintScheme = CURRENT_SCHEME
         self._describe = describe
         self._known: dict[_IdentityKey, Identity] = {}
-        self._first_owner: dict[int, tuple[nn.Module, nn.Module | None, str]] = {}
+        # by a module's id: the module, and the parameter table and name of its first parameter
+        self._first_owner: dict[int, tuple[nn.Module, Table[Parameter | None] | None, str]] = {}
         self._plans: dict[tuple[int, int], tuple[nn.Module, Plan]] = {}
         self._registration_watch: list[RemovableHandle] = []
         #: bumped whenever what was read is forgotten, so a caller can tell whether an
@@ -233,28 +234,23 @@ class IdentityCache:
     def _key(
         self, target: nn.Module, inputs: str, call: tuple[tuple[Any, ...], dict[str, Any]]
     ) -> tuple[_IdentityKey, object]:
-        first = self._first_parameter(target)
-        # a module without parameters runs where its inputs are
-        device = device_of(target, *call) if first is None else first.device
-        dtype = None if first is None else first.dtype
-        return (id(target), target.training, dtype, device, inputs), device
-
-    def _first_parameter(self, target: nn.Module) -> Parameter | None:
-        """``next(target.parameters())`` without walking the tree on every call: where it
-        lives is found once, and it is read there afresh (``.half()`` casts it in place, an
-        assignment replaces it there)."""
+        # ``next(target.parameters())`` without walking the tree on every call: where it lives
+        # is found once, and it is read there afresh (``.half()`` casts it in place, an
+        # assignment replaces it there)
         cached = self._first_owner.get(id(target))
         if cached is None or cached[0] is not target:
             found = (
                 (m, name) for m in target.modules() for name, _ in m.named_parameters(recurse=False)
             )
             owner, name = next(found, (None, ""))
-            cached = self._first_owner[id(target)] = (target, owner, name)
-        _, owner, name = cached
-        table = None if owner is None else own_parameters(owner)
-        if table is None or name not in table:  # (deleted since)
-            return None
-        return table[name]
+            table = None if owner is None else own_parameters(owner)
+            cached = self._first_owner[id(target)] = (target, table, name)
+        _, table, name = cached
+        first = table[name] if table is not None and name in table else None  # (deleted since?)
+        # a module without parameters runs where its inputs are
+        device = device_of(target, *call) if first is None else first.device
+        dtype = None if first is None else first.dtype
+        return (id(target), target.training, dtype, device, inputs), device
 
     def _names_of_arguments(self, module: nn.Module) -> tuple[str, ...]:
         """``forward``'s positional parameter names, read once per forward function."""

@@ -17,10 +17,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
+from .._compile import Readiness
 from .._fingerprint.describe import Describer
 from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from .._perf import (
     FirstCall,
+    Measurement,
     RecordedCall,
     Replays,
     SessionBudget,
@@ -116,6 +118,9 @@ class WorkloadRecorder:
         self.compile_backend: str | None = None
         self._errors: dict[str, None] = {}
         self._rows = RowTable(timing=timing)
+        # what :meth:`measure` found for each new top-level row, by row (not kept on the rows)
+        self._measurements: dict[int, Measurement] = {}
+        self._readiness: dict[int, Readiness] = {}
         identities = IdentityCache(describe)
         identities.scheme = scheme
         self._identities: IdentityCache | None = identities
@@ -191,7 +196,9 @@ class WorkloadRecorder:
         if self._released is not None:
             return self._released
         assert self._identities is not None  # (dropped only once released)
-        return self._rows.to_workloads(self.nodeid, self._identities.descriptions)
+        return self._rows.to_workloads(
+            self.nodeid, self._identities.descriptions, self._measurements, self._readiness
+        )
 
     def __iter__(self) -> Iterator[Workload]:
         return iter(self.workloads())
@@ -221,11 +228,12 @@ class WorkloadRecorder:
             calls, policy, budget, replays=replays, progress=progress
         )
         for (entry, _, _), measured in zip(taken, measurements, strict=True):
-            entry.measurement = measured
+            self._measurements[entry.row] = measured
         if self.compile_backend is not None:
             readiness, not_checked = check_compile(calls, self.compile_backend, self._rootdir)
             for (entry, _, _), ready in zip(taken, readiness, strict=True):
-                entry.compile_readiness = ready
+                if ready is not None:
+                    self._readiness[entry.row] = ready
             problems += not_checked
         return problems
 
@@ -236,6 +244,7 @@ class WorkloadRecorder:
         if self._released is None:
             self._released = self.workloads()
         self._rows = RowTable(timing=self.timing)
+        self._measurements, self._readiness = {}, {}
         self._hooks = None
         self._identities = None
 

@@ -10,6 +10,7 @@ paths, and their children one row under it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -96,7 +97,6 @@ class Entry:
     # canonical user key -> [key, first call number, calls]
     user_keys: dict[str, list[Any]] = field(default_factory=dict)
     samples_ns: list[int] = field(default_factory=list)
-    measurement: Measurement | None = None
     # its traced calls' first one's operations (or why none)
     computation: Computation | None = None
     compute_unknown: str | None = None
@@ -105,8 +105,6 @@ class Entry:
     # calls counted from a settled root's, not observed (so not timed)
     counted: int = 0
     compile_health: CompileHealth | None = None
-    #: compiled on request after the test (None: not asked for, or not checked)
-    compile_readiness: Readiness | None = None
     life: Life = field(default_factory=Life)
 
     def add_traced(self, done: Call) -> None:
@@ -223,15 +221,25 @@ class RowTable:
             sub.calls += calls
             sub.counted += calls
 
-    def to_workloads(self, nodeid: str, descriptions: ModuleTable) -> TestWorkloads:
+    def to_workloads(
+        self,
+        nodeid: str,
+        descriptions: ModuleTable,
+        measurements: Mapping[int, Measurement],
+        readiness: Mapping[int, Readiness],
+    ) -> TestWorkloads:
         """The rows in order of first call, with the descriptions of their trees (taken from
-        ``descriptions``, every module description the test read)."""
+        ``descriptions``, every module description the test read), and the measurements and
+        compile readiness of the new top-level rows measured after the test, by row."""
         entries = sorted(self._entries.values(), key=lambda e: e.done.order)
         position = {e.row: i for i, e in enumerate(entries)}
         modules = closure(descriptions, (e.identity.structure_hash for e in entries))
         return TestWorkloads(
             nodeid,
-            tuple(_workload(e, position, self.timing) for e in entries),
+            tuple(
+                _workload(e, position, self.timing, measurements.get(e.row), readiness.get(e.row))
+                for e in entries
+            ),
             modules=modules,
             libraries=library_versions(top_packages(modules)) if entries else {},
         )
@@ -245,20 +253,20 @@ def _depends_on_data(caller: Entry | None) -> None:
         caller = caller.caller
 
 
-def _timing(entry: Entry) -> Timing | None:
-    if entry.measurement is not None:
-        return entry.measurement.timing
+def _timing(entry: Entry, measurement: Measurement | None) -> Timing | None:
+    if measurement is not None:
+        return measurement.timing
     if entry.caller is None or entry.untimed or not entry.samples_ns:
         return None
     samples = [ns / 1e9 for ns in entry.samples_ns]
     return summarize(samples, entry.identity.device, "recorded calls")
 
 
-def _measured(entry: Entry, timing: bool) -> Measured | None:
+def _measured(entry: Entry, timing: bool, measurement: Measurement | None) -> Measured | None:
     """How a row's numbers were obtained: a root's say its measurement (None before it, or
     for a failed test), a submodule's are its observed calls'."""
     if entry.caller is None:
-        return None if entry.measurement is None else entry.measurement.measured
+        return None if measurement is None else measurement.measured
     if not timing:
         how = OFF
     elif entry.untimed:
@@ -275,10 +283,16 @@ def _measured(entry: Entry, timing: bool) -> Measured | None:
     return Measured(how, not_measured("FLOPs are counted for top-level workloads"))
 
 
-def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
+def _workload(
+    entry: Entry,
+    position: dict[int, int],
+    timing: bool,
+    measurement: Measurement | None,
+    readiness: Readiness | None,
+) -> Workload:
     done, identity, caller = entry.done, entry.identity, entry.caller
     computation = entry.computation
-    measured = entry.measurement or Measurement()
+    measured = measurement or Measurement()
     unknown = entry.compute_unknown or "its operations were not traced"
     return Workload(
         name=done.name,
@@ -297,12 +311,12 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         total_time_s=None if not timing or entry.untimed or entry.counted else entry.total_ns / 1e9,
         submodules=identity.submodules,
         user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
-        timing=_timing(entry),
+        timing=_timing(entry, measurement),
         flops=measured.flops,
         peak_memory_bytes=measured.peak_memory_bytes,
         output_signature=identity.output,
         caller=None if caller is None else position[caller.row],
-        measured=_measured(entry, timing),
+        measured=_measured(entry, timing, measurement),
         compute_hash=None if computation is None else computation.hash,
         data_dependent=entry.life.state is State.DATA_DEPENDENT,
         compute_unknown=None if computation is not None else unknown,
@@ -311,5 +325,5 @@ def _workload(entry: Entry, position: dict[int, int], timing: bool) -> Workload:
         costs=None if computation is None else computation.costs,
         paths=name_first(done.name, entry.paths),
         compile_health=entry.compile_health,
-        compile_readiness=entry.compile_readiness,
+        compile_readiness=readiness,
     )

@@ -18,7 +18,7 @@ import itertools
 import sys
 import time
 import traceback
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from .._workload.computation import Computation
 from .identity import IdentityCache
 from .plan import Plan, RootTrace, untraced
 from .rows import Call, RowTable
+from .settled import SettledFrames
 from .states import State
 
 if TYPE_CHECKING:
@@ -44,10 +45,8 @@ if TYPE_CHECKING:
 
 #: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
-
-
-def _untimed() -> int:
-    return 0
+#: A call's positional and keyword arguments.
+Arguments = tuple[tuple[Any, ...], dict[str, Any]]
 
 
 class CallStack:
@@ -75,9 +74,11 @@ class CallStack:
         self._rootdir = str(rootdir) if rootdir is not None else None
         #: the calls in progress, innermost last (read by the hooks on every call)
         self.frames: list[Call] = []
-        self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else _untimed
+        # (untimed: ``int()``, a C call that returns 0)
+        self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else int
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
         self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
+        self._settled = SettledFrames(identities, rows)
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
@@ -97,6 +98,7 @@ class CallStack:
             if frame.first is not None:
                 frame.first.end(returned=False)
         self.frames.clear()
+        self._settled.clear()
         self.plan = None
         self._identities.root_ended()
 
@@ -109,11 +111,32 @@ class CallStack:
         return None if trace is None else trace.end()
 
     def open_root(
-        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan
-    ) -> None:
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int
+    ) -> Sequence[nn.Module]:
+        """Open a root's call; the modules that hold the call hooks while it runs (a settled
+        root's own alone, so that a call of it within it is told from its own end)."""
+        raw = inputs_key(args, kwargs)
+        reopened = self._settled.reopen(module, raw, (args, kwargs), max_depth)
+        if reopened is None:
+            plan = self._identities.plan(module, max_depth)
+            frame = self._root_call(module, raw, (args, kwargs), plan)
+        else:
+            frame, plan = reopened
+        self.plan = plan
+        self.frames.append(frame)
+        if plan.compiled:
+            try:
+                self._compile = self._compiles.begin(module)
+            except Exception:
+                self.internal_error()
+        frame.start_ns = self._clock()
+        return (module,) if frame.settled else plan.modules
+
+    def _root_call(self, module: nn.Module, raw: Hashable, call: Arguments, plan: Plan) -> Call:
+        args, kwargs = call
         frame = Call(module, plan.target, "", 0, True, next(self._order))
         frame.ambient = sys.exc_info()[1]
-        self._describe_into(frame, args, kwargs)
+        self._describe_into(frame, raw, (args, kwargs))
         new = traced = False
         if frame.record:
             # its workload may be known already (a cheap look-up); if not, the call is traced
@@ -137,14 +160,8 @@ class CallStack:
         ):
             # (with a key hook every call is keyed, its submodules' too)
             frame.settled = True
-        self.plan = plan
-        self.frames.append(frame)
-        if plan.compiled:
-            try:
-                self._compile = self._compiles.begin(module)
-            except Exception:
-                self.internal_error()
-        frame.start_ns = self._clock()
+            self._settled.keep(frame, raw, plan)
+        return frame
 
     def _begin_trace(
         self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan, first: bool
@@ -167,7 +184,7 @@ class CallStack:
         )
         frame.ambient = sys.exc_info()[1]
         if frame.record:
-            self._describe_into(frame, args, kwargs)
+            self._describe_into(frame, inputs_key(args, kwargs), (args, kwargs))
         self.frames.append(frame)
         if self._trace is not None:
             frame.span = frame.record and self._trace.open_span(path)
@@ -179,6 +196,8 @@ class CallStack:
         frame.elapsed_ns = self._clock() - frame.start_ns
         if self._compile is not None and frame is self.frames[0]:
             frame.compile_health = self._end_compile()
+        if frame.settled and self._settled.counted(frame):
+            return
         trace = self._trace
         if trace is None:  # (untraced calls are the hot path)
             self._complete(frame, args, kwargs, result)
@@ -209,14 +228,11 @@ class CallStack:
             identity = self._identities.identity(
                 frame.target, described, frame.key, (args, kwargs), result
             )
-        elif frame.settled:
-            assert frame.entry is not None
-            self._rows.count_settled(frame.entry, frame)
-            return
         elif frame.entry is not None:
             # a known root's untraced call: counted into its row (the repeated-call path)
             if self._keyer is not None:
-                frame.user_key = self._user_key(frame.entry.done.name, frame.module, args, kwargs)
+                call = (frame.module, args, kwargs)
+                frame.user_key = _user_key(self._keyer, self.errors, frame.entry.done.name, call)
             self._rows.observe(frame.entry, frame)
             return
         frame.done, frame.identity, frame.ambient = True, identity, None
@@ -226,7 +242,8 @@ class CallStack:
         if not new or frame.first is None or frame.first.context is None:
             frame.first = None  # (kept for a new top-level workload only)
         if self._keyer is not None:
-            frame.user_key = self._user_key(frame.name, frame.module, args, kwargs)
+            call = (frame.module, args, kwargs)
+            frame.user_key = _user_key(self._keyer, self.errors, frame.name, call)
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
@@ -256,9 +273,10 @@ class CallStack:
             self._identities.root_ended()
         return True
 
-    def _describe_into(self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        """Describe a call's inputs and key them; inputs seen before are not described again."""
-        raw = inputs_key(args, kwargs)
+    def _describe_into(self, frame: Call, raw: Hashable, call: Arguments) -> None:
+        """Describe a call's inputs and key them (``raw``: their ``inputs_key``); inputs seen
+        before are not described again."""
+        args, kwargs = call
         seen = None if raw is None else self._seen.get(raw)
         if seen is not None:
             (frame.args, frame.kwargs), frame.key = seen
@@ -282,21 +300,25 @@ class CallStack:
         if raw is not None:
             self._seen[raw] = ((frame.args, frame.kwargs), frame.key)
 
-    def _user_key(
-        self, name: str, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Json:
-        assert self._keyer is not None
-        try:
-            key = self._keyer(module, args, kwargs)
-            canonical_json(key)
-        except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
-            self.errors[f"pytest_workload_key failed for {name}: {exc!r}"] = None
-            return None
-        refused = out_of_bounds(key, MAX_INPUT_DEPTH)
-        if refused is not None:
-            self.errors[f"pytest_workload_key returned {refused} for {name}"] = None
-            return None
-        return key
+
+def _user_key(
+    keyer: Keyer,
+    errors: dict[str, None],
+    name: str,
+    call: tuple[nn.Module, tuple[Any, ...], dict[str, Any]],
+) -> Json:
+    """The key hook's key for a call, checked (None, with an error logged, where it failed)."""
+    try:
+        key = keyer(*call)
+        canonical_json(key)
+    except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
+        errors[f"pytest_workload_key failed for {name}: {exc!r}"] = None
+        return None
+    refused = out_of_bounds(key, MAX_INPUT_DEPTH)
+    if refused is not None:
+        errors[f"pytest_workload_key returned {refused} for {name}"] = None
+        return None
+    return key
 
 
 def call_site(module: nn.Module, target: nn.Module, rootdir: str | None) -> tuple[str, str | None]:
