@@ -5,8 +5,8 @@ tree was set, added or deleted since the identity was read (``AttributeWatch.unc
 ``len`` and one ``operator.itemgetter`` per module). Measured here on its own, per call, for
 models of 4 to about 300 modules, beside a bare Python loop over as many items (the machine's
 speed at that moment: on a loaded shared VM both grow together). The recorder runs the check
-twice per root call (before, to decide on tracing, and after) and once per recorded submodule
-call.
+once per root call (before it, where it decides on tracing; the identity found there serves
+after the call) and once per recorded submodule call.
 
 Run: ``python benchmarks/attribute_watch_cost.py``.
 """
