@@ -112,6 +112,34 @@ def test_a_one_second_call_adds_a_few_seconds():
     assert clock.now_ns / 1e9 == pytest.approx(3.25, abs=0.01)
 
 
+class FirstWaitsUnknown(FakeStopwatch):
+    """The workload's first ``unknown`` blocks' waits are unknown (the kernel booked a sleep
+    as waiting for a core): they give no sample."""
+
+    def __init__(self, clock, durations_s, unknown):
+        super().__init__(clock, durations_s)
+        self.unknown = unknown
+
+    def __call__(self, fn, number):
+        lap = super().__call__(fn, number)
+        if fn is kernel or self.calls <= 2:  # (the warm-up's calls are not samples)
+            return lap
+        self.unknown -= 1
+        return Lap(lap.wall_s, lap.compute_s, None) if self.unknown >= 0 else lap
+
+
+def test_past_the_limit_a_timing_still_takes_its_first_sample():
+    # one second a call: the limit allows one pair of blocks, and that one gave no sample
+    clock = FakeClock()
+    samples = timed_samples(FirstWaitsUnknown(clock, [1.0], unknown=2), TimingPolicy(), clock)
+    assert samples == [1.0]  # the third block's
+    # a workload whose blocks never give one still stops, after 3 of them
+    clock = FakeClock()
+    never = FirstWaitsUnknown(clock, [1.0], unknown=10**6)
+    assert timed_samples(never, TimingPolicy(), clock) == []
+    assert clock.now_ns / 1e9 == pytest.approx(2 + 3 * 1.25, abs=0.01)
+
+
 def test_precise_calls_stop_after_a_fifth_of_the_budget():
     clock = FakeClock()
     stopwatch = FakeStopwatch(clock, [0.01])
