@@ -162,28 +162,23 @@ def render_stops(tests: Sequence[TestWorkloads]) -> list[str]:
     return lines
 
 
-def render_fixtures(tests: Sequence[TestWorkloads]) -> list[str]:
-    """The tests whose model ran in a fixture's setup, where nothing is recorded."""
-    used = [t for t in tests if t.fixtures]
-    if not used:
-        return []
-    names = ", ".join(sorted({one_line(f) for t in used for f in t.fixtures}))
-    these = "test uses" if len(used) == 1 else "tests use"
-    return [
-        f"pytest-workload: {len(used)} recorded {these} a fixture that called a model in its "
-        f"setup ({names}): calls made outside the test's own call are not recorded; call the "
-        "model in the test (the fixture can return the model and its inputs) to record and "
-        "gate it"
-    ]
-
-
 def render_counts(
     tests: Sequence[TestWorkloads], budget_s: float | None, commands: Commands
 ) -> list[str]:
-    """How many workloads the session's timing budget left untimed, how many top-level ones
-    were not replayed for timing beside other xdist workers, and which tests ran their model
-    in a fixture."""
-    lines = render_fixtures(tests)
+    """Which tests ran their model in a fixture's setup, where nothing is recorded; how many
+    workloads the session's timing budget left untimed, and how many top-level ones were not
+    replayed for timing beside other xdist workers."""
+    lines = []
+    used = [t for t in tests if t.fixtures]
+    if used:
+        names = ", ".join(sorted({one_line(f) for t in used for f in t.fixtures}))
+        these = "test uses" if len(used) == 1 else "tests use"
+        lines.append(
+            f"pytest-workload: {len(used)} recorded {these} a fixture that called a model in its "
+            f"setup ({names}): calls made outside the test's own call are not recorded; call the "
+            "model in the test (the fixture can return the model and its inputs) to record and "
+            "gate it"
+        )
     untimed, not_replayed = count_not_timed(tests), count_not_replayed(tests)
     if untimed and budget_s is not None:
         these = "workload was" if untimed == 1 else "workloads were"
@@ -250,10 +245,10 @@ def render_unchecked(
 
 
 #: How the terminal counts each kind of performance note: what one is, then what is said of
-#: one and of several (with what to do).
-_NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
-    "baseline recorded": ("timing baseline", "recorded", "recorded"),
-    "baseline refreshed": ("timing baseline", "refreshed", "refreshed"),
+#: one and, where it differs, of several (with what to do).
+_NOTE_COUNTS: dict[NoteKind, tuple[str, ...]] = {
+    "baseline recorded": ("timing baseline", "recorded"),
+    "baseline refreshed": ("timing baseline", "refreshed"),
     "baseline not written: xdist": (
         "timing baseline",
         "not written: timed while xdist workers shared this machine; write it with {baseline} "
@@ -263,7 +258,6 @@ _NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
     ),
     "baseline not written: too few samples": (
         "timing baseline",
-        f"not written: timed on fewer than the {MIN_SAMPLES} samples a verdict needs",
         f"not written: timed on fewer than the {MIN_SAMPLES} samples a verdict needs",
     ),
     "baseline not written: cut short": (
@@ -309,16 +303,8 @@ _NOTE_COUNTS: dict[NoteKind, tuple[str, str, str]] = {
         "not judged: the calibration kernel's time moved too far from their baselines' to "
         "compare them",
     ),
-    "unreadable baseline": (
-        "timing baseline",
-        "unreadable: left out of nearest-shape lookups",
-        "unreadable: left out of nearest-shape lookups",
-    ),
-    "measurement": (
-        "workload",
-        "measured approximately or not at all",
-        "measured approximately or not at all",
-    ),
+    "unreadable baseline": ("timing baseline", "unreadable: left out of nearest-shape lookups"),
+    "measurement": ("workload", "measured approximately or not at all"),
 }
 
 
@@ -346,10 +332,10 @@ def render_note_counts(
         counted.setdefault(note.kind, set()).add(_counted(note))
     raised = "" if larger is None else commands.raise_budget(larger)
     lines = []
-    for kind, (what, one, several) in _NOTE_COUNTS.items():
+    for kind, (what, *texts) in _NOTE_COUNTS.items():
         if kind in counted:
             count = len(counted[kind])
-            text = one if count == 1 else several
+            text = texts[0] if count == 1 else texts[-1]
             text = text.format(baseline=commands.baseline, run=commands.run, larger=raised)
             lines.append(f"{_count(count, what)} {text}")
     if lines and quiet:
