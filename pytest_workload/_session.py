@@ -27,7 +27,7 @@ from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode, larger_budget_for
 from ._perf.stopwatch import LIMIT_BUDGETS, TimingPolicy
 from ._recording.recorder import Keyer, WorkloadRecorder
-from ._report.collapse import KeysGate, render_collapse
+from ._report.collapse import KeyChecks, render_collapse
 from ._report.session_report import SessionReport, write_report
 from ._report.summary import render_note_counts, render_notes, render_unchecked
 from ._snapshot.cleanup import UnusedGuard
@@ -104,7 +104,7 @@ class WorkloadSession:
         self.unused = UnusedGuard(settings.rootdir)
         #: Tests the workload gate failed, and the performance regressions among their failures.
         self.gate_failed = self.regressions = 0
-        self.keys = KeysGate()
+        self.keys = KeyChecks()
         self.snapshots = SnapshotGate(
             accept_upgrade=settings.accept_upgrade,
             rootdir=settings.rootdir,
@@ -273,7 +273,7 @@ class WorkloadSession:
 
     def check_collapses(self) -> list[str]:
         """Once every test is in, the collapse checks that waited, in collection order; under
-        the gate, one between two xdist workers' tests fails the session (see KeysGate)."""
+        the gate, one between two xdist workers' tests fails the session (see KeyChecks)."""
         across = [p for p in self.keys.check_waiting(self.tests) if self.settings.snapshot]
         self.problems += across
         return across

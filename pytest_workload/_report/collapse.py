@@ -41,13 +41,21 @@ class Collapse:
 
 
 class KeyChecks:
-    """Session-wide collapse checks for the built-in hash and for user keys."""
+    """The session-wide collapse index, for the built-in hash and for user keys. Each test is
+    checked once, against every test checked before it: as it runs, so that it can fail, or
+    once every test is in, for a test that failed or that an xdist worker sent. Every collapse
+    found is kept, for the summary."""
 
     def __init__(self) -> None:
         #: Per kind of finding and key, every distinct identity seen under the key and where.
         self._seen: dict[FindingKind, dict[str, dict[str, Sighting]]] = {}
+        self.found: list[Collapse] = []
+        self._waiting: dict[str, None] = {}
+        #: Which xdist worker's payload (counted from 1) sent each test.
+        self._sender: dict[str, int] = {}
 
     def check(self, test: TestWorkloads) -> list[Collapse]:
+        self._waiting.pop(test.nodeid, None)
         found: list[Collapse] = []
 
         def see(kind: FindingKind, key: str, identity: str, seen: Sighting) -> None:
@@ -67,7 +75,28 @@ class KeyChecks:
                 key = canonical_json(user_key.key)
                 see("user key collapse", key, w.hash, keyed)
                 see("unstable user key", w.hash, key, keyed)
+        self.found += found
         return found
+
+    def wait(self, nodeids: Iterable[str], *, sent: bool = False) -> None:
+        """Leave tests to ``check_waiting``; ``sent``: those of one worker's payload."""
+        sender = max(self._sender.values(), default=0) + 1
+        for nodeid in nodeids:
+            self._waiting[nodeid] = None
+            if sent:
+                self._sender[nodeid] = sender
+
+    def check_waiting(self, tests: Iterable[TestWorkloads]) -> list[str]:
+        """Check those of ``tests`` that waited, in that order; say the collapses between two
+        payloads' tests, of which no worker saw both."""
+        waited = [t for t in tests if t.nodeid in self._waiting]
+        self._waiting.clear()
+        return [
+            render_collapse(c)
+            for test in waited
+            for c in self.check(test)
+            if self._sender.get(c.first.nodeid) != self._sender.get(c.second.nodeid)
+        ]
 
 
 def _describe(w: Workload) -> str:
@@ -104,42 +133,3 @@ def render_collapse(collapse: Collapse) -> str:
         for s, h in zip((a, b), hashes, strict=True)
     ]
     return "\n".join([head, *rows])
-
-
-class KeysGate(KeyChecks):
-    """The session's one collapse index. Each test is checked once, against every test checked
-    before it: as it runs, so that it can fail, or once every test is in, for a test that
-    failed or that an xdist worker sent. Every collapse found is kept, for the summary."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: list[Collapse] = []
-        self._waiting: dict[str, None] = {}
-        #: Which xdist worker's payload (counted from 1) sent each test.
-        self._sender: dict[str, int] = {}
-
-    def wait(self, nodeids: Iterable[str], *, sent: bool = False) -> None:
-        """Leave tests to ``check_waiting``; ``sent``: those of one worker's payload."""
-        sender = max(self._sender.values(), default=0) + 1
-        for nodeid in nodeids:
-            self._waiting[nodeid] = None
-            if sent:
-                self._sender[nodeid] = sender
-
-    def check(self, test: TestWorkloads) -> list[Collapse]:
-        self._waiting.pop(test.nodeid, None)
-        found = super().check(test)
-        self.found += found
-        return found
-
-    def check_waiting(self, tests: Iterable[TestWorkloads]) -> list[str]:
-        """Check those of ``tests`` that waited, in that order; say the collapses between two
-        payloads' tests, of which no worker saw both."""
-        waited = [t for t in tests if t.nodeid in self._waiting]
-        self._waiting.clear()
-        return [
-            render_collapse(c)
-            for test in waited
-            for c in self.check(test)
-            if self._sender.get(c.first.nodeid) != self._sender.get(c.second.nodeid)
-        ]
