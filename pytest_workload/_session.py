@@ -1,8 +1,5 @@
-"""Session state: settings, every test's workloads, and the gates that judge each test.
-
-A collector: the gates (keys, snapshot, perf) decide, this class keeps what they said. No
-pytest here.
-"""
+"""Session state: settings, every test's workloads, and what the gates (keys, snapshot, perf)
+said of each test. No pytest here."""
 
 from __future__ import annotations
 
@@ -90,14 +87,10 @@ def _baseline_root(settings: WorkloadSettings) -> Path | None:
 class WorkloadSession:
     """Collects every test's workloads and what the gates said of them."""
 
-    def __init__(
-        self,
-        settings: WorkloadSettings,
-        scheme: FingerprintScheme = CURRENT_SCHEME,
-    ) -> None:
+    def __init__(self, settings: WorkloadSettings) -> None:
         self.settings = settings
         self._judges_timing = settings.snapshot and settings.perf != "off"
-        self.scheme = scheme
+        self.scheme: FingerprintScheme = CURRENT_SCHEME
         self.notes: list[Note] = []
         self.perf_notes: list[Note] = []
         self.problems: list[str] = []
@@ -150,7 +143,7 @@ class WorkloadSession:
         )
 
     def device(self) -> torch.device:
-        """The device tests are asked to run on (``--workload-device``), resolved once."""
+        """``--workload-device``, resolved once."""
         if self._device is None:
             self._device = resolve_device(self.settings.device)
         return self._device
@@ -235,7 +228,6 @@ class WorkloadSession:
             self.notes += gate.torn_down(nodeid, failed=failed)
 
     def add(self, test: TestWorkloads) -> None:
-        """Keep a test's workloads (recorded here, or sent by an xdist worker)."""
         self._tests[test.nodeid] = test
         self.keys.wait([test.nodeid])  # unless it passes here (finish_test)
 
@@ -285,7 +277,6 @@ class WorkloadSession:
             self.unused.nodeids = tuple(nodeids)
 
     def _rank(self, nodeid: str) -> int:
-        """Collection order, whichever process ran the test."""
         return self._order.get(nodeid, len(self._order))
 
     @property
@@ -320,7 +311,6 @@ class WorkloadSession:
         return counts, render_notes(self._ordered(self.notes))
 
     def unchecked_line(self) -> str | None:
-        """Which stored tables this session used without checking them (or did not write)."""
         return render_unchecked(
             len(self.snapshots.kept),
             gate=self.settings.snapshot,

@@ -124,10 +124,9 @@ SESSION_KEY = pytest.StashKey[WorkloadSession]()
 MERGE_KEY = pytest.StashKey[WorkerMerge]()
 MARK_KEY = pytest.StashKey[WorkloadsMark]()
 RECORDER_KEY = pytest.StashKey[WorkloadRecorder]()
-#: Why the JSON report could not be written, for the terminal summary.
-JSON_ERROR_KEY = pytest.StashKey[str]()
-#: Why an update deleted no snapshot as unused, for the terminal summary.
-KEPT_UNUSED_KEY = pytest.StashKey[str]()
+#: Lines for the end of the terminal summary, each with whether it is red: why an update
+#: deleted no snapshot as unused, why the JSON report could not be written.
+LAST_LINES_KEY = pytest.StashKey[list[tuple[str, bool]]]()
 #: Set once the test loop has run to its end.
 LOOP_DONE_KEY = pytest.StashKey[bool]()
 SNAPSHOT_KEY = pytest.StashKey[SnapshotAssertion]()
@@ -364,12 +363,8 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     counted = render_counts(session.tests, settings.session_budget_s, settings.commands)
     _write(terminalreporter, None, counted + ([] if unchecked is None else [unchecked]))
     _write(terminalreporter, "workload snapshot notes", notes)
-    kept_unused = config.stash.get(KEPT_UNUSED_KEY, None)
-    if kept_unused is not None:
-        terminalreporter.write_line(terminal_text(kept_unused))
-    json_error = config.stash.get(JSON_ERROR_KEY, None)
-    if json_error is not None:
-        terminalreporter.write_line(json_error, red=True)
+    for line, red in config.stash.get(LAST_LINES_KEY, []):
+        terminalreporter.write_line(line, red=red)
     problems = [terminal_text(p) for p in session.problems]
     _write(terminalreporter, "workload problems across xdist workers", problems, "=", red=True)
 
@@ -421,9 +416,8 @@ def _keep_unused(session: pytest.Session) -> None:
     if why is not None:
         config.option.no_cleanup = True
         if settings.update:
-            config.stash[KEPT_UNUSED_KEY] = (
-                f"pytest-workload: no snapshot was deleted as unused: {why}"
-            )
+            line = f"pytest-workload: no snapshot was deleted as unused: {why}"
+            config.stash.setdefault(LAST_LINES_KEY, []).append((terminal_text(line), False))
 
 
 @pytest.hookimpl(wrapper=True)  # around syrupy's, which deletes unused snapshots
@@ -444,6 +438,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Generator[
         if why is not None:
             # said in the terminal summary, which comes after this hook; a usage error, since
             # the report asked for is missing, or lacks what a hook was to add
-            config.stash[JSON_ERROR_KEY] = f"pytest-workload: {one_line(why)}"
+            line = f"pytest-workload: {one_line(why)}"
+            config.stash.setdefault(LAST_LINES_KEY, []).append((line, True))
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.USAGE_ERROR
