@@ -199,14 +199,9 @@ def decode_text(path: Path, data: bytes) -> str:
         ) from None
 
 
-def read_text(path: Path) -> str:
-    """A stored file's text (:func:`read_bytes`, :func:`decode_text`)."""
-    return decode_text(path, read_bytes(path))
-
-
 def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:
     """Load and parse a JSON file; any problem is a CorruptFileError naming the file."""
-    text = read_text(path)
+    text = decode_text(path, read_bytes(path))
     try:
         return parse(load_json(text))
     except InvalidJsonError as exc:

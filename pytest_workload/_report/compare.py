@@ -165,7 +165,6 @@ def compare_reports(
 
 
 def _ratio(row: Row) -> str:
-    """The figure that decided the row's timing verdict (see ``Drift.figure``)."""
     return "" if row.drift is None else row.drift.figure()
 
 

@@ -44,7 +44,6 @@ def _count(tests: Sequence[TestWorkloads], how: Callable[[Measured], bool]) -> i
 
 
 def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
-    """Workloads of ``tests`` that the session's timing budget left untimed."""
     return _count(tests, lambda m: m.timing.left_out == "budget")
 
 
@@ -65,7 +64,6 @@ def count_not_measured(tests: Sequence[TestWorkloads]) -> int:
 
 
 def count_not_replayed(tests: Sequence[TestWorkloads]) -> int:
-    """Top-level workloads of ``tests`` not replayed for timing, beside other xdist workers."""
     return _count(tests, lambda m: m.unreplayed_for_xdist)
 
 
@@ -240,7 +238,7 @@ class MergeError(WorkloadError):
 
 @dataclass(frozen=True)
 class Shard:
-    """One shard's report and the name it is known by (its file)."""
+    """One shard's report and its name (its file)."""
 
     name: str
     report: SessionReport
