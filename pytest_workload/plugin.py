@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from ._core.errors import DeviceUnavailableError, WorkloadDataError, WorkloadWarning
-from ._core.strict_json import canonical_json, load_json
+from ._core.errors import DeviceUnavailableError, WorkloadWarning
 from ._core.text import one_line, terminal_text
 from ._options import MARKER_HELP, WorkloadsMark, add_options, parse_mark, read_settings
 from ._perf.orchestrate import TimingProgress
@@ -19,6 +18,7 @@ from ._recording.fixture_calls import module_calls
 from ._recording.recorder import WorkloadRecorder
 from ._report.summary import junit_properties, render_counts, render_report, render_stops
 from ._session import WorkloadSession
+from .xdist import WorkerLedger, sendable
 
 if TYPE_CHECKING:
     import torch
@@ -26,74 +26,20 @@ if TYPE_CHECKING:
 
 #: Key of this plugin's payload in an xdist worker's ``workeroutput``.
 WORKER_OUTPUT_KEY = "pytest_workload"
-#: The key of a payload that a worker could not send, with why.
-UNSENT = "unsent"
-#: How many of a lost worker's tests its one line names.
-NAMED = 3
+
+
 #: How a worker's failed collection says that a marker is bad (see pytest_make_collect_report).
 _BAD_MARKER = "pytest-workload: bad marker: "
 
 
-def sendable(session: WorkloadSession) -> dict[str, Any]:
-    """The worker's payload as builtins only (execnet sends no other type, and a worker that
-    fails to send dies); why not, in one field, where it is not JSON."""
-    try:
-        payload = load_json(canonical_json(session.to_payload()))
-    except (TypeError, ValueError, WorkloadDataError) as exc:
-        return {UNSENT: f"{type(exc).__name__}: {exc}"}
-    assert isinstance(payload, dict)
-    return payload
-
-
-class WorkerMerge:
-    """The xdist controller's side, a plugin there alone: which worker ran what, to name a lost
-    worker's tests; each payload, handed to the session; and a bad marker a worker reported
-    (see ``pytest_make_collect_report``), turned back into the usage error it is."""
+class WorkerMerge(WorkerLedger):
+    """The xdist controller's side, a plugin there alone: the ledger of what each worker ran
+    and sent, and a bad marker a worker reported (see ``pytest_make_collect_report``), turned
+    back into the usage error it is."""
 
     def __init__(self, session: WorkloadSession) -> None:
-        self.session = session
-        self._ran_on: dict[str, dict[str, None]] = {}
-        #: Workers that crashed, were killed or could not send: their tests' uses of
-        #: snapshots never arrived.
-        self.crashed: list[str] = []
+        super().__init__(session)
         self.bad_marker = False
-
-    def ran_on(self, worker: str, nodeid: str) -> None:
-        """Note that a test ran on a worker, to name it if that worker's data is lost."""
-        self._ran_on.setdefault(worker, {})[nodeid] = None
-
-    def merge(self, worker: str, data: Any) -> None:
-        """Take in what one worker recorded; a crashed worker sent nothing, and one whose
-        data could not be sent says why."""
-        unsent = data.get(UNSENT) if isinstance(data, dict) else None
-        if data is None or unsent is not None:
-            self.crashed.append(worker)
-            why = (
-                "sent no workload data (it crashed or was killed)"
-                if unsent is None
-                else f"could not send its workload data ({one_line(str(unsent))})"
-            )
-            self.session.problems.append(f"xdist worker {worker} {why}: {self._lost(worker)}")
-            return
-        if not isinstance(data, dict):
-            raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
-        self.session.absorb(data)
-
-    def _lost(self, worker: str) -> str:
-        ran = list(self._ran_on.get(worker, {}))
-        shown = ", ".join(one_line(n) for n in ran[:NAMED])
-        if len(ran) > NAMED:
-            shown += f" and {len(ran) - NAMED} more"
-        kept = (
-            "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
-            "with --snapshot-no-cleanup)"
-            if self.session.settings.update
-            else ""
-        )
-        return (
-            f"the workloads of its {len(ran)} test{'s' if len(ran) != 1 else ''} are missing "
-            f"from this report" + (f" ({shown})" if ran else "") + kept
-        )
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         node: Any = getattr(report, "node", None)  # the worker that ran it

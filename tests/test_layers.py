@@ -22,7 +22,7 @@ FOUNDATION = ("_core", "_torch_internals", "_compile", "_workload", "_fingerprin
 #: Lowest first; a feature imports only the features before it, and only their package.
 FEATURES = ("_tracing", "_perf", "_snapshot", "_report", "_recording")
 #: Top-level modules that wire the features into pytest and the CLI; they import anything.
-GLUE = {"_session", "hookspecs", "_options", "plugin", "__main__", "__init__"}
+GLUE = {"_session", "xdist", "hookspecs", "_options", "plugin", "__main__", "__init__"}
 
 
 def _part(module: str) -> str:

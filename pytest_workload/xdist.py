@@ -1,0 +1,76 @@
+"""Under pytest-xdist: what a worker sends its controller, and the controller's ledger of what
+each worker ran and sent. No pytest here: the glue in ``plugin`` calls these from its hooks."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from ._core.errors import WorkloadDataError
+from ._core.strict_json import canonical_json, load_json
+from ._core.text import one_line
+from ._session import WorkloadSession
+
+#: The key of a payload that a worker could not send, with why.
+UNSENT: Final = "unsent"
+#: How many of a lost worker's tests its one line names.
+NAMED: Final = 3
+
+
+def sendable(session: WorkloadSession) -> dict[str, Any]:
+    """The worker's payload as builtins only (execnet sends no other type, and a worker that
+    fails to send dies); why not, in one field, where it is not JSON."""
+    try:
+        payload = load_json(canonical_json(session.to_payload()))
+    except (TypeError, ValueError, WorkloadDataError) as exc:
+        return {UNSENT: f"{type(exc).__name__}: {exc}"}
+    assert isinstance(payload, dict)
+    return payload
+
+
+class WorkerLedger:
+    """Which worker ran what, to name a lost worker's tests; each payload, handed to the
+    session."""
+
+    def __init__(self, session: WorkloadSession) -> None:
+        self.session = session
+        self._ran_on: dict[str, dict[str, None]] = {}
+        #: Workers that crashed, were killed or could not send: their tests' uses of
+        #: snapshots never arrived.
+        self.crashed: list[str] = []
+
+    def ran_on(self, worker: str, nodeid: str) -> None:
+        """Note that a test ran on a worker, to name it if that worker's data is lost."""
+        self._ran_on.setdefault(worker, {})[nodeid] = None
+
+    def merge(self, worker: str, data: Any) -> None:
+        """Take in what one worker recorded; a crashed worker sent nothing, and one whose
+        data could not be sent says why."""
+        unsent = data.get(UNSENT) if isinstance(data, dict) else None
+        if data is None or unsent is not None:
+            self.crashed.append(worker)
+            why = (
+                "sent no workload data (it crashed or was killed)"
+                if unsent is None
+                else f"could not send its workload data ({one_line(str(unsent))})"
+            )
+            self.session.problems.append(f"xdist worker {worker} {why}: {self._lost(worker)}")
+            return
+        if not isinstance(data, dict):
+            raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
+        self.session.absorb(data)
+
+    def _lost(self, worker: str) -> str:
+        ran = list(self._ran_on.get(worker, {}))
+        shown = ", ".join(one_line(n) for n in ran[:NAMED])
+        if len(ran) > NAMED:
+            shown += f" and {len(ran) - NAMED} more"
+        kept = (
+            "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
+            "with --snapshot-no-cleanup)"
+            if self.session.settings.update
+            else ""
+        )
+        return (
+            f"the workloads of its {len(ran)} test{'s' if len(ran) != 1 else ''} are missing "
+            f"from this report" + (f" ({shown})" if ran else "") + kept
+        )
