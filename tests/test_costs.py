@@ -12,8 +12,8 @@ import torch
 from torch import nn
 
 from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._snapshot.diff import cost_lines, costs_agree
 from pytest_workload._snapshot.document import SnapshotEntry
-from pytest_workload._snapshot.part_diff import cost_lines, costs_agree
 from pytest_workload._tracing.tracer import tracing
 from pytest_workload._workload.costs import METRICS, Costs
 

@@ -5,9 +5,10 @@ from torch import nn
 
 from pytest_workload import WorkloadRecorder
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
-from pytest_workload._snapshot.diff import compare_documents, documents_match, signature_changes
+from pytest_workload._snapshot.diff import compare_documents, documents_match
 from pytest_workload._snapshot.document import SnapshotDocument
 from pytest_workload._snapshot.part_diff import diff_signatures
+from pytest_workload._snapshot.verdict import signature_changes
 from pytest_workload._workload.signature import InputSignature
 from tests.models import TinyNet
 

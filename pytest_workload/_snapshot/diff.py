@@ -1,13 +1,15 @@
-"""The verdict on two workload tables, and what changed between them: the one place that
-decides whether a stored table and a recorded one match (the snapshot gate and the ``compare``
-command both ask it)."""
+"""Two workload tables side by side: the one place that decides whether a stored table and a
+recorded one match (the snapshot gate and the ``compare`` command both ask it), and the one
+module that pairs their entries and words each change, up to the lines of the mismatch
+message: a mismatch is explained here in one pass, with the distance asked only where two
+workloads share a structure."""
 
 from __future__ import annotations
 
 import json
 import math
 from collections import defaultdict
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,21 +22,25 @@ from .._compile import (
     readiness_lines,
 )
 from .._core.strict_json import Json, canonical_json
-from .._core.text import short
+from .._core.text import _INDENT, one_line, prefix_length, short, versions_line
 from .._fingerprint.distance import distance_factor, nearest
+from .._workload.costs import BY_RANK
 from .._workload.signature import label_arg, workload_key
 from .document import SnapshotDocument, SnapshotEntry
 from .part_diff import (
-    compute_lines,
-    computes_agree,
-    cost_lines,
-    costs_agree,
+    changed_submodules,
+    diff_operations,
     diff_signatures,
     field_changes,
     grouped_lines,
+    op_name,
 )
 
 SCALED = "same structure at a scaled shape:"
+#: Operation-level differences listed per workload before the rest are counted.
+MAX_OP_LINES = 8
+#: Submodule changes listed per message before the rest are summarised in a count.
+MAX_SUBMODULE_CHANGES = 8
 
 
 def format_key(key: Json) -> str:
@@ -42,7 +48,7 @@ def format_key(key: Json) -> str:
     return json.dumps(key, ensure_ascii=False, separators=(",", ":"))
 
 
-def _identity(e: SnapshotEntry) -> tuple[str | None, str, int, str]:
+def identity(e: SnapshotEntry) -> tuple[str | None, str, int, str]:
     """What must be equal for the snapshot to pass: the workload under its caller, the user's
     own key for it, and its parameter bytes. FLOPs are left out: they may be unknown (a replay
     that failed), so they are compared apart."""
@@ -59,7 +65,7 @@ def documents_match(old: SnapshotDocument, new: SnapshotDocument, tolerance: flo
     return (
         old.scheme == new.scheme
         and len(old.entries) == len(new.entries)
-        and not _unmatched(old.entries, new.entries, tolerance)
+        and not unmatched(old.entries, new.entries, tolerance)
     )
 
 
@@ -68,6 +74,27 @@ def paths_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
     change). A root's one path is its call site's name, which renaming a variable changes:
     not compared."""
     return a.depth == 0 or a.patterns == b.patterns
+
+
+def computes_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
+    """Equal compute hashes. Whether a workload has one (a compiled or scripted module has
+    none) and whether its operations follow its data are the code's, not the run's: either
+    changing is a change (so an entry edited to leave its hash out, or marked data-dependent,
+    fails rather than turning the check off). Where both follow the data, the hashes cover
+    what ran up to the first read of values, and the gate does not flap with them."""
+    if a.compute_hash is None or b.compute_hash is None or a.data_dependent != b.data_dependent:
+        return a.compute_hash is b.compute_hash is None and a.data_dependent == b.data_dependent
+    return a.data_dependent or a.compute_hash == b.compute_hash
+
+
+def costs_agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
+    """No cost of the recorded ``new`` grew beyond ``tolerance`` over the stored ``old``. Costs
+    are counted, not timed: any growth is the code's. Like compute hashes, none on either side
+    agrees with any, and a data-dependent workload's follow the data."""
+    a, b = old.costs, new.costs
+    if old.data_dependent or new.data_dependent or a is None or b is None:
+        return True
+    return not any(m.grew(a[m.field], b[m.field], tolerance) for m in BY_RANK)
 
 
 @dataclass(frozen=True)
@@ -115,7 +142,7 @@ def _agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
     )
 
 
-def _unmatched(
+def unmatched(
     entries: tuple[SnapshotEntry, ...],
     others: tuple[SnapshotEntry, ...],
     tolerance: float,
@@ -126,10 +153,10 @@ def _unmatched(
     the rest agreeing (``recorded``: ``entries`` are the recorded ones, ``others`` stored)."""
     pool: defaultdict[Hashable, list[SnapshotEntry]] = defaultdict(list)
     for other in others:
-        pool[_identity(other)].append(other)
+        pool[identity(other)].append(other)
     unmatched = []
     for entry in entries:
-        candidates = pool[_identity(entry)]
+        candidates = pool[identity(entry)]
         pairs = ((o, (o, entry) if recorded else (entry, o)) for o in candidates)
         fit = next((o for o, pair in pairs if _agree(*pair, tolerance)), None)
         if fit is None:
@@ -151,9 +178,9 @@ def compare_documents(
 ) -> list[Change]:
     """Pair up what differs and say how; an unchanged workload under a changed caller is
     not a change of its own (its caller's change explains it)."""
-    unmatched_old = _unmatched(old.entries, new.entries, tolerance)
+    unmatched_old = unmatched(old.entries, new.entries, tolerance)
     changes: list[Change] = []
-    for entry in _unmatched(new.entries, old.entries, tolerance, recorded=True):
+    for entry in unmatched(new.entries, old.entries, tolerance, recorded=True):
         best = max(unmatched_old, key=lambda o: _pair_score(o, entry), default=None)
         if best is None or _pair_score(best, entry) == 0:
             # (its breaks and recompiles say what dynamo made of it: a guard that failed)
@@ -165,7 +192,7 @@ def compare_documents(
             changes.append(Change("appeared", None, entry, found))
             continue
         unmatched_old.remove(best)
-        more_than_the_caller = _identity(best)[1:] != _identity(entry)[1:]
+        more_than_the_caller = identity(best)[1:] != identity(entry)[1:]
         if more_than_the_caller or not _agree(best, entry, tolerance):
             details = tuple(explain_entry(best, entry, old, new))
             changes.append(Change("changed", best, entry, details))
@@ -173,17 +200,21 @@ def compare_documents(
     return changes
 
 
-def _signatures(old: SnapshotEntry, new: SnapshotEntry) -> list[str]:
+def signature_lines(old: SnapshotEntry, new: SnapshotEntry) -> list[str]:
     return diff_signatures(
         old.input_signature, new.input_signature, lambda p: label_arg(p, new.arg_names)
     )
 
 
 def scaling(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
-    """The shape relation of two workloads of one structure, when one divides the other."""
-    up, down = distance_factor(_key(new), _key(old)), distance_factor(_key(old), _key(new))
+    """The shape relation of two workloads of one structure, when one divides the other
+    (asked of the distance only then: other structures or the same inputs have none)."""
+    if old.structure_hash != new.structure_hash or old.input_signature == new.input_signature:
+        return None
+    up = distance_factor(_key(new), _key(old))
     if math.isfinite(up) and up > 1:
         return f"{SCALED} {up:g}x the stored workload (distance factor {up:g})"
+    down = distance_factor(_key(old), _key(new))
     if math.isfinite(down) and down > 1:
         return (
             f"{SCALED} 1/{down:g} of the stored workload (distance factor {down:g} the other way)"
@@ -206,39 +237,6 @@ def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
     return [f"nearest stored workload: {e.label} {e.input_signature.format()}{how}"]
 
 
-def _children(doc: SnapshotDocument, parent: SnapshotEntry) -> dict[str, SnapshotEntry]:
-    """Recorded children of ``parent``: linked by its hash, and below depth 1 also by path,
-    since two layers of one kind share a hash (``a`` must not adopt ``b.0``)."""
-    prefixes = tuple(f"{p}." for p in parent.paths) if parent.depth else ("",)
-    return {
-        e.name: e
-        for e in doc.entries
-        if e.parent == parent.hash and e.depth == parent.depth + 1 and e.name.startswith(prefixes)
-    }
-
-
-def changed_submodules(
-    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
-) -> list[str]:
-    """Submodule paths whose structure differs: direct children, then recorded descendants."""
-    paths: list[str] = []
-    before, after = dict(old.submodules), dict(new.submodules)
-    for name in sorted(before.keys() | after.keys()):
-        if name not in before:
-            paths.append(f"{name} (added)")
-        elif name not in after:
-            paths.append(f"{name} (removed)")
-        elif before[name] != after[name]:
-            paths.append(name)
-    old_children, new_children = _children(old_doc, old), _children(new_doc, new)
-    for name in sorted(old_children.keys() & new_children.keys()):
-        o, n = old_children[name], new_children[name]
-        if o.structure_hash != n.structure_hash:
-            deeper = changed_submodules(o, n, old_doc, new_doc)
-            paths.extend(p for p in (f"{name}.{d}" for d in deeper) if p not in paths)
-    return paths
-
-
 def explain_entry(
     old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
 ) -> list[str]:
@@ -252,7 +250,7 @@ def explain_entry(
         lines.append(f"class {old.class_name} -> {new.class_name}")
     if old.structure_hash != new.structure_hash:
         lines.extend(_structure_lines(old, new, old_doc, new_doc))
-    lines.extend(_signatures(old, new))
+    lines.extend(signature_lines(old, new))
     if old.flops != new.flops:
         lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
     if old.param_bytes != new.param_bytes:
@@ -268,6 +266,64 @@ def explain_entry(
     if not lines:
         lines.append("same structure and inputs under another fingerprint")
     return lines
+
+
+def compute_lines(
+    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+) -> list[str]:
+    """``computation changed (...)`` and the operations that differ, by submodule path. Where
+    the structure or inputs changed too (another hash), that change explains operations that
+    only see other shapes: only other operations are shown, and nothing when there are none."""
+    if old.compute_hash is None or new.compute_hash is None:
+        was, now = (
+            short(h) if h else "none recorded" for h in (old.compute_hash, new.compute_hash)
+        )
+        return [f"computation changed (compute hash {was} -> {now})"]
+    if old.data_dependent != new.data_dependent:
+        was, now = (
+            "follow" if d else "do not follow" for d in (old.data_dependent, new.data_dependent)
+        )
+        return [f"computation changed: its operations {was} the data -> {now}"]
+    hashes = f"{short(old.compute_hash)} -> {short(new.compute_hash)}"
+    head = f"computation changed (compute hash {hashes})"
+    a = old_doc.computations.get(old.compute_hash)
+    b = new_doc.computations.get(new.compute_hash)
+    names_only = old.hash != new.hash
+    if a is None or b is None:
+        return [] if names_only else [f"{head}; the operations are not stored on both sides"]
+    if names_only and [op_name(op) for op in a.flat] == [op_name(op) for op in b.flat]:
+        return []
+    lines: list[str] = []
+    # (a submodule's calls are named from it; a root's, from the root)
+    base = old.label if old.depth else ""
+    diff_operations(a, b, old.label, lines, names_only=names_only, base=base)
+    if len(lines) > MAX_OP_LINES:
+        lines = [*lines[:MAX_OP_LINES], f"... and {len(lines) - MAX_OP_LINES} more differences"]
+    return [head, *lines]
+
+
+def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
+    """One line per cost that moved (``peak memory 1.0 MiB -> 9.0 MiB (+8.0 MiB, 9.00x)``),
+    then the operation counts that changed."""
+    a, b = old.costs, new.costs
+    if old.data_dependent or new.data_dependent or a is None or b is None:
+        return
+    for metric in BY_RANK:
+        line = metric.moved(a[metric.field], b[metric.field])
+        if line is not None:
+            yield line
+    counts, now = dict(a.ops), dict(b.ops)
+    moved = [
+        f"{now.get(name, 0) - counts.get(name, 0):+d} {name}"
+        for name in sorted(counts.keys() | now.keys())
+        if counts.get(name, 0) != now.get(name, 0)
+    ]
+    if moved:
+        yield "operations " + ", ".join(moved)
+    if a.partial or b.partial:
+        whole = ", ".join(m.label for m in BY_RANK if m.whole_call)
+        but = f" (but {whole})" if whole else ""
+        yield f"costs{but} are over the operations before the first that follows the data"
 
 
 def _structure_lines(
@@ -305,63 +361,40 @@ def _count(value: int | None) -> str:
     return "unknown" if value is None else f"{value:,}"
 
 
-def signature_changes(
-    old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0
-) -> list[str] | None:
-    """What the call signatures changed, where the tables differ only in that (each one-sided
-    workload has its structure on the other side, at its depth, under another signature): one
-    line per change; empty where the tables match; None where they differ in anything else."""
-    if old.scheme != new.scheme:
-        return None
-    one_sided_old = _unmatched(old.entries, new.entries, tolerance)
-    one_sided_new = _unmatched(new.entries, old.entries, tolerance, recorded=True)
-    lines: dict[str, None] = {}
-    for entry, other, other_one_sided in (
-        *((e, new, one_sided_new) for e in one_sided_old),
-        *((e, old, one_sided_old) for e in one_sided_new),
-    ):
-        if _identity(entry) in {_identity(o) for o in other.entries}:
-            return None
-        # the counterpart of the same structure that differs least; a one-sided one first
-        counterparts = sorted(
-            (
-                o
-                for o in other.entries
-                if o.structure_hash == entry.structure_hash
-                and o.depth == entry.depth
-                and o.input_signature != entry.input_signature
-            ),
-            key=lambda o: (o not in other_one_sided, o.name != entry.name),
-        )
-        diffs = min(
-            (
-                _signatures(entry, o) if other is new else _signatures(o, entry)
-                for o in counterparts
-            ),
-            key=len,
-            default=None,
-        )
-        if diffs is None:
-            return None
-        lines.update(dict.fromkeys(f"{entry.label} ({entry.class_name}): {d}" for d in diffs))
-    return list(lines)
+def _change_lines(change: Change, hash_len: int) -> list[str]:
+    e = change.entry
+    title = one_line(f"{e.label} ({e.class_name})")
+    if change.kind == "changed":
+        assert change.old is not None and change.new is not None
+        hashes = f"{short(change.old.hash, hash_len)} -> {short(change.new.hash, hash_len)}"
+        head = f"changed:  {title} {hashes}"
+    else:
+        shape = one_line(e.input_signature.format())
+        head = f"{change.kind + ':':<9} {title} {short(e.hash, hash_len)}, input {shape}"
+    return [head, *(f"{_INDENT}{one_line(d)}" for d in change.details)]
 
 
-def shrunk(old: SnapshotDocument, new: SnapshotDocument) -> list[str]:
-    """For each recorded workload whose stored costs were higher, or which broke or
-    recompiled less than stored, what shrank (a note: the gate passes it)."""
-    stored = {(e.parent, e.hash, e.depth): e for e in old.entries}
-    lines = []
-    for entry in new.entries:
-        before = stored.get((entry.parent, entry.hash, entry.depth))
-        if before is None:
-            continue
-        moved = []
-        if costs_agree(before, entry, 0.0) and before.costs != entry.costs:
-            moved += [line for line in cost_lines(before, entry) if " -> " in line]
-        if health_agrees(before.compile_health, entry.compile_health):
-            moved += health_lines(before.compile_health, entry.compile_health)
-        if readiness_agrees(before.compile_readiness, entry.compile_readiness):
-            moved += readiness_lines(before.compile_readiness, entry.compile_readiness)
-        lines += [f"{entry.label}: {'; '.join(moved)}"] if moved else []
+def render_changes(changes: Sequence[Change]) -> list[str]:
+    """Root changes in full; submodule changes after them, the first few in full."""
+    hash_len = prefix_length(e.hash for c in changes for e in (c.old, c.new) if e)
+    subs = [c for c in changes if c.entry.depth > 0]
+    shown = [c for c in changes if c.entry.depth == 0] + subs[:MAX_SUBMODULE_CHANGES]
+    lines = [line for c in shown for line in _change_lines(c, hash_len)]
+    if len(subs) > MAX_SUBMODULE_CHANGES:
+        lines.append(
+            f"... and {len(subs) - MAX_SUBMODULE_CHANGES} more submodule workloads changed "
+            "(--workload-json has them all)"
+        )
     return lines
+
+
+def mismatch_lines(
+    stored: SnapshotDocument, document: SnapshotDocument, tolerance: float
+) -> list[str]:
+    """What a stored table that does not match the recorded one says: the library versions
+    that moved, then each change."""
+    versions = versions_line(stored.libraries, document.libraries)
+    lines = [f"  {one_line(versions)}"] if versions else []
+    return lines + [
+        f"  {c}" for c in render_changes(compare_documents(stored, document, tolerance))
+    ]

@@ -46,10 +46,10 @@ class SnapshotEntry(Paths):
     #: For review only (never compared): they tell a dtype change from a structure change.
     param_dtypes: tuple[str, ...] | None = None
     structure_hash_without_dtypes: str | None = None
-    #: The operations' hash (None: not recorded there; see :func:`.part_diff.computes_agree`).
+    #: The operations' hash (None: not recorded there; see :func:`.diff.computes_agree`).
     compute_hash: str | None = None
     data_dependent: bool = False
-    #: Compared within ``--workload-cost-tolerance`` (see :func:`.part_diff.costs_agree`).
+    #: Compared within ``--workload-cost-tolerance`` (see :func:`.diff.costs_agree`).
     costs: Costs | None = None
     paths: tuple[str, ...] = ()
     #: What dynamo compiled (None: not observed; see :func:`.._compile.health_agrees`).

@@ -1,6 +1,5 @@
 """What differs in one part of two workloads, line by line: their input signatures, their
-computations, their costs and their structure, with the rules that say when computations and
-costs agree."""
+operations and their module descriptions."""
 
 from __future__ import annotations
 
@@ -8,15 +7,11 @@ from collections.abc import Callable, Iterator, Mapping
 from difflib import SequenceMatcher
 
 from .._core.strict_json import Json, canonical_json
-from .._core.text import short
 from .._workload.computation import Computation, SubCall, join_path
-from .._workload.costs import BY_RANK
 from .._workload.modules import ModuleTable, child_links
 from .._workload.signature import InputSignature, diff_node, format_node
 from .document import SnapshotDocument, SnapshotEntry, inline_json
 
-#: Operation-level differences listed per workload before the rest are counted.
-MAX_OP_LINES = 8
 #: Paths named per grouped change before the rest are counted.
 MAX_PATHS = 3
 #: Grouped changes listed before the rest are counted.
@@ -46,52 +41,8 @@ def diff_signatures(
     return lines
 
 
-def computes_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
-    """Equal compute hashes. Whether a workload has one (a compiled or scripted module has
-    none) and whether its operations follow its data are the code's, not the run's: either
-    changing is a change (so an entry edited to leave its hash out, or marked data-dependent,
-    fails rather than turning the check off). Where both follow the data, the hashes cover
-    what ran up to the first read of values, and the gate does not flap with them."""
-    if a.compute_hash is None or b.compute_hash is None or a.data_dependent != b.data_dependent:
-        return a.compute_hash is b.compute_hash is None and a.data_dependent == b.data_dependent
-    return a.data_dependent or a.compute_hash == b.compute_hash
-
-
-def compute_lines(
-    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
-) -> list[str]:
-    """``computation changed (...)`` and the operations that differ, by submodule path. Where
-    the structure or inputs changed too (another hash), that change explains operations that
-    only see other shapes: only other operations are shown, and nothing when there are none."""
-    if old.compute_hash is None or new.compute_hash is None:
-        was, now = (
-            short(h) if h else "none recorded" for h in (old.compute_hash, new.compute_hash)
-        )
-        return [f"computation changed (compute hash {was} -> {now})"]
-    if old.data_dependent != new.data_dependent:
-        was, now = (
-            "follow" if d else "do not follow" for d in (old.data_dependent, new.data_dependent)
-        )
-        return [f"computation changed: its operations {was} the data -> {now}"]
-    hashes = f"{short(old.compute_hash)} -> {short(new.compute_hash)}"
-    head = f"computation changed (compute hash {hashes})"
-    a = old_doc.computations.get(old.compute_hash)
-    b = new_doc.computations.get(new.compute_hash)
-    names_only = old.hash != new.hash
-    if a is None or b is None:
-        return [] if names_only else [f"{head}; the operations are not stored on both sides"]
-    if names_only and [_name(op) for op in a.flat] == [_name(op) for op in b.flat]:
-        return []
-    lines: list[str] = []
-    # (a submodule's calls are named from it; a root's, from the root)
-    base = old.label if old.depth else ""
-    diff_operations(a, b, old.label, lines, names_only=names_only, base=base)
-    if len(lines) > MAX_OP_LINES:
-        lines = [*lines[:MAX_OP_LINES], f"... and {len(lines) - MAX_OP_LINES} more differences"]
-    return [head, *lines]
-
-
-def _name(item: str | SubCall) -> str:
+def op_name(item: str | SubCall) -> str:
+    """An operation's name without its arguments, or a submodule call's."""
     return item.partition("(")[0] if isinstance(item, str) else f"call {item.name}"
 
 
@@ -117,7 +68,7 @@ def diff_operations(
         old, new = a.items[i1:i2], b.items[j1:j2]
         paired = {"equal": len(old), "replace": min(len(old), len(new))}.get(tag, 0)
         for k, (x, y) in enumerate(zip(old[:paired], new[:paired], strict=True)):
-            if tag != "equal" and not (names_only and _name(x) == _name(y)):
+            if tag != "equal" and not (names_only and op_name(x) == op_name(y)):
                 out.append(f"{path}: {_replaced(x, y)} at op {j1 + k + 1}")
             elif (
                 isinstance(x, SubCall)
@@ -136,43 +87,9 @@ def diff_operations(
 
 def _replaced(a: str | SubCall, b: str | SubCall) -> str:
     """``relu -> gelu`` when the operation changed, the full texts when only its arguments."""
-    if _name(a) != _name(b):
-        return f"{_name(a)} -> {_name(b)}"
+    if op_name(a) != op_name(b):
+        return f"{op_name(a)} -> {op_name(b)}"
     return f"{_text(a)} -> {_text(b)}"
-
-
-def costs_agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
-    """No cost of the recorded ``new`` grew beyond ``tolerance`` over the stored ``old``. Costs
-    are counted, not timed: any growth is the code's. Like compute hashes, none on either side
-    agrees with any, and a data-dependent workload's follow the data."""
-    a, b = old.costs, new.costs
-    if old.data_dependent or new.data_dependent or a is None or b is None:
-        return True
-    return not any(m.grew(a[m.field], b[m.field], tolerance) for m in BY_RANK)
-
-
-def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
-    """One line per cost that moved (``peak memory 1.0 MiB -> 9.0 MiB (+8.0 MiB, 9.00x)``),
-    then the operation counts that changed."""
-    a, b = old.costs, new.costs
-    if old.data_dependent or new.data_dependent or a is None or b is None:
-        return
-    for metric in BY_RANK:
-        line = metric.moved(a[metric.field], b[metric.field])
-        if line is not None:
-            yield line
-    counts, now = dict(a.ops), dict(b.ops)
-    moved = [
-        f"{now.get(name, 0) - counts.get(name, 0):+d} {name}"
-        for name in sorted(counts.keys() | now.keys())
-        if counts.get(name, 0) != now.get(name, 0)
-    ]
-    if moved:
-        yield "operations " + ", ".join(moved)
-    if a.partial or b.partial:
-        whole = ", ".join(m.label for m in BY_RANK if m.whole_call)
-        but = f" (but {whole})" if whole else ""
-        yield f"costs{but} are over the operations before the first that follows the data"
 
 
 def _short_class(description: Mapping[str, Json]) -> str:
@@ -275,3 +192,36 @@ def grouped_lines(changes: list[FieldChange], root: str) -> list[str]:
     if len(groups) > MAX_GROUPS:
         lines.append(f"... and {len(groups) - MAX_GROUPS} more kinds of change")
     return lines
+
+
+def _children(doc: SnapshotDocument, parent: SnapshotEntry) -> dict[str, SnapshotEntry]:
+    """Recorded children of ``parent``: linked by its hash, and below depth 1 also by path,
+    since two layers of one kind share a hash (``a`` must not adopt ``b.0``)."""
+    prefixes = tuple(f"{p}." for p in parent.paths) if parent.depth else ("",)
+    return {
+        e.name: e
+        for e in doc.entries
+        if e.parent == parent.hash and e.depth == parent.depth + 1 and e.name.startswith(prefixes)
+    }
+
+
+def changed_submodules(
+    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+) -> list[str]:
+    """Submodule paths whose structure differs: direct children, then recorded descendants."""
+    paths: list[str] = []
+    before, after = dict(old.submodules), dict(new.submodules)
+    for name in sorted(before.keys() | after.keys()):
+        if name not in before:
+            paths.append(f"{name} (added)")
+        elif name not in after:
+            paths.append(f"{name} (removed)")
+        elif before[name] != after[name]:
+            paths.append(name)
+    old_children, new_children = _children(old_doc, old), _children(new_doc, new)
+    for name in sorted(old_children.keys() & new_children.keys()):
+        o, n = old_children[name], new_children[name]
+        if o.structure_hash != n.structure_hash:
+            deeper = changed_submodules(o, n, old_doc, new_doc)
+            paths.extend(p for p in (f"{name}.{d}" for d in deeper) if p not in paths)
+    return paths

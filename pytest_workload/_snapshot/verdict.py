@@ -7,28 +7,33 @@ reads the file through its extension, asks :func:`judge`, and does what the verd
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from .._compile import health_agrees, readiness_agrees
+from .._compile import (
+    health_agrees,
+    health_lines,
+    readiness_agrees,
+    readiness_lines,
+)
 from .._core.notes import Note
 from .._core.strict_json import Json, canonical_json, sha256_hex
-from .._core.text import _INDENT, Commands, one_line, prefix_length, short, versions_line
+from .._core.text import Commands, one_line, short, versions_line
 from .._workload.modules import ModuleTable, child_links
 from .diff import (
-    Change,
-    compare_documents,
+    cost_lines,
+    costs_agree,
     documents_match,
+    identity,
+    mismatch_lines,
     paths_agree,
-    shrunk,
-    signature_changes,
+    signature_lines,
+    unmatched,
 )
 from .document import SnapshotDocument, SnapshotEntry
 from .snapshot_files import Stored
 
-#: Submodule changes listed per message before the rest are summarised in a count.
-MAX_SUBMODULE_CHANGES = 8
 #: Description fields an upgrade may change: the wording, never the computation.
 REWORDING = frozenset({"class", "attributes"})
 
@@ -135,34 +140,8 @@ def judge(
         return Judged(Verdict.WRITE, note or shrunk_note(shown, shrank, updating))
     if old is None:
         return Judged(Verdict.MISSING, missing(shown, commands))
-    return Judged(Verdict.CHANGED, explain_mismatch(shown, old, recorded, commands, tolerance))
-
-
-def _change_lines(change: Change, hash_len: int) -> list[str]:
-    e = change.entry
-    title = one_line(f"{e.label} ({e.class_name})")
-    if change.kind == "changed":
-        assert change.old is not None and change.new is not None
-        hashes = f"{short(change.old.hash, hash_len)} -> {short(change.new.hash, hash_len)}"
-        head = f"changed:  {title} {hashes}"
-    else:
-        shape = one_line(e.input_signature.format())
-        head = f"{change.kind + ':':<9} {title} {short(e.hash, hash_len)}, input {shape}"
-    return [head, *(f"{_INDENT}{one_line(d)}" for d in change.details)]
-
-
-def render_changes(changes: Sequence[Change]) -> list[str]:
-    """Root changes in full; submodule changes after them, the first few in full."""
-    hash_len = prefix_length(e.hash for c in changes for e in (c.old, c.new) if e)
-    subs = [c for c in changes if c.entry.depth > 0]
-    shown = [c for c in changes if c.entry.depth == 0] + subs[:MAX_SUBMODULE_CHANGES]
-    lines = [line for c in shown for line in _change_lines(c, hash_len)]
-    if len(subs) > MAX_SUBMODULE_CHANGES:
-        lines.append(
-            f"... and {len(subs) - MAX_SUBMODULE_CHANGES} more submodule workloads changed "
-            "(--workload-json has them all)"
-        )
-    return lines
+    changes = mismatch_lines(old, recorded, tolerance)
+    return Judged(Verdict.CHANGED, explain_mismatch(shown, changes, old, recorded, commands))
 
 
 def signature_note(changes: Sequence[str]) -> str:
@@ -181,28 +160,6 @@ def _update_hint(commands: Commands) -> str:
 
 def missing(shown: str, commands: Commands) -> str:
     return f"no workload snapshot {shown} for the recorded workloads; {_update_hint(commands)}"
-
-
-def explain_mismatch(
-    location: str,
-    stored: SnapshotDocument,
-    document: SnapshotDocument,
-    commands: Commands,
-    tolerance: float,
-) -> str:
-    """The failure message for a stored table that does not match the recorded one."""
-    lines = [f"workload snapshot mismatch ({location}):"]
-    versions = versions_line(stored.libraries, document.libraries)
-    lines += [f"  {one_line(versions)}"] if versions else []
-    lines += [f"  {c}" for c in render_changes(compare_documents(stored, document, tolerance))]
-    if not upgrade_refusals(stored, document):
-        lines.append(
-            "only configuration text, attributes or class paths changed (parameters, "
-            "children, inputs, FLOPs and computations did not): accept it with "
-            f"{commands.accept_upgrade}"
-        )
-    lines.append(_update_hint(commands))
-    return "\n".join(lines)
 
 
 def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
@@ -238,6 +195,28 @@ def upgrade_verdict(
     )
 
 
+def explain_mismatch(
+    location: str,
+    changes: list[str],
+    stored: SnapshotDocument,
+    document: SnapshotDocument,
+    commands: Commands,
+) -> str:
+    """The failure message for a stored table that does not match the recorded one, whose
+    ``changes`` :func:`.diff.mismatch_lines` words."""
+    lines = [f"workload snapshot mismatch ({location}):", *changes]
+    if len(stored.entries) == len(document.entries) and not any(
+        _upgrade_refusals(stored, document)
+    ):
+        lines.append(
+            "only configuration text, attributes or class paths changed (parameters, "
+            "children, inputs, FLOPs and computations did not): accept it with "
+            f"{commands.accept_upgrade}"
+        )
+    lines.append(_update_hint(commands))
+    return "\n".join(lines)
+
+
 def _skeletons(table: ModuleTable) -> Callable[[str], str | None]:
     """A hash of a tree without its rewordable fields; None where a description is missing."""
 
@@ -260,44 +239,114 @@ def _skeletons(table: ModuleTable) -> Callable[[str], str | None]:
 
 def _entry_refusal(
     old: SnapshotEntry, new: SnapshotEntry, skeletons: tuple[str | None, str | None]
-) -> list[str]:
-    what = []
+) -> Iterator[str]:
     if old.input_signature != new.input_signature:
-        what.append(f"input {old.input_signature.format()} -> {new.input_signature.format()}")
+        yield f"input {old.input_signature.format()} -> {new.input_signature.format()}"
     if skeletons[0] is None or skeletons[1] is None:
-        what.append("no stored module description to compare its parameters and children with")
+        yield "no stored module description to compare its parameters and children with"
     elif skeletons[0] != skeletons[1]:
-        what.append("parameters, buffers, children or train/eval mode changed")
+        yield "parameters, buffers, children or train/eval mode changed"
     if old.param_bytes != new.param_bytes:
-        what.append(f"parameter bytes {old.param_bytes} -> {new.param_bytes}")
+        yield f"parameter bytes {old.param_bytes} -> {new.param_bytes}"
     if old.flops != new.flops:
-        what.append(f"FLOPs {old.flops} -> {new.flops}")
+        yield f"FLOPs {old.flops} -> {new.flops}"
     if old.compute_hash != new.compute_hash:
         hashes = [short(h) if h else "unknown" for h in (old.compute_hash, new.compute_hash)]
-        what.append(f"computation changed (compute hash {hashes[0]} -> {hashes[1]})")
+        yield f"computation changed (compute hash {hashes[0]} -> {hashes[1]})"
     if canonical_json(old.user_key) != canonical_json(new.user_key):
-        what.append("user key changed")
+        yield "user key changed"
     if not paths_agree(old, new):
-        what.append(f"paths {old.label} -> {new.label}")
+        yield f"paths {old.label} -> {new.label}"
     if not health_agrees(old.compile_health, new.compile_health):
-        what.append("new graph breaks, recompiles or frames run eagerly")
+        yield "new graph breaks, recompiles or frames run eagerly"
     if not readiness_agrees(old.compile_readiness, new.compile_readiness):
-        what.append("new graph breaks, recompiles or frames run eagerly in its compile readiness")
-    return [f"{new.label} ({new.class_name}): {w}" for w in what]
+        yield "new graph breaks, recompiles or frames run eagerly in its compile readiness"
+
+
+def _upgrade_refusals(
+    stored: SnapshotDocument, recorded: SnapshotDocument
+) -> Iterator[tuple[SnapshotEntry, SnapshotEntry, str | None]]:
+    """Tables of as many workloads, paired in order (an upgrade changes hashes, never which
+    calls ran): each reason a pair is more than an upgrade's, None where they are not the
+    same workload. Reasons, not sentences: whether it is an upgrade needs no labels."""
+    before, after = _skeletons(stored.modules), _skeletons(recorded.modules)
+    for old, new in zip(stored.entries, recorded.entries, strict=True):
+        if (old.name, old.depth) != (new.name, new.depth):
+            yield old, new, None
+            continue
+        skeletons = (before(old.structure_hash), after(new.structure_hash))
+        yield from ((old, new, what) for what in _entry_refusal(old, new, skeletons))
 
 
 def upgrade_refusals(stored: SnapshotDocument, recorded: SnapshotDocument) -> list[str]:
-    """Why the recorded table is more than an upgrade of the stored one (empty: it is not).
-
-    Workloads are paired in order: an upgrade changes hashes, never which calls ran."""
+    """Why the recorded table is more than an upgrade of the stored one (empty: it is not)."""
     if len(stored.entries) != len(recorded.entries):
         return [f"{len(stored.entries)} workloads stored, {len(recorded.entries)} recorded"]
-    before, after = _skeletons(stored.modules), _skeletons(recorded.modules)
-    refusals: list[str] = []
-    for old, new in zip(stored.entries, recorded.entries, strict=True):
-        if (old.name, old.depth) != (new.name, new.depth):
-            refusals.append(f"stored workload {old.label} is not the recorded {new.label}")
+    return [
+        f"{new.label} ({new.class_name}): {what}"
+        if what is not None
+        else f"stored workload {old.label} is not the recorded {new.label}"
+        for old, new, what in _upgrade_refusals(stored, recorded)
+    ]
+
+
+def signature_changes(
+    old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0
+) -> list[str] | None:
+    """What the call signatures changed, where the tables differ only in that (each one-sided
+    workload has its structure on the other side, at its depth, under another signature): one
+    line per change; empty where the tables match; None where they differ in anything else."""
+    if old.scheme != new.scheme:
+        return None
+    one_sided_old = unmatched(old.entries, new.entries, tolerance)
+    one_sided_new = unmatched(new.entries, old.entries, tolerance, recorded=True)
+    lines: dict[str, None] = {}
+    for entry, other, other_one_sided in (
+        *((e, new, one_sided_new) for e in one_sided_old),
+        *((e, old, one_sided_old) for e in one_sided_new),
+    ):
+        if identity(entry) in {identity(o) for o in other.entries}:
+            return None
+        # the counterpart of the same structure that differs least; a one-sided one first
+        counterparts = sorted(
+            (
+                o
+                for o in other.entries
+                if o.structure_hash == entry.structure_hash
+                and o.depth == entry.depth
+                and o.input_signature != entry.input_signature
+            ),
+            key=lambda o: (o not in other_one_sided, o.name != entry.name),
+        )
+        diffs = min(
+            (
+                signature_lines(entry, o) if other is new else signature_lines(o, entry)
+                for o in counterparts
+            ),
+            key=len,
+            default=None,
+        )
+        if diffs is None:
+            return None
+        lines.update(dict.fromkeys(f"{entry.label} ({entry.class_name}): {d}" for d in diffs))
+    return list(lines)
+
+
+def shrunk(old: SnapshotDocument, new: SnapshotDocument) -> list[str]:
+    """For each recorded workload whose stored costs were higher, or which broke or
+    recompiled less than stored, what shrank (a note: the gate passes it)."""
+    stored = {(e.parent, e.hash, e.depth): e for e in old.entries}
+    lines = []
+    for entry in new.entries:
+        before = stored.get((entry.parent, entry.hash, entry.depth))
+        if before is None:
             continue
-        skeletons = (before(old.structure_hash), after(new.structure_hash))
-        refusals.extend(_entry_refusal(old, new, skeletons))
-    return refusals
+        moved = []
+        if costs_agree(before, entry, 0.0) and before.costs != entry.costs:
+            moved += [line for line in cost_lines(before, entry) if " -> " in line]
+        if health_agrees(before.compile_health, entry.compile_health):
+            moved += health_lines(before.compile_health, entry.compile_health)
+        if readiness_agrees(before.compile_readiness, entry.compile_readiness):
+            moved += readiness_lines(before.compile_readiness, entry.compile_readiness)
+        lines += [f"{entry.label}: {'; '.join(moved)}"] if moved else []
+    return lines
