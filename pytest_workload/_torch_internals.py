@@ -306,7 +306,13 @@ def tracing_checks() -> Callable[[], bool]:
     """A check whether the test traces its model (``torch.jit.trace``, ``fx.symbolic_trace``,
     or a fake, proxy or functional tensor mode: non-strict ``torch.export``, ``make_fx``,
     functionalization): a call then is no workload."""
-    from torch._C import _get_dispatch_mode, _get_tracing_state, _TorchDispatchModeKey
+    from torch._C import (
+        DispatchKey,
+        _dispatch_tls_is_dispatch_key_included,
+        _get_dispatch_mode,
+        _get_tracing_state,
+        _TorchDispatchModeKey,
+    )
     from torch.fx._symbolic_trace import _is_fx_tracing_tls
 
     fake, proxy, functional = (
@@ -314,13 +320,20 @@ def tracing_checks() -> Callable[[], bool]:
         _TorchDispatchModeKey.PROXY,
         _TorchDispatchModeKey.FUNCTIONAL,
     )
+    python = DispatchKey.Python
 
     def tracing() -> bool:  # (once per call at top level: no generator, no nested check)
         return (
             _get_tracing_state() is not None
-            or _get_dispatch_mode(fake) is not None
-            or _get_dispatch_mode(proxy) is not None
-            or _get_dispatch_mode(functional) is not None
+            # (torch includes the Python key while any dispatch mode is on: one read, not three)
+            or (
+                _dispatch_tls_is_dispatch_key_included(python)
+                and (
+                    _get_dispatch_mode(fake) is not None
+                    or _get_dispatch_mode(proxy) is not None
+                    or _get_dispatch_mode(functional) is not None
+                )
+            )
             # fx's thread-local flag, read from the thread's own dict: torch's getter
             # (``getattr(tls, "flag", False)``) raises and catches an AttributeError on every
             # call in a thread that never traced, 0.5 µs of a settled root call's ~10

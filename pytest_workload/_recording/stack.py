@@ -33,7 +33,6 @@ from .._workload.computation import Computation
 from .identity import IdentityCache
 from .plan import Plan, RootTrace, untraced
 from .rows import Call, RowTable
-from .settled import SettledFrames
 from .states import State
 
 if TYPE_CHECKING:
@@ -78,7 +77,9 @@ class CallStack:
         self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else int
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
         self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
-        self._settled = SettledFrames(identities, rows)
+        # each settled root's last frame by its module's id, with its inputs' key and plan (see
+        # ``_reopen``)
+        self._settled: dict[int, tuple[Call, Hashable, Plan]] = {}
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
@@ -116,7 +117,7 @@ class CallStack:
         """Open a root's call; the modules that hold the call hooks while it runs (a settled
         root's own alone, so that a call of it within it is told from its own end)."""
         raw = inputs_key(args, kwargs)
-        reopened = self._settled.reopen(module, raw, (args, kwargs), max_depth)
+        reopened = self._reopen(module, raw, (args, kwargs), max_depth)
         if reopened is None:
             plan = self._identities.plan(module, max_depth)
             frame = self._root_call(module, raw, (args, kwargs), plan)
@@ -131,6 +132,34 @@ class CallStack:
                 self.internal_error()
         frame.start_ns = self._clock()
         return (module,) if frame.settled else plan.modules
+
+    def _reopen(
+        self, module: nn.Module, raw: Hashable, call: Arguments, max_depth: int
+    ) -> tuple[Call, Plan] | None:
+        """The hot path: whether a call of a settled root with the raw inputs (``inputs_key``)
+        of the call that settled it is one more of it (its tree unchanged: the identity cache's
+        generation, the identity's key and attribute watch); if so, that call's frame is
+        opened again, to be counted straight into its row, with nothing described, looked up
+        or built. Reopening the same object is safe: a root opens with no call in progress,
+        its row keeps nothing of the frame, and a call whose tree changed while it ran is
+        filed as a new row with the generation moved, so its frame is never reopened."""
+        settled = self._settled.get(id(module))
+        if settled is None or settled[1] != raw:
+            return None
+        frame, _, plan = settled
+        entry, key = frame.entry, frame.key
+        assert entry is not None and key is not None  # (a settled call has both)
+        if (
+            frame.module is not module
+            or plan.max_depth != max_depth
+            or frame.generation != self._identities.generation
+            or entry.life.state is not State.SETTLED
+            or self._identities.known(frame.target, key, call) is not frame.identity
+        ):
+            return None
+        frame.ambient, frame.compile_health = sys.exc_info()[1], None
+        frame.children.clear()  # (its last call raised within a call of itself)
+        return frame, plan
 
     def _root_call(self, module: nn.Module, raw: Hashable, call: Arguments, plan: Plan) -> Call:
         args, kwargs = call
@@ -160,7 +189,8 @@ class CallStack:
         ):
             # (with a key hook every call is keyed, its submodules' too)
             frame.settled = True
-            self._settled.keep(frame, raw, plan)
+            if raw is not None:  # (None: only describing tells its inputs apart)
+                self._settled[id(module)] = (frame, raw, plan)
         return frame
 
     def _begin_trace(
@@ -196,8 +226,10 @@ class CallStack:
         frame.elapsed_ns = self._clock() - frame.start_ns
         if self._compile is not None and frame is self.frames[0]:
             frame.compile_health = self._end_compile()
-        if frame.settled and self._settled.counted(frame):
-            return
+        if frame.settled and frame.generation == self._identities.generation:
+            assert frame.entry is not None  # (a settled call has its row)
+            self._rows.count_settled(frame.entry, frame)
+            return  # (else its tree changed while it ran: a new workload, read afresh)
         trace = self._trace
         if trace is None:  # (untraced calls are the hot path)
             self._complete(frame, args, kwargs, result)
