@@ -77,8 +77,7 @@ class CallStack:
         self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else int
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
         self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
-        # each settled root's last frame by its module's id, with its inputs' key and plan (see
-        # ``_reopen``)
+        # each settled root's frame by its module's id, with its raw inputs and plan (``_reopen``)
         self._settled: dict[int, tuple[Call, Hashable, Plan]] = {}
         self._order = itertools.count()
         self.plan: Plan | None = None
@@ -116,11 +115,11 @@ class CallStack:
     ) -> Sequence[nn.Module]:
         """Open a root's call; the modules that hold the call hooks while it runs (a settled
         root's own alone, so that a call of it within it is told from its own end)."""
-        raw = inputs_key(args, kwargs)
-        reopened = self._reopen(module, raw, (args, kwargs), max_depth)
+        raw, call = inputs_key(args, kwargs), (args, kwargs)
+        reopened = _reopen(self._settled, self._identities, (module, max_depth), raw, call)
         if reopened is None:
             plan = self._identities.plan(module, max_depth)
-            frame = self._root_call(module, raw, (args, kwargs), plan)
+            frame = self._root_call(module, raw, call, plan)
         else:
             frame, plan = reopened
         self.plan = plan
@@ -132,34 +131,6 @@ class CallStack:
                 self.internal_error()
         frame.start_ns = self._clock()
         return (module,) if frame.settled else plan.modules
-
-    def _reopen(
-        self, module: nn.Module, raw: Hashable, call: Arguments, max_depth: int
-    ) -> tuple[Call, Plan] | None:
-        """The hot path: whether a call of a settled root with the raw inputs (``inputs_key``)
-        of the call that settled it is one more of it (its tree unchanged: the identity cache's
-        generation, the identity's key and attribute watch); if so, that call's frame is
-        opened again, to be counted straight into its row, with nothing described, looked up
-        or built. Reopening the same object is safe: a root opens with no call in progress,
-        its row keeps nothing of the frame, and a call whose tree changed while it ran is
-        filed as a new row with the generation moved, so its frame is never reopened."""
-        settled = self._settled.get(id(module))
-        if settled is None or settled[1] != raw:
-            return None
-        frame, _, plan = settled
-        entry, key = frame.entry, frame.key
-        assert entry is not None and key is not None  # (a settled call has both)
-        if (
-            frame.module is not module
-            or plan.max_depth != max_depth
-            or frame.generation != self._identities.generation
-            or entry.life.state is not State.SETTLED
-            or self._identities.known(frame.target, key, call) is not frame.identity
-        ):
-            return None
-        frame.ambient, frame.compile_health = sys.exc_info()[1], None
-        frame.children.clear()  # (its last call raised within a call of itself)
-        return frame, plan
 
     def _root_call(self, module: nn.Module, raw: Hashable, call: Arguments, plan: Plan) -> Call:
         args, kwargs = call
@@ -182,15 +153,10 @@ class CallStack:
                 self._begin_trace(frame, args, kwargs, plan, new)
             except Exception:
                 self.internal_error()
-        elif (
-            frame.entry is not None
-            and frame.entry.life.state is State.SETTLED
-            and self._keyer is None
-        ):
-            # (with a key hook every call is keyed, its submodules' too)
+        elif self._keyer is None and frame.entry and frame.entry.life.state is State.SETTLED:
+            # (not with a key hook: it keys every call, its submodules' too)
             frame.settled = True
-            if raw is not None:  # (None: only describing tells its inputs apart)
-                self._settled[id(module)] = (frame, raw, plan)
+            self._settled[id(module)] = (frame, raw, plan)
         return frame
 
     def _begin_trace(
@@ -209,9 +175,8 @@ class CallStack:
         parent = self.frames[-1]
         depth = max(static_depth, parent.depth + 1)
         record = parent.record and depth <= self.plan.max_depth
-        frame = Call(
-            module, target, path or type(module).__name__, depth, record, next(self._order)
-        )
+        name = path or type(module).__name__
+        frame = Call(module, target, name, depth, record, next(self._order))
         frame.ambient = sys.exc_info()[1]
         if frame.record:
             self._describe_into(frame, inputs_key(args, kwargs), (args, kwargs))
@@ -227,9 +192,8 @@ class CallStack:
         if self._compile is not None and frame is self.frames[0]:
             frame.compile_health = self._end_compile()
         if frame.settled and frame.generation == self._identities.generation:
-            assert frame.entry is not None  # (a settled call has its row)
-            self._rows.count_settled(frame.entry, frame)
-            return  # (else its tree changed while it ran: a new workload, read afresh)
+            self._rows.count_settled(frame)  # (else its tree changed while it ran: read afresh)
+            return
         trace = self._trace
         if trace is None:  # (untraced calls are the hot path)
             self._complete(frame, args, kwargs, result)
@@ -331,6 +295,39 @@ class CallStack:
         frame.key = repr((frame.args, frame.kwargs))
         if raw is not None:
             self._seen[raw] = ((frame.args, frame.kwargs), frame.key)
+
+
+def _reopen(
+    frames: dict[int, tuple[Call, Hashable, Plan]],
+    identities: IdentityCache,
+    root: tuple[nn.Module, int],
+    raw: Hashable,
+    call: Arguments,
+) -> tuple[Call, Plan] | None:
+    """The hot path: the frame of the call that settled a root (``root``: the module and the
+    depth recorded), opened again, with its plan, when this call (its raw inputs ``raw``, its
+    arguments ``call``) is one more of it: the same raw inputs, and the identity cache's
+    generation, the identity's key and its attribute watch unchanged. It is counted straight
+    into its row: nothing is described, looked up or built. Reopening the same object is safe:
+    a root opens with no call in progress, its row keeps nothing of the frame, and a call whose
+    tree changed while it ran is filed as a new row with the generation moved."""
+    settled = frames.get(id(root[0]))
+    if settled is None or raw is None or settled[1] != raw:  # (None: only describing tells)
+        return None
+    frame, _, plan = settled
+    entry, key = frame.entry, frame.key
+    assert entry is not None and key is not None  # (a settled call has both)
+    if (
+        frame.module is not root[0]
+        or plan.max_depth != root[1]
+        or frame.generation != identities.generation
+        or entry.life.state is not State.SETTLED
+        or identities.known(frame.target, key, call) is not frame.identity
+    ):
+        return None
+    frame.ambient, frame.compile_health = sys.exc_info()[1], None
+    frame.children.clear()  # (its last call raised within a call of itself)
+    return frame, plan
 
 
 def _user_key(
