@@ -10,12 +10,23 @@ thread's CPU clock:
 * **no-op hooks + global watch**: the same, with a global pre-hook (doing nothing) that is
   taken out of torch's table when the root starts and put back when it ends, as the recorder
   does so that submodules keep torch's hook-free path;
+* **the recorder's hooks, no work**: the recorder's hook design done by hand, with nothing
+  recorded: two global pre-hooks (a watch that asks whether dynamo compiles and, on the
+  recording thread, hands the call's kwargs to the second by naming it in the module's table
+  of pre-hooks given kwargs), both taken out of torch's table as the root opens, the root's
+  pre-hook and always-called forward hook put in, and all of it undone as it returns;
+* **... + the same-workload checks**: the same, with the checks a settled root's call must
+  pass, made by the package's own functions: whether a tracer runs, the raw inputs' key
+  compared with the settled call's, and the identity looked up again (the first parameter's
+  dtype and device, the mode, and the attribute watch over all 13 modules);
 * **recorder**: ``WorkloadRecorder(timing=False).recording(all_roots=True)`` at depth 0, its
   root settled (the calls timed are past its first five).
 
-The third side is the floor of the recorder's hook design; the fourth minus the third is the
-recorder's own work per root call. ``--baseline CHECKOUT`` adds a fifth side, the recorder of
-another checkout of this repository (say, main), timed in the same rounds.
+The third side is the floor of torch's hooks; the fifth is the floor of the recorder's design
+with its checks, before it counts a call or guards against its own failures; the recorder
+minus the fifth is the rest of its work per root call. ``--baseline CHECKOUT`` adds a last
+side, the recorder of another checkout of this repository (say, main), timed in the same
+rounds.
 
 Run: ``python benchmarks/hook_floor.py [--rounds 25] [--baseline ../main]``.
 """
@@ -23,7 +34,10 @@ Run: ``python benchmarks/hook_floor.py [--rounds 25] [--baseline ../main]``.
 from __future__ import annotations
 
 import argparse
+import sys
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +48,9 @@ from torch.nn.modules.module import register_module_forward_pre_hook
 from torch.utils.hooks import RemovableHandle
 
 from pytest_workload import WorkloadRecorder
+from pytest_workload._fingerprint.describe import describe_args, describe_kwargs, inputs_key
+from pytest_workload._recording.identity import IdentityCache
+from pytest_workload._torch_internals import compiling_check, tracing_checks
 
 
 def fastest(model: nn.Module, x: torch.Tensor, calls: int = 50) -> int:
@@ -83,6 +100,81 @@ def with_hooks(model: nn.Module, x: torch.Tensor, watch: bool) -> int:
             globals_.close()
 
 
+class DesignFloor:
+    """The recorder's hooks by hand, doing no work (``checks``: with a settled root's checks)."""
+
+    def __init__(self, model: nn.Module, x: torch.Tensor, checks: bool) -> None:
+        self.checks = checks
+        self.frames: list[nn.Module] = []
+        self.thread, self.compiling, self.tracing = threading.get_ident(), compiling_check(), None
+        self.cache = IdentityCache(None)
+        self.key = repr((describe_args((x,)), describe_kwargs({})))
+        self.raw = inputs_key((x,), {})
+        self.identity = self.cache.identity(
+            model, (describe_args((x,)), describe_kwargs({})), self.key, ((x,), {}), None
+        )
+        if checks:
+            self.tracing = tracing_checks()
+        self.hook_key = RemovableHandle(OrderedDict()).id
+        self.handles = [register_module_forward_pre_hook(h) for h in (self.watch, self.open)]
+        self.watch_key, self.open_key = self.handles[0].id, self.handles[1].id
+        self.table = self.handles[0].hooks_dict_ref()
+
+    def close(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def watch(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        if self.compiling():
+            return
+        if (
+            not self.frames
+            and threading.get_ident() == self.thread
+            and not (self.tracing is not None and self.tracing())
+        ):
+            module._forward_pre_hooks_with_kwargs[self.open_key] = True
+
+    def open(self, module: nn.Module, args: tuple[Any, ...], kwargs: Any = None) -> None:
+        if kwargs is None:
+            return
+        module._forward_pre_hooks_with_kwargs.pop(self.open_key, None)
+        if self.checks:
+            same = inputs_key(args, kwargs) == self.raw
+            known = self.cache.known(module, self.key, (args, kwargs))
+            assert same and known is self.identity  # (the model never changes here)
+        del self.table[self.watch_key], self.table[self.open_key]
+        self.frames.append(module)
+        key = self.hook_key
+        module._forward_pre_hooks[key] = _nothing
+        module._forward_pre_hooks_with_kwargs[key] = True
+        module._forward_hooks[key] = self.exit
+        module._forward_hooks_with_kwargs[key] = True
+        module._forward_hooks_always_called[key] = True
+
+    def exit(self, module: nn.Module, args: Any, kwargs: Any, result: Any) -> None:
+        if self.frames and self.frames[-1] is module and threading.get_ident() == self.thread:
+            assert sys.exc_info()[1] is None  # (a call that returned)
+            self.frames.pop()
+            key = self.hook_key
+            for table in (
+                module._forward_pre_hooks,
+                module._forward_pre_hooks_with_kwargs,
+                module._forward_hooks,
+                module._forward_hooks_with_kwargs,
+                module._forward_hooks_always_called,
+            ):
+                del table[key]
+            self.table[self.watch_key], self.table[self.open_key] = self.watch, self.open
+
+
+def designed(model: nn.Module, x: torch.Tensor, checks: bool) -> int:
+    floor = DesignFloor(model, x, checks)
+    try:
+        return fastest(model, x)
+    finally:
+        floor.close()
+
+
 def recorded(model: nn.Module, x: torch.Tensor, recorder_class: type = WorkloadRecorder) -> int:
     recorder = recorder_class("benchmarks::hook_floor", timing=False)
     with recorder.recording(all_roots=True):
@@ -101,6 +193,8 @@ def main() -> None:
         "plain": lambda: fastest(model, x),
         "no-op hooks": lambda: with_hooks(model, x, watch=False),
         "no-op hooks + global watch": lambda: with_hooks(model, x, watch=True),
+        "the recorder's hooks, no work": lambda: designed(model, x, checks=False),
+        "... + the same-workload checks": lambda: designed(model, x, checks=True),
         "recorder, depth 0": lambda: recorded(model, x),
     }
     if args.baseline:

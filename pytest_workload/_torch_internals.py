@@ -306,24 +306,20 @@ def tracing_checks() -> Callable[[], bool]:
     """A check whether the test traces its model (``torch.jit.trace``, ``fx.symbolic_trace``,
     or a fake, proxy or functional tensor mode: non-strict ``torch.export``, ``make_fx``,
     functionalization): a call then is no workload."""
-    from torch._C import _get_dispatch_mode, _get_tracing_state, _TorchDispatchModeKey
+    from torch._C import DispatchKey, _get_dispatch_mode, _get_tracing_state
+    from torch._C import _dispatch_tls_is_dispatch_key_included as included
+    from torch._C import _TorchDispatchModeKey as Mode
     from torch.fx._symbolic_trace import _is_fx_tracing_tls
 
-    fake, proxy, functional = (
-        _TorchDispatchModeKey.FAKE,
-        _TorchDispatchModeKey.PROXY,
-        _TorchDispatchModeKey.FUNCTIONAL,
-    )
+    modes, python = (Mode.FAKE, Mode.PROXY, Mode.FUNCTIONAL), DispatchKey.Python
 
-    def tracing() -> bool:  # (once per call at top level: no generator, no nested check)
+    def tracing() -> bool:  # (once per call at top level: no generator where no mode is on)
         return (
             _get_tracing_state() is not None
-            or _get_dispatch_mode(fake) is not None
-            or _get_dispatch_mode(proxy) is not None
-            or _get_dispatch_mode(functional) is not None
-            # fx's thread-local flag, read from the thread's own dict: torch's getter
-            # (``getattr(tls, "flag", False)``) raises and catches an AttributeError on every
-            # call in a thread that never traced, 0.5 µs of a settled root call's ~10
+            # (torch includes the Python key while any dispatch mode is on: one read if none is)
+            or (included(python) and any(_get_dispatch_mode(m) is not None for m in modes))
+            # fx's thread-local flag, read from the thread's own dict: torch's getter raises and
+            # catches an AttributeError on every call in a thread that never traced (0.5 µs)
             or vars(_is_fx_tracing_tls).get("flag", False)
         )
 

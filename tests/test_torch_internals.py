@@ -12,6 +12,7 @@ import torch
 from torch import nn
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.proxy_tensor import make_fx
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import pytest_workload
 from pytest_workload._torch_internals import (
@@ -42,6 +43,8 @@ from pytest_workload._torch_internals import (
 MODULE_MEMBERS = (
     "torch._C.DisableTorchFunction",
     "torch._C._get_dispatch_mode",
+    "torch._C._dispatch_tls_is_dispatch_key_included",
+    "torch._C.DispatchKey.Python",
     "torch._C._get_tracing_state",
     "torch._C._TorchDispatchModeKey.FAKE",
     "torch._C._TorchDispatchModeKey.PROXY",
@@ -336,6 +339,14 @@ def test_tracing_is_told_from_running():
     assert told(lambda: make_fx(Probe())(x)) == [True]
     with FakeTensorMode() as fake:
         assert told(lambda: Probe()(fake.from_tensor(x))) == [True]
+    # a dispatch mode of the test's own is not a tracer (the check reads on past the key)
+    with _PassThrough():
+        assert told(lambda: Probe()(x)) == [False]
+
+
+class _PassThrough(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        return func(*args, **(kwargs or {}))
 
 
 def test_compiling_is_told_from_running():

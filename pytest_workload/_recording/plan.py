@@ -63,22 +63,17 @@ def build_plan(module: nn.Module, max_depth: int) -> Plan:
     return plan
 
 
-def _why_opaque(module: nn.Module) -> str | None:
-    if is_compiled(module):
-        return "compiled with torch.compile"
-    if is_scripted(module):
-        return "scripted with TorchScript"
-    return None
-
-
 def _opaque(module: nn.Module, target: nn.Module) -> str | None:
-    root = _why_opaque(module)
-    if root is not None:
-        return f"{root}: its operations are not visible"
-    for path, sub in target.named_modules():
-        why = _why_opaque(sub)
-        if why is not None:
-            return f"contains {path}, {why}, whose operations are not visible"
+    for path, sub in (("", module), *target.named_modules()):
+        if is_compiled(sub):
+            why = "compiled with torch.compile"
+        elif is_scripted(sub):
+            why = "scripted with TorchScript"
+        else:
+            continue
+        if not path:
+            return f"{why}: its operations are not visible"
+        return f"contains {path}, {why}, whose operations are not visible"
     return None
 
 

@@ -212,9 +212,11 @@ class RowTable:
         entry.life = advance(entry.life, Event.OBSERVED_SAME if same else Event.OBSERVED_OTHER)
         entry.per_call = tally
 
-    def count_settled(self, entry: Entry, call: Call) -> None:
+    def count_settled(self, call: Call) -> None:
         """Count a settled root's call, its submodules unhooked: their rows get the calls its
         observed ones made (a call of the root within it is not counted)."""
+        entry = call.entry
+        assert entry is not None  # (a settled call has its row)
         call.children.clear()
         self.count(entry, call)
         for sub, calls in entry.per_call.items():

@@ -33,7 +33,6 @@ from .._workload.computation import Computation
 from .identity import IdentityCache
 from .plan import Plan, RootTrace, untraced
 from .rows import Call, RowTable
-from .settled import SettledFrames
 from .states import State
 
 if TYPE_CHECKING:
@@ -78,7 +77,8 @@ class CallStack:
         self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else int
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
         self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
-        self._settled = SettledFrames(identities, rows)
+        # each settled root's frame by its module's id, with its raw inputs and plan (``_reopen``)
+        self._settled: dict[int, tuple[Call, Hashable, Plan]] = {}
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
@@ -115,11 +115,11 @@ class CallStack:
     ) -> Sequence[nn.Module]:
         """Open a root's call; the modules that hold the call hooks while it runs (a settled
         root's own alone, so that a call of it within it is told from its own end)."""
-        raw = inputs_key(args, kwargs)
-        reopened = self._settled.reopen(module, raw, (args, kwargs), max_depth)
+        raw, call = inputs_key(args, kwargs), (args, kwargs)
+        reopened = _reopen(self._settled, self._identities, (module, max_depth), raw, call)
         if reopened is None:
             plan = self._identities.plan(module, max_depth)
-            frame = self._root_call(module, raw, (args, kwargs), plan)
+            frame = self._root_call(module, raw, call, plan)
         else:
             frame, plan = reopened
         self.plan = plan
@@ -153,14 +153,10 @@ class CallStack:
                 self._begin_trace(frame, args, kwargs, plan, new)
             except Exception:
                 self.internal_error()
-        elif (
-            frame.entry is not None
-            and frame.entry.life.state is State.SETTLED
-            and self._keyer is None
-        ):
-            # (with a key hook every call is keyed, its submodules' too)
+        elif self._keyer is None and frame.entry and frame.entry.life.state is State.SETTLED:
+            # (not with a key hook: it keys every call, its submodules' too)
             frame.settled = True
-            self._settled.keep(frame, raw, plan)
+            self._settled[id(module)] = (frame, raw, plan)
         return frame
 
     def _begin_trace(
@@ -179,9 +175,8 @@ class CallStack:
         parent = self.frames[-1]
         depth = max(static_depth, parent.depth + 1)
         record = parent.record and depth <= self.plan.max_depth
-        frame = Call(
-            module, target, path or type(module).__name__, depth, record, next(self._order)
-        )
+        name = path or type(module).__name__
+        frame = Call(module, target, name, depth, record, next(self._order))
         frame.ambient = sys.exc_info()[1]
         if frame.record:
             self._describe_into(frame, inputs_key(args, kwargs), (args, kwargs))
@@ -196,7 +191,8 @@ class CallStack:
         frame.elapsed_ns = self._clock() - frame.start_ns
         if self._compile is not None and frame is self.frames[0]:
             frame.compile_health = self._end_compile()
-        if frame.settled and self._settled.counted(frame):
+        if frame.settled and frame.generation == self._identities.generation:
+            self._rows.count_settled(frame)  # (else its tree changed while it ran: read afresh)
             return
         trace = self._trace
         if trace is None:  # (untraced calls are the hot path)
@@ -299,6 +295,39 @@ class CallStack:
         frame.key = repr((frame.args, frame.kwargs))
         if raw is not None:
             self._seen[raw] = ((frame.args, frame.kwargs), frame.key)
+
+
+def _reopen(
+    frames: dict[int, tuple[Call, Hashable, Plan]],
+    identities: IdentityCache,
+    root: tuple[nn.Module, int],
+    raw: Hashable,
+    call: Arguments,
+) -> tuple[Call, Plan] | None:
+    """The hot path: the frame of the call that settled a root (``root``: the module and the
+    depth recorded), opened again, with its plan, when this call (its raw inputs ``raw``, its
+    arguments ``call``) is one more of it: the same raw inputs, and the identity cache's
+    generation, the identity's key and its attribute watch unchanged. It is counted straight
+    into its row: nothing is described, looked up or built. Reopening the same object is safe:
+    a root opens with no call in progress, its row keeps nothing of the frame, and a call whose
+    tree changed while it ran is filed as a new row with the generation moved."""
+    settled = frames.get(id(root[0]))
+    if settled is None or raw is None or settled[1] != raw:  # (None: only describing tells)
+        return None
+    frame, _, plan = settled
+    entry, key = frame.entry, frame.key
+    assert entry is not None and key is not None  # (a settled call has both)
+    if (
+        frame.module is not root[0]
+        or plan.max_depth != root[1]
+        or frame.generation != identities.generation
+        or entry.life.state is not State.SETTLED
+        or identities.known(frame.target, key, call) is not frame.identity
+    ):
+        return None
+    frame.ambient, frame.compile_health = sys.exc_info()[1], None
+    frame.children.clear()  # (its last call raised within a call of itself)
+    return frame, plan
 
 
 def _user_key(
