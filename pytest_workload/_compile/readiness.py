@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._core.codec import Record
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import Json, read_field, read_object
 from .._torch_internals import graph_break_ids
@@ -39,7 +40,7 @@ LIMIT_S = 300.0
 
 
 @dataclass(frozen=True)
-class Readiness:
+class Readiness(Record):
     """What dynamo did as a workload's first call was compiled with ``backend`` and called
     again as often as the test called it (at most twice)."""
 
@@ -50,7 +51,7 @@ class Readiness:
         return {"backend": self.backend, **self.health.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: object) -> Readiness:
+    def from_dict(cls, data: object, what: str | None = None) -> Readiness:
         d = dict(read_object(data, "compile_readiness"))
         backend = read_field(d, "backend", str)
         if backend not in BACKENDS:
