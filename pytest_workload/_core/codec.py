@@ -32,8 +32,8 @@ class Spec:
     minimum: int | None = None
     #: Left out of the JSON when it holds its default, and read as the default when absent.
     omit: bool = False
-    #: Reads the present JSON value (null included, for a field whose type allows None).
-    read: Callable[[Any], Any] | None = None
+    #: Reads the field from the whole object (an odd field may depend on its neighbours).
+    read: Callable[[Mapping[str, Any]], Any] | None = None
     #: Writes the value (None is written as null, or left out with ``omit``).
     write: Callable[[Any], Json] | None = None
     #: Neither written nor read (a value for this process only).
@@ -88,8 +88,11 @@ def _optional(hint: Any) -> Any:
     return None
 
 
-def _short(value: Any) -> str:
-    text = canonical_json(_write(value))
+def _canonical(value: Any) -> str:
+    return canonical_json(_write(value))
+
+
+def _short(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -101,6 +104,9 @@ def _write(value: Any) -> Json:
     return typing.cast(Json, value)
 
 
+_PLURAL: Final = {str: "strings", int: "integers", float: "numbers", bool: "booleans"}
+
+
 def _read_item(value: Any, hint: Any, where: str) -> Any:
     """One element of a tuple field, by its type."""
     if isinstance(hint, type) and issubclass(hint, Record):
@@ -110,7 +116,7 @@ def _read_item(value: Any, hint: Any, where: str) -> Any:
     if hint is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, hint) or (isinstance(value, bool) and hint is not bool):
-        raise WorkloadDataError(f"field {where!r} must be a list of {hint.__name__}")
+        raise WorkloadDataError(f"field {where!r} must be a list of {_PLURAL[hint]}")
     return value
 
 
@@ -125,13 +131,11 @@ def _read_tuple(d: Mapping[str, Any], key: str, hint: Any, where: str) -> tuple[
 
 def _read(d: Mapping[str, Any], f: _Field) -> Any:
     hint, key = f.hint, f.key
+    if f.spec.read is not None:
+        return f.spec.read(d)
     inner = _optional(hint)
     if key not in d and (f.spec.omit or inner is not None):
         return f.default if f.default is not dataclasses.MISSING else None
-    if f.spec.read is not None:
-        if key not in d:
-            raise WorkloadDataError(f"missing field {key!r}")
-        return f.spec.read(d[key])
     if inner is not None:
         if d[key] is None:
             return None
@@ -141,7 +145,12 @@ def _read(d: Mapping[str, Any], f: _Field) -> Any:
             raise WorkloadDataError(f"missing field {key!r}")
         return d[key]
     if isinstance(hint, type) and issubclass(hint, Record):
-        return hint.from_dict(d.get(key), key)
+        try:
+            return hint.from_dict(d.get(key), key)
+        except WorkloadDataError as exc:  # (a message that starts with its place keeps it)
+            if str(exc).startswith(key):
+                raise
+            raise WorkloadDataError(f"{key}: {exc}") from None
     if typing.get_origin(hint) is tuple:
         return _read_tuple(d, key, hint, key)
     if typing.get_origin(hint) is Literal:
@@ -151,6 +160,8 @@ def _read(d: Mapping[str, Any], f: _Field) -> Any:
                 f"field {key!r} must be one of {typing.get_args(hint)}, got {value!r}"
             )
         return value
+    if typing.get_origin(hint) in (list, dict):
+        return read_field(d, key, typing.get_origin(hint))
     if hint is float:
         return float(read_field(d, key, float, int))
     if hint is int and f.spec.minimum is not None:
@@ -183,11 +194,14 @@ class Record:
         d = read_object(data, what or cls.what)
         fields = _fields(cls)
         record = cls(**{f.name: _read(d, f) for f in fields if f.init})
-        for f in fields:
-            if not f.init and (stored := _read(d, f)) != (derived := getattr(record, f.name)):
+        for f in fields:  # a derived field, where the file holds it, is what the record derives
+            if f.init or f.key not in d:
+                continue
+            stored, derived = _canonical(_read(d, f)), _canonical(getattr(record, f.name))
+            if stored != derived:
                 raise WorkloadDataError(
-                    f"field {f.key!r} does not follow from the other fields: it is "
-                    f"{_short(stored)}, they give {_short(derived)}"
+                    f"field {f.key!r} does not follow from the other fields ({_short(stored)} "
+                    f"stored, {_short(derived)} derived)"
                 )
         record.check()
         return record

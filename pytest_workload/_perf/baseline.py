@@ -16,8 +16,10 @@ are text, written atomically, never unpickled.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .._core.codec import Record, codec
 from .._core.errors import CorruptFileError, FutureFormatError, OldFormatError, WorkloadDataError
@@ -36,9 +38,10 @@ BASELINE_DIRNAME = "__workload_baselines__"
 _TEST_DIGEST = 16
 
 
-def _read_key(key: object) -> list[Json]:
+def _read_key(d: Mapping[str, Any]) -> list[Json]:
     """The stored key, checked to be ``[structure_hash, args, kwargs]`` as workload_key built it."""
-    if not isinstance(key, list) or len(key) != 3 or not isinstance(key[0], str):
+    key = read_field(d, "key", list)
+    if len(key) != 3 or not isinstance(key[0], str):
         raise WorkloadDataError("field 'key' must be [structure hash, args, kwargs]")
     try:
         signature = InputSignature.from_dict({"args": key[1], "kwargs": key[2]})

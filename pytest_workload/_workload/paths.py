@@ -225,26 +225,36 @@ def expand_paths(patterns: Sequence[object]) -> list[str]:
     return list(paths)
 
 
-def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields a report's workload and a snapshot's entry share, read by one set of rules,
-    as keyword arguments for either class."""
-    submodules = read_field(d, "submodules", dict, optional=True) or {}
-    if not all(isinstance(v, str) for v in submodules.values()):
-        raise WorkloadDataError("submodules must map names to structure hashes")
+def read_paths(d: Mapping[str, Any]) -> tuple[str, ...]:
+    """A stored workload's ``paths`` patterns, expanded, its ``name`` first."""
     name = read_field(d, "name", str)
     paths = expand_paths(read_field(d, "paths", list))
     if name not in paths:
         raise WorkloadDataError(f"name {name!r} is not one of its paths")
+    return name_first(name, paths)
+
+
+def read_submodules(d: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    submodules = read_field(d, "submodules", dict)
+    if not all(isinstance(v, str) for v in submodules.values()):
+        raise WorkloadDataError("submodules must map names to structure hashes")
+    return tuple(submodules.items())
+
+
+def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields a report's workload and a snapshot's entry share, read by one set of rules,
+    as keyword arguments for either class."""
+    name = read_field(d, "name", str)
     return {
         "name": name,
-        "paths": name_first(name, paths),
+        "paths": read_paths(d),
         "class_name": read_field(d, "class", str),
         "depth": read_field(d, "depth", int),
         "parent": read_field(d, "parent", str, optional=True),
         "structure_hash": read_field(d, "structure_hash", str),
         "input_signature": InputSignature.from_dict(d.get("input_signature")),
         "hash": read_field(d, "hash", str),
-        "submodules": tuple(submodules.items()),
+        "submodules": read_submodules(d),
         "arg_names": read_strings(d, "arg_names") or (),
         "structure_hash_without_dtypes": read_field(
             d, "structure_hash_without_dtypes", str, optional=True

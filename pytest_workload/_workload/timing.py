@@ -217,7 +217,7 @@ def _read_method(d: Mapping[str, Any], name: str) -> Method:
 
 
 @dataclass(frozen=True)
-class Measured:
+class Measured(Record):
     """How a workload's ``timing`` and ``flops`` were obtained: ``timing`` is "replayed",
     "observed calls" (why it was not replayed, where that has a reason), "off" or "not
     measured" (why); ``flops`` is "first call", "replayed" or "not measured" (why)."""
@@ -253,6 +253,6 @@ class Measured:
         }
 
     @classmethod
-    def from_dict(cls, data: object) -> Measured:
+    def from_dict(cls, data: object, what: str | None = None) -> Measured:
         d = read_object(data, "measured")
         return cls(timing=_read_method(d, "timing"), flops=_read_method(d, "flops"))
