@@ -113,8 +113,8 @@ def test_compare_rejects_a_forged_report_naming_the_file(tmp_path, capsys, forge
         (
             '"tensor": [1, 3, 16, 16]',
             '"tensor": [1, 3, 17, 16]',
-            "*corrupt workload snapshot *: workload *: field 'input' is "
-            '"(float32[1, 3, 16, 16])", but input_signature is "(float32[1, 3, 17, 16])"*',
+            "*corrupt workload snapshot *: workload *: field 'input' does not follow from the "
+            'other fields ("(float32[1, 3, 16, 16])" stored, "(float32[1, 3, 17, 16])" derived)*',
         ),
         (
             '"(float32[1, 3, 16, 16])",\n      "arg_names": ["x", "scale"],\n'

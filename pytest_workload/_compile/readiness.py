@@ -18,7 +18,7 @@ import select
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -61,16 +61,6 @@ class Readiness(Record):
             )
         del d["backend"]
         return cls(backend, CompileHealth.from_dict(d))
-
-
-def read_compile_fields(d: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored workload's ``compile`` and ``compile_readiness`` objects, as the keyword
-    arguments ``compile_health`` and ``compile_readiness`` (None where left out)."""
-    health, ready = d.get("compile"), d.get("compile_readiness")
-    return {
-        "compile_health": None if health is None else CompileHealth.from_dict(health),
-        "compile_readiness": None if ready is None else Readiness.from_dict(ready),
-    }
 
 
 def readiness_agrees(old: Readiness | None, new: Readiness | None) -> bool:

@@ -22,7 +22,7 @@ from .._core.strict_json import (
 from .computation import Computation
 from .costs import Costs
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
-from .paths import Paths, check_links, compress_paths, read_paths, read_submodules
+from .paths import PATHS, SUBMODULES, Paths, check_links
 from .signature import InputSignature, workload_key
 from .timing import Measured, Timing
 
@@ -112,9 +112,7 @@ class Workload(Paths, Record):
     """
 
     name: str
-    paths: tuple[str, ...] = field(
-        default=(), metadata=codec(read=read_paths, write=compress_paths)
-    )
+    paths: tuple[str, ...] = field(default=(), metadata=PATHS)
     class_name: str = field(metadata=codec(key="class"))
     depth: int
     parent: str | None
@@ -133,9 +131,7 @@ class Workload(Paths, Record):
     arg_names: tuple[str, ...] = ()
     location: str | None = None
     total_time_s: float | None = None
-    submodules: tuple[tuple[str, str], ...] = field(
-        default=(), metadata=codec(read=read_submodules, write=dict)
-    )
+    submodules: tuple[tuple[str, str], ...] = field(default=(), metadata=SUBMODULES)
     user_keys: tuple[UserKey, ...] = ()
     timing: Timing | None = None
     flops: int | None = field(default=None, metadata=_COUNT)
