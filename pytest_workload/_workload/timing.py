@@ -95,6 +95,7 @@ class Timing(Record):
         )
 
     def check(self) -> None:
+        """Each interval holds its median, and a calibration comes whole or not at all."""
         _interval(self.ci_s, "ci95_s", self.median_s, "median_s", 0.0)
         if not 0 <= self.iqr_s < math.inf:
             raise WorkloadDataError(f"iqr_s must be a finite number >= 0, got {self.iqr_s}")
