@@ -21,7 +21,7 @@ def store_with(tmp_path, edit):
     store = BaselineStore(tmp_path, IDENTITY)
     timing = summarize([0.01] * 7, "cpu")
     path = store.put(
-        Baseline(TEST, HASH, KEY, "model", "m.Net", "(float32[1, 4])", IDENTITY, timing)
+        Baseline(TEST, HASH, "model", "m.Net", "(float32[1, 4])", KEY, IDENTITY, timing)
     )
     data = json.loads(path.read_text())
     edit(data)
@@ -73,7 +73,7 @@ def test_a_baseline_moved_to_another_test_s_path_is_a_corrupt_file(tmp_path):
 
 def test_a_baseline_of_other_flops_or_operations_is_another_computation(tmp_path):
     timing = summarize([0.01] * 7, "cpu")
-    base = Baseline(TEST, HASH, KEY, "m", "m.Net", "()", IDENTITY, timing, 100, "c" * 64)
+    base = Baseline(TEST, HASH, "m", "m.Net", "()", KEY, IDENTITY, timing, 100, "c" * 64)
 
     def workload(flops, compute_hash):
         return SimpleNamespace(flops=flops, compute_hash=compute_hash)

@@ -16,6 +16,7 @@ from pytest_workload._snapshot.diff import cost_lines, costs_agree
 from pytest_workload._snapshot.document import SnapshotEntry
 from pytest_workload._tracing.tracer import tracing
 from pytest_workload._workload.costs import METRICS, Costs
+from pytest_workload._workload.signature import InputSignature
 
 
 def _costs(module: nn.Module, *args: torch.Tensor) -> Costs:
@@ -91,21 +92,17 @@ def test_costs_of_a_data_dependent_call_cover_the_listed_prefix():
 
 
 def _entry(costs: Costs | None, *, data_dependent: bool = False) -> SnapshotEntry:
-    return SnapshotEntry.from_dict(
-        {
-            "name": "m",
-            "paths": ["m"],
-            "class": "M",
-            "depth": 0,
-            "parent": None,
-            "input": "",
-            "input_signature": {"args": [], "kwargs": {}},
-            "structure_hash": "s" * 64,
-            "hash": "h" * 64,
-            "submodules": {},
-            "data_dependent": data_dependent,
-            "costs": None if costs is None else costs.to_dict(),
-        }
+    return SnapshotEntry(
+        name="m",
+        class_name="M",
+        depth=0,
+        parent=None,
+        input_signature=InputSignature(()),
+        structure_hash="s" * 64,
+        hash="h" * 64,
+        submodules=(),
+        data_dependent=data_dependent,
+        costs=costs,
     )
 
 

@@ -29,8 +29,7 @@ def timed(ratio, wall=None, n=50, spread=0.02, retimed=0, kernel=1e-3, wait=0.0)
         wall,
         0.0,
         n,
-        wall * (1 - spread),
-        wall * (1 + spread),
+        (wall * (1 - spread), wall * (1 + spread)),
         "cpu",
         ratio=ratio,
         ratio_ci=(ratio * (1 - spread), ratio * (1 + spread)),
@@ -166,7 +165,7 @@ def test_the_calibrated_time_adds_the_parts_and_their_interval_ends():
     t = timed(2.0, kernel=1e-3, wait=1e-3)
     low, high = 2.0 * 0.98 * 5e-4 + 0.98e-3, 2.0 * 1.02 * 5e-4 + 1.02e-3
     assert t.calibrated(5e-4) == pytest.approx((2e-3, low, high))
-    recorded = Timing(2.0, 0.0, 50, 1.98, 2.02, "cpu", source="recorded calls")
+    recorded = Timing(2.0, 0.0, 50, (1.98, 2.02), "cpu", source="recorded calls")
     assert recorded.calibrated(1e-3) is None
 
 
@@ -282,8 +281,8 @@ def test_within_tolerance_is_unchanged():
 
 
 def test_without_calibration_wall_time_decides():
-    recorded = Timing(2.0, 0.0, 50, 1.98, 2.02, "cpu", source="recorded calls")
-    old = Timing(1.0, 0.0, 50, 0.98, 1.02, "cpu", source="recorded calls")
+    recorded = Timing(2.0, 0.0, 50, (1.98, 2.02), "cpu", source="recorded calls")
+    old = Timing(1.0, 0.0, 50, (0.98, 1.02), "cpu", source="recorded calls")
     drift = judge(recorded, old)
     assert drift.kind == "regression" and drift.evidence == "wall" and drift.machine_ratio is None
     assert judge(recorded, BASE).evidence == "wall"  # one side calibrated is not enough

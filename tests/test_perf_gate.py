@@ -15,8 +15,7 @@ def timed(test, median_s=0.01):
         median_s,
         0.0,
         20,
-        median_s * 0.99,
-        median_s * 1.01,
+        (median_s * 0.99, median_s * 1.01),
         "cpu",
         ratio=median_s,
         ratio_ci=(median_s * 0.99, median_s * 1.01),
@@ -70,7 +69,7 @@ def test_a_baseline_of_another_computation_judges_nothing(tmp_path):
 
 def test_a_timing_cut_short_is_given_a_budget_with_room_for_a_verdict():
     def budget(median_s):
-        return larger_budget(Timing(median_s, 0.0, 1, median_s, median_s, "cpu"))
+        return larger_budget(Timing(median_s, 0.0, 1, (median_s, median_s), "cpu"))
 
     # 8 samples (6, and 2 for the warm-up) of a call and its calibration block, twice over,
     # in the 10 budgets a timing may take

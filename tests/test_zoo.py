@@ -374,7 +374,17 @@ def test_prefix_length_tells_every_hash_of_the_sweep_apart(zoo):
 
 def crafted(hash_: str) -> Workload:
     signature = InputSignature(({"tensor": [1, 3, 64, 64], "dtype": "float32"},))
-    return Workload("model", "m.Net", 0, None, "0" * 64, signature, hash_, 1, ParamStats(0, 0))
+    return Workload(
+        name="model",
+        class_name="m.Net",
+        depth=0,
+        parent=None,
+        structure_hash="0" * 64,
+        input_signature=signature,
+        hash=hash_,
+        calls=1,
+        params=ParamStats(0, 0),
+    )
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,6 @@ from .readiness import (
     Readiness,
     ReadyCall,
     check_readiness,
-    read_compile_fields,
     readiness_agrees,
     readiness_lines,
 )
@@ -27,7 +26,6 @@ __all__ = [
     "health_agrees",
     "health_lines",
     "merge_health",
-    "read_compile_fields",
     "readiness_agrees",
     "readiness_lines",
 ]

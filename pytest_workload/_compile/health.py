@@ -12,19 +12,18 @@ often, fails the gate; one seen less often is a note.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from itertools import chain
-from typing import Any, TypeVar
+from typing import ClassVar, TypeVar
 
-from .._core.errors import WorkloadDataError
-from .._core.strict_json import Json, read_count, read_field, read_object
+from .._core.codec import Record, codec
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 @dataclass(frozen=True)
-class GraphBreak:
+class GraphBreak(Record):
     """Graph breaks of one kind at one site.
 
     Attributes:
@@ -41,7 +40,9 @@ class GraphBreak:
     kind: str
     reason: str
     hint: str | None = None
-    count: int = 1
+    count: int = field(default=1, metadata=codec(minimum=1))
+
+    what: ClassVar[str] = "graph break"
 
     @property
     def key(self) -> tuple[str, str]:
@@ -53,7 +54,7 @@ class GraphBreak:
 
 
 @dataclass(frozen=True)
-class Recompile:
+class Recompile(Record):
     """Recompiles at one site for one guard.
 
     Attributes:
@@ -69,7 +70,9 @@ class Recompile:
     function: str
     guard: str
     hint: str | None = None
-    count: int = 1
+    count: int = field(default=1, metadata=codec(minimum=1))
+
+    what: ClassVar[str] = "recompile"
 
     @property
     def key(self) -> tuple[str, str]:
@@ -92,20 +95,8 @@ def _merge(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]:
     return tuple(merged.values())
 
 
-def _read_items(cls: type[_Item], d: Mapping[str, Any], name: str, what: str) -> tuple[_Item, ...]:
-    """A stored list of breaks or recompiles, one per key: each one's text fields, then its
-    optional hint and its count."""
-    items = []
-    for data in read_field(d, name, list):
-        item = read_object(data, what)
-        texts = {f.name: read_field(item, f.name, str) for f in fields(cls)[:-2]}
-        hint = read_field(item, "hint", str, optional=True)
-        items.append(cls(**texts, hint=hint, count=read_count(item, "count", 1)))
-    return _merge(items, ())
-
-
 @dataclass(frozen=True)
-class CompileHealth:
+class CompileHealth(Record):
     """What dynamo did over a workload's calls in one test.
 
     Attributes:
@@ -115,16 +106,21 @@ class CompileHealth:
         eager_frames: Frames dynamo gave up on and ran eagerly.
     """
 
-    graphs: int = 0
-    breaks: tuple[GraphBreak, ...] = ()
+    graphs: int = field(default=0, metadata=codec(minimum=0))
+    #: Every call ran as one compiled graph: something compiled, with no break and no frame
+    #: left to eager.
+    whole_graph: bool = field(init=False)
+    breaks: tuple[GraphBreak, ...] = field(default=(), metadata=codec(key="graph_breaks"))
     recompiles: tuple[Recompile, ...] = ()
-    eager_frames: int = 0
+    eager_frames: int = field(default=0, metadata=codec(minimum=0))
 
-    @property
-    def whole_graph(self) -> bool:
-        """Every call ran as one compiled graph: something compiled, with no break and no
-        frame left to eager."""
-        return self.graphs > 0 and not self.breaks and not self.eager_frames
+    what: ClassVar[str] = "compile"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "breaks", _merge(self.breaks, ()))
+        object.__setattr__(self, "recompiles", _merge(self.recompiles, ()))
+        whole = self.graphs > 0 and not self.breaks and not self.eager_frames
+        object.__setattr__(self, "whole_graph", whole)
 
     def merged(self, other: CompileHealth) -> CompileHealth:
         return CompileHealth(
@@ -133,31 +129,6 @@ class CompileHealth:
             _merge(self.recompiles, other.recompiles),
             self.eager_frames + other.eager_frames,
         )
-
-    def to_dict(self) -> dict[str, Json]:
-        return {
-            "graphs": self.graphs,
-            "whole_graph": self.whole_graph,
-            "graph_breaks": [asdict(b) for b in self.breaks],
-            "recompiles": [asdict(r) for r in self.recompiles],
-            "eager_frames": self.eager_frames,
-        }
-
-    @classmethod
-    def from_dict(cls, data: object) -> CompileHealth:
-        d = read_object(data, "compile")
-        health = cls(
-            read_count(d, "graphs", 0),
-            _read_items(GraphBreak, d, "graph_breaks", "graph break"),
-            _read_items(Recompile, d, "recompiles", "recompile"),
-            read_count(d, "eager_frames", 0),
-        )
-        if read_field(d, "whole_graph", bool) != health.whole_graph:
-            raise WorkloadDataError(
-                "compile: field 'whole_graph' does not follow from its graphs, graph breaks "
-                "and eager frames"
-            )
-        return health
 
 
 def merge_health(a: CompileHealth | None, b: CompileHealth | None) -> CompileHealth | None:

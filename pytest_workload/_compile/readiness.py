@@ -18,10 +18,11 @@ import select
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._core.codec import Record
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import Json, read_field, read_object
 from .._torch_internals import graph_break_ids
@@ -39,7 +40,7 @@ LIMIT_S = 300.0
 
 
 @dataclass(frozen=True)
-class Readiness:
+class Readiness(Record):
     """What dynamo did as a workload's first call was compiled with ``backend`` and called
     again as often as the test called it (at most twice)."""
 
@@ -50,7 +51,7 @@ class Readiness:
         return {"backend": self.backend, **self.health.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: object) -> Readiness:
+    def from_dict(cls, data: object, what: str | None = None) -> Readiness:
         d = dict(read_object(data, "compile_readiness"))
         backend = read_field(d, "backend", str)
         if backend not in BACKENDS:
@@ -60,16 +61,6 @@ class Readiness:
             )
         del d["backend"]
         return cls(backend, CompileHealth.from_dict(d))
-
-
-def read_compile_fields(d: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored workload's ``compile`` and ``compile_readiness`` objects, as the keyword
-    arguments ``compile_health`` and ``compile_readiness`` (None where left out)."""
-    health, ready = d.get("compile"), d.get("compile_readiness")
-    return {
-        "compile_health": None if health is None else CompileHealth.from_dict(health),
-        "compile_readiness": None if ready is None else Readiness.from_dict(ready),
-    }
 
 
 def readiness_agrees(old: Readiness | None, new: Readiness | None) -> bool:

@@ -197,14 +197,6 @@ def read_count(data: Mapping[str, Any], name: str, minimum: int, *, optional: bo
     return value
 
 
-def read_strings(data: Mapping[str, Any], name: str) -> tuple[str, ...] | None:
-    """An optional list of strings, as a tuple (None when absent)."""
-    values = read_field(data, name, list, optional=True)
-    if values is not None and not all(isinstance(v, str) for v in values):
-        raise WorkloadDataError(f"field {name!r} must be a list of strings")
-    return None if values is None else tuple(values)
-
-
 def read_object(data: object, what: str) -> Mapping[str, Any]:
     if not isinstance(data, dict):
         raise WorkloadDataError(f"{what} must be a JSON object, got {type(data).__name__}")

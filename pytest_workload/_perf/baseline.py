@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._core.codec import Record, codec
 from .._core.errors import CorruptFileError, FutureFormatError, OldFormatError, WorkloadDataError
 from .._core.files import BASELINE_FORMAT, read_json_file, write_text_atomic
 from .._core.strict_json import Json, read_field, read_object, sha256_hex
@@ -37,17 +38,29 @@ BASELINE_DIRNAME = "__workload_baselines__"
 _TEST_DIGEST = 16
 
 
+def _read_key(d: Mapping[str, Any]) -> list[Json]:
+    """The stored key, checked to be ``[structure_hash, args, kwargs]`` as workload_key built it."""
+    key = read_field(d, "key", list)
+    if len(key) != 3 or not isinstance(key[0], str):
+        raise WorkloadDataError("field 'key' must be [structure hash, args, kwargs]")
+    try:
+        signature = InputSignature.from_dict({"args": key[1], "kwargs": key[2]})
+    except WorkloadDataError as exc:
+        raise WorkloadDataError(f"field 'key': {exc}") from None
+    return workload_key(key[0], signature)
+
+
 @dataclass(frozen=True)
-class Baseline:
+class Baseline(Record):
     """The timing one test's workload had on one device identity."""
 
     #: The test that ran it (its node id).
     test: str
     hash: str
-    key: list[Json]
     name: str
-    class_name: str
+    class_name: str = field(metadata=codec(key="class"))
     input: str
+    key: list[Json] = field(metadata=codec(read=_read_key))
     device: DeviceIdentity
     timing: Timing
     #: FLOPs of the call timed (None: not counted).
@@ -62,10 +75,10 @@ class Baseline:
         return cls(
             test,
             w.hash,
-            w.key,
             w.name,
             w.class_name,
             signature,
+            w.key,
             device,
             w.timing,
             w.flops,
@@ -82,22 +95,10 @@ class Baseline:
         return None
 
     def to_dict(self) -> dict[str, Json]:
-        return {
-            "pytest_workload_baseline": BASELINE_FORMAT,
-            "test": self.test,
-            "hash": self.hash,
-            "name": self.name,
-            "class": self.class_name,
-            "input": self.input,
-            "key": self.key,
-            "device": self.device.to_dict(),
-            "timing": self.timing.to_dict(),
-            "flops": self.flops,
-            "compute_hash": self.compute_hash,
-        }
+        return {"pytest_workload_baseline": BASELINE_FORMAT, **super().to_dict()}
 
     @classmethod
-    def from_dict(cls, data: object) -> Baseline:
+    def from_dict(cls, data: object, what: str | None = None) -> Baseline:
         d = read_object(data, "baseline")
         version = read_field(d, "pytest_workload_baseline", int)
         if version > BASELINE_FORMAT:
@@ -106,34 +107,11 @@ class Baseline:
             )
         if version != BASELINE_FORMAT:
             raise OldFormatError(f"baseline format {version}", f"format {BASELINE_FORMAT}")
-        return cls(
-            test=read_field(d, "test", str),
-            hash=read_field(d, "hash", str),
-            key=_read_key(d),
-            name=read_field(d, "name", str),
-            class_name=read_field(d, "class", str),
-            input=read_field(d, "input", str),
-            device=DeviceIdentity.from_dict(d.get("device")),
-            timing=Timing.from_dict(d.get("timing")),
-            flops=read_field(d, "flops", int, optional=True),
-            compute_hash=read_field(d, "compute_hash", str, optional=True),
-        )
+        return super().from_dict(d)
 
 
 def _flops(flops: int | None) -> str:
     return "not counted" if flops is None else f"{flops:,}"
-
-
-def _read_key(d: Mapping[str, Any]) -> list[Json]:
-    """The stored key, checked to be ``[structure_hash, args, kwargs]`` as workload_key built it."""
-    key = read_field(d, "key", list)
-    if len(key) != 3 or not isinstance(key[0], str):
-        raise WorkloadDataError("field 'key' must be [structure hash, args, kwargs]")
-    try:
-        signature = InputSignature.from_dict({"args": key[1], "kwargs": key[2]})
-    except WorkloadDataError as exc:
-        raise WorkloadDataError(f"field 'key': {exc}") from None
-    return workload_key(key[0], signature)
 
 
 def _read(path: Path) -> Baseline:

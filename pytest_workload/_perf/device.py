@@ -19,8 +19,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from .._core.codec import Record
 from .._core.errors import DeviceUnavailableError
-from .._core.strict_json import Json, read_field, read_object
+from .._core.strict_json import Json
 from .stopwatch import CpuStopwatch, Lap, pin_allocator
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def cpu_model() -> str:
 
 
 @dataclass(frozen=True)
-class DeviceIdentity:
+class DeviceIdentity(Record):
     """What a timing depends on besides the workload: device model, torch, threads (on the
     CPU, those it is timed on)."""
 
@@ -119,19 +120,6 @@ class DeviceIdentity:
     def describe(self) -> str:
         threads = f"{self.threads} thread{'' if self.threads == 1 else 's'}"
         return f"{self.kind} {self.name}, torch {self.torch}, {threads}"
-
-    def to_dict(self) -> dict[str, Json]:
-        return {"kind": self.kind, "name": self.name, "torch": self.torch, "threads": self.threads}
-
-    @classmethod
-    def from_dict(cls, data: object) -> DeviceIdentity:
-        d = read_object(data, "device")
-        return cls(
-            kind=read_field(d, "kind", str),
-            name=read_field(d, "name", str),
-            torch=read_field(d, "torch", str),
-            threads=read_field(d, "threads", int),
-        )
 
 
 @functools.cache

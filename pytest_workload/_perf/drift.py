@@ -84,7 +84,7 @@ def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANC
     machine = None
     if current.calibration_s is not None and baseline.calibration_s is not None:
         machine = current.calibration_s / baseline.calibration_s
-    low, high = current.ci_low_s / baseline.ci_high_s, current.ci_high_s / baseline.ci_low_s
+    low, high = current.ci_s[0] / baseline.ci_s[1], current.ci_s[1] / baseline.ci_s[0]
     ratio = wall
     evidence: Evidence = "wall"
     # both at the machine speed of the baseline (its kernel's time)

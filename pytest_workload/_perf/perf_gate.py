@@ -66,7 +66,7 @@ def _wall(current: Timing, baseline: Timing, drift: Drift) -> str:
 def _interval(t: Timing) -> str:
     if not t.has_interval:
         return f"n={t.n}, too few for an interval"
-    return f"95% CI {format_duration(t.ci_low_s)}–{format_duration(t.ci_high_s)} (n={t.n})"
+    return f"95% CI {format_duration(t.ci_s[0])}–{format_duration(t.ci_s[1])} (n={t.n})"
 
 
 def render_regression(

@@ -290,8 +290,8 @@ def _figure(rows: list[Row]) -> Figure:
             [t.median_s * 1e3 for _, t in timed],
             height=0.38,
             xerr=(
-                [(t.median_s - t.ci_low_s) * 1e3 for _, t in timed],
-                [(t.ci_high_s - t.median_s) * 1e3 for _, t in timed],
+                [(t.median_s - t.ci_s[0]) * 1e3 for _, t in timed],
+                [(t.ci_s[1] - t.median_s) * 1e3 for _, t in timed],
             ),
             color=color,
             capsize=3,

@@ -40,7 +40,7 @@ def format_timing(t: Timing) -> str:
         return f"{format_duration(t.median_s)} (n=1, {where}, {t.device})"
     spread = f"IQR {format_duration(t.iqr_s)}"
     if t.has_interval:  # fewer samples allow no 95% interval of the median
-        spread += f", 95% CI {format_duration(t.ci_low_s)}–{format_duration(t.ci_high_s)}"
+        spread += f", 95% CI {format_duration(t.ci_s[0])}–{format_duration(t.ci_s[1])}"
     return f"median {format_duration(t.median_s)}, {spread} (n={t.n}, {where}, {t.device})"
 
 
@@ -207,7 +207,7 @@ def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
         props += [(f"{prefix} hash", w.hash), (f"{prefix} input", w.input_signature.format())]
         if w.timing is not None:
             props.append((f"{prefix} median_s", f"{w.timing.median_s:.6g}"))
-            props.append((f"{prefix} ci95_s", f"{w.timing.ci_low_s:.6g} {w.timing.ci_high_s:.6g}"))
+            props.append((f"{prefix} ci95_s", f"{w.timing.ci_s[0]:.6g} {w.timing.ci_s[1]:.6g}"))
         if w.flops is not None:
             props.append((f"{prefix} flops", str(w.flops)))
     return props

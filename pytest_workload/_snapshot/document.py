@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
-from .._compile import CompileHealth, Readiness, read_compile_fields
+from .._compile import CompileHealth, Readiness
+from .._core.codec import Record, codec
 from .._core.errors import OldFormatError, WorkloadDataError
 from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._core.strict_json import (
@@ -16,107 +17,76 @@ from .._core.strict_json import (
     load_json,
     read_field,
     read_object,
-    read_strings,
 )
 from .._workload.computation import Computation, computation_table, read_computations
 from .._workload.costs import Costs
 from .._workload.modules import ModuleTable, closure, modules_to_dict, read_modules
-from .._workload.paths import Paths, check_links, name_first, read_identity
+from .._workload.paths import (
+    PATHS,
+    SUBMODULES,
+    Paths,
+    check_links,
+    name_first,
+)
 from .._workload.signature import InputSignature
 from .._workload.workload import Workload
 
+_OMIT: Final = codec(omit=True)
 
-@dataclass(frozen=True)
-class SnapshotEntry(Paths):
+
+@dataclass(frozen=True, kw_only=True)
+class SnapshotEntry(Paths, Record):
     """One workload as the snapshot keeps it: identity plus what a reviewer reads, nothing
     machine- or run-dependent (timings, call counts, call sites)."""
 
     name: str
-    class_name: str
+    paths: tuple[str, ...] = field(default=(), metadata=PATHS)
+    class_name: str = field(metadata=codec(key="class"))
     depth: int
     parent: str | None
-    structure_hash: str
-    input_signature: InputSignature
-    hash: str
-    submodules: tuple[tuple[str, str], ...] = ()
+    input: str = field(init=False, compare=False)
     arg_names: tuple[str, ...] = ()
-    user_key: Json = None
-    flops: int | None = None
+    input_signature: InputSignature
+    structure_hash: str
+    structure_hash_without_dtypes: str | None = None
+    hash: str
     param_bytes: int | None = None
     #: For review only (never compared): they tell a dtype change from a structure change.
     param_dtypes: tuple[str, ...] | None = None
-    structure_hash_without_dtypes: str | None = None
-    #: The operations' hash (None: not recorded there; see :func:`.diff.computes_agree`).
-    compute_hash: str | None = None
-    data_dependent: bool = False
+    flops: int | None = None
     #: Compared within ``--workload-cost-tolerance`` (see :func:`.diff.costs_agree`).
     costs: Costs | None = None
-    paths: tuple[str, ...] = ()
+    submodules: tuple[tuple[str, str], ...] = field(metadata=SUBMODULES)
+    #: The operations' hash (None: not recorded there; see :func:`.diff.computes_agree`).
+    compute_hash: str | None = field(default=None, metadata=_OMIT)
+    data_dependent: bool = field(default=False, metadata=_OMIT)
+    user_key: Json = field(default=None, metadata=_OMIT)
     #: What dynamo compiled (None: not observed; see :func:`.._compile.health_agrees`).
-    compile_health: CompileHealth | None = None
+    compile_health: CompileHealth | None = field(
+        default=None, metadata=codec(key="compile", omit=True)
+    )
     #: The same for ``compile=`` on the marker (None: not asked for, or not checked).
-    compile_readiness: Readiness | None = None
+    compile_readiness: Readiness | None = field(default=None, metadata=_OMIT)
+
+    what: ClassVar[str] = "workload"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "input", self.input_signature.format())
 
     @classmethod
     def from_workload(cls, w: Workload) -> SnapshotEntry:
         shared = {
-            f.name: getattr(w, f.name) for f in fields(cls) if not f.name.startswith("param_")
+            f.name: getattr(w, f.name)
+            for f in fields(cls)
+            if f.init and not f.name.startswith("param_")
         }
         return cls(**shared, param_bytes=w.params.bytes, param_dtypes=w.params.dtypes)
 
-    def to_dict(self) -> dict[str, Json]:
-        out: dict[str, Json] = {
-            "name": self.name,
-            "paths": list(self.patterns),
-            "class": self.class_name,
-            "depth": self.depth,
-            "parent": self.parent,
-            "input": self.input_signature.format(),
-            "arg_names": list(self.arg_names),
-            "input_signature": self.input_signature.to_dict(),
-            "structure_hash": self.structure_hash,
-            "structure_hash_without_dtypes": self.structure_hash_without_dtypes,
-            "hash": self.hash,
-            "param_bytes": self.param_bytes,
-            "param_dtypes": None if self.param_dtypes is None else list(self.param_dtypes),
-            "flops": self.flops,
-            "costs": None if self.costs is None else self.costs.to_dict(),
-            "submodules": dict(self.submodules),
-        }
-        # (absent when unknown or off, as in every snapshot written so far)
-        if self.compute_hash is not None:
-            out["compute_hash"] = self.compute_hash
-        if self.data_dependent:
-            out["data_dependent"] = True
-        if self.user_key is not None:
-            out["user_key"] = self.user_key
-        if self.compile_health is not None:
-            out["compile"] = self.compile_health.to_dict()
-        if self.compile_readiness is not None:
-            out["compile_readiness"] = self.compile_readiness.to_dict()
-        return out
 
-    @classmethod
-    def from_dict(cls, data: object) -> SnapshotEntry:
-        d = read_object(data, "workload")
-        if not isinstance(d.get("submodules"), dict):
-            raise WorkloadDataError("missing or non-object field 'submodules'")
-        return cls(
-            **read_identity(d),
-            user_key=d.get("user_key"),
-            flops=read_field(d, "flops", int, optional=True),
-            param_bytes=read_field(d, "param_bytes", int, optional=True),
-            param_dtypes=read_strings(d, "param_dtypes"),
-            compute_hash=read_field(d, "compute_hash", str, optional=True),
-            data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
-            costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
-            **read_compile_fields(d),
-        )
-
-
-#: The fields :meth:`SnapshotEntry.to_dict` always writes (but for two for review only, which
-#: snapshots written before them lack), of which only ``_NULLABLE`` may be null (unknown);
-#: ``_LEFT_OUT`` it leaves out, never writes as null, when unknown or off.
+#: The fields a snapshot entry always holds (but for two for review only, which snapshots
+#: written before them lack), of which only ``_NULLABLE`` may be null (unknown); ``_LEFT_OUT``
+#: are left out, never written as null, when unknown or off.
 _ALWAYS_WRITTEN: Final = (
     "name", "paths", "class", "depth", "parent", "input", "arg_names", "input_signature",
     "structure_hash", "hash", "param_bytes", "flops", "costs", "submodules",
@@ -130,9 +100,7 @@ _NEVER_NULL: Final = tuple(k for k in _ALWAYS_WRITTEN + _LEFT_OUT if k not in _N
 
 def _check_written(data: object) -> None:
     """In a file of this release's format: a field left out or null where the writer never
-    leaves it so (an edit that would turn a check off, such as ``"compute_hash": null``), or
-    an ``input`` that is not the input signature's (an edit a reviewer would read, and the
-    verdict would not)."""
+    leaves it so (an edit that would turn a check off, such as ``"compute_hash": null``)."""
     d = read_object(data, "workload")
     missing = next((k for k in _ALWAYS_WRITTEN if k not in d), None)
     if missing is not None:
@@ -141,13 +109,6 @@ def _check_written(data: object) -> None:
     if null is not None:
         left_out = " (it is left out when unknown or off)" if null in _LEFT_OUT else ""
         raise WorkloadDataError(f"field {null!r} is null{left_out}")
-    shown = read_field(d, "input", str)
-    signature = InputSignature.from_dict(d["input_signature"]).format()
-    if shown != signature:
-        raise WorkloadDataError(
-            f"field 'input' is {inline_json(shown)}, but input_signature is "
-            f"{inline_json(signature)}"
-        )
 
 
 def _fold_key(entry: SnapshotEntry) -> tuple[object, ...]:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._core.codec import Record
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import Json, read_count, read_field, read_object
 
@@ -158,7 +159,7 @@ BY_RANK = tuple(sorted(METRICS, key=lambda m: m.rank))
 
 
 @dataclass(frozen=True)
-class Costs:
+class Costs(Record):
     """``values``: each metric's value by its field, in :data:`METRICS` order (a count not
     taken is absent); ``ops``: (operation name, count), sorted by name."""
 
@@ -200,7 +201,7 @@ class Costs:
         return out
 
     @classmethod
-    def from_dict(cls, data: object) -> Costs:
+    def from_dict(cls, data: object, what: str | None = None) -> Costs:
         d = read_object(data, "costs")
         return cls.of(
             _counts(read_field(d, "ops", dict), "ops"),

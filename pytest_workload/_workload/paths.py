@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from typing import Any, Final
 
+from .._core.codec import codec
 from .._core.errors import WorkloadDataError
-from .._core.strict_json import MAX_INT_DIGITS, read_field, read_strings
-from .signature import InputSignature
+from .._core.strict_json import MAX_INT_DIGITS, read_field
 
 #: Paths one workload's patterns may stand for: a hand-edited ``[0-999999999]`` is refused
 #: before it is expanded.
@@ -225,31 +225,26 @@ def expand_paths(patterns: Sequence[object]) -> list[str]:
     return list(paths)
 
 
-def read_identity(d: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields a report's workload and a snapshot's entry share, read by one set of rules,
-    as keyword arguments for either class."""
-    submodules = read_field(d, "submodules", dict, optional=True) or {}
-    if not all(isinstance(v, str) for v in submodules.values()):
-        raise WorkloadDataError("submodules must map names to structure hashes")
+def read_paths(d: Mapping[str, Any]) -> tuple[str, ...]:
+    """A stored workload's ``paths`` patterns, expanded, its ``name`` first."""
     name = read_field(d, "name", str)
     paths = expand_paths(read_field(d, "paths", list))
     if name not in paths:
         raise WorkloadDataError(f"name {name!r} is not one of its paths")
-    return {
-        "name": name,
-        "paths": name_first(name, paths),
-        "class_name": read_field(d, "class", str),
-        "depth": read_field(d, "depth", int),
-        "parent": read_field(d, "parent", str, optional=True),
-        "structure_hash": read_field(d, "structure_hash", str),
-        "input_signature": InputSignature.from_dict(d.get("input_signature")),
-        "hash": read_field(d, "hash", str),
-        "submodules": tuple(submodules.items()),
-        "arg_names": read_strings(d, "arg_names") or (),
-        "structure_hash_without_dtypes": read_field(
-            d, "structure_hash_without_dtypes", str, optional=True
-        ),
-    }
+    return name_first(name, paths)
+
+
+def read_submodules(d: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    submodules = read_field(d, "submodules", dict)
+    if not all(isinstance(v, str) for v in submodules.values()):
+        raise WorkloadDataError("submodules must map names to structure hashes")
+    return tuple(submodules.items())
+
+
+#: How a record's ``paths`` and ``submodules`` are stored: the paths compressed to patterns
+#: and read back expanded, name first; the submodules as an object.
+PATHS: Final = codec(read=read_paths, write=compress_paths)
+SUBMODULES: Final = codec(read=read_submodules, write=dict)
 
 
 def check_links(rows: Sequence[Paths], where: str) -> None:

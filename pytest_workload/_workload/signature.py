@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Final
 
+from .._core.codec import Record
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import Json, canonical_json
 
@@ -27,7 +28,7 @@ def dtype_name(dtype: object) -> str:
 
 
 @dataclass(frozen=True, eq=False)
-class InputSignature:
+class InputSignature(Record):
     """The arguments of one call as described, as ``Workload.input_signature`` holds them.
 
     A tensor or an array is described by its shape and dtype, every other value by value.
@@ -62,7 +63,7 @@ class InputSignature:
         return {"args": list(self.args), "kwargs": dict(self.kwargs)}
 
     @classmethod
-    def from_dict(cls, data: object) -> InputSignature:
+    def from_dict(cls, data: object, what: str | None = None) -> InputSignature:
         """The signature from parsed JSON; malformed data raises ``WorkloadError``."""
         if not isinstance(data, dict) or set(data) != {"args", "kwargs"}:
             raise WorkloadDataError("input_signature must be an object with 'args' and 'kwargs'")

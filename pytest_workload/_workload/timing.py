@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from .._core.codec import Record, codec
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import Json, read_field, read_object
 
@@ -21,11 +22,11 @@ MIN_SAMPLES: Final = 6
 
 
 @dataclass(frozen=True)
-class Timing:
+class Timing(Record):
     """Per-call time of one workload, as ``Workload.timing`` holds it.
 
     Example:
-        ``median_s=0.00324, ci_low_s=0.00316, ci_high_s=0.00332, n=66`` reads "3.24 ms a call,
+        ``median_s=0.00324, ci_s=(0.00316, 0.00332), n=66`` reads "3.24 ms a call,
         and the true median lies between 3.16 and 3.32 ms with 95% confidence".
 
     Wall-clock times are what a user reads. The drift gate judges the calibrated time
@@ -38,8 +39,7 @@ class Timing:
         median_s: Median seconds per call.
         iqr_s: Interquartile range of the per-call times, in seconds.
         n: Samples taken (for a replay: workload/calibration pairs).
-        ci_low_s: Low end of the median's 95% confidence interval, in seconds.
-        ci_high_s: High end of it.
+        ci_s: The median's 95% confidence interval, ``(low, high)``, in seconds.
         device: The device it ran on (``cpu``, ``cuda:0``).
         source: ``replay`` when the plugin replayed the call after the test, ``recorded
             calls`` when the times come from the test's own calls (submodules, and top-level
@@ -62,15 +62,14 @@ class Timing:
 
     median_s: float
     iqr_s: float
-    n: int
-    ci_low_s: float
-    ci_high_s: float
+    n: int = field(metadata=codec(minimum=1))
+    ci_s: tuple[float, float] = field(metadata=codec(key="ci95_s"))
     device: str
     source: str = "replay"
     ratio: float | None = None
-    ratio_ci: tuple[float, float] | None = None
+    ratio_ci: tuple[float, float] | None = field(default=None, metadata=codec(key="ratio_ci95"))
     wait_s: float | None = None
-    wait_ci: tuple[float, float] | None = None
+    wait_ci: tuple[float, float] | None = field(default=None, metadata=codec(key="wait_ci95"))
     calibration_s: float | None = None
     retimed: int = 0
     threads: int | None = None
@@ -95,97 +94,39 @@ class Timing:
             self.ratio_ci[1] * kernel_s + self.wait_ci[1],
         )
 
-    def to_dict(self) -> dict[str, Json]:
-        """The timing as the JSON report holds it."""
-        return {
-            "median_s": self.median_s,
-            "iqr_s": self.iqr_s,
-            "n": self.n,
-            "ci95_s": [self.ci_low_s, self.ci_high_s],
-            "device": self.device,
-            "source": self.source,
-            "ratio": self.ratio,
-            "ratio_ci95": None if self.ratio_ci is None else list(self.ratio_ci),
-            "wait_s": self.wait_s,
-            "wait_ci95": None if self.wait_ci is None else list(self.wait_ci),
-            "calibration_s": self.calibration_s,
-            "retimed": self.retimed,
-            "threads": self.threads,
-        }
-
-    @classmethod
-    def from_dict(cls, data: object) -> Timing:
-        """The timing from parsed JSON; malformed data raises ``WorkloadError``."""
-        d = read_object(data, "timing")
-        median = float(read_field(d, "median_s", float, int))
-        low, high = _interval(d, "ci95_s", "median_s", median)
-        iqr = float(read_field(d, "iqr_s", float, int))
-        if not 0 <= iqr < math.inf:
-            raise WorkloadDataError(f"iqr_s must be a finite number >= 0, got {iqr}")
-        n = read_field(d, "n", int)
-        if n < 1:
-            raise WorkloadDataError(f"n must be at least 1, got {n}")
-        ratio = _optional_float(d, "ratio")
-        ratio_ci = (
-            None if d.get("ratio_ci95") is None else _interval(d, "ratio_ci95", "ratio", ratio)
-        )
-        wait = _optional_float(d, "wait_s")
-        wait_ci = (
-            None
-            if d.get("wait_ci95") is None
-            else _interval(d, "wait_ci95", "wait_s", wait, at_least=0.0)
-        )
-        calibration = _optional_float(d, "calibration_s")
-        calibrated = (ratio, ratio_ci, wait, wait_ci, calibration)
+    def check(self) -> None:
+        """Each interval holds its median, and a calibration comes whole or not at all."""
+        _interval(self.ci_s, "ci95_s", self.median_s, "median_s", 0.0)
+        if not 0 <= self.iqr_s < math.inf:
+            raise WorkloadDataError(f"iqr_s must be a finite number >= 0, got {self.iqr_s}")
+        calibrated = (self.ratio, self.ratio_ci, self.wait_s, self.wait_ci, self.calibration_s)
         if any(v is None for v in calibrated) and any(v is not None for v in calibrated):
             raise WorkloadDataError(
                 "timing needs ratio, ratio_ci95, wait_s, wait_ci95 and calibration_s "
                 "together, or none of them"
             )
+        calibration = self.calibration_s
         if calibration is not None and not 0 < calibration < math.inf:
             raise WorkloadDataError(f"calibration_s must be a finite number > 0, got {calibration}")
-        return cls(
-            median_s=median,
-            iqr_s=iqr,
-            n=n,
-            ci_low_s=low,
-            ci_high_s=high,
-            device=read_field(d, "device", str),
-            source=read_field(d, "source", str),
-            ratio=ratio,
-            ratio_ci=ratio_ci,
-            wait_s=wait,
-            wait_ci=wait_ci,
-            calibration_s=calibration,
-            retimed=read_field(d, "retimed", int, optional=True) or 0,
-            threads=read_field(d, "threads", int, optional=True),
-        )
-
-
-def _optional_float(d: Mapping[str, Any], name: str) -> float | None:
-    value = read_field(d, name, float, int, optional=True)
-    return None if value is None else float(value)
+        if self.ratio_ci is not None and self.ratio is not None:
+            _interval(self.ratio_ci, "ratio_ci95", self.ratio, "ratio", 0.0)
+        if self.wait_ci is not None and self.wait_s is not None:
+            _interval(self.wait_ci, "wait_ci95", self.wait_s, "wait_s", None)
 
 
 def _interval(
-    d: Mapping[str, Any], name: str, of: str, value: float | None, at_least: float | None = None
-) -> tuple[float, float]:
-    """Field ``name``: the 95% interval of field ``of``, which holds ``value``; its low end
-    above 0, or at ``at_least`` or above."""
-    ci = read_field(d, name, list)
-    if len(ci) != 2 or not all(isinstance(v, (int, float)) for v in ci):
-        raise WorkloadDataError(f"{name} must be [low, high]")
-    low, high = float(ci[0]), float(ci[1])
-    if value is None:
-        return low, high
+    ci: tuple[float, float], name: str, value: float, of: str, above: float | None
+) -> None:
+    """``ci``, field ``name``, is the 95% interval of ``value``, field ``of``: its low end
+    above ``above``, or at 0 or above where that is None."""
+    low, high = ci
     if not all(math.isfinite(v) for v in (low, high, value)):
         raise WorkloadDataError(f"{name} and {of} must be finite")
-    if at_least is not None:
-        if not at_least <= low <= value <= high:
-            raise WorkloadDataError(f"timing needs {at_least:g} <= {name}[0] <= {of} <= {name}[1]")
-    elif not 0 < low <= value <= high:
+    if above is None:
+        if not 0 <= low <= value <= high:
+            raise WorkloadDataError(f"timing needs 0 <= {name}[0] <= {of} <= {name}[1]")
+    elif not above < low <= value <= high:
         raise WorkloadDataError(f"timing needs 0 < {name}[0] <= {of} <= {name}[1]")
-    return low, high
 
 
 #: How a timing or a FLOP count was obtained; "observed calls" (a timing) says why the workload
@@ -277,7 +218,7 @@ def _read_method(d: Mapping[str, Any], name: str) -> Method:
 
 
 @dataclass(frozen=True)
-class Measured:
+class Measured(Record):
     """How a workload's ``timing`` and ``flops`` were obtained: ``timing`` is "replayed",
     "observed calls" (why it was not replayed, where that has a reason), "off" or "not
     measured" (why); ``flops`` is "first call", "replayed" or "not measured" (why)."""
@@ -313,6 +254,6 @@ class Measured:
         }
 
     @classmethod
-    def from_dict(cls, data: object) -> Measured:
+    def from_dict(cls, data: object, what: str | None = None) -> Measured:
         d = read_object(data, "measured")
         return cls(timing=_read_method(d, "timing"), flops=_read_method(d, "flops"))

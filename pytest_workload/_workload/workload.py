@@ -6,74 +6,52 @@ These are what crosses process boundaries (xdist workers) and what the JSON repo
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar, Final
 
 from .._compile.health import CompileHealth
-from .._compile.readiness import Readiness, read_compile_fields
+from .._compile.readiness import Readiness
+from .._core.codec import Record, codec
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import (
     Json,
-    canonical_json,
-    read_count,
     read_field,
     read_object,
-    read_strings,
 )
 from .computation import Computation
 from .costs import Costs
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
-from .paths import Paths, check_links, read_identity
+from .paths import PATHS, SUBMODULES, Paths, check_links
 from .signature import InputSignature, workload_key
 from .timing import Measured, Timing
 
+_COUNT: Final = codec(minimum=0)
+
 
 @dataclass(frozen=True)
-class ParamStats:
+class ParamStats(Record):
     """Parameter count, bytes (from each parameter's real dtype) and distinct dtypes of a
     module tree."""
 
-    count: int
-    bytes: int
+    count: int = field(metadata=_COUNT)
+    bytes: int = field(metadata=_COUNT)
     dtypes: tuple[str, ...] | None = None
-
-    def to_dict(self) -> dict[str, Json]:
-        dtypes: Json = None if self.dtypes is None else list(self.dtypes)
-        return {"count": self.count, "bytes": self.bytes, "dtypes": dtypes}
-
-    @classmethod
-    def from_dict(cls, data: object) -> ParamStats:
-        if not isinstance(data, dict) or not all(
-            isinstance(data.get(k), int) and not isinstance(data.get(k), bool) and data[k] >= 0
-            for k in ("count", "bytes")
-        ):
-            raise WorkloadDataError(
-                "params must be an object with integers 'count' and 'bytes' of at least 0"
-            )
-        return cls(data["count"], data["bytes"], read_strings(data, "dtypes"))
 
 
 @dataclass(frozen=True)
-class UserKey:
+class UserKey(Record):
     """A key a ``pytest_workload_key`` hook returned, and which calls returned it."""
 
     key: Json
     first_call: int
     calls: int
 
-    def to_dict(self) -> dict[str, Json]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: object) -> UserKey:
-        d = read_object(data, "user key")
-        if "key" not in d:
-            raise WorkloadDataError("missing field 'key'")
-        return cls(d["key"], read_field(d, "first_call", int), read_field(d, "calls", int))
+    what: ClassVar[str] = "user key"
 
 
-@dataclass(frozen=True)
-class Workload(Paths):
+@dataclass(frozen=True, kw_only=True)
+class Workload(Paths, Record):
     """One workload as one test saw it: one module structure called with one input signature.
 
     Example:
@@ -134,118 +112,52 @@ class Workload(Paths):
     """
 
     name: str
-    class_name: str
+    paths: tuple[str, ...] = field(default=(), metadata=PATHS)
+    class_name: str = field(metadata=codec(key="class"))
     depth: int
     parent: str | None
+    caller: int | None = None
     structure_hash: str
+    structure_hash_without_dtypes: str | None = None
     input_signature: InputSignature
+    #: Its input signature's readable form, as the report shows it.
+    input: str = field(init=False, compare=False)
+    #: ``[structure_hash, args, kwargs]``: the workload's identity with its structure kept
+    #: apart from its inputs, as ``distance_factor`` and the JSON report's ``key`` take it.
+    key: list[Json] = field(init=False, compare=False)
     hash: str
-    calls: int
+    calls: int = field(metadata=codec(minimum=1))
     params: ParamStats
     arg_names: tuple[str, ...] = ()
     location: str | None = None
     total_time_s: float | None = None
-    submodules: tuple[tuple[str, str], ...] = ()
+    submodules: tuple[tuple[str, str], ...] = field(default=(), metadata=SUBMODULES)
     user_keys: tuple[UserKey, ...] = ()
     timing: Timing | None = None
-    flops: int | None = None
-    peak_memory_bytes: int | None = None
+    flops: int | None = field(default=None, metadata=_COUNT)
+    peak_memory_bytes: int | None = field(default=None, metadata=_COUNT)
     output_signature: Json = None
-    caller: int | None = None
-    structure_hash_without_dtypes: str | None = None
     measured: Measured | None = None
     compute_hash: str | None = None
     data_dependent: bool = False
     compute_unknown: str | None = None
     compute_partial: str | None = None
-    computation: Computation | None = field(default=None, compare=False, repr=False)
+    computation: Computation | None = field(
+        default=None, compare=False, repr=False, metadata=codec(skip=True)
+    )
     costs: Costs | None = None
-    paths: tuple[str, ...] = ()
-    compile_health: CompileHealth | None = None
+    compile_health: CompileHealth | None = field(default=None, metadata=codec(key="compile"))
     compile_readiness: Readiness | None = None
 
-    @property
-    def key(self) -> list[Json]:
-        """``[structure_hash, args, kwargs]``: the workload's identity with its structure kept
-        apart from its inputs, as ``distance_factor`` and the JSON report's ``key`` take it."""
-        return workload_key(self.structure_hash, self.input_signature)
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "input", self.input_signature.format())
+        object.__setattr__(self, "key", workload_key(self.structure_hash, self.input_signature))
 
     @property
     def user_key(self) -> Json:
         """The first user key of this workload, or None when no hook keyed it."""
         return self.user_keys[0].key if self.user_keys else None
-
-    def to_dict(self) -> dict[str, Json]:
-        """The workload as the JSON report holds it."""
-        return {
-            "name": self.name,
-            "paths": list(self.patterns),
-            "class": self.class_name,
-            "depth": self.depth,
-            "parent": self.parent,
-            "caller": self.caller,
-            "structure_hash": self.structure_hash,
-            "structure_hash_without_dtypes": self.structure_hash_without_dtypes,
-            "input_signature": self.input_signature.to_dict(),
-            "input": self.input_signature.format(),
-            "key": self.key,
-            "hash": self.hash,
-            "calls": self.calls,
-            "params": self.params.to_dict(),
-            "arg_names": list(self.arg_names),
-            "location": self.location,
-            "total_time_s": self.total_time_s,
-            "submodules": dict(self.submodules),
-            "user_keys": [k.to_dict() for k in self.user_keys],
-            "timing": None if self.timing is None else self.timing.to_dict(),
-            "flops": self.flops,
-            "peak_memory_bytes": self.peak_memory_bytes,
-            "output_signature": self.output_signature,
-            "measured": None if self.measured is None else self.measured.to_dict(),
-            "compute_hash": self.compute_hash,
-            "data_dependent": self.data_dependent,
-            "compute_unknown": self.compute_unknown,
-            "compute_partial": self.compute_partial,
-            "costs": None if self.costs is None else self.costs.to_dict(),
-            "compile": None if self.compile_health is None else self.compile_health.to_dict(),
-            "compile_readiness": (
-                None if self.compile_readiness is None else self.compile_readiness.to_dict()
-            ),
-        }
-
-    @classmethod
-    def from_dict(cls, data: object) -> Workload:
-        """The workload from parsed JSON; malformed data raises ``WorkloadError``."""
-        d = read_object(data, "workload")
-        identity = read_identity(d)
-        key = workload_key(identity["structure_hash"], identity["input_signature"])
-        if "key" in d and canonical_json(d["key"]) != canonical_json(key):
-            raise WorkloadDataError(
-                "field 'key' is not [structure_hash, args, kwargs] of its own structure_hash "
-                "and input_signature"
-            )
-        return cls(
-            **identity,
-            calls=read_count(d, "calls", 1),
-            params=ParamStats.from_dict(d.get("params")),
-            location=read_field(d, "location", str, optional=True),
-            total_time_s=read_field(d, "total_time_s", float, int, optional=True),
-            user_keys=tuple(
-                UserKey.from_dict(k) for k in read_field(d, "user_keys", list, optional=True) or ()
-            ),
-            timing=None if d.get("timing") is None else Timing.from_dict(d["timing"]),
-            flops=read_count(d, "flops", 0, optional=True),
-            peak_memory_bytes=read_count(d, "peak_memory_bytes", 0, optional=True),
-            output_signature=d.get("output_signature"),
-            caller=read_field(d, "caller", int, optional=True),
-            measured=None if d.get("measured") is None else Measured.from_dict(d["measured"]),
-            compute_hash=read_field(d, "compute_hash", str, optional=True),
-            data_dependent=read_field(d, "data_dependent", bool, optional=True) or False,
-            compute_unknown=read_field(d, "compute_unknown", str, optional=True),
-            compute_partial=read_field(d, "compute_partial", str, optional=True),
-            costs=None if d.get("costs") is None else Costs.from_dict(d["costs"]),
-            **read_compile_fields(d),
-        )
 
 
 @dataclass(frozen=True)

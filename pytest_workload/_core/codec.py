@@ -1,0 +1,210 @@
+"""A record's JSON form, derived once from its dataclass fields and their types.
+
+A frozen dataclass that derives from :class:`Record` is written and read field by field, in
+field order, each by its type (``int``, ``float``, ``str``, ``bool``, ``Literal``, ``X | None``,
+tuples, nested records, ``Json``). A field's metadata, :func:`codec`, declares only where it
+differs: its JSON name, a least value, left out when unset, or a reader and writer of its own.
+A field the record derives (``init=False``) is written, and read back only to check it. Every
+value goes through the bounded readers of :mod:`.strict_json`, so a bad field is one clear line
+that names it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Final, Literal, TypeVar, Union
+
+from .errors import WorkloadDataError
+from .strict_json import Json, canonical_json, read_count, read_field, read_object
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one field differs from what its type gives."""
+
+    #: Its name in JSON (``class`` for ``class_name``).
+    key: str | None = None
+    #: The least integer it may hold (a count, a size).
+    minimum: int | None = None
+    #: Left out of the JSON when it holds its default, and read as the default when absent.
+    omit: bool = False
+    #: Reads the field from the whole object (an odd field may depend on its neighbours).
+    read: Callable[[Mapping[str, Any]], Any] | None = None
+    #: Writes the value (None is written as null, or left out with ``omit``).
+    write: Callable[[Any], Json] | None = None
+    #: Neither written nor read (a value for this process only).
+    skip: bool = False
+
+
+def codec(**how: Any) -> dict[str, Spec]:
+    """A field's metadata that declares how it differs: ``field(metadata=codec(key="class"))``."""
+    return {"codec": Spec(**how)}
+
+
+@dataclass(frozen=True)
+class _Field:
+    name: str
+    key: str
+    hint: Any
+    spec: Spec
+    default: Any
+    init: bool
+
+
+_NONE = type(None)
+
+
+#: The type of a field that holds any JSON value, as written (``Json`` resolves to a union).
+_ANY: Final = "Json"
+
+
+_FIELDS: dict[type, tuple[_Field, ...]] = {}
+
+
+def _fields(cls: type) -> tuple[_Field, ...]:
+    """The fields of ``cls`` as its JSON holds them, worked out once per class."""
+    if cls not in _FIELDS:
+        hints = typing.get_type_hints(cls)
+        found = []
+        for f in dataclasses.fields(cls):
+            how = f.metadata.get("codec", Spec())
+            if not how.skip:
+                hint = _ANY if f.type == _ANY else hints[f.name]
+                found.append(_Field(f.name, how.key or f.name, hint, how, f.default, f.init))
+        _FIELDS[cls] = tuple(found)
+    return _FIELDS[cls]
+
+
+def _optional(hint: Any) -> Any:
+    """``X`` for ``X | None``; None for any other type."""
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        rest = [a for a in typing.get_args(hint) if a is not _NONE]
+        if len(rest) < len(typing.get_args(hint)):
+            return rest[0] if len(rest) == 1 else Union[tuple(rest)]  # noqa: UP007
+    return None
+
+
+def _canonical(value: Any) -> str:
+    return canonical_json(_write(value))
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _write(value: Any) -> Json:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, tuple):
+        return [_write(v) for v in value]
+    return typing.cast(Json, value)
+
+
+_PLURAL: Final = {str: "strings", int: "integers", float: "numbers", bool: "booleans"}
+
+
+def _read_item(value: Any, hint: Any, where: str) -> Any:
+    """One element of a tuple field, by its type."""
+    if isinstance(hint, type) and issubclass(hint, Record):
+        return hint.from_dict(value)
+    if typing.get_origin(hint) is tuple:
+        return _read_tuple({"": value}, "", hint, where)
+    if hint is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if not isinstance(value, hint) or (isinstance(value, bool) and hint is not bool):
+        raise WorkloadDataError(f"field {where!r} must be a list of {_PLURAL[hint]}")
+    return value
+
+
+def _read_tuple(d: Mapping[str, Any], key: str, hint: Any, where: str) -> tuple[Any, ...]:
+    items, args = read_field(d, key, list), typing.get_args(hint)
+    if args[-1] is Ellipsis:
+        return tuple(_read_item(v, args[0], where) for v in items)
+    if len(items) != len(args):
+        raise WorkloadDataError(f"field {where!r} must hold {len(args)} values")
+    return tuple(_read_item(v, a, where) for v, a in zip(items, args, strict=True))
+
+
+def _read(d: Mapping[str, Any], f: _Field) -> Any:
+    hint, key = f.hint, f.key
+    if f.spec.read is not None:
+        return f.spec.read(d)
+    inner = _optional(hint)
+    if key not in d and (f.spec.omit or inner is not None):
+        return f.default if f.default is not dataclasses.MISSING else None
+    if inner is not None:
+        if d[key] is None:
+            return None
+        hint = inner
+    if hint == _ANY:
+        if key not in d:
+            raise WorkloadDataError(f"missing field {key!r}")
+        return d[key]
+    if isinstance(hint, type) and issubclass(hint, Record):
+        try:
+            return hint.from_dict(d.get(key), key)
+        except WorkloadDataError as exc:  # (a message that starts with its place keeps it)
+            if str(exc).startswith(key):
+                raise
+            raise WorkloadDataError(f"{key}: {exc}") from None
+    if typing.get_origin(hint) is tuple:
+        return _read_tuple(d, key, hint, key)
+    if typing.get_origin(hint) is Literal:
+        value = read_field(d, key, str)
+        if value not in typing.get_args(hint):
+            raise WorkloadDataError(
+                f"field {key!r} must be one of {typing.get_args(hint)}, got {value!r}"
+            )
+        return value
+    if typing.get_origin(hint) in (list, dict):
+        return read_field(d, key, typing.get_origin(hint))
+    if hint is float:
+        return float(read_field(d, key, float, int))
+    if hint is int and f.spec.minimum is not None:
+        return read_count(d, key, f.spec.minimum)
+    return read_field(d, key, hint)
+
+
+_R = TypeVar("_R", bound="Record")
+
+
+class Record:
+    """A frozen dataclass with one JSON form, declared by its fields."""
+
+    #: What a malformed object of this type is called in its error.
+    what: ClassVar[str] = "record"
+
+    def to_dict(self) -> dict[str, Json]:
+        out: dict[str, Json] = {}
+        for f in _fields(type(self)):
+            value = getattr(self, f.name)
+            if f.spec.omit and value == f.default:
+                continue
+            write = f.spec.write if f.spec.write is not None and value is not None else _write
+            out[f.key] = write(value)
+        return out
+
+    @classmethod
+    def from_dict(cls: type[_R], data: object, what: str | None = None) -> _R:
+        """The record from parsed JSON; a bad field raises one WorkloadDataError naming it."""
+        d = read_object(data, what or cls.what)
+        fields = _fields(cls)
+        record = cls(**{f.name: _read(d, f) for f in fields if f.init})
+        for f in fields:  # a derived field, where the file holds it, is what the record derives
+            if f.init or f.key not in d:
+                continue
+            stored, derived = _canonical(_read(d, f)), _canonical(getattr(record, f.name))
+            if stored != derived:
+                raise WorkloadDataError(
+                    f"field {f.key!r} does not follow from the other fields ({_short(stored)} "
+                    f"stored, {_short(derived)} derived)"
+                )
+        record.check()
+        return record
+
+    def check(self) -> None:
+        """Rules across fields that a file must follow: raises WorkloadDataError."""
