@@ -83,7 +83,7 @@ class Recompile:
 _Item = TypeVar("_Item", GraphBreak, Recompile)
 
 
-def _merge(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]:
+def merge(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]:
     """One item per key, counts summed, in order of first sight."""
     merged: dict[tuple[str, str], _Item] = {}
     for item in chain(a, b):
@@ -93,15 +93,14 @@ def _merge(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]:
 
 
 def _read_items(cls: type[_Item], d: Mapping[str, Any], name: str, what: str) -> tuple[_Item, ...]:
-    """A stored list of breaks or recompiles, one per key: each one's text fields, then its
-    optional hint and its count."""
+    """A stored list of breaks or recompiles, one per key."""
     items = []
     for data in read_field(d, name, list):
         item = read_object(data, what)
         texts = {f.name: read_field(item, f.name, str) for f in fields(cls)[:-2]}
         hint = read_field(item, "hint", str, optional=True)
         items.append(cls(**texts, hint=hint, count=read_count(item, "count", 1)))
-    return _merge(items, ())
+    return merge(items, ())
 
 
 @dataclass(frozen=True)
@@ -122,17 +121,7 @@ class CompileHealth:
 
     @property
     def whole_graph(self) -> bool:
-        """Every call ran as one compiled graph: something compiled, with no break and no
-        frame left to eager."""
         return self.graphs > 0 and not self.breaks and not self.eager_frames
-
-    def merged(self, other: CompileHealth) -> CompileHealth:
-        return CompileHealth(
-            self.graphs + other.graphs,
-            _merge(self.breaks, other.breaks),
-            _merge(self.recompiles, other.recompiles),
-            self.eager_frames + other.eager_frames,
-        )
 
     def to_dict(self) -> dict[str, Json]:
         return {
@@ -164,7 +153,12 @@ def merge_health(a: CompileHealth | None, b: CompileHealth | None) -> CompileHea
     """A workload's health after one more call (None: not observed)."""
     if a is None or b is None:
         return a or b
-    return a.merged(b)
+    return CompileHealth(
+        a.graphs + b.graphs,
+        merge(a.breaks, b.breaks),
+        merge(a.recompiles, b.recompiles),
+        a.eager_frames + b.eager_frames,
+    )
 
 
 def _counts(items: Iterable[_Item]) -> dict[tuple[str, str], int]:
@@ -192,7 +186,7 @@ def health_agrees(old: CompileHealth | None, new: CompileHealth | None) -> bool:
 def _moved(
     label: str, noun: str, first: str, old: tuple[_Item, ...], new: tuple[_Item, ...]
 ) -> Iterator[str]:
-    """A line per key whose count changed: ``graph breaks 1 -> 2: new break at ...``."""
+    """``graph breaks 1 -> 2: new break at ...``, a line per key whose count changed."""
     head = f"{label} {sum(i.count for i in old)} -> {sum(i.count for i in new)}"
     before, after = _counts(old), _counts(new)
     for item in new:
@@ -210,7 +204,6 @@ def _moved(
 
 
 def health_lines(old: CompileHealth | None, new: CompileHealth | None) -> list[str]:
-    """One line per break or recompile whose count moved, and for eager frames."""
     if old is None or new is None:
         return []
     lines = [

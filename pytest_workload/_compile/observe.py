@@ -32,7 +32,7 @@ from .._torch_internals import (
     graph_break_loggers,
     logged_graph_break,
 )
-from .health import CompileHealth, GraphBreak, Recompile
+from .health import CompileHealth, GraphBreak, Recompile, merge
 
 if TYPE_CHECKING:
     from torch import nn
@@ -71,17 +71,6 @@ class CompileWatch:
         return CallObservation(self._rootdir, self._ids)
 
 
-class _BreakHandler(logging.Handler):
-    """Hands the observation the exception of each break dynamo logs."""
-
-    def __init__(self, observation: CallObservation) -> None:
-        super().__init__(logging.DEBUG)
-        self._observation = observation
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self._observation.caught(logged_graph_break())
-
-
 class _LoggerTap:
     """The graph-break loggers tapped for one compile; :meth:`close` puts them back."""
 
@@ -109,11 +98,12 @@ class _LoggerTap:
             self._checker.set.update(self._seen)
 
 
-class CallObservation:
+class CallObservation(logging.Handler):
     """One call of a compiled module, observed from :meth:`CompileWatch.begin` to
-    :meth:`end`."""
+    :meth:`end`; the handler the graph-break loggers hand each break to."""
 
     def __init__(self, rootdir: str | None, ids: dict[str, str]) -> None:
+        super().__init__(logging.DEBUG)
         self._rootdir, self._ids = rootdir, ids
         self._metrics = compilation_metrics()
         # (kept: the ids of the metrics before the call stay theirs)
@@ -128,14 +118,15 @@ class CallObservation:
 
     def _started(self, _: object) -> None:
         if self._tap is None:  # (a handler only for a call that compiles: logging keeps a list)
-            self._tap = _LoggerTap(_BreakHandler(self))
+            self._tap = _LoggerTap(self)
 
     def _ended(self, _: object = None) -> None:
         if self._tap is not None:
             self._tap.close()
             self._tap = None
 
-    def caught(self, exc: BaseException | None) -> None:
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = logged_graph_break()
         gb_type = getattr(exc, "gb_type", None)
         if exc is None or not gb_type or any(exc is seen for seen in self._caught):
             return
@@ -168,8 +159,7 @@ class CallObservation:
             eager += metrics.fail_type is not None
             if metrics.recompile_reason:
                 recompiles.append(self._recompile(metrics))
-        health = CompileHealth(graphs, (), (), eager)
-        return health.merged(CompileHealth(0, tuple(self._breaks), tuple(recompiles)))
+        return CompileHealth(graphs, merge(self._breaks, ()), merge(recompiles, ()), eager)
 
     def _recompile(self, metrics: Any) -> Recompile:
         reason: str = metrics.recompile_reason

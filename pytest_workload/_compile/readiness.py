@@ -73,8 +73,7 @@ def read_compile_fields(d: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def readiness_agrees(old: Readiness | None, new: Readiness | None) -> bool:
-    """No break, recompile or eager frame is new or more frequent; not checked on either
-    side agrees with anything."""
+    """As :func:`.health_agrees`; not checked on either side agrees with anything."""
     return old is None or new is None or health_agrees(old.health, new.health)
 
 
@@ -90,14 +89,9 @@ def readiness_lines(old: Readiness | None, new: Readiness | None) -> list[str]:
 
 @dataclass(frozen=True)
 class ReadyCall:
-    """A workload's first call, for the child to compile and call.
-
-    Attributes:
-        target: The eager module to compile.
-        run: Calls what it is given (the compiled module) once, as the test's first call.
-        calls: How often to call it: twice when the test called it more than once, so an
-            attribute the forward changes shows as a recompile.
-    """
+    """A workload's first call, for the child to compile (``target``) and call (``run`` the
+    compiled module, ``calls`` times: twice when the test called it more than once, so an
+    attribute the forward changes shows as a recompile)."""
 
     target: nn.Module
     run: Callable[[nn.Module], object]
@@ -156,18 +150,14 @@ def _collect(read_end: int, pid: int, limit_s: float) -> tuple[bytes, str | None
     return b"".join(chunks), None
 
 
-def _silenced() -> None:
-    """The child writes nothing to the parent's terminal or captured output."""
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the child)
-
-
 def _child(write_end: int, calls: Sequence[ReadyCall], backend: str, rootdir: str | None) -> None:
     status = 1
     try:
-        _silenced()
+        # nothing to the parent's terminal or captured output
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the child)
         answer: dict[str, Json]
         try:
             answer = {"health": [h.to_dict() for h in _compiled_health(calls, backend, rootdir)]}
