@@ -25,16 +25,9 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 @dataclass(frozen=True)
 class GraphBreak:
-    """Graph breaks of one kind at one site.
-
-    Attributes:
-        site: ``path:line`` of the innermost user frame (relative to the rootdir).
-        function: The function that line is in.
-        kind: The graph-break registry's id (``GB0059``), or dynamo's type where it has none.
-        reason: Dynamo's type of the break (``Failed to trace builtin operator``).
-        hint: Dynamo's first hint, if it gave one.
-        count: How many times it broke there (once per compile of that frame).
-    """
+    """Graph breaks of one ``kind`` (the registry's id, ``GB0059``, else dynamo's type) at one
+    ``site``, ``count`` times (once per compile of the frame); ``reason``: dynamo's type of the
+    break (``Failed to trace builtin operator``), ``hint``: its first hint."""
 
     site: str
     function: str
@@ -54,16 +47,9 @@ class GraphBreak:
 
 @dataclass(frozen=True)
 class Recompile:
-    """Recompiles at one site for one guard.
-
-    Attributes:
-        site: ``path:line`` of the user code the failed guard stands for (the compiled
-            function's first line when dynamo names none).
-        function: The function compiled again.
-        guard: The guard that failed first, as dynamo writes it (``s.step == 0``).
-        hint: Dynamo's hint for it, if it gave one.
-        count: How many recompiles it caused.
-    """
+    """Recompiles of ``function`` for one ``guard`` (the first that failed, as dynamo writes
+    it: ``s.step == 0``) at one ``site`` (the user code the guard stands for, else the compiled
+    function's first line), ``count`` times."""
 
     site: str
     function: str
@@ -105,14 +91,8 @@ def _read_items(cls: type[_Item], d: Mapping[str, Any], name: str, what: str) ->
 
 @dataclass(frozen=True)
 class CompileHealth:
-    """What dynamo did over a workload's calls in one test.
-
-    Attributes:
-        graphs: Graphs compiled (a break splits a frame's graph in two; a recompile adds one).
-        breaks: Graph breaks by site and kind.
-        recompiles: Recompiles by site and guard.
-        eager_frames: Frames dynamo gave up on and ran eagerly.
-    """
+    """What dynamo did over a workload's calls in one test: ``graphs`` compiled (a break
+    splits a frame's graph in two; a recompile adds one), and frames it ran eagerly."""
 
     graphs: int = 0
     breaks: tuple[GraphBreak, ...] = ()
@@ -171,9 +151,8 @@ def _grew(old: Iterable[_Item], new: Iterable[_Item]) -> bool:
 
 
 def health_agrees(old: CompileHealth | None, new: CompileHealth | None) -> bool:
-    """No break, recompile or eager frame is new or more frequent in ``new`` than stored in
-    ``old``. Not observed on either side (dynamo had compiled the code before the test)
-    agrees with anything."""
+    """No break, recompile or eager frame is new or more frequent in ``new``; not observed on
+    either side (dynamo had compiled the code before the test) agrees with anything."""
     if old is None or new is None:
         return True
     return not (

@@ -1,18 +1,15 @@
 """Observing the test's own ``torch.compile``: what dynamo compiled, broke and recompiled
 during one recorded call of a compiled module, without compiling anything itself.
 
-Dynamo's compile callbacks (``torch._dynamo.callback_handler``) say when a compile starts
-and ends; only in between are its ``graph_breaks`` loggers tapped, so a call that compiles
-nothing costs two list operations. A break is read from the exception dynamo logs it for (its
-type and user stack), never from the message; graphs and recompiles
-from the compilation metrics dynamo keeps for every compile. Everything is put back as the
-call ends: callbacks, the loggers' handlers, levels and propagation, and the checker dynamo
-uses to shorten a break it logged before (which grows while the loggers are on).
+Only between dynamo's compile callbacks are its ``graph_breaks`` loggers tapped, so a call that
+compiles nothing costs two list operations. A break is read from the exception dynamo logs it
+for (its type and user stack), never from the message; graphs and recompiles from dynamo's
+compilation metrics. As the call ends, callbacks, the loggers' handlers, levels and propagation,
+and dynamo's checker of breaks logged before are put back.
 
-Dynamo keeps one cache per code object, shared by every instance and every compile of a
-module class: a class compiled before the test ran (by an earlier test in the process) is
-not compiled again, so what its calls show depends on the order of tests. Such a module is
-not observed (``CompileWatch`` answers None); one first compiled in the test is.
+Dynamo keeps one cache per code object, shared by every instance of a module class: a class
+compiled by an earlier test is not compiled again, and what its calls show would depend on the
+order of tests. Such a module is not observed (``CompileWatch`` answers None).
 """
 
 from __future__ import annotations
@@ -53,8 +50,7 @@ class CompileWatch:
         self._ids: dict[str, str] | None = None
 
     def begin(self, module: nn.Module) -> CallObservation | None:
-        """Begin observing a call of ``module``: None where it is not compiled, or dynamo
-        compiled its class before the test."""
+        """Begin observing a call of ``module`` (None: not compiled, or compiled before)."""
         original = compiled_original(module)
         if original is None:
             return None
@@ -144,7 +140,6 @@ class CallObservation(logging.Handler):
         self._breaks.append(GraphBreak(site, function, kind, gb_type, hint))
 
     def end(self) -> CompileHealth:
-        """Stop observing: what the call compiled."""
         self._callbacks.remove_start_callback(self._started)
         self._callbacks.remove_end_callback(self._ended)
         self._ended()

@@ -5,10 +5,9 @@ texts.
 Other features import only what is named here.
 """
 
-from .compile_ready import check_compile
 from .device import PeakMemory, device_for, device_of
 from .drift import DEFAULT_TOLERANCE, Drift, judge
-from .first_call import FirstCall, mismatch, trained_as
+from .first_call import FirstCall, check_compile, mismatch, trained_as
 from .orchestrate import RecordedCall, Replays, SessionBudget, measure_calls
 from .replay import Measurement
 from .statistics import summarize

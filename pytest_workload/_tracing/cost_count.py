@@ -1,11 +1,10 @@
 """What a traced call costs: FLOPs counted at the dispatch level, bytes moved, peaks.
 
-The dispatch mode counts FLOPs where the function level cannot (:mod:`.tracer`): the few
-operations whose matrix products run inside one kernel, and the whole call of a module whose
-operations the function level cannot see (TorchScript). Its count is shape-based
-(``torch.utils.flop_counter``'s formulas), so identical on every machine; it also sees in-place
-writes. Entering it imports ``torch._dynamo`` (about a second, once per process): only a model
-that runs such an operation pays it.
+The dispatch mode counts FLOPs where the function level (:mod:`.tracer`) cannot: operations
+whose matrix products run inside one kernel, and a module whose operations it cannot see
+(TorchScript). Its count is shape-based (``torch.utils.flop_counter``), so the same on every
+machine; it also sees in-place writes. Entering it imports ``torch._dynamo`` (about a second,
+once per process): only a model that runs such an operation pays it.
 
 An operation reads its tensor inputs and writes its new outputs and in-place targets only where
 it moved data: a view (every output on an input's storage) moves none. A new storage counts as
@@ -144,22 +143,18 @@ def counting(module: nn.Module, inputs: Iterable[Any]) -> Iterator[FlopCount]:
     """Count the FLOPs of what runs in the block at the aten level, and see its writes
     outside ``module``'s state and ``inputs``: for a call whose operations the function level
     cannot see (a scripted module, or one that contains one)."""
-    count = FlopCount()
     owned = (t for m in module.modules() for t in own_tensors(m))
-    allowed = {storage_of(t) for t in (*owned, *tensor_list(inputs))}
-    with _mode_class()(count, allowed):
+    with dispatch_counting({storage_of(t) for t in (*owned, *tensor_list(inputs))}) as count:
         yield count
 
 
-def dispatch_counted(
-    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], allowed: set[int]
-) -> tuple[Any, int, str | None]:
-    """Run ``func(*args, **kwargs)`` under the counting mode: its result, its FLOPs, and a
-    write to a tensor whose storage is not in ``allowed`` (which grows by what it makes)."""
+@contextmanager
+def dispatch_counting(allowed: set[int]) -> Iterator[FlopCount]:
+    """Count at the aten level what runs in the block, and see its writes to a tensor whose
+    storage is not in ``allowed`` (which grows by what it makes)."""
     count = FlopCount()
     with _mode_class()(count, allowed):
-        out = func(*args, **kwargs)
-    return out, count.flops, count.foreign_write
+        yield count
 
 
 @dataclass
