@@ -1,9 +1,5 @@
-"""The performance gate, whole: replaying a recorded call to time it (first call, isolation,
-replay, stopwatch, device, orchestrate), the baselines, the drift verdict, the gate and its
-texts.
-
-Other features import only what is named here.
-"""
+"""The performance gate, whole: replaying a recorded call to time it, the baselines, the
+drift verdict, the gate and its texts. Other features import only what is named here."""
 
 from .device import PeakMemory, device_for, device_of
 from .drift import DEFAULT_TOLERANCE, Drift, judge

@@ -138,40 +138,6 @@ def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tens
             tensor.copy_(copy)
 
 
-def _rng_restorer() -> Callable[[], None]:
-    """What puts the global RNGs (torch's, ``random``, NumPy) back as they are now."""
-    torch_rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
-    python = random.getstate()
-    numpy = sys.modules.get("numpy")
-    legacy = None if numpy is None else numpy.random.get_state()
-
-    def restore() -> None:
-        for torch_rng in torch_rngs:
-            torch_rng()
-        random.setstate(python)
-        if numpy is not None:
-            numpy.random.set_state(legacy)
-
-    return restore
-
-
-@contextmanager
-def _hooks_suspended(modules: Sequence[nn.Module]) -> Iterator[None]:
-    tables = global_hook_tables()
-    # (a module's empty table has nothing to suspend; what the replay adds to it, the
-    # module's restored state takes out)
-    tables += [t for m in modules for t in module_hook_tables(m) if t]
-    saved = [table.copy() for table in tables]
-    for table in tables:
-        table.clear()
-    try:
-        yield
-    finally:
-        for table, hooks in zip(tables, saved, strict=True):
-            table.clear()
-            table.update(hooks)
-
-
 @contextmanager
 def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
     """Run the block, then put the module trees under ``roots`` and the RNGs back."""
@@ -188,16 +154,31 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
             (t, None if t.is_inference() else tensor_version(t), t.detach().clone())
             for t in unique.values()
         ]
-    restore_rng = _rng_restorer()
+    # the global RNGs: torch's of each device kind, ``random``'s, NumPy's
+    torch_rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
+    python, numpy = random.getstate(), sys.modules.get("numpy")
+    legacy = None if numpy is None else numpy.random.get_state()
+    # (a module's empty hook table has nothing to suspend; what the replay adds to it, the
+    # module's restored state takes out)
+    tables = global_hook_tables() + [t for m in modules for t in module_hook_tables(m) if t]
+    hooks = [table.copy() for table in tables]
     try:
         counts: dict[int, Any] = {}
         for state in states:
             state.stand_in_counts(counts)
-        with _hooks_suspended(modules):
-            yield
+        for table in tables:
+            table.clear()
+        yield
     finally:
+        for table, saved_hooks in zip(tables, hooks, strict=True):
+            table.clear()
+            table.update(saved_hooks)
         for state in states:
             state.restore()
         for tensor, version, copy in saved:
             _put_tensor_back(tensor, version, copy)
-        restore_rng()
+        for torch_rng in torch_rngs:
+            torch_rng()
+        random.setstate(python)
+        if numpy is not None:
+            numpy.random.set_state(legacy)

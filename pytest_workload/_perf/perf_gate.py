@@ -94,7 +94,7 @@ def larger_budget_for(tests: Iterable[TestWorkloads]) -> float | None:
 
 
 def _put_back(path: Path, before: bytes | None, root: Path | None) -> str:
-    """Put back what a baseline held before an update wrote it (None: nothing); says so."""
+    """Put back what a baseline held before an update wrote it (None: nothing)."""
     shown = one_line(str(path.relative_to(root) if root and path.is_relative_to(root) else path))
     try:
         restore(path, before)
@@ -152,8 +152,8 @@ class PerfGate:
         return GateResult(tuple(failures), tuple(notes), len(regressions))
 
     def torn_down(self, nodeid: str, *, failed: bool) -> tuple[Note, ...]:
-        """A test's teardown is over: forget the baselines its update wrote or, when the
-        teardown failed (the test did not pass), put back what they held, and say so."""
+        """A test's teardown is over: forget the baselines its update wrote or, when it
+        failed, put back what they held, and say so."""
         wrote = self._wrote.pop(nodeid, [])
         if not failed:
             return ()
@@ -161,14 +161,12 @@ class PerfGate:
         return tuple(Note(nodeid, _put_back(p, b, self.within)) for p, b in reversed(wrote))
 
     def has_baseline(self, workload_hash: str, device: str) -> bool:
-        """Whether a stored baseline on ``device`` may judge this workload: some test's (the
-        session budget, which asks, times it whichever test runs it)."""
+        """Whether some test's baseline on ``device`` may judge this workload (the session
+        budget times it whichever test runs it)."""
         return self._store(device).has_any(workload_hash)
 
     def suspect(self, test: str, workload_hash: str, timing: Timing, tolerance: float) -> bool:
-        """Whether the timing loop re-times a fresh timing of ``test``'s workload
-        (``TimingPolicy.suspect``). Not under update, where the timing cannot fail: re-timing
-        would only cost time."""
+        """``TimingPolicy.suspect``: not under update, where the timing cannot fail."""
         if self.update:
             return False
         try:
@@ -185,9 +183,8 @@ class PerfGate:
 
     @property
     def replays(self) -> bool:
-        """Whether top-level workloads are replayed for timing: not where the gate is relaxed
-        (xdist workers share the cores, the mode is not strict), whose timings are biased and
-        could gate nothing; they are timed from the test's own calls there, and not judged."""
+        """Whether top-level workloads are replayed for timing: not where xdist workers share
+        the cores (and the mode is not strict), whose timings could gate nothing."""
         return self._relaxed is None
 
     def _check_workload(
@@ -281,7 +278,6 @@ class PerfGate:
         note: tuple[NoteKind, str],
         notes: _Notes,
     ) -> list[str]:
-        """Write ``w``'s timing as its baseline, unless it must not become one (say why)."""
         assert w.timing is not None
         samples = f"timed on {_count(w.timing.n, 'sample')}"
         refused: tuple[NoteKind, str] | None = None
@@ -311,8 +307,7 @@ class PerfGate:
     def _no_baseline(
         self, test: str, w: Workload, store: BaselineStore, notes: _Notes, other: str | None
     ) -> list[str]:
-        """Record a baseline under update; else a note, with the nearest compatible one.
-        ``other`` says how the test's stored baseline timed another computation."""
+        """Record a baseline under update; else a note, with the nearest compatible one."""
         if self.update:
             note = f"timing baseline {one_line(str(store.path(w.hash, test)))} recorded"
             return self._write(test, w, store, ("baseline recorded", note), notes)
