@@ -40,7 +40,10 @@ def resolve_device(spec: str) -> torch.device:
     """``auto`` is CUDA if available, else MPS, else CPU; others must exist here."""
     import torch
 
-    available = {"cuda": torch.cuda.is_available, "mps": torch.backends.mps.is_available}
+    available: dict[str, Callable[[], bool]] = {
+        "cuda": torch.cuda.is_available,
+        "mps": torch.backends.mps.is_available,
+    }
     if check_device_spec(spec) == "auto":
         return torch.device(next((k for k, ok in available.items() if ok()), "cpu"))
     device, asked = torch.device(spec), f"workload device {spec!r} asked for, but"

@@ -79,20 +79,18 @@ class TimingPolicy:
     #: left, and the ratio's noise would be the kernel's.
     reference_share: float = 0.25
     overrun: float = 4.0
-    #: No pair of blocks ends past this (seconds of this thread's own time, not waiting for
-    #: a core, after the first warm-up call), the first ``min_samples`` included: a timing is
-    #: cut short there (on fewer samples, not judged), so that a forward of a second adds a
-    #: few seconds to a run, not tens.
+    #: No pair of blocks ends past this (seconds of the thread's own time after the first
+    #: call), the first ``min_samples`` included: a timing cut short there is not judged, and a
+    #: forward of a second adds a few seconds to a run, not tens.
     limit_s: float = 0.25 * LIMIT_BUDGETS
     max_samples: int = 1000
     #: Each block of calls (workload, then calibration) lasts this long at least on the ratio
     #: clock: long beside the clock's resolution and a call's cold start, short beside the
     #: scheduler's slices and the machine's phases (docs/benchmarks.md, section 13).
     min_block_s: float = 1e-3
-    #: Asked of each timing, with the hash of the workload timed: is this a suspected
-    #: regression, to be re-timed before it is judged? (The perf gate's question.)
+    #: The perf gate's question, of each timing of the workload: re-time it before judging?
     suspect: Callable[[str, Timing], bool] | None = None
-    #: The workload the policy is bound to (:meth:`for_workload`), for ``suspect``.
+    #: (for ``suspect``, by :meth:`for_workload`)
     workload: str | None = None
     #: Fresh re-timings of a suspected regression, at most.
     retimes: int = 4

@@ -140,9 +140,8 @@ def _mode_class() -> type:
 
 @contextmanager
 def counting(module: nn.Module, inputs: Iterable[Any]) -> Iterator[FlopCount]:
-    """Count the FLOPs of what runs in the block at the aten level, and see its writes
-    outside ``module``'s state and ``inputs``: for a call whose operations the function level
-    cannot see (a scripted module, or one that contains one)."""
+    """:func:`dispatch_counting`, ``module``'s state and ``inputs`` allowed: for a call whose
+    operations the function level cannot see (a scripted module, or one containing one)."""
     owned = (t for m in module.modules() for t in own_tensors(m))
     with dispatch_counting({storage_of(t) for t in (*owned, *tensor_list(inputs))}) as count:
         yield count
@@ -159,15 +158,14 @@ def dispatch_counting(allowed: set[int]) -> Iterator[FlopCount]:
 
 @dataclass
 class SpanCosts:
-    """One span's costs so far, each traced metric's (:data:`.METRICS`) by its field;
-    ``live``: the bytes it allocated that are alive now."""
+    """One span's costs so far: each traced metric's (:data:`.METRICS`) by its field."""
 
     bytes_read: int = 0
     bytes_written: int = 0
     peak_bytes: int = 0
     #: host syncs by ``operation at path:line`` (over the whole call: see ``Trace.record``)
     syncs: Counter[str] = field(default_factory=Counter)
-    live: int = 0
+    live: int = 0  # (bytes it allocated that are alive now)
     names: Counter[str] = field(default_factory=Counter)
 
     def freeze(self, *, partial: bool) -> Costs:
@@ -177,8 +175,7 @@ class SpanCosts:
 
 
 class Tensors:
-    """An operation's tensors and their storages, read once: its inputs (positional ones
-    first) and the tensors it returned."""
+    """An operation's tensors and their storages, read once."""
 
     __slots__ = ("inputs", "made", "made_storages", "positional", "storages")
 
@@ -215,7 +212,6 @@ class Allocations:
     def account(
         self, name: str, tensors: Tensors, written: list[Any], spans: list[SpanCosts]
     ) -> None:
-        """Add an operation to ``spans`` (those whose lists it enters)."""
         inputs, storages, alive = tensors.inputs, tensors.storages, self._alive
         new = {}
         for storage, tensor in zip(tensors.made_storages, tensors.made, strict=True):

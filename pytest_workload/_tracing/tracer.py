@@ -140,7 +140,7 @@ class Trace:
         return computation
 
     def fail(self, exc: Exception) -> None:
-        """Stop tracing, never the forward: what was traced is incomplete from here on."""
+        """Stop tracing, never the forward."""
         self.failed = f"its operations could not be traced ({type(exc).__name__}: {exc})"
         self.active = False
 
@@ -210,7 +210,6 @@ class Trace:
         return None if path is None else _relative(self._spans[-1].path, path)
 
     def _module_running(self) -> str | None:
-        """The path of the innermost module of the tree whose code is running."""
         frame: Any = sys._getframe(1)
         while frame is not None:
             owner = frame.f_locals.get("self")
@@ -221,8 +220,7 @@ class Trace:
 
 
 def _call_site(root: str) -> str | None:
-    """``path:line`` of the code that ran the operation (the innermost user frame), relative
-    to ``root`` when inside it (see :func:`.portable_site`)."""
+    """``path:line`` of the innermost user frame (see :func:`.portable_site`)."""
     frame = user_frame(sys._getframe(1))
     return None if frame is None else portable_site(frame.f_code.co_filename, frame.f_lineno, root)
 
@@ -335,8 +333,8 @@ def _mode_class() -> type:
 
 @contextmanager
 def tracing(module: nn.Module, inputs: Iterable[Any], root: str | None = None) -> Iterator[Trace]:
-    """Trace what runs in the block; its writes are checked against ``module``'s state and
-    ``inputs``; sites are relative to ``root`` (None: the working directory)."""
+    """Trace what runs in the block, writes allowed to ``module``'s state and ``inputs``;
+    sites relative to ``root`` (None: the working directory)."""
     allowed = {storage_of(t) for t in tensor_list(inputs)}
     trace = Trace(allowed, module, os.getcwd() if root is None else root)
     try:
