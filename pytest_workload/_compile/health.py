@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from itertools import chain
 from typing import ClassVar, TypeVar
 
 from .._core.codec import Record, codec
@@ -24,16 +23,9 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 @dataclass(frozen=True)
 class GraphBreak(Record):
-    """Graph breaks of one kind at one site.
-
-    Attributes:
-        site: ``path:line`` of the innermost user frame (relative to the rootdir).
-        function: The function that line is in.
-        kind: The graph-break registry's id (``GB0059``), or dynamo's type where it has none.
-        reason: Dynamo's type of the break (``Failed to trace builtin operator``).
-        hint: Dynamo's first hint, if it gave one.
-        count: How many times it broke there (once per compile of that frame).
-    """
+    """Graph breaks of one ``kind`` (the registry's id, ``GB0059``, else dynamo's type) at one
+    ``site``, ``count`` times (once per compile of the frame); ``reason``: dynamo's type of the
+    break (``Failed to trace builtin operator``), ``hint``: its first hint."""
 
     site: str
     function: str
@@ -55,16 +47,9 @@ class GraphBreak(Record):
 
 @dataclass(frozen=True)
 class Recompile(Record):
-    """Recompiles at one site for one guard.
-
-    Attributes:
-        site: ``path:line`` of the user code the failed guard stands for (the compiled
-            function's first line when dynamo names none).
-        function: The function compiled again.
-        guard: The guard that failed first, as dynamo writes it (``s.step == 0``).
-        hint: Dynamo's hint for it, if it gave one.
-        count: How many recompiles it caused.
-    """
+    """Recompiles of ``function`` for one ``guard`` (the first that failed, as dynamo writes
+    it: ``s.step == 0``) at one ``site`` (the user code the guard stands for, else the compiled
+    function's first line), ``count`` times."""
 
     site: str
     function: str
@@ -86,10 +71,10 @@ class Recompile(Record):
 _Item = TypeVar("_Item", GraphBreak, Recompile)
 
 
-def _merge(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]:
+def _merge(items: Iterable[_Item]) -> tuple[_Item, ...]:
     """One item per key, counts summed, in order of first sight."""
     merged: dict[tuple[str, str], _Item] = {}
-    for item in chain(a, b):
+    for item in items:
         seen = merged.get(item.key)
         merged[item.key] = item if seen is None else replace(seen, count=seen.count + item.count)
     return tuple(merged.values())
@@ -97,14 +82,8 @@ def _merge(a: Iterable[_Item], b: Iterable[_Item]) -> tuple[_Item, ...]:
 
 @dataclass(frozen=True)
 class CompileHealth(Record):
-    """What dynamo did over a workload's calls in one test.
-
-    Attributes:
-        graphs: Graphs compiled (a break splits a frame's graph in two; a recompile adds one).
-        breaks: Graph breaks by site and kind.
-        recompiles: Recompiles by site and guard.
-        eager_frames: Frames dynamo gave up on and ran eagerly.
-    """
+    """What dynamo did over a workload's calls in one test: ``graphs`` compiled (a break
+    splits a frame's graph in two; a recompile adds one), and frames it ran eagerly."""
 
     graphs: int = field(default=0, metadata=codec(minimum=0))
     #: Every call ran as one compiled graph: something compiled, with no break and no frame
@@ -117,25 +96,22 @@ class CompileHealth(Record):
     what: ClassVar[str] = "compile"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "breaks", _merge(self.breaks, ()))
-        object.__setattr__(self, "recompiles", _merge(self.recompiles, ()))
+        object.__setattr__(self, "breaks", _merge(self.breaks))
+        object.__setattr__(self, "recompiles", _merge(self.recompiles))
         whole = self.graphs > 0 and not self.breaks and not self.eager_frames
         object.__setattr__(self, "whole_graph", whole)
-
-    def merged(self, other: CompileHealth) -> CompileHealth:
-        return CompileHealth(
-            self.graphs + other.graphs,
-            _merge(self.breaks, other.breaks),
-            _merge(self.recompiles, other.recompiles),
-            self.eager_frames + other.eager_frames,
-        )
 
 
 def merge_health(a: CompileHealth | None, b: CompileHealth | None) -> CompileHealth | None:
     """A workload's health after one more call (None: not observed)."""
     if a is None or b is None:
         return a or b
-    return a.merged(b)
+    return CompileHealth(
+        a.graphs + b.graphs,
+        a.breaks + b.breaks,
+        a.recompiles + b.recompiles,
+        a.eager_frames + b.eager_frames,
+    )
 
 
 def _counts(items: Iterable[_Item]) -> dict[tuple[str, str], int]:

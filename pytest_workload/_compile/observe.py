@@ -1,18 +1,15 @@
 """Observing the test's own ``torch.compile``: what dynamo compiled, broke and recompiled
 during one recorded call of a compiled module, without compiling anything itself.
 
-Dynamo's compile callbacks (``torch._dynamo.callback_handler``) say when a compile starts
-and ends; only in between are its ``graph_breaks`` loggers tapped, so a call that compiles
-nothing costs two list operations. A break is read from the exception dynamo logs it for (its
-type and user stack), never from the message; graphs and recompiles
-from the compilation metrics dynamo keeps for every compile. Everything is put back as the
-call ends: callbacks, the loggers' handlers, levels and propagation, and the checker dynamo
-uses to shorten a break it logged before (which grows while the loggers are on).
+Only between dynamo's compile callbacks are its ``graph_breaks`` loggers tapped, so a call that
+compiles nothing costs two list operations. A break is read from the exception dynamo logs it
+for (its type and user stack), never from the message; graphs and recompiles from dynamo's
+compilation metrics. As the call ends, callbacks, the loggers' handlers, levels and propagation,
+and dynamo's checker of breaks logged before are put back.
 
-Dynamo keeps one cache per code object, shared by every instance and every compile of a
-module class: a class compiled before the test ran (by an earlier test in the process) is
-not compiled again, so what its calls show depends on the order of tests. Such a module is
-not observed (``CompileWatch`` answers None); one first compiled in the test is.
+Dynamo keeps one cache per code object, shared by every instance of a module class: a class
+compiled by an earlier test is not compiled again, and what its calls show would depend on the
+order of tests. Such a module is not observed (``CompileWatch`` answers None).
 """
 
 from __future__ import annotations
@@ -53,8 +50,7 @@ class CompileWatch:
         self._ids: dict[str, str] | None = None
 
     def begin(self, module: nn.Module) -> CallObservation | None:
-        """Begin observing a call of ``module``: None where it is not compiled, or dynamo
-        compiled its class before the test."""
+        """Begin observing a call of ``module`` (None: not compiled, or compiled before)."""
         original = compiled_original(module)
         if original is None:
             return None
@@ -69,17 +65,6 @@ class CompileWatch:
         if self._ids is None:
             self._ids = graph_break_ids()
         return CallObservation(self._rootdir, self._ids)
-
-
-class _BreakHandler(logging.Handler):
-    """Hands the observation the exception of each break dynamo logs."""
-
-    def __init__(self, observation: CallObservation) -> None:
-        super().__init__(logging.DEBUG)
-        self._observation = observation
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self._observation.caught(logged_graph_break())
 
 
 class _LoggerTap:
@@ -109,11 +94,12 @@ class _LoggerTap:
             self._checker.set.update(self._seen)
 
 
-class CallObservation:
+class CallObservation(logging.Handler):
     """One call of a compiled module, observed from :meth:`CompileWatch.begin` to
-    :meth:`end`."""
+    :meth:`end`; the handler the graph-break loggers hand each break to."""
 
     def __init__(self, rootdir: str | None, ids: dict[str, str]) -> None:
+        super().__init__(logging.DEBUG)
         self._rootdir, self._ids = rootdir, ids
         self._metrics = compilation_metrics()
         # (kept: the ids of the metrics before the call stay theirs)
@@ -128,14 +114,15 @@ class CallObservation:
 
     def _started(self, _: object) -> None:
         if self._tap is None:  # (a handler only for a call that compiles: logging keeps a list)
-            self._tap = _LoggerTap(_BreakHandler(self))
+            self._tap = _LoggerTap(self)
 
     def _ended(self, _: object = None) -> None:
         if self._tap is not None:
             self._tap.close()
             self._tap = None
 
-    def caught(self, exc: BaseException | None) -> None:
+    def emit(self, record: logging.LogRecord) -> None:
+        exc = logged_graph_break()
         gb_type = getattr(exc, "gb_type", None)
         if exc is None or not gb_type or any(exc is seen for seen in self._caught):
             return
@@ -153,7 +140,6 @@ class CallObservation:
         self._breaks.append(GraphBreak(site, function, kind, gb_type, hint))
 
     def end(self) -> CompileHealth:
-        """Stop observing: what the call compiled."""
         self._callbacks.remove_start_callback(self._started)
         self._callbacks.remove_end_callback(self._ended)
         self._ended()
@@ -168,8 +154,7 @@ class CallObservation:
             eager += metrics.fail_type is not None
             if metrics.recompile_reason:
                 recompiles.append(self._recompile(metrics))
-        health = CompileHealth(graphs, (), (), eager)
-        return health.merged(CompileHealth(0, tuple(self._breaks), tuple(recompiles)))
+        return CompileHealth(graphs, tuple(self._breaks), tuple(recompiles), eager)
 
     def _recompile(self, metrics: Any) -> Recompile:
         reason: str = metrics.recompile_reason

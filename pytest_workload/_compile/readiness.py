@@ -1,13 +1,11 @@
 """Compile readiness: what dynamo makes of a test's eager model, asked for with
 ``@pytest.mark.workloads(compile="aot_eager")``.
 
-A compile leaves state in the process that a later test could read: dynamo's caches on code
-objects (shared by every instance of a class), its counters, compilation metrics and config.
-So the model is compiled in a forked child, which resets dynamo (its own copy), compiles,
-calls, observes with :class:`.observe.CallObservation`, sends the health of each workload
-back through a pipe as JSON and leaves with ``os._exit``: nothing of pytest's or the user's
-exit code runs there, and what it prints goes nowhere. Where fork is missing, or the child
-dies or runs out of time, the readiness is not checked, with a line saying why.
+A compile leaves state a later test could read (dynamo's caches on code objects, its counters,
+metrics and config), so the model is compiled in a forked child, which resets dynamo, compiles,
+calls, observes, sends each workload's health back through a pipe as JSON and leaves with
+``os._exit``: no exit code of pytest's or the user's runs there. Where fork is missing, or the
+child dies or runs out of time, the readiness is not checked, with a line saying why.
 """
 
 from __future__ import annotations
@@ -64,8 +62,7 @@ class Readiness(Record):
 
 
 def readiness_agrees(old: Readiness | None, new: Readiness | None) -> bool:
-    """No break, recompile or eager frame is new or more frequent; not checked on either
-    side agrees with anything."""
+    """As :func:`.health_agrees`; not checked on either side agrees with anything."""
     return old is None or new is None or health_agrees(old.health, new.health)
 
 
@@ -81,14 +78,9 @@ def readiness_lines(old: Readiness | None, new: Readiness | None) -> list[str]:
 
 @dataclass(frozen=True)
 class ReadyCall:
-    """A workload's first call, for the child to compile and call.
-
-    Attributes:
-        target: The eager module to compile.
-        run: Calls what it is given (the compiled module) once, as the test's first call.
-        calls: How often to call it: twice when the test called it more than once, so an
-            attribute the forward changes shows as a recompile.
-    """
+    """A workload's first call, for the child to compile (``target``) and call (``run`` the
+    compiled module, ``calls`` times: twice when the test called it more than once, so an
+    attribute the forward changes shows as a recompile)."""
 
     target: nn.Module
     run: Callable[[nn.Module], object]
@@ -98,9 +90,8 @@ class ReadyCall:
 def check_readiness(
     calls: Sequence[ReadyCall], backend: str, rootdir: str | None, limit_s: float = LIMIT_S
 ) -> list[Readiness] | str:
-    """The readiness of each call, compiled in one forked child in the test's order (a call
-    of a module compiled before with other inputs recompiles, as it would in the test); or
-    why it was not checked."""
+    """Each call's readiness, compiled in one child in the test's order (a module compiled
+    before recompiles for other inputs, as in the test); or why it was not checked."""
     if not hasattr(os, "fork"):
         return "not checked: this platform cannot fork a process to compile in"
     read_end, write_end = os.pipe()
@@ -122,7 +113,7 @@ def check_readiness(
 
 
 def _collect(read_end: int, pid: int, limit_s: float) -> tuple[bytes, str | None]:
-    """Everything the child wrote, and why there is no answer (None: there is one)."""
+    """What the child wrote, and why there is no answer (None: there is one)."""
     chunks: list[bytes] = []
     deadline = time.monotonic() + limit_s
     try:
@@ -147,18 +138,14 @@ def _collect(read_end: int, pid: int, limit_s: float) -> tuple[bytes, str | None
     return b"".join(chunks), None
 
 
-def _silenced() -> None:
-    """The child writes nothing to the parent's terminal or captured output."""
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)
-    os.dup2(null, 2)
-    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the child)
-
-
 def _child(write_end: int, calls: Sequence[ReadyCall], backend: str, rootdir: str | None) -> None:
     status = 1
     try:
-        _silenced()
+        # nothing to the parent's terminal or captured output
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the child)
         answer: dict[str, Json]
         try:
             answer = {"health": [h.to_dict() for h in _compiled_health(calls, backend, rootdir)]}

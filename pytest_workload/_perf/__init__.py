@@ -1,14 +1,9 @@
-"""The performance gate, whole: replaying a recorded call to time it (first call, isolation,
-replay, stopwatch, device, orchestrate), the baselines, the drift verdict, the gate and its
-texts.
+"""The performance gate, whole: replaying a recorded call to time it, the baselines, the
+drift verdict, the gate and its texts. Other features import only what is named here."""
 
-Other features import only what is named here.
-"""
-
-from .compile_ready import check_compile
 from .device import PeakMemory, device_for, device_of
 from .drift import DEFAULT_TOLERANCE, Drift, judge
-from .first_call import FirstCall, mismatch, trained_as
+from .first_call import FirstCall, check_compile, mismatch, trained_as
 from .orchestrate import RecordedCall, Replays, SessionBudget, measure_calls
 from .replay import Measurement
 from .statistics import summarize

@@ -1,16 +1,11 @@
-"""Timing baselines: the timing one computation had on one device identity, one small JSON
-file each.
+"""Timing baselines: the timing one test's workload had on one device identity, one small
+JSON file each, judged only against a timing of the same computation (compute hash and FLOPs):
+two tests that call one model with one input may still compute different things, and a timing
+judged against the other's would fail on unchanged code or hide a real slowdown.
 
-A baseline belongs to one test's workload: two tests that call one model with one input
-signature may still compute different things (a data-dependent branch, other FLOPs), and a
-timing judged against the other test's would fail on unchanged code or hide a real slowdown. It
-is judged only against a timing of the same computation (compute hash and FLOPs); another is
-not its computation, as if it had none.
-
-Layout: ``<baseline dir>/<device identity slug>/<workload hash>/<test id's digest>.json``. One
-file per test's workload means two branches that add or refresh different workloads never
-conflict, and a reviewer sees exactly which timings moved (each file names its test). Files
-are text, written atomically, never unpickled.
+Layout: ``<baseline dir>/<device identity slug>/<workload hash>/<test id's digest>.json``, so
+two branches that add or refresh different workloads never conflict, and a reviewer sees which
+timings moved. Files are text, written atomically, never unpickled.
 """
 
 from __future__ import annotations
@@ -86,8 +81,8 @@ class Baseline(Record):
         )
 
     def other_computation(self, w: Workload) -> str | None:
-        """How ``w`` computes something else than the call this baseline timed (its FLOPs or
-        compute hash differ), or None where it is the same computation."""
+        """How ``w`` computes something else than the call this baseline timed (None: it does
+        not)."""
         if w.flops != self.flops:
             return f"FLOPs {_flops(self.flops)}, now {_flops(w.flops)}"
         if w.compute_hash != self.compute_hash:

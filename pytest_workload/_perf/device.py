@@ -1,9 +1,6 @@
-"""The devices workloads run on: what each kind needs to time and measure a call (its clock,
-its setup for a timing, its allocator's peak, its RNG, its autocast mode), which device the
-options ask for, and the identity a timing baseline belongs to.
-
-Every other module asks :func:`device_for` for a device's implementation instead of naming a
-kind; a test puts its own in (a fake clock) with :func:`substituted`.
+"""The devices workloads run on: what each kind needs to time and measure a call, which
+device the options ask for, and the identity a timing baseline belongs to. Other modules ask
+:func:`device_for` instead of naming a kind; a test puts its own in with :func:`substituted`.
 """
 
 from __future__ import annotations
@@ -44,28 +41,18 @@ def resolve_device(spec: str) -> torch.device:
     """``auto`` is CUDA if available, else MPS, else CPU; others must exist here."""
     import torch
 
-    check_device_spec(spec)
-    if spec == "auto":
-        if torch.cuda.is_available():
-            return torch.device("cuda")
-        if torch.backends.mps.is_available():
-            return torch.device("mps")
-        return torch.device("cpu")
-    device = torch.device(spec)
-    if device.type == "cuda":
-        if not torch.cuda.is_available():
-            raise DeviceUnavailableError(
-                f"workload device {spec!r} asked for, but CUDA is not available"
-            )
-        count = torch.cuda.device_count()
-        if device.index is not None and device.index >= count:
-            raise DeviceUnavailableError(
-                f"workload device {spec!r} asked for, but this machine has {count} CUDA device(s)"
-            )
-    if device.type == "mps" and not torch.backends.mps.is_available():
-        raise DeviceUnavailableError(
-            f"workload device {spec!r} asked for, but MPS is not available"
-        )
+    available: dict[str, Callable[[], bool]] = {
+        "cuda": torch.cuda.is_available,
+        "mps": torch.backends.mps.is_available,
+    }
+    if check_device_spec(spec) == "auto":
+        return torch.device(next((k for k, ok in available.items() if ok()), "cpu"))
+    device, asked = torch.device(spec), f"workload device {spec!r} asked for, but"
+    if device.type in available and not available[device.type]():
+        raise DeviceUnavailableError(f"{asked} {device.type.upper()} is not available")
+    count = torch.cuda.device_count() if device.type == "cuda" else 0
+    if device.type == "cuda" and device.index is not None and device.index >= count:
+        raise DeviceUnavailableError(f"{asked} this machine has {count} CUDA device(s)")
     return device
 
 
@@ -124,13 +111,10 @@ class DeviceIdentity(Record):
 
 @functools.cache
 def calibration_kernel(device: str) -> Callable[[], object]:
-    """A small fixed workload timed beside every replayed one (built once per device).
-
-    Its speed tracks the machine's (frequency, a neighbour's share of the caches and memory
-    bandwidth, a CPU quota), so the ratio of a workload's time to the kernel's divides out what
-    moved them both. A mix of the operations models are made of, about 0.3 ms on one core of a
-    2026 x86 CPU; a private generator leaves the global random state alone.
-    """
+    """A small fixed workload timed beside every replayed one. Its speed tracks the machine's
+    (frequency, a neighbour's share of the caches and memory bandwidth, a CPU quota), so the
+    ratio of a workload's time to the kernel's divides out what moved them both. About 0.3 ms on
+    one core of a 2026 x86 CPU; a private generator leaves the global random state alone."""
     import torch
     import torch.nn.functional as F
 
@@ -154,11 +138,8 @@ def calibration_kernel(device: str) -> Callable[[], object]:
 
 class PeakMemory:
     """Bytes a CUDA device's allocator held above what it held at :meth:`begin`, at most.
-
-    :meth:`begin` resets the allocator's peak counter: an earlier peak would hide the call's.
-    So a test that reads ``torch.cuda.max_memory_allocated`` across a recorded workload's
-    first call reads the peak since that call began (as after a replay).
-    """
+    :meth:`begin` resets the peak counter (an earlier peak would hide the call's): a test that
+    reads ``torch.cuda.max_memory_allocated`` across a first call reads the peak since it began."""
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
@@ -183,14 +164,9 @@ _HOST_CLOCKS: Final = CpuStopwatch()
 
 
 class Device:
-    """What timing and measuring a call need from the device it runs on.
+    """What timing and measuring a call need from the device it runs on. This base serves a
+    kind the package does not know: timed by the host's clocks, with nothing of its own."""
 
-    This base is a kind the package knows nothing particular of: timed by the host's clocks,
-    set up for nothing, with no allocator counters, global RNG or autocast mode of its own.
-    Each known kind overrides what it needs.
-    """
-
-    #: ``torch.device.type`` of a known kind
     kind: ClassVar[str]
     #: Whether a clock read around a call times its execution (not only its launch).
     clocked: ClassVar[bool] = False
@@ -205,25 +181,21 @@ class Device:
         self.device = device
 
     def lap(self, fn: Callable[[], object], number: int) -> Lap:
-        """Time ``number`` back-to-back calls of ``fn`` (the :data:`.Stopwatch` of the
-        device)."""
+        """The device's :data:`.Stopwatch`."""
         return _HOST_CLOCKS(fn, number)
 
     @contextmanager
     def timing(self) -> Iterator[None]:
-        """Set up for a timing in the block."""
         yield
 
     def calibration(self) -> Callable[[], object]:
-        """The calibration kernel, on this device."""
         return calibration_kernel(str(self.device))
 
     def peak(self) -> PeakMemory | None:
-        """The allocator's peak of a call (None: this kind's is not read)."""
+        """The allocator's peak of a call (None: not read on this kind)."""
         return None
 
     def identity(self) -> DeviceIdentity:
-        """What a timing here depends on besides the workload (where its baselines go)."""
         import torch
 
         threads = torch.get_num_threads() if self.threads is None else self.threads
@@ -240,8 +212,6 @@ class Device:
 
 
 class CpuDevice(Device):
-    """Timed on ``TIMING_THREADS``, with glibc's malloc thresholds pinned."""
-
     kind = "cpu"
     clocked = True
     autocast = True
@@ -249,8 +219,6 @@ class CpuDevice(Device):
 
     @contextmanager
     def timing(self) -> Iterator[None]:
-        """Malloc's thresholds pinned, torch on ``TIMING_THREADS`` intra-op threads (its count
-        is back after)."""
         import torch
 
         pin_allocator()
@@ -270,14 +238,11 @@ class CpuDevice(Device):
 
 
 class CudaDevice(Device):
-    """Timed by events on the current stream; the allocator's peak read; no forked child."""
-
     kind = "cuda"
     autocast = True
     unforkable = "a forked process cannot use CUDA"
 
     def lap(self, fn: Callable[[], object], number: int) -> Lap:
-        """CUDA events recorded on the current stream around the calls, then synchronised."""
         import torch
 
         with torch.cuda.device(self.device):
@@ -311,8 +276,6 @@ class CudaDevice(Device):
 
 
 class MpsDevice(Device):
-    """Wall time between two synchronisations."""
-
     kind = "mps"
 
     def lap(self, fn: Callable[[], object], number: int) -> Lap:
@@ -330,15 +293,13 @@ class MpsDevice(Device):
         return f"Apple GPU ({platform.machine()})"
 
 
-#: The kinds the package knows.
 KINDS: Final = (CpuDevice, CudaDevice, MpsDevice)
 #: Each known kind's implementation by ``torch.device.type``; :func:`substituted` replaces one.
 _IMPLEMENTATIONS: dict[str, Callable[[torch.device], Device]] = {k.kind: k for k in KINDS}
 
 
 def device_for(device: torch.device | str) -> Device:
-    """The implementation of ``device``'s kind (the base for a kind the package does not
-    know)."""
+    """The implementation of ``device``'s kind."""
     import torch
 
     device = torch.device(device)
@@ -347,8 +308,7 @@ def device_for(device: torch.device | str) -> Device:
 
 @contextmanager
 def substituted(kind: str, implementation: Callable[[torch.device], Device]) -> Iterator[None]:
-    """In the block, ``implementation`` makes the :class:`Device` of every ``kind`` device
-    (a test's fake clock goes in here); the known one is back after."""
+    """In the block, ``implementation`` makes the :class:`Device` of every ``kind`` device."""
     before = _IMPLEMENTATIONS[kind]
     _IMPLEMENTATIONS[kind] = implementation
     try:

@@ -1,33 +1,24 @@
 """The performance verdict: is a workload slower than its baseline, beyond doubt?
 
-A baseline is of the same computation (``Baseline.other_computation``): FLOPs and operations
-that changed are the snapshot gate's to report, and a baseline of other ones judges nothing.
+A baseline judges only a timing of the same computation (``Baseline.other_computation``).
 Evidence is weighed from the most to the least deterministic:
 
-1. **Calibrated time**: the workload's compute relative to the calibration kernel timed beside
-   it (``Timing.ratio``), at the baseline's kernel time, plus its waits in seconds
-   (``Timing.wait_s``): ``Timing.calibrated``, current over baseline. What slowed the machine
-   for both (a neighbour, a CPU quota, a slower phase of the vCPU) divides out of the compute,
-   and a wait (a ``sleep``, I/O), which no machine speed shortens, is not divided by it: a
-   forward that waited for half its time, judged on its whole time over the kernel's, moved by
-   half the machine's change in speed (a 1.3x "regression" of unchanged code where the kernel
-   ran at 0.7x its baseline's time). A regression needs both the median beyond the tolerance
-   *and* the whole 95% interval beyond it, the intervals combined conservatively (the current
-   interval's low end against the baseline's high end), so noise within a timing makes no
-   verdict.
-2. **Wall time**, only where a side has no calibrated ratio (timings from a test's own calls,
-   which ``pytest-workload compare`` reads from reports): the same rule on absolute medians.
+1. **Calibrated time** (``Timing.calibrated``): the compute relative to the calibration kernel
+   timed beside it, at the baseline's kernel time, plus the waits in seconds. What slowed the
+   machine for both divides out of the compute, and a wait (a ``sleep``, I/O), which no machine
+   speed shortens, is not divided by it: a forward that waited half its time, judged on its
+   whole time over the kernel's, read 1.3x on unchanged code where the kernel ran at 0.7x. A
+   regression needs the median *and* the whole 95% interval beyond the tolerance, the
+   intervals combined conservatively (current low end against baseline high end).
+2. **Wall time**, where a side has no calibration (timings from a test's own calls, which
+   ``pytest-workload compare`` reads from reports): the same rule on absolute medians.
 
-Time decides only between timings of ``MIN_SAMPLES`` samples or more on both sides: with fewer,
-a timing has no 95% interval, and the kind is ``too few samples``.
-
-Nor does time decide on CPU when the calibration kernel itself took more than ``KERNEL_LIMIT``
-times its baseline's time, or less than its inverse: no load or phase of one machine moves a
-fixed kernel's thread CPU time that far (tens of percent were measured), but a thread that waits
-at a barrier for its intra-op siblings spins, and counts that CPU time, while the siblings wait
-for a core. Such a side's ratios measure the waiting, not the workload (a 30x "regression" with
-the wall time 0.37x and the kernel 0.01x, seen under a loaded full suite), and the kind is
-``not comparable``. (A device's ratio clock is its own; a shared device slows both alike.)
+Time decides only between timings of ``MIN_SAMPLES`` or more (``too few samples``). Nor does it
+decide on CPU when the kernel took more than ``KERNEL_LIMIT`` times its baseline's time, or
+less than its inverse (``not comparable``): no load or phase of one machine moves a fixed
+kernel's thread CPU time that far, but a thread spinning at a barrier for intra-op siblings
+that wait for a core counts that time (a 30x "regression" with wall time 0.37x and the kernel
+0.01x, seen under a loaded full suite). A device's ratio clock is its own.
 """
 
 from __future__ import annotations
@@ -67,8 +58,7 @@ class Drift:
     machine_ratio: float | None = None
 
     def figure(self) -> str:
-        """The figure that decides, as every line that gives a verdict shows it first: the
-        ratio and, where both timings have one, its 95% interval."""
+        """The deciding ratio, and its 95% interval where both timings have one."""
         what = "calibrated ratio" if self.evidence == "calibrated" else "wall-time ratio"
         if self.kind == "too few samples" or not math.isfinite(self.ratio_low):
             return f"{what} {self.ratio:.2f}x"
@@ -78,8 +68,7 @@ class Drift:
 
 
 def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANCE) -> Drift:
-    """Compare a timing with its baseline, of the same computation; ``ratio`` > 1 means
-    slower."""
+    """Compare a timing with its baseline; ``ratio`` > 1 means slower."""
     wall = current.median_s / baseline.median_s
     machine = None
     if current.calibration_s is not None and baseline.calibration_s is not None:
@@ -114,12 +103,10 @@ def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANC
 
 
 def worth_retiming(drift: Drift) -> bool:
-    """Whether a timing's median lies beyond the tolerance, either way, whether or not its
-    interval proved it: timed again, it is judged on more samples, so a burst is outvoted and a
-    real regression is proven where one timing's interval was too wide. Faster is doubted too:
-    under load the kernel can book most of a ``sleep`` as waiting for a core for a while
-    (docs/benchmarks.md, section 14), and a timing taken then reads a forward 3x slower as
-    0.8x its baseline; the rounds after it outvote it."""
+    """Whether a timing's median lies beyond the tolerance, either way, proven or not: timed
+    again, it is judged on more samples. Faster is doubted too: under load the kernel can book a
+    ``sleep`` as waiting for a core for a while (docs/benchmarks.md, section 14), and a forward
+    3x slower then reads 0.8x its baseline; the rounds after it outvote it."""
     limit = 1 + drift.tolerance
     doubtful = drift.kind in ("regression", "unchanged", "faster")
     return doubtful and not 1 / limit <= drift.ratio <= limit

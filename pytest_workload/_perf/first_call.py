@@ -1,30 +1,31 @@
-"""A new workload's first call, observed while the test makes it.
-
-Its inputs are copied before the call, so a replay computes what the test computed even if the
-forward or the test then changes them. As it returns (in its forward hook, still inside the
-test's contexts), what defines what it computed is captured: train/eval and grad, inference and
-autocast modes, and parameter dtypes and devices. It is read after the forward, so that a
+"""A new workload's first call, observed while the test makes it. Its inputs are copied
+before the call, so a replay computes what the test computed even if either changes them later.
+As it returns (in its forward hook, inside the test's contexts), its modes (train/eval, grad,
+inference, autocast) and parameter dtypes and devices are captured, after the forward, so a
 module that builds itself on its first call is captured as built; a replay runs under exactly
-that, or not at all.
+that, or not at all. :func:`check_compile` hands first calls to the compile readiness check.
 """
 
 from __future__ import annotations
 
 import copy
 import types
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._compile import Readiness, ReadyCall, check_readiness
 from .._fingerprint.ecosystem import copy_known, reachable
-from .device import KINDS
+from .._torch_internals import compiled_original
+from .device import KINDS, device_for
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
 
     from .._tracing import FlopCount, Trace
+    from .orchestrate import RecordedCall
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,7 @@ def mismatch(context: CallContext, target: nn.Module) -> str | None:
 
 @contextmanager
 def trained_as(context: CallContext, target: nn.Module) -> Iterator[None]:
-    """Run the block with every module in its captured train/eval mode; the program's modes
-    are back afterwards."""
+    """Run the block with every module in its captured train/eval mode."""
     modules = list(target.modules())
     before = [m.training for m in modules]
     for module, training in zip(modules, context.training, strict=True):
@@ -120,8 +120,8 @@ def _qualified(value: object) -> str:
 
 
 def _copy_mapping(value: dict[Any, Any]) -> tuple[Any, Missing]:
-    """A dict, or a copy of a dict subclass (a ``ModelOutput``, whose fields are its items)
-    with its type and attributes, its items copied."""
+    """A dict, or a copy of a dict subclass (a ``ModelOutput``) with its type and attributes,
+    its items copied."""
     pairs = {k: copy_inputs(v) for k, v in value.items()}
     missing = tuple(m for _, found in pairs.values() for m in found)
     if type(value) is dict:
@@ -150,9 +150,8 @@ def input_objects(values: object) -> list[object]:
 
 
 def _copy_object(value: object) -> tuple[Any, Missing]:
-    """An object of a type the package does not know (a dataclass, a user's KV-cache class):
-    a deep copy with every tensor it holds cloned; not copied when it is a module, or when a
-    deep copy fails (it holds a stream, a lock, a generator)."""
+    """A deep copy of an object of another type (a dataclass, a KV cache), its tensors cloned;
+    not copied when it is a module, or when a deep copy fails (a stream, a lock)."""
     import torch
 
     if isinstance(value, torch.nn.Module):
@@ -168,8 +167,7 @@ def _copy_object(value: object) -> tuple[Any, Missing]:
 
 
 def copy_inputs(value: Any) -> tuple[Any, Missing]:
-    """A copy of call inputs with every tensor cloned, and the types of the inputs it could not
-    copy (none: a full copy)."""
+    """A copy of call inputs with every tensor cloned, and the types it could not copy."""
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -225,7 +223,6 @@ class FirstCall:
         return self.counts.flops
 
     def end(self, *, returned: bool) -> None:
-        """Capture the call's state if it returned (one that raised is not recorded)."""
         if self.ended:
             return
         self.ended = True
@@ -234,3 +231,54 @@ class FirstCall:
         self._target = None
         if self.counts is not None and self.counts.foreign_write is not None:
             self.unsafe = self.counts.foreign_write
+
+
+def _skipped(call: RecordedCall) -> str | None:
+    """Why a call's readiness is not checked (None: it is)."""
+    if compiled_original(call.module) is not None:
+        return "the test compiles it itself (its compile health is observed)"
+    if (unforkable := device_for(call.device).unforkable) is not None:
+        return unforkable
+    # (a structure that changed since is compiled as it is now, in the child: an attribute the
+    # forward changes per call is what a recompile shows)
+    changed = mismatch(call.context, call.target)
+    if changed is not None:
+        return f"the module changed after its call ({changed})"
+    return call.unsafe
+
+
+def _ready_call(call: RecordedCall) -> ReadyCall:
+    def run(compiled: nn.Module) -> object:
+        import torch
+
+        (args, kwargs), _ = copy_inputs((call.args, call.kwargs))
+        # without grad: a process that has run a backward leaves autograd's threads in a
+        # state a forked child cannot use, and aot_eager traces the backward with them; the
+        # breaks and recompiles are dynamo's, of the forward, either way
+        with applied(call.context, call.target), torch.no_grad():
+            return compiled(*args, **kwargs)
+
+    return ReadyCall(call.target, run, min(call.calls, 2))
+
+
+def check_compile(
+    calls: Sequence[RecordedCall], backend: str, rootdir: str | None
+) -> tuple[list[Readiness | None], list[str]]:
+    """Each call's readiness (None: not checked), and a line per call saying why one was
+    not."""
+    skipped = [_skipped(call) for call in calls]
+    checked = [call for call, why in zip(calls, skipped, strict=True) if why is None]
+    found: list[Readiness] | str = []
+    if checked:
+        found = check_readiness([_ready_call(c) for c in checked], backend, rootdir)
+    results: list[Readiness | None] = []
+    lines = []
+    answers = iter(found if isinstance(found, list) else ())
+    for call, why in zip(calls, skipped, strict=True):
+        if why is None and isinstance(found, list):
+            results.append(next(answers))
+            continue
+        results.append(None)
+        reason = f"not checked: {why}" if why is not None else str(found)
+        lines.append(f"{call.name} ({call.class_name}): compile readiness {reason}")
+    return results, lines

@@ -1,12 +1,9 @@
-"""A replay leaves no trace: what it changes in the program is put back.
-
-Put back: the tensors of every module in the tree (values and identity), each module's Python
-attributes (and the contents of its list, dict and set attributes), the global RNGs, and each
-generator a module attribute holds (an ``itertools.count``, which cannot be rewound, is
-replaced by an equal one during the replay). User hooks are suspended during the replay, so
-they neither fire nor count in its timing. What lies outside (an object the forward reaches
-through a global) cannot be put back: a first call that wrote to a tensor there is never
-replayed.
+"""A replay leaves no trace: the tensors of every module in the tree (values and identity),
+each module's attributes (and the contents of its containers), the global RNGs and each
+generator a module holds are put back (an ``itertools.count``, which cannot be rewound, is
+replaced by an equal one during the replay). User hooks are suspended, so they neither fire nor
+count in its timing. What the forward reaches through a global cannot be put back: a first
+call that wrote to a tensor there is never replayed.
 """
 
 from __future__ import annotations
@@ -30,7 +27,7 @@ if TYPE_CHECKING:
 
 def _put_back(container: Any, saved: Any) -> None:
     """Refill ``container`` with ``saved`` (None: empty) unless it holds the same elements by
-    identity (``==`` on tensors compares values)."""
+    identity (``==`` would compare tensors' values)."""
     if saved is None:
         same = not container
     elif isinstance(container, dict):
@@ -54,7 +51,7 @@ class NotIsolableError(Exception):
 
 
 def _generator_restorer(value: Any) -> Callable[[], None] | None:
-    """Put a generator's state back in place (its identity is what other code holds)."""
+    """What puts a generator's state back in place (other code holds its identity)."""
     if isinstance(value, random.Random):
         state = value.getstate()
         return lambda: value.setstate(state)
@@ -86,8 +83,7 @@ def _equal_count(name: str, counter: Any) -> Any:
 
 
 class AttributeState:
-    """One object's attributes (a module's, a cache's), and the contents of its container
-    attributes, to put back."""
+    """One object's attributes, and the contents of its containers, to put back."""
 
     def __init__(self, owner: object) -> None:
         self.owner = owner
@@ -142,45 +138,9 @@ def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tens
             tensor.copy_(copy)
 
 
-def _rng_restorer() -> Callable[[], None]:
-    """Put the global RNGs (torch's of each device kind, ``random``, NumPy) back as they are
-    now."""
-    torch_rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
-    python = random.getstate()
-    numpy = sys.modules.get("numpy")
-    legacy = None if numpy is None else numpy.random.get_state()
-
-    def restore() -> None:
-        for torch_rng in torch_rngs:
-            torch_rng()
-        random.setstate(python)
-        if numpy is not None:
-            numpy.random.set_state(legacy)
-
-    return restore
-
-
-@contextmanager
-def _hooks_suspended(modules: Sequence[nn.Module]) -> Iterator[None]:
-    tables = global_hook_tables()
-    # (a module's empty table has nothing to suspend; what the replay adds to it, the
-    # module's restored state takes out)
-    tables += [t for m in modules for t in module_hook_tables(m) if t]
-    saved = [table.copy() for table in tables]
-    for table in tables:
-        table.clear()
-    try:
-        yield
-    finally:
-        for table, hooks in zip(tables, saved, strict=True):
-            table.clear()
-            table.update(hooks)
-
-
 @contextmanager
 def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
-    """Run the block, then put the module trees under ``roots`` and the RNGs back as they
-    were; user hooks are suspended meanwhile."""
+    """Run the block, then put the module trees under ``roots`` and the RNGs back."""
     import torch
 
     modules = list({id(m): m for root in roots for m in root.modules()}.values())
@@ -194,16 +154,31 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
             (t, None if t.is_inference() else tensor_version(t), t.detach().clone())
             for t in unique.values()
         ]
-    restore_rng = _rng_restorer()
+    # the global RNGs: torch's of each device kind, ``random``'s, NumPy's
+    torch_rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
+    python, numpy = random.getstate(), sys.modules.get("numpy")
+    legacy = None if numpy is None else numpy.random.get_state()
+    # (a module's empty hook table has nothing to suspend; what the replay adds to it, the
+    # module's restored state takes out)
+    tables = global_hook_tables() + [t for m in modules for t in module_hook_tables(m) if t]
+    hooks = [table.copy() for table in tables]
     try:
         counts: dict[int, Any] = {}
         for state in states:
             state.stand_in_counts(counts)
-        with _hooks_suspended(modules):
-            yield
+        for table in tables:
+            table.clear()
+        yield
     finally:
+        for table, saved_hooks in zip(tables, hooks, strict=True):
+            table.clear()
+            table.update(saved_hooks)
         for state in states:
             state.restore()
         for tensor, version, copy in saved:
             _put_tensor_back(tensor, version, copy)
-        restore_rng()
+        for torch_rng in torch_rngs:
+            torch_rng()
+        random.setstate(python)
+        if numpy is not None:
+            numpy.random.set_state(legacy)

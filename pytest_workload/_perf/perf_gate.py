@@ -69,22 +69,6 @@ def _interval(t: Timing) -> str:
     return f"95% CI {format_duration(t.ci_s[0])}–{format_duration(t.ci_s[1])} (n={t.n})"
 
 
-def render_regression(
-    w: Workload, baseline: Timing, drift: Drift, device: str, commands: Commands
-) -> str:
-    current = w.timing
-    assert current is not None
-    return "\n".join(
-        [
-            f"performance regression: {_title(w)}",
-            f"  slower: {_decided(current, drift)}",
-            f"  {_wall(current, baseline, drift)}",
-            f"  current {_interval(current)}, baseline {_interval(baseline)}",
-            f"  on {device}; accept the new timing with {commands.baseline}",
-        ]
-    )
-
-
 def cut_short(t: Timing) -> bool:
     """Whether the time budget cut a replay short, on fewer samples than a verdict needs."""
     return t.source == "replay" and not t.has_interval
@@ -110,7 +94,7 @@ def larger_budget_for(tests: Iterable[TestWorkloads]) -> float | None:
 
 
 def _put_back(path: Path, before: bytes | None, root: Path | None) -> str:
-    """Put back what a baseline held before an update wrote it (None: nothing); says so."""
+    """Put back what a baseline held before an update wrote it (None: nothing)."""
     shown = one_line(str(path.relative_to(root) if root and path.is_relative_to(root) else path))
     try:
         restore(path, before)
@@ -118,33 +102,6 @@ def _put_back(path: Path, before: bytes | None, root: Path | None) -> str:
         return f"timing baseline {shown} could not be put back: {one_line(exc.reason)}"
     done = "not written" if before is None else "kept as it was"
     return f"timing baseline {shown} {done}: the test erred in teardown"
-
-
-def render_missing_baseline(
-    w: Workload,
-    device: str,
-    nearest: tuple[Baseline, float] | None,
-    other: str | None,
-    record: str,
-) -> str:
-    """The note on a workload without a baseline; ``record``: what records one."""
-    # the same text in every test that runs the workload (whatever a test calls its model),
-    # so the session shows it once
-    workload = (
-        one_line(f"{w.class_name}, input {w.input_signature.format()}") + f", hash {short(w.hash)}"
-    )
-    line = f"no timing baseline for {workload} on {device}"
-    if other is not None:
-        line += f" (this test's baseline timed another computation: {other})"
-    elif nearest is not None:
-        near, factor = nearest
-        expected = near.timing.median_s * factor
-        line += (
-            f"; nearest compatible baseline: {one_line(f'{near.name} {near.input}')} "
-            f"({format_duration(near.timing.median_s)}) at distance factor {factor:g}, so "
-            f"about {format_duration(expected)} expected if time scales with size"
-        )
-    return f"{line}; {record}"
 
 
 class PerfGate:
@@ -195,27 +152,21 @@ class PerfGate:
         return GateResult(tuple(failures), tuple(notes), len(regressions))
 
     def torn_down(self, nodeid: str, *, failed: bool) -> tuple[Note, ...]:
-        """A test's teardown is over: forget the baselines its update wrote or, when the
-        teardown failed (the test did not pass), put back what they held, and say so."""
+        """A test's teardown is over: forget the baselines its update wrote or, when it
+        failed, put back what they held, and say so."""
         wrote = self._wrote.pop(nodeid, [])
         if not failed:
             return ()
         self._written.difference_update(path for path, _ in wrote)  # (a rerun times it again)
         return tuple(Note(nodeid, _put_back(p, b, self.within)) for p, b in reversed(wrote))
 
-    def _larger(self, t: Timing) -> str:
-        """The update with a time budget that a timing cut short like ``t`` needs."""
-        return self.commands.raise_budget(larger_budget(t))
-
     def has_baseline(self, workload_hash: str, device: str) -> bool:
-        """Whether a stored baseline on ``device`` may judge this workload: some test's (the
-        session budget, which asks, times it whichever test runs it)."""
+        """Whether some test's baseline on ``device`` may judge this workload (the session
+        budget times it whichever test runs it)."""
         return self._store(device).has_any(workload_hash)
 
     def suspect(self, test: str, workload_hash: str, timing: Timing, tolerance: float) -> bool:
-        """Whether the timing loop re-times a fresh timing of ``test``'s workload
-        (``TimingPolicy.suspect``). Not under update, where the timing cannot fail: re-timing
-        would only cost time."""
+        """``TimingPolicy.suspect``: not under update, where the timing cannot fail."""
         if self.update:
             return False
         try:
@@ -232,9 +183,8 @@ class PerfGate:
 
     @property
     def replays(self) -> bool:
-        """Whether top-level workloads are replayed for timing: not where the gate is relaxed
-        (xdist workers share the cores, the mode is not strict), whose timings are biased and
-        could gate nothing; they are timed from the test's own calls there, and not judged."""
+        """Whether top-level workloads are replayed for timing: not where xdist workers share
+        the cores (and the mode is not strict), whose timings could gate nothing."""
         return self._relaxed is None
 
     def _check_workload(
@@ -275,32 +225,38 @@ class PerfGate:
             return self._write(test, w, store, ("baseline refreshed", note), notes)
         if drift.kind == "unchanged":
             return []
-        if drift.kind == "too few samples":
-            # (a replay has fewer only where the time budget cut it short)
-            cut = w.timing.source == "replay" and not w.timing.has_interval
-            why = " (the time budget cut it short: see --workload-time-budget)" if cut else ""
-            text = (
-                f"{_title(w)}: {drift.figure()}, not judged: timed on "
-                f"{_count(w.timing.n, 'sample')}{why} against the baseline's {baseline.timing.n}, "
-                f"and a verdict needs {MIN_SAMPLES} on each side"
-            )
+        if drift.kind in ("too few samples", "not comparable"):
+            if drift.kind == "too few samples":
+                why = " (the time budget cut it short: see --workload-time-budget)"
+                kind: NoteKind = "not judged: too few samples"
+                text = (
+                    f"{_title(w)}: {drift.figure()}, not judged: timed on "
+                    f"{_count(w.timing.n, 'sample')}{why if cut_short(w.timing) else ''} against "
+                    f"the baseline's {baseline.timing.n}, and a verdict needs {MIN_SAMPLES} on "
+                    "each side"
+                )
+            else:
+                kind = "not judged: kernel"
+                text = (
+                    f"{_title(w)}: {drift.figure()} (wall time, context only, "
+                    f"{drift.wall_ratio:.2f}x), not judged: the calibration kernel took "
+                    f"{drift.machine_ratio:.2f}x its baseline's time, beyond any load or phase of "
+                    f"one machine; refresh the baseline with {self.commands.baseline}"
+                )
             if self._strict:
                 return [f"{text}; --workload-perf=strict fails a timing it cannot judge"]
-            notes.append(("not judged: too few samples", text))
-        elif drift.kind == "not comparable":
-            assert drift.machine_ratio is not None
-            text = (
-                f"{_title(w)}: {drift.figure()} (wall time, context only, "
-                f"{drift.wall_ratio:.2f}x), not judged: the calibration kernel took "
-                f"{drift.machine_ratio:.2f}x its baseline's time, beyond any load or phase of one "
-                f"machine; refresh the baseline with {self.commands.baseline}"
-            )
-            if self._strict:
-                return [f"{text}; --workload-perf=strict fails a timing it cannot judge"]
-            notes.append(("not judged: kernel", text))
+            notes.append((kind, text))
         elif drift.kind == "regression":
-            device = store.device.describe()
-            message = render_regression(w, baseline.timing, drift, device, self.commands)
+            message = "\n".join(
+                [
+                    f"performance regression: {_title(w)}",
+                    f"  slower: {_decided(w.timing, drift)}",
+                    f"  {_wall(w.timing, baseline.timing, drift)}",
+                    f"  current {_interval(w.timing)}, baseline {_interval(baseline.timing)}",
+                    f"  on {store.device.describe()}; accept the new timing with "
+                    f"{self.commands.baseline}",
+                ]
+            )
             if self._relaxed is None:
                 regressions.append(message)
                 return [message]
@@ -322,23 +278,18 @@ class PerfGate:
         note: tuple[NoteKind, str],
         notes: _Notes,
     ) -> list[str]:
-        """Write ``w``'s timing as its baseline, unless it must not become one (say why)."""
         assert w.timing is not None
+        samples = f"timed on {_count(w.timing.n, 'sample')}"
         refused: tuple[NoteKind, str] | None = None
         if self._relaxed is not None:
             refused = ("baseline not written: xdist", self._relaxed)
         elif cut_short(w.timing):
-            refused = (
-                "baseline not written: cut short",
-                f"timed on {_count(w.timing.n, 'sample')}, cut short by the time budget; write "
-                f"it with a larger one: {self._larger(w.timing)}",
-            )
+            larger = self.commands.raise_budget(larger_budget(w.timing))
+            why = f"{samples}, cut short by the time budget; write it with a larger one: {larger}"
+            refused = ("baseline not written: cut short", why)
         elif not w.timing.has_interval:  # it could judge nothing
-            needs = f"and a verdict needs {MIN_SAMPLES}"
-            refused = (
-                "baseline not written: too few samples",
-                f"timed on {_count(w.timing.n, 'sample')}, {needs}",
-            )
+            why = f"{samples}, and a verdict needs {MIN_SAMPLES}"
+            refused = ("baseline not written: too few samples", why)
         if refused is not None:
             notes.append((refused[0], f"{note[1]}: not written, {refused[1]}"))
             return []
@@ -356,29 +307,42 @@ class PerfGate:
     def _no_baseline(
         self, test: str, w: Workload, store: BaselineStore, notes: _Notes, other: str | None
     ) -> list[str]:
-        """Record a baseline under update; else a note, with the nearest compatible one.
-        ``other`` says how the test's stored baseline timed another computation."""
+        """Record a baseline under update; else a note, with the nearest compatible one."""
         if self.update:
             note = f"timing baseline {one_line(str(store.path(w.hash, test)))} recorded"
             return self._write(test, w, store, ("baseline recorded", note), notes)
-        stored = store.all()
+        stored = store.all()  # (lists the files it could not read)
         for exc in store.unreadable:
             if exc.path not in self._reported:
                 self._reported.add(exc.path)
                 note = f"timing baseline {one_line(str(exc))}; left out of nearest-shape lookups"
                 notes.append(("unreadable baseline", note))
+        assert w.timing is not None
+        # the same text in every test that runs the workload (whatever a test calls its model),
+        # so the session shows it once
+        workload = one_line(f"{w.class_name}, input {w.input_signature.format()}")
+        line = (
+            f"no timing baseline for {workload}, hash {short(w.hash)} on {store.device.describe()}"
+        )
         others = {canonical_json(b.key): b for b in stored if b.hash != w.hash}
         found = nearest(w.key, [b.key for b in others.values()])
-        near = None if found is None else (others[canonical_json(found[0])], found[1])
-        device = store.device.describe()
-        assert w.timing is not None
+        if other is not None:
+            line += f" (this test's baseline timed another computation: {other})"
+        elif found is not None:
+            near, factor = others[canonical_json(found[0])], found[1]
+            line += (
+                f"; nearest compatible baseline: {one_line(f'{near.name} {near.input}')} "
+                f"({format_duration(near.timing.median_s)}) at distance factor {factor:g}, so "
+                f"about {format_duration(near.timing.median_s * factor)} expected if time scales "
+                "with size"
+            )
         kind: NoteKind = "no baseline"
         record = f"record one with {self.commands.baseline}"
         if cut_short(w.timing):
             kind = "no baseline: cut short"
             record = (
                 f"timed on {_count(w.timing.n, 'sample')}, cut short by the time budget: record "
-                f"one with a larger one: {self._larger(w.timing)}"
+                f"one with a larger one: {self.commands.raise_budget(larger_budget(w.timing))}"
             )
-        notes.append((kind, render_missing_baseline(w, device, near, other, record)))
+        notes.append((kind, f"{line}; {record}"))
         return []

@@ -21,11 +21,8 @@ def quantile(ordered: Sequence[float], q: float) -> float:
 
 
 def median_interval(ordered: Sequence[float]) -> tuple[float, float]:
-    """95% confidence interval of the median from order statistics (no distribution assumed).
-
-    The ranks ``n/2 -/+ z*sqrt(n)/2`` come from the normal approximation of the binomial; with
-    fewer than ``MIN_SAMPLES`` samples the interval is the whole range (and no 95% interval).
-    """
+    """95% interval of the median from order statistics, ranks ``n/2 -/+ z*sqrt(n)/2`` (the
+    binomial's normal approximation); with fewer than ``MIN_SAMPLES``, the whole range."""
     n = len(ordered)
     if n < MIN_SAMPLES:
         return ordered[0], ordered[-1]
@@ -36,7 +33,6 @@ def median_interval(ordered: Sequence[float]) -> tuple[float, float]:
 
 
 def median_and_interval(samples: Sequence[float]) -> tuple[float, tuple[float, float]]:
-    """The median and its 95% interval."""
     ordered = sorted(samples)
     return quantile(ordered, 0.5), median_interval(ordered)
 
@@ -50,9 +46,8 @@ def summarize(
     waits_s: Sequence[float] | None = None,
     calibration_s: Sequence[float] | None = None,
 ) -> Timing:
-    """Median, IQR and the median's 95% interval of per-call times (seconds); the same median
-    and interval of the per-pair compute ratios to the calibration kernel and of the waits,
-    where they were taken."""
+    """Median, IQR and the median's 95% interval of per-call times (seconds), and the median
+    and interval of the compute ratios and of the waits, where taken."""
     if not samples_s:
         raise ValueError("no samples to summarize")
     ordered = sorted(samples_s)

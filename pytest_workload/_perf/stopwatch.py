@@ -1,13 +1,8 @@
-"""Timing: adaptive repetition on the device a workload runs on, and robust statistics.
-
-In the spirit of ``torch.utils.benchmark``'s ``adaptive_autorange``: warm up, size blocks of
-calls well above clock resolution, then repeat until the median is known to a target precision
-or the time budget is spent. Each block of the workload is followed by a block of the
-calibration kernel (``device.calibration_kernel``), and each pair gives one ratio: what slows
-the machine for both divides out. Statistics are order-based (median, IQR and a
-distribution-free interval for the median), so a few outliers from a noisy CI machine move
-nothing. Clocks are injected, so the loop and the statistics are tested with a fake clock.
-"""
+"""Timing by adaptive repetition, in the spirit of ``torch.utils.benchmark``'s
+``adaptive_autorange``: warm up, size blocks of calls well above clock resolution, then repeat
+until the median is precise or the budget is spent. Each block of the workload is followed by
+one of the calibration kernel, and each pair gives one ratio: what slows the machine for both
+divides out. Clocks are injected, so the loop is tested with a fake clock."""
 
 from __future__ import annotations
 
@@ -34,12 +29,9 @@ def time_call(
     reference: Callable[[], object],
 ) -> Timing:
     """Measure ``fn`` interleaved with the calibration kernel ``reference``, and summarise it.
-
-    A timing ``policy.suspected`` of a regression is timed again, afresh, up to
-    ``policy.retimes`` times, and judged on the samples of every round together: a burst that
-    hit one round is outvoted by the others, and a real regression, slow in every round, is
-    judged on more samples, so with a tighter interval.
-    """
+    A timing ``policy.suspected`` of a regression is timed afresh, up to ``policy.retimes``
+    times, and judged on every round's samples: a burst that hit one round is outvoted, and a
+    real regression is judged on more samples, so with a tighter interval."""
     rounds: list[Samples] = []
     while True:
         rounds.append(measure(fn, stopwatch, policy, reference=reference))
@@ -61,7 +53,7 @@ def time_call(
 
 
 class Unmeasured(Exception):
-    """A timing that took no sample it could keep; the message says why."""
+    """A timing that took no sample it could keep."""
 
 
 #: A timing's limit, in budgets: room for a workload of a tenth of a second to reach the
@@ -87,20 +79,18 @@ class TimingPolicy:
     #: left, and the ratio's noise would be the kernel's.
     reference_share: float = 0.25
     overrun: float = 4.0
-    #: No pair of blocks ends past this (seconds of this thread's own time, not waiting for
-    #: a core, after the first warm-up call), the first ``min_samples`` included: a timing is
-    #: cut short there (on fewer samples, not judged), so that a forward of a second adds a
-    #: few seconds to a run, not tens.
+    #: No pair of blocks ends past this (seconds of the thread's own time after the first
+    #: call), the first ``min_samples`` included: a timing cut short there is not judged, and a
+    #: forward of a second adds a few seconds to a run, not tens.
     limit_s: float = 0.25 * LIMIT_BUDGETS
     max_samples: int = 1000
     #: Each block of calls (workload, then calibration) lasts this long at least on the ratio
     #: clock: long beside the clock's resolution and a call's cold start, short beside the
     #: scheduler's slices and the machine's phases (docs/benchmarks.md, section 13).
     min_block_s: float = 1e-3
-    #: Asked of each timing, with the hash of the workload timed: is this a suspected
-    #: regression, to be re-timed before it is judged? (The perf gate's question.)
+    #: The perf gate's question, of each timing of the workload: re-time it before judging?
     suspect: Callable[[str, Timing], bool] | None = None
-    #: The workload the policy is bound to (:meth:`for_workload`), for ``suspect``.
+    #: (for ``suspect``, by :meth:`for_workload`)
     workload: str | None = None
     #: Fresh re-timings of a suspected regression, at most.
     retimes: int = 4
@@ -119,8 +109,7 @@ class TimingPolicy:
 @dataclass(frozen=True)
 class Lap:
     """One block of calls (seconds): its wall time, its compute (the thread's CPU time on the
-    CPU, device time elsewhere) and the time it waited for anything but a core (None: not
-    known, the kernel's account of its waits for a core did not fit the block)."""
+    CPU, device time elsewhere) and its waits for anything but a core (None: not known)."""
 
     wall_s: float
     compute_s: float
@@ -128,7 +117,6 @@ class Lap:
 
     @property
     def ratio_s(self) -> float:
-        """The block on the ratio clock: its compute and its waits (where known)."""
         return self.compute_s + (self.wait_s or 0.0)
 
 
@@ -137,8 +125,7 @@ Stopwatch = Callable[[Callable[[], object], int], Lap]
 
 
 def run_delay_ns() -> int | None:
-    """Nanoseconds the calling thread has waited in a run queue for a core (Linux schedstat's
-    ``run_delay``), or None where the kernel does not say."""
+    """Nanoseconds this thread has waited for a core (Linux schedstat's ``run_delay``)."""
     try:
         with open("/proc/thread-self/schedstat", "rb") as f:
             return int(f.read().split()[1])
@@ -152,15 +139,10 @@ def own_time_ns() -> int:
 
 
 class CpuStopwatch:
-    """``perf_counter_ns`` around the calls; the thread's CPU time as the block's compute, and
-    as its waits the rest of the wall time less the time this thread waited for a core.
-
-    The waits are the time it waited for anything but a core: a ``sleep``, I/O, a lock. A
-    neighbour that holds the cores, or a CPU quota that throttles the thread, only
-    makes it wait in a run queue, which is taken out (docs/explanation/timing.md). Where the
-    kernel does not report run-queue waits (``run_delay`` gives None: not Linux), the ratio
-    clock is the thread's CPU time, and waits go unseen.
-    """
+    """The thread's CPU time as a block's compute, and as its waits the rest of the wall time
+    less the time it waited in a run queue: a neighbour that holds the cores, or a CPU quota,
+    only makes it wait there (docs/explanation/timing.md). Where the kernel does not report
+    run-queue waits (not Linux), waits go unseen."""
 
     def __init__(
         self,
@@ -220,9 +202,8 @@ def pin_allocator() -> str | None:
 
 @dataclass(frozen=True)
 class Samples:
-    """Per pair of blocks: the workload's wall time per call, its compute per call over the
-    kernel's time per call (on the ratio clock), its waits per call, and the kernel's time per
-    call."""
+    """Per pair of blocks, per call: the workload's wall time, its compute over the kernel's
+    time, its waits, and the kernel's time."""
 
     wall_s: list[float]
     ratios: list[float]
@@ -230,8 +211,7 @@ class Samples:
     calibration_s: list[float]
 
     def calibrated(self) -> list[float]:
-        """Per pair, the workload's time per call in kernel calls: its compute over the pair's
-        kernel, its waits over the kernel's median (what the precision is sought on)."""
+        """Per pair, the workload's time in kernel calls (what the precision is sought on)."""
         kernel = max(quantile(sorted(self.calibration_s), 0.5), _RESOLUTION_S)
         return [r + w / kernel for r, w in zip(self.ratios, self.waits_s, strict=True)]
 
@@ -245,16 +225,11 @@ def measure(
     reference: Callable[[], object],
     own_clock: Callable[[], int] = own_time_ns,
 ) -> Samples:
-    """Blocks of ``fn`` alternating with blocks of ``reference`` (W C W C ...): warm-up, block
-    sizing on the ratio clock, then adaptive repetition until the ratio's median is precise.
-
-    No pair of blocks starts that would take the timing past ``policy.limit_s`` on
-    ``own_clock`` (if as long as the last pair), the first samples included: a workload too
-    slow for ``min_samples`` within it is cut short, on fewer than a verdict needs (one at
-    least). That clock leaves out the time neighbours held the cores, which would cut short a
-    loaded machine's timings. ``clock`` meters the budget; the samples come from
-    ``stopwatch``.
-    """
+    """Blocks of ``fn`` alternating with blocks of ``reference``: warm-up, block sizing on the
+    ratio clock, then repetition until the ratio's median is precise. A workload too slow for
+    ``min_samples`` within ``policy.limit_s`` on ``own_clock`` (which leaves out the time
+    neighbours held the cores) is cut short, on one sample at least. ``clock`` meters the
+    budget."""
     started = clock()
 
     def spent() -> float:

@@ -1,8 +1,5 @@
 """What a call computes, traced: operations, FLOPs, bytes moved, peak memory, what follows
-the data. The recorder traces roots with it; a replay counts FLOPs with it.
-
-Other features import only what is named here.
-"""
+the data. Other features import only what is named here."""
 
 from .cost_count import FlopCount, counting, own_tensors
 from .tracer import Trace, count_flops, tracing

@@ -1,11 +1,10 @@
 """What a traced call costs: FLOPs counted at the dispatch level, bytes moved, peaks.
 
-The dispatch mode counts FLOPs where the function level cannot (:mod:`.tracer`): the few
-operations whose matrix products run inside one kernel, and the whole call of a module whose
-operations the function level cannot see (TorchScript). Its count is shape-based
-(``torch.utils.flop_counter``'s formulas), so identical on every machine; it also sees in-place
-writes. Entering it imports ``torch._dynamo`` (about a second, once per process): only a model
-that runs such an operation pays it.
+The dispatch mode counts FLOPs where the function level (:mod:`.tracer`) cannot: operations
+whose matrix products run inside one kernel, and a module whose operations it cannot see
+(TorchScript). Its count is shape-based (``torch.utils.flop_counter``), so the same on every
+machine; it also sees in-place writes. Entering it imports ``torch._dynamo`` (about a second,
+once per process): only a model that runs such an operation pays it.
 
 An operation reads its tensor inputs and writes its new outputs and in-place targets only where
 it moved data: a view (every output on an input's storage) moves none. A new storage counts as
@@ -141,38 +140,32 @@ def _mode_class() -> type:
 
 @contextmanager
 def counting(module: nn.Module, inputs: Iterable[Any]) -> Iterator[FlopCount]:
-    """Count the FLOPs of what runs in the block at the aten level, and see its writes
-    outside ``module``'s state and ``inputs``: for a call whose operations the function level
-    cannot see (a scripted module, or one that contains one)."""
-    count = FlopCount()
+    """:func:`dispatch_counting`, ``module``'s state and ``inputs`` allowed: for a call whose
+    operations the function level cannot see (a scripted module, or one containing one)."""
     owned = (t for m in module.modules() for t in own_tensors(m))
-    allowed = {storage_of(t) for t in (*owned, *tensor_list(inputs))}
+    with dispatch_counting({storage_of(t) for t in (*owned, *tensor_list(inputs))}) as count:
+        yield count
+
+
+@contextmanager
+def dispatch_counting(allowed: set[int]) -> Iterator[FlopCount]:
+    """Count at the aten level what runs in the block, and see its writes to a tensor whose
+    storage is not in ``allowed`` (which grows by what it makes)."""
+    count = FlopCount()
     with _mode_class()(count, allowed):
         yield count
 
 
-def dispatch_counted(
-    func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], allowed: set[int]
-) -> tuple[Any, int, str | None]:
-    """Run ``func(*args, **kwargs)`` under the counting mode: its result, its FLOPs, and a
-    write to a tensor whose storage is not in ``allowed`` (which grows by what it makes)."""
-    count = FlopCount()
-    with _mode_class()(count, allowed):
-        out = func(*args, **kwargs)
-    return out, count.flops, count.foreign_write
-
-
 @dataclass
 class SpanCosts:
-    """One span's costs so far, each traced metric's (:data:`.METRICS`) by its field;
-    ``live``: the bytes it allocated that are alive now."""
+    """One span's costs so far: each traced metric's (:data:`.METRICS`) by its field."""
 
     bytes_read: int = 0
     bytes_written: int = 0
     peak_bytes: int = 0
     #: host syncs by ``operation at path:line`` (over the whole call: see ``Trace.record``)
     syncs: Counter[str] = field(default_factory=Counter)
-    live: int = 0
+    live: int = 0  # (bytes it allocated that are alive now)
     names: Counter[str] = field(default_factory=Counter)
 
     def freeze(self, *, partial: bool) -> Costs:
@@ -182,8 +175,7 @@ class SpanCosts:
 
 
 class Tensors:
-    """An operation's tensors and their storages, read once: its inputs (positional ones
-    first) and the tensors it returned."""
+    """An operation's tensors and their storages, read once."""
 
     __slots__ = ("inputs", "made", "made_storages", "positional", "storages")
 
@@ -220,7 +212,6 @@ class Allocations:
     def account(
         self, name: str, tensors: Tensors, written: list[Any], spans: list[SpanCosts]
     ) -> None:
-        """Add an operation to ``spans`` (those whose lists it enters)."""
         inputs, storages, alive = tensors.inputs, tensors.storages, self._alive
         new = {}
         for storage, tensor in zip(tensors.made_storages, tensors.made, strict=True):

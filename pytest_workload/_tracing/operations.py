@@ -2,23 +2,18 @@
 follows the values of its tensors.
 
 Its text writes tensors as dtype and shape (never values, never device) and other arguments by
-value: the same on every machine, under any seed and any weights, and different when the
-computation is (``relu`` against ``gelu``, ``dim=1`` against ``dim=0``). A parameter or buffer
-of the traced tree is followed by its path (``float32[8, 8]@fc1.weight``), so two layers of
-one shape swapped are another text.
+value: the same on every machine, seed and weights, and different when the computation is. A
+parameter or buffer of the traced tree is followed by its path (``float32[8, 8]@fc1.weight``),
+so two layers of one shape swapped are another text.
 
-Its FLOPs are those ``torch.utils.flop_counter`` gives the aten operations it runs (2 per
-multiply-add; attention as its two products; ``dot`` and ``mv`` 0), so counting here reports
-what counting at the dispatch level did, without a dispatch mode. Those that hide matrix
-products in one C++ kernel (:data:`OPAQUE`) are counted by a dispatch mode around that one
-call (:mod:`.cost_count`).
+Its FLOPs are those ``torch.utils.flop_counter`` gives the aten operations it runs, without a
+dispatch mode, except for :data:`OPAQUE` ones, counted by one around the call (:mod:`.cost_count`).
 
-A *value read* hands tensor values to Python (``item``, ``bool(t)``), where they can steer
-control flow or become shapes; a *value-shaped* operation returns a tensor whose shape the
-values set (``nonzero``, ``t[mask]``, ``nms``). Either is a data-dependent event when a tensor
-it reads may carry data (one not computed in the call from constants alone): what runs after
-it may follow the data, so a trace stops its computation there. Each is a *host sync* too, as
-is a copy to the host (``.cpu()``): on a device, the host waits for the values there.
+A *value read* hands tensor values to Python (``item``, ``bool(t)``); a *value-shaped*
+operation returns a tensor whose shape the values set (``nonzero``, ``t[mask]``). Either is a
+data-dependent event when a tensor it reads may carry data: what runs after it may follow the
+data, so a trace stops its computation there. Each is a *host sync* too, as is a copy to the
+host (``.cpu()``).
 """
 
 from __future__ import annotations
@@ -52,13 +47,6 @@ def op_name(func: Any) -> str:
     return str(name)
 
 
-def _tensor(value: Any) -> str:
-    torch, is_lazy = torch_api()
-    if type(value) is not torch.Tensor and is_lazy(value):  # (a plain tensor never is)
-        return "uninitialized"
-    return _tensor_text(value.dtype, value.shape, value.layout)
-
-
 @functools.lru_cache(maxsize=8192)  # (a suite's operations repeat a few shapes)
 def _tensor_text(dtype: Any, shape: Any, layout: Any) -> str:
     torch = torch_api()[0]
@@ -81,8 +69,12 @@ def describe_value(value: Any, refer: Refer) -> str:
         return repr(value)
     torch = torch_api()[0]
     if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor and torch_api()[1](value):  # (a plain one never is)
+            text = "uninitialized"
+        else:
+            text = _tensor_text(value.dtype, value.shape, value.layout)
         path = refer(value)
-        return _tensor(value) if path is None else f"{_tensor(value)}@{path}"
+        return text if path is None else f"{text}@{path}"
     if isinstance(value, enum.Enum):
         return f"{type(value).__qualname__}.{value.name}"
     if isinstance(value, (*_SCALARS, float, complex)):
@@ -112,7 +104,6 @@ def describe_value(value: Any, refer: Refer) -> str:
 
 
 def call_text(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], refer: Refer) -> str:
-    """``name(arg, ..., key=value)``, keywords in the order given."""
     parts = [describe_value(a, refer) for a in args]
     parts += [f"{k}={describe_value(v, refer)}" for k, v in kwargs.items()]
     return f"{name}({', '.join(parts)})"
@@ -141,7 +132,7 @@ _PRODUCTS = {
 }  # fmt: skip
 
 
-def _mm(m: int, k: int, n: int, batch: int = 1) -> int:
+def _mm(m: int, k: int, n: int, batch: int = 1) -> int:  # (2 FLOPs per multiply-add)
     return 2 * batch * m * k * n
 
 
@@ -185,7 +176,7 @@ def matmul_flops(a: Any, b: Any) -> int:
 
 
 def _broadcast(a: Any, b: Any) -> list[int]:
-    """The broadcast of two batch shapes (torch has checked they broadcast)."""
+    """The broadcast of two batch shapes (torch has checked that they do)."""
     width = max(len(a), len(b))
     a, b = [1] * (width - len(a)) + list(a), [1] * (width - len(b)) + list(b)
     return [int(y) if int(x) == 1 else int(x) for x, y in zip(a, b, strict=True)]
@@ -251,8 +242,7 @@ def _sdpa(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
 
 
 def needs_dispatch(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether only a dispatch mode around the call can count its FLOPs (decided before it
-    runs, so that it runs once)."""
+    """Whether only a dispatch mode can count the call's FLOPs (asked before it runs, once)."""
     base = name.removesuffix("_")
     if base in OPAQUE:
         return True
@@ -267,8 +257,7 @@ def needs_dispatch(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
 
 
 def op_flops(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any) -> int:
-    """The FLOPs of one operation that does not need the dispatch level (see
-    :func:`needs_dispatch`)."""
+    """The FLOPs of an operation that does not :func:`needs_dispatch`."""
     base = name.removesuffix("_")
     try:
         if base in ("matmul", "rmatmul", "imatmul"):
@@ -348,8 +337,8 @@ RANDOM = frozenset(
 def follows_data(
     func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carries: Any
 ) -> bool:
-    """Whether the operation ``name`` (the function ``func``) is a data-dependent event;
-    ``carries(tensor)`` says whether a tensor may carry data."""
+    """Whether the operation ``name`` (``func``) is a data-dependent event, ``carries`` saying
+    whether a tensor may carry data."""
     if name in _VALUE_SHAPED or getattr(func, "__name__", None) in _READ_VALUES:
         return any(carries(t) for t in tensor_list((args, kwargs)))
     if name == "getitem":
@@ -373,6 +362,5 @@ def follows_data(
 
 def copies_to_host(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carries: Any) -> bool:
     """Whether the operation copies a tensor that may carry data to the host (``.cpu()``): a
-    host sync, as a data-dependent event is, though no value enters Python. Counted on every
-    device (on the CPU it is the same call, and waits for nothing)."""
+    host sync, counted on every device (on the CPU it is the same call, and waits for nothing)."""
     return name in _TO_HOST and any(carries(t) for t in tensor_list((args, kwargs)))

@@ -1,24 +1,20 @@
 """Tracing a call's torch-level operations with a function mode: what it computes, its FLOPs
 and whether it writes outside its module.
 
-A ``TorchFunctionMode`` sees each call of a torch function or tensor method the forward makes
-(``F.gelu``, ``torch.cat(..., dim=1)``, ``x + y``), once, at the level the forward wrote it;
-it does not import ``torch._dynamo``, which entering any ``TorchDispatchMode`` does (seconds,
-once per process). An operation that returns a tensor, or writes to one, is recorded as text
-(:mod:`.operations`) into the innermost open *span* (a recorded module's call). FLOPs come
-from the operations' shapes; the few operations that hide matrix products in one kernel are
-counted by a dispatch mode around that one call.
+A ``TorchFunctionMode`` sees each torch function or tensor method the forward calls, once, at
+the level the forward wrote it, and does not import ``torch._dynamo`` (seconds, once per
+process), which entering a ``TorchDispatchMode`` does. An operation that returns a tensor, or
+writes to one, is recorded as text (:mod:`.operations`) into the innermost open *span* (a
+recorded module's call). FLOPs come from shapes; the few operations that hide matrix products
+in one kernel are counted by a dispatch mode around that one call.
 
-The same pass watches in-place writes (``add_``, ``x[i] = ...``, ``inplace=True``, ``out=``,
-batch norm's running statistics): a write to a tensor that is neither the module's
-(parameters, buffers, tensor attributes), nor an input, nor made during the call (a view of an
-outside tensor stays outside) changes state a replay cannot put back, so such a call is never
-replayed.
+A write to a tensor that is neither the module's, nor an input, nor made during the call (a
+view of an outside tensor stays outside) changes state a replay cannot put back, so such a
+call is never replayed.
 
-It also keeps which tensors may carry data: every one not computed in the call, by operations
-that draw nothing, from such tensors and constants alone. A data-dependent event
-(:mod:`.operations`) on one stops the lists of the spans open then: the operation is their
-last; spans opened later keep theirs until an event of their own.
+A tensor may carry data unless computed in the call, by operations that draw nothing, from
+constants alone. A data-dependent event on one stops the lists of the spans open then; spans
+opened later keep theirs until an event of their own.
 """
 
 from __future__ import annotations
@@ -47,7 +43,7 @@ from .cost_count import (
     Allocations,
     SpanCosts,
     Tensors,
-    dispatch_counted,
+    dispatch_counting,
     own_tensors,
     storage_of,
     tensor_list,
@@ -96,8 +92,6 @@ class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
     def __init__(self, allowed: set[int], module: nn.Module, base: str) -> None:
-        """``allowed``: the storages it may write, besides ``module``'s tensors'; ``base``:
-        the directory sites are written relative to."""
         self.base = base
         self.flops = 0
         self.foreign_write: str | None = None
@@ -146,16 +140,15 @@ class Trace:
         return computation
 
     def fail(self, exc: Exception) -> None:
-        """Stop tracing, never the forward: what was traced is incomplete from here on."""
+        """Stop tracing, never the forward."""
         self.failed = f"its operations could not be traced ({type(exc).__name__}: {exc})"
         self.active = False
 
     def root(self) -> Computation:
-        """The operations outside every span: the root call's own (with its spans' calls)."""
+        """The root call's own operations (with its spans' calls)."""
         return self._spans[0].computation()
 
     def account(self, name: str, tensors: Tensors, written: list[Any]) -> None:
-        """Add a listed operation to the costs of the spans whose lists it enters."""
         spans = [s.costs for s in self._spans if not s.stopped]
         if spans:
             self.allocations.account(name, tensors, written, spans)
@@ -217,7 +210,6 @@ class Trace:
         return None if path is None else _relative(self._spans[-1].path, path)
 
     def _module_running(self) -> str | None:
-        """The path of the innermost module of the tree whose code is running."""
         frame: Any = sys._getframe(1)
         while frame is not None:
             owner = frame.f_locals.get("self")
@@ -228,8 +220,7 @@ class Trace:
 
 
 def _call_site(root: str) -> str | None:
-    """``path:line`` of the code that ran the operation (the innermost user frame), relative
-    to ``root`` when inside it (see :func:`.portable_site`)."""
+    """``path:line`` of the innermost user frame (see :func:`.portable_site`)."""
     frame = user_frame(sys._getframe(1))
     return None if frame is None else portable_site(frame.f_code.co_filename, frame.f_lineno, root)
 
@@ -316,8 +307,9 @@ def _mode_class() -> type:
                 trace.fail(exc)
                 return func(*args, **kwargs)
             if dispatch:
-                out, flops, write = dispatch_counted(func, args, kwargs, trace.allowed)
-                trace.foreign_write = trace.foreign_write or write
+                with dispatch_counting(trace.allowed) as count:
+                    out = func(*args, **kwargs)
+                flops, trace.foreign_write = count.flops, trace.foreign_write or count.foreign_write
             else:
                 out, flops = func(*args, **kwargs), None
             try:
@@ -341,8 +333,8 @@ def _mode_class() -> type:
 
 @contextmanager
 def tracing(module: nn.Module, inputs: Iterable[Any], root: str | None = None) -> Iterator[Trace]:
-    """Trace what runs in the block; its writes are checked against ``module``'s state and
-    ``inputs``; sites are relative to ``root`` (None: the working directory)."""
+    """Trace what runs in the block, writes allowed to ``module``'s state and ``inputs``;
+    sites relative to ``root`` (None: the working directory)."""
     allowed = {storage_of(t) for t in tensor_list(inputs)}
     trace = Trace(allowed, module, os.getcwd() if root is None else root)
     try:
