@@ -77,6 +77,7 @@ SHORT_HASH_LENGTH: Final = 8
 
 
 def prefix_length(hashes: Iterable[str]) -> int:
+    """The shortest prefix that tells ``hashes`` apart, ``SHORT_HASH_LENGTH`` at least."""
     distinct = sorted(set(hashes))
     length = SHORT_HASH_LENGTH
     for a, b in itertools.pairwise(distinct):
