@@ -106,6 +106,7 @@ class SessionReport:
         return count_not_replayed(self.tests)
 
     def to_dict(self) -> dict[str, Json]:
+        """The report as the JSON file holds it."""
         data: dict[str, Json] = {
             "schema_version": REPORT_SCHEMA_VERSION,
             "fingerprint_scheme": self.scheme,
