@@ -1,13 +1,6 @@
-"""The command line, ``pytest-workload`` or ``python -m pytest_workload``: ``compare BASE.json
-HEAD.json`` is the CI verdict between reports; ``merge A.json B.json --output M.json`` joins
-the reports of CI shards into one.
-
-Exit status of ``compare``: 0 when the head did not regress, 1 when it did (changed or removed
-workloads, collapses or unstable keys, timings beyond the tolerance; new workloads are reported,
-not failed). Of ``merge``: 0, or 1 when workloads collapse across the shards (the merged report
-is written all the same). Both: 2 on bad input or an output that cannot be written; 130 when
-interrupted (Ctrl-C), said in one line.
-"""
+"""The command line, ``pytest-workload`` or ``python -m pytest_workload``. Exit status: 1 when
+``compare``'s head regressed or ``merge`` found a collapse (the merged report is written all
+the same), 2 on bad input or an output that cannot be written, 130 when interrupted."""
 
 from __future__ import annotations
 
@@ -95,11 +88,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "pytest-workload") -> int:
-    """Run the command line on ``argv`` (default: ``sys.argv[1:]``); returns the exit status.
-
-    The ``pytest-workload`` console script calls it; ``python -m pytest_workload`` too, with
-    that ``prog`` for the usage line.
-    """
+    """``prog``: the name the usage line gives (``python -m pytest_workload``)."""
     args = _parser(prog).parse_args(argv)
     try:
         return _merge(args) if args.command == "merge" else _compare(args)

@@ -1,7 +1,5 @@
-"""Options, ini keys and the marker: what the command line, the ini file and each test ask
-for, parsed and validated once (the command line wins over the ini file; a bad value is a usage
-error naming it). The plugin's hooks call in here; nothing here runs a test.
-"""
+"""Options, ini keys and the marker, parsed and validated once (the command line wins over the
+ini file; a bad value is a usage error naming it)."""
 
 from __future__ import annotations
 
@@ -27,7 +25,6 @@ from ._session import WorkloadSettings
 from ._workload.timing import MIN_SAMPLES
 
 MARKER = "workloads"
-_MARK_ARGUMENTS = ("compile", "max_depth", "perf_tolerance", "record")
 MARKER_HELP = (
     f"{MARKER}(max_depth=0, perf_tolerance=None, record=True, compile=None): record every module "
     "this test calls at top level, and its submodules down to max_depth, as workloads; "
@@ -39,8 +36,6 @@ MARKER_HELP = (
 
 @dataclass(frozen=True)
 class WorkloadsMark:
-    """A validated ``@pytest.mark.workloads(...)``."""
-
     max_depth: int = 0
     perf_tolerance: float | None = None
     #: False opts a test out of ``--workload-record=all``.
@@ -52,7 +47,6 @@ class WorkloadsMark:
 
 
 def _in_range(value: float, *, positive: bool) -> bool:
-    """Finite and ``> 0`` (``positive``) or ``>= 0``: NaN, ``inf`` and ``1e400`` are not."""
     return math.isfinite(value) and (value > 0 if positive else value >= 0)
 
 
@@ -61,7 +55,6 @@ def _bound(positive: bool) -> str:
 
 
 def number(value: str, *, positive: bool = False) -> float:
-    """A finite float ``> 0`` (``positive``) or ``>= 0`` (a tolerance: ``0.2`` allows 20%)."""
     try:
         parsed = float(value)
     except ValueError:
@@ -87,19 +80,18 @@ def _on_off(value: str) -> bool:
 
 
 def _optional_seconds(value: str) -> float | None:
-    """Seconds ``> 0``, or nothing (the empty ini default: no bound)."""
+    """The empty ini default: no bound."""
     return number(value, positive=True) if value else None
 
 
 def _path(value: str) -> str:
-    """A path, or nothing (empty: no file)."""
     if "\0" in value:
         raise argparse.ArgumentTypeError(f"expected a path, got {value!r} (a NUL character)")
     return value
 
 
 def _directory(value: str) -> str:
-    """A directory below the rootdir: an empty name would be the rootdir itself."""
+    """An empty name would be the rootdir itself."""
     if not value.strip():
         raise argparse.ArgumentTypeError(f"expected a directory name, got {value!r}")
     return _path(value)
@@ -113,14 +105,12 @@ def _device(value: str) -> str:
 
 
 def _dest(flag: str) -> str:
-    """``--workload-perf`` is ``workload_perf``: the option's dest and its ini key."""
+    """The option's dest and its ini key."""
     return flag.removeprefix("--").replace("-", "_")
 
 
 @dataclass(frozen=True)
 class _Option:
-    """A command-line option with its ini key, parsed the same way from either."""
-
     flag: str
     default: str
     parse: Callable[[str], object]
@@ -252,8 +242,8 @@ def _flag_value(config: pytest.Config, flag: str) -> bool:
 
 
 def _read_values(config: pytest.Config) -> dict[str, Any]:
-    """Every option: the command line if given (argparse checked it), else the ini key, else
-    the default, each checked by the same parser."""
+    """The command line if given (argparse checked it), else the ini key, else the default,
+    each checked by the same parser."""
     values: dict[str, Any] = {flag: _flag_value(config, flag) for flag, _ in _FLAGS}
     for option in _OPTIONS:
         values[option.flag] = config.getoption(option.ini)
@@ -267,7 +257,7 @@ def _read_values(config: pytest.Config) -> dict[str, Any]:
 
 
 def _json_path(config: pytest.Config, value: str) -> Path | None:
-    """Relative to where pytest was started; ``-`` is standard output, not a file."""
+    """Relative to where pytest was started."""
     if not value:
         return None
     return Path(STDOUT) if value == STDOUT else Path(config.invocation_params.dir, value)
@@ -279,9 +269,9 @@ _SELECTING = ("--workload-record", "--workload-device", "--workload-baselines")
 
 
 def _commands(config: pytest.Config) -> Commands:
-    """The one place that builds the commands hints print, from this run's invocation: the
-    paths and node ids it was given, ``-k``, ``-m`` and ``-o`` as given, and the options that
-    chose what it recorded (run literally, a hint acts on what this run recorded, no more)."""
+    """The commands hints print repeat this run's paths and node ids, ``-k``, ``-m`` and ``-o``,
+    and the options that chose what it recorded: run literally, a hint acts on what this run
+    recorded, no more."""
     given_paths = config.args_source == pytest.Config.ArgsSource.ARGS
     words: list[str] = []
     for option, dest in (("-k", "keyword"), ("-m", "markexpr")):
@@ -295,8 +285,8 @@ def _commands(config: pytest.Config) -> Commands:
 
 
 def read_settings(config: pytest.Config) -> WorkloadSettings:
-    """Every option and ini key, read and checked here, once: a bad one is a usage error in
-    ``pytest_configure``, before any test runs, whichever is used."""
+    """A bad option or ini key is a usage error in ``pytest_configure``, before any test runs,
+    whichever is used."""
     value = _read_values(config)
     settings = WorkloadSettings(
         snapshot=value["--workload-snapshot"],
@@ -328,7 +318,6 @@ def read_settings(config: pytest.Config) -> WorkloadSettings:
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Every option in one group, each with its ini key."""
     group = parser.getgroup("workload", "workload fingerprints (pytest-workload)")
     for flag, text in _FLAGS:
         ini = _dest(flag)
@@ -352,7 +341,6 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def _is_tolerance(value: object) -> bool:
-    """What ``--workload-perf-tolerance`` accepts, as a number rather than text."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     try:
@@ -361,8 +349,20 @@ def _is_tolerance(value: object) -> bool:
         return False
 
 
+#: Each marker argument: its default, whether a value is valid, and what it must be.
+_MARK_ARGUMENTS: dict[str, tuple[object, Callable[[Any], bool], str]] = {
+    "max_depth": (
+        0,
+        lambda v: type(v) is not bool and isinstance(v, int) and v >= 0,
+        "an int >= 0",
+    ),
+    "perf_tolerance": (None, lambda v: v is None or _is_tolerance(v), _bound(False)),
+    "record": (True, lambda v: isinstance(v, bool), "True or False"),
+    "compile": (None, lambda v: v is None or v in BACKENDS, " or ".join(map(repr, BACKENDS))),
+}
+
+
 def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
-    """Turn the closest ``workloads`` marker into a WorkloadsMark; bad ones are usage errors."""
     mark = item.get_closest_marker(MARKER)
     if mark is None:
         return None
@@ -373,23 +373,13 @@ def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
     if unknown:
         raise pytest.UsageError(
             f"{where} got unknown argument {', '.join(unknown)} (it takes "
-            f"{', '.join(_MARK_ARGUMENTS)})"
+            f"{', '.join(sorted(_MARK_ARGUMENTS))})"
         )
-    max_depth = mark.kwargs.get("max_depth", 0)
-    if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
-        raise pytest.UsageError(f"{where}(max_depth=...) must be an int >= 0, got {max_depth!r}")
-    tolerance = mark.kwargs.get("perf_tolerance")
-    if tolerance is not None and not _is_tolerance(tolerance):
-        raise pytest.UsageError(
-            f"{where}(perf_tolerance=...) must be {_bound(False)}, got {tolerance!r}"
-        )
-    record = mark.kwargs.get("record", True)
-    if not isinstance(record, bool):
-        raise pytest.UsageError(f"{where}(record=...) must be True or False, got {record!r}")
-    backend = mark.kwargs.get("compile")
-    if backend is not None and backend not in BACKENDS:
-        raise pytest.UsageError(
-            f"{where}(compile=...) must be {' or '.join(map(repr, BACKENDS))}, got {backend!r}"
-        )
-    tolerance = None if tolerance is None else float(tolerance)
-    return WorkloadsMark(max_depth, tolerance, record, compile=backend)
+    values: dict[str, Any] = {}
+    for name, (default, valid, expected) in _MARK_ARGUMENTS.items():
+        value = values[name] = mark.kwargs.get(name, default)
+        if not valid(value):
+            raise pytest.UsageError(f"{where}({name}=...) must be {expected}, got {value!r}")
+    if values["perf_tolerance"] is not None:
+        values["perf_tolerance"] = float(values["perf_tolerance"])
+    return WorkloadsMark(**values)

@@ -2,10 +2,9 @@
 by ``tests/test_torch_internals.py`` (which fails, naming the member, when a torch release
 changes one; a source check there keeps them out of every other module).
 
-Module tables (:func:`own_parameters`, :func:`own_buffers`, :func:`own_children`): the
-structure hash reads them because the public iterators skip what it includes, ``None`` entries
-(``nn.Linear(bias=False)`` registers ``bias`` as None) and a child registered under two names.
-Everything that needs neither uses ``named_parameters(recurse=False)`` and the like instead.
+Module tables: the structure hash reads them because the public iterators skip ``None``
+entries (``nn.Linear(bias=False)`` registers ``bias`` as None) and a child registered under two
+names. Everything that needs neither uses ``named_parameters(recurse=False)`` and the like.
 
 The recorder's hooks: ``Module._call_impl`` reads a module's hook tables as each call runs:
 its forward pre-hooks (copied, with the global ones, into a tuple before the first runs)
@@ -14,11 +13,6 @@ hook put into these tables under a key of the recorder's own as a call opens, an
 it ends, costs a few dict operations and leaves the tables as they were: between calls a
 module holds no hook of the recorder's, so ``torch.jit.script``, ``copy.deepcopy``, ``pickle``
 and code reading the tables see the module the test built.
-
-Strict ``torch.export`` asks ``torch._dynamo.convert_frame.get_traced_fn`` what to trace:
-while any global hook exists it answers ``__call__`` of export's own wrapper module, whose
-``forward`` dynamo then refuses to inline (a file it skips). While a watch is in, that question
-is asked with every watch out of the table (see :class:`_TracedFnChoice`).
 """
 
 from __future__ import annotations
@@ -51,17 +45,14 @@ class Table(Protocol[_V]):
 
 
 def own_parameters(module: nn.Module) -> Table[Parameter | None]:
-    """The module's own parameter table, live, in registration order, ``None`` entries kept."""
     return module._parameters
 
 
 def own_buffers(module: nn.Module) -> Table[torch.Tensor | None]:
-    """The module's own buffer table, live, in registration order, ``None`` entries kept."""
     return module._buffers
 
 
 def own_children(module: nn.Module) -> Table[nn.Module | None]:
-    """The module's child table: ``None`` entries kept, a child under two names listed twice."""
     return module._modules
 
 
@@ -83,7 +74,7 @@ def tensor_version(tensor: torch.Tensor) -> int:
 
 
 def op_schema(op: Any) -> Any:
-    """An aten operation overload's schema: which arguments it writes to."""
+    """Which arguments an aten operation overload writes to."""
     return op._schema
 
 
@@ -102,7 +93,6 @@ def torch_function_disabler() -> Callable[[], AbstractContextManager[None]]:
 
 
 def dispatch_mode_class() -> type:
-    """The base class of an aten-level (dispatch) mode."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     return TorchDispatchMode
@@ -133,8 +123,7 @@ def module_hook_tables(module: nn.Module) -> list[dict[int, Any]]:
 
 
 class CallHooks:
-    """A pre-hook and an always-called forward hook, both given the call's kwargs, put into
-    modules' tables for the duration of one root call."""
+    """Put into modules' tables for the duration of one root call."""
 
     def __init__(self, enter: Callable[..., None], exit_: Callable[..., None]) -> None:
         from collections import OrderedDict
@@ -231,12 +220,13 @@ _TRACED_FN = "get_traced_fn"
 
 
 class _TracedFnChoice:
-    """While a watch exists, ``get_traced_fn`` (in each module that calls it) runs with every
-    watch out of torch's table, so that dynamo traces what it would without the recorder.
-    It calls no module, so the watch misses no call; the trace that follows meets the watch
-    as a no-op. Those modules load with ``torch._dynamo`` (about a second): where they have
-    not yet, a module registration hook waits for them, since export builds its wrapper module
-    after loading them and before asking."""
+    """Strict ``torch.export`` asks ``get_traced_fn`` what to trace: while any global hook
+    exists it answers ``__call__`` of export's own wrapper module, whose ``forward`` dynamo then
+    refuses to inline (a file it skips). So while a watch exists, ``get_traced_fn`` (in each
+    module that calls it) runs with every watch out of torch's table. It calls no module, so
+    the watch misses no call. Those modules load with ``torch._dynamo`` (about a second): where
+    they have not yet, a module registration hook waits for them, since export builds its
+    wrapper module after loading them and before asking."""
 
     def __init__(self) -> None:
         self._watches: list[GlobalWatch] = []
@@ -327,7 +317,7 @@ def tracing_checks() -> Callable[[], bool]:
 
 
 def function_mode_check() -> Callable[[], bool]:
-    """Whether a function mode is on (the test's, or the recorder's tracer)."""
+    """The test's, or the recorder's tracer."""
     from torch._C import _is_torch_function_mode_enabled
 
     return _is_torch_function_mode_enabled

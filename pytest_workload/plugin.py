@@ -1,5 +1,4 @@
-"""pytest glue: hooks and fixtures over the session collector. Options, ini keys and the marker
-are parsed in ``_options``; everything else lives in the core below."""
+"""pytest glue: hooks and fixtures over the session (``_session``)."""
 
 from __future__ import annotations
 
@@ -33,9 +32,8 @@ _BAD_MARKER = "pytest-workload: bad marker: "
 
 
 class WorkerMerge(WorkerLedger):
-    """The xdist controller's side, a plugin there alone: the ledger of what each worker ran
-    and sent, and a bad marker a worker reported (see ``pytest_make_collect_report``), turned
-    back into the usage error it is."""
+    """The xdist controller's side, a plugin there alone; a bad marker a worker reported (see
+    ``pytest_make_collect_report``) is turned back into the usage error it is."""
 
     def __init__(self, session: WorkloadSession) -> None:
         super().__init__(session)
@@ -173,16 +171,13 @@ def pytest_fixture_setup(
 
 
 def _model_fixtures(item: pytest.Item) -> list[str]:
-    """The fixtures ``item`` used that called a model in their setup."""
     found = item.config.stash.get(MODEL_FIXTURES_KEY, {})
-    names = getattr(item, "fixturenames", ())
-    return [n for n in names if any(_within(item.nodeid, b) for b in found.get(n, ()))]
-
-
-def _within(nodeid: str, baseid: str) -> bool:
-    """Whether a fixture defined for ``baseid`` (a directory, module or class) is visible to
-    the test ``nodeid``."""
-    return not baseid or nodeid.startswith((baseid + "/", baseid + "::"))
+    # (a fixture is seen below the directory, module or class it was defined for)
+    return [
+        name
+        for name in getattr(item, "fixturenames", ())
+        if any(not b or item.nodeid.startswith((b + "/", b + "::")) for b in found.get(name, ()))
+    ]
 
 
 @pytest.fixture(autouse=True)

@@ -28,8 +28,7 @@ def sendable(session: WorkloadSession) -> dict[str, Any]:
 
 
 class WorkerLedger:
-    """Which worker ran what, to name a lost worker's tests; each payload, handed to the
-    session."""
+    """Which worker ran what, to name a lost worker's tests."""
 
     def __init__(self, session: WorkloadSession) -> None:
         self.session = session
@@ -39,12 +38,10 @@ class WorkerLedger:
         self.crashed: list[str] = []
 
     def ran_on(self, worker: str, nodeid: str) -> None:
-        """Note that a test ran on a worker, to name it if that worker's data is lost."""
         self._ran_on.setdefault(worker, {})[nodeid] = None
 
     def merge(self, worker: str, data: Any) -> None:
-        """Take in what one worker recorded; a crashed worker sent nothing, and one whose
-        data could not be sent says why."""
+        """A crashed worker sent nothing, and one whose data could not be sent says why."""
         unsent = data.get(UNSENT) if isinstance(data, dict) else None
         if data is None or unsent is not None:
             self.crashed.append(worker)

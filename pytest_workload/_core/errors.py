@@ -1,4 +1,4 @@
-"""Exceptions raised by pytest-workload's core."""
+"""The errors pytest-workload raises on purpose."""
 
 from __future__ import annotations
 
@@ -19,11 +19,8 @@ class WorkloadError(Exception):
 
 
 class UndescribableInputError(WorkloadError, TypeError):
-    """A call argument that has no shape/dtype/value description.
-
-    Raised instead of falling back to ``id()`` or ``repr()``, which would give every call its own
-    hash (or, worse, a hash that depends on memory layout).
-    """
+    """Raised instead of falling back to ``id()`` or ``repr()``, which would give every call its
+    own hash (or, worse, a hash that depends on memory layout)."""
 
     def __init__(self, path: str, cls: type, reason: str | None = None) -> None:
         why = reason or (
@@ -53,22 +50,17 @@ class WorkloadDataError(WorkloadError, ValueError):
 
 
 class FutureFormatError(WorkloadDataError):
-    """Stored data of a format newer than this release reads: left alone, never rewritten."""
+    """Left alone, never rewritten."""
 
 
 class OldFormatError(WorkloadDataError):
-    """Stored data of an older format than this release reads. ``found``: what the data is
-    (``baseline format 0``); ``reads``: what this release reads instead (``format 1``)."""
-
     def __init__(self, found: str, reads: str) -> None:
         super().__init__(f"{found}, older than this release reads ({reads})")
 
 
 class CorruptFileError(WorkloadError):
-    """A file pytest-workload reads (a snapshot, a baseline, a JSON report) is not UTF-8, not
-    JSON, has a malformed field or is of a format this release does not read: ``"<path>:
-    <reason>"``. ``future``: of a newer format (upgrade rather than fix the file); ``old``: of an
-    older format (regenerate it)."""
+    """``future``: of a newer format (upgrade rather than fix the file); ``old``: of an older
+    format (regenerate it)."""
 
     def __init__(self, path: str, reason: str, *, future: bool = False, old: bool = False) -> None:
         self.path = path
@@ -79,8 +71,7 @@ class CorruptFileError(WorkloadError):
 
 
 class FileWriteError(WorkloadError, OSError):
-    """A file pytest-workload writes could not be written; names the file and why, in one
-    line. Whatever the path held before is left as it was."""
+    """Whatever the path held before is left as it was."""
 
     def __init__(self, path: str, cause: OSError) -> None:
         self.reason = cause.strerror or str(cause)
@@ -88,4 +79,4 @@ class FileWriteError(WorkloadError, OSError):
 
 
 class DeviceUnavailableError(WorkloadError):
-    """A device was asked for that this machine does not have."""
+    pass

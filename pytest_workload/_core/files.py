@@ -44,20 +44,13 @@ from .strict_json import InvalidJsonError, load_json
 
 T = TypeVar("T")
 
-#: Version of the JSON report layout (``--workload-json``); bumped on incompatible changes.
 REPORT_SCHEMA_VERSION: Final = 1
-
-#: The fingerprint scheme this release computes (``_fingerprint.scheme.CURRENT_SCHEME``):
-#: what enters a workload hash. Bumped on any change to what enters one.
+#: What enters a workload hash (``_fingerprint.scheme.CURRENT_SCHEME``).
 FINGERPRINT_SCHEME: Final = 1
-
-#: Layout version of a snapshot file (independent of the fingerprint scheme it records).
+#: A snapshot file's layout, independent of the fingerprint scheme it records.
 SNAPSHOT_FORMAT: Final = 1
-
 #: The field of a snapshot file that holds its layout version.
 SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
-
-#: Layout version of a timing baseline file.
 BASELINE_FORMAT: Final = 1
 
 #: The largest file read (a report, a snapshot, a baseline), refused by its size before it
@@ -65,7 +58,6 @@ BASELINE_FORMAT: Final = 1
 #: arrays), so reading stays within about 400 MiB.
 MAX_FILE_BYTES: Final = 16 << 20
 
-#: The path that means standard output.
 STDOUT: Final = "-"
 
 #: Characters of a file's name kept in its temporary file's name, so that a name that fits
@@ -113,7 +105,7 @@ def _is_stream(path: Path) -> bool:
 
 
 def outside(path: Path, root: Path) -> str | None:
-    """Where ``path`` really is when symlinks take it out of ``root``; None when it stays in."""
+    """Where ``path`` really is when symlinks take it out of ``root``."""
     real = Path(os.path.realpath(path))
     return None if real.is_relative_to(os.path.realpath(root)) else str(real)
 
@@ -121,8 +113,7 @@ def outside(path: Path, root: Path) -> str | None:
 def write_text_atomic(
     path: Path, text: str, *, make_parents: bool = True, within: Path | None = None
 ) -> None:
-    """Write ``text`` to ``path`` as the module docstring says; FileWriteError if it cannot.
-    ``make_parents``: create missing directories (the plugin's own trees), or refuse (a path
+    """``make_parents``: create missing directories (the plugin's own trees), or refuse (a path
     a user typed, where a missing directory is more likely a typo). ``within``: the root the
     write must not leave through a symlink."""
     if str(path) == STDOUT:
@@ -148,8 +139,8 @@ def write_text_atomic(
 
 
 def held(path: Path) -> tuple[bytes | None] | None:
-    """What a file holds, in a tuple: its bytes, or None when there is none; None when it
-    cannot be read (a write there fails, or leaves nothing known to put back)."""
+    """``(None,)`` when there is no file; None when it cannot be read (a write there fails, or
+    leaves nothing known to put back)."""
     try:
         return (path.read_bytes(),)
     except FileNotFoundError:
@@ -159,8 +150,7 @@ def held(path: Path) -> tuple[bytes | None] | None:
 
 
 def restore(path: Path, data: bytes | None) -> None:
-    """Put back what a file held before a write (None: nothing), replacing it as a write
-    does; FileWriteError if it cannot."""
+    """Put back what a file held before a write (None: nothing)."""
     try:
         if data is None:
             path.unlink(missing_ok=True)
@@ -171,8 +161,6 @@ def restore(path: Path, data: bytes | None) -> None:
 
 
 def read_bytes(path: Path) -> bytes:
-    """A stored file's bytes; one larger than :data:`MAX_FILE_BYTES` (refused before it is
-    read), or that cannot be read, is corrupt, and the error says so."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -190,7 +178,6 @@ def read_bytes(path: Path) -> bytes:
 
 
 def decode_text(path: Path, data: bytes) -> str:
-    """The file's bytes as text; bytes that are not UTF-8 are corrupt, and the error says so."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -200,7 +187,6 @@ def decode_text(path: Path, data: bytes) -> str:
 
 
 def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:
-    """Load and parse a JSON file; any problem is a CorruptFileError naming the file."""
     text = decode_text(path, read_bytes(path))
     try:
         return parse(load_json(text))

@@ -31,13 +31,13 @@ def _skipped_dirs() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 @functools.cache
-def _is_internal(filename: str) -> bool:
+def is_user_file(filename: str) -> bool:
     path = os.path.abspath(filename)
     skipped, sites = _skipped_dirs()
     if path.startswith(skipped[:2]):
-        return True
+        return False
     # (a site-packages inside the standard library's directory holds user code)
-    return path.startswith(skipped[2]) and not path.startswith(sites)
+    return not path.startswith(skipped[2]) or path.startswith(sites)
 
 
 def is_user_frame(frame: FrameType) -> bool:
@@ -45,7 +45,7 @@ def is_user_frame(frame: FrameType) -> bool:
     or a wrapper's."""
     if frame.f_globals.get("__name__") in _WRAPPERS:
         return False
-    return not _is_internal(frame.f_code.co_filename)
+    return is_user_file(frame.f_code.co_filename)
 
 
 def user_frame(frame: FrameType | None) -> FrameType | None:
@@ -55,22 +55,12 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
     return frame
 
 
-def is_user_file(filename: str) -> bool:
-    """Whether code in ``filename`` is the user's (see :func:`is_user_frame`)."""
-    return not _is_internal(filename)
-
-
 def site(frame: FrameType, base: str | None) -> str:
     """``path:line`` of a frame, relative to ``base`` when inside it."""
-    return file_site(frame.f_code.co_filename, frame.f_lineno, base)
-
-
-def file_site(filename: str, line: int, base: str | None) -> str:
-    """``path:line``, relative to ``base`` when inside it."""
-    path = os.path.abspath(filename)
+    path = os.path.abspath(frame.f_code.co_filename)
     if base is not None and path.startswith(base + os.sep):
         path = os.path.relpath(path, base)
-    return f"{path}:{line}"
+    return f"{path}:{frame.f_lineno}"
 
 
 def portable_site(filename: str, line: int, base: str | None) -> str:
@@ -83,7 +73,7 @@ def portable_site(filename: str, line: int, base: str | None) -> str:
     if library is not None:
         return f"{os.path.relpath(path, library)}:{line}"
     if base is not None and path.startswith(base + os.sep):
-        return file_site(path, line, base)
+        return f"{os.path.relpath(path, base)}:{line}"
     roots = (os.path.abspath(p or os.curdir) + os.sep for p in sys.path)
     holding = max((r for r in roots if path.startswith(r)), key=len, default=None)
     shown = path if holding is None else os.path.relpath(path, holding)

@@ -4,7 +4,7 @@ fails nothing) for the end of the run."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Final, Literal, get_args
+from typing import ClassVar, Literal
 
 from .codec import Record, codec
 
@@ -26,7 +26,6 @@ NoteKind = Literal[
     "measurement",
     "snapshot",
 ]
-NOTE_KINDS: Final[tuple[NoteKind, ...]] = get_args(NoteKind)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ Json: TypeAlias = "bool | int | float | str | list[Json] | dict[str, Json] | Non
 
 
 def canonical_json(value: object) -> str:
-    """Compact JSON with sorted keys and no NaN: the same bytes in every process and machine."""
+    """The same bytes in every process and machine."""
     return json.dumps(
         value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
@@ -69,7 +69,7 @@ def _parse_float(text: str) -> float:
 
 
 class _Duplicated(dict[str, object]):
-    """An object that gave ``key`` more than once, found by its path after parsing."""
+    """Found by its path after parsing."""
 
     key = ""
 
@@ -86,7 +86,6 @@ def _object(found: list[_Duplicated], pairs: list[tuple[str, object]]) -> dict[s
 
 
 def _duplicate(value: object) -> str:
-    """Which key an object gives twice, and where that object is, as a JSON path."""
     stack: list[tuple[object, str]] = [(value, "")]
     while stack:
         node, path = stack.pop()
@@ -103,8 +102,7 @@ _END: Final = object()
 
 
 def depth(value: object) -> int:
-    """Nesting depth of parsed JSON (a scalar is 0), computed without recursion, in memory
-    that grows with the depth only (not with the number of values)."""
+    """A scalar is 0. Memory grows with the depth only (not with the number of values)."""
     deepest, stack = 0, [iter((value,))]
     while stack:
         node = next(stack[-1], _END)
@@ -131,7 +129,7 @@ INT_BOUND: Final = 10**MAX_INT_DIGITS
 
 def out_of_bounds(value: object, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     """Why :func:`load_json` would refuse ``value`` once written, naming where in it (``[0]``,
-    ``["n"]``); None when it would read it back. Computed without recursion, before writing."""
+    ``["n"]``)."""
     stack: list[tuple[object, str, int]] = [(value, "", 0)]
     while stack:
         node, where, level = stack.pop()
@@ -151,7 +149,6 @@ def out_of_bounds(value: object, max_depth: int = MAX_JSON_DEPTH) -> str | None:
 
 
 def load_json(text: str) -> object:
-    """Parse stored JSON; anything malformed or out of bounds is an InvalidJsonError."""
     duplicated: list[_Duplicated] = []
     try:
         data = json.loads(
@@ -173,8 +170,6 @@ def load_json(text: str) -> object:
 
 
 def read_field(data: Mapping[str, Any], name: str, *types: type, optional: bool = False) -> Any:
-    """Field ``name`` of one of ``types``; a WorkloadDataError says which field is wrong and
-    why."""
     if name not in data:
         if optional:
             return None
@@ -189,8 +184,7 @@ def read_field(data: Mapping[str, Any], name: str, *types: type, optional: bool 
 
 
 def read_count(data: Mapping[str, Any], name: str, minimum: int, *, optional: bool = False) -> Any:
-    """An integer field of at least ``minimum`` (a count, a size): no file this plugin writes
-    holds less, so less is a forged or damaged one."""
+    """No file this plugin writes holds less, so less is a forged or damaged one."""
     value = read_field(data, name, int, optional=optional)
     if value is not None and value < minimum:
         raise WorkloadDataError(f"field {name!r} must be at least {minimum}, got {value}")

@@ -22,16 +22,14 @@ _MARKDOWN_PUNCTUATION: Final = frozenset("\\`*_{}[]()#!|~$^")
 
 
 def one_line(text: str) -> str:
-    """Line breaks and other control characters as visible escapes (``\\n``)."""
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def terminal_text(text: str) -> str:
-    """A message of several lines for the terminal: its own line breaks kept, every other
-    control character shown as an escape. Each user-chosen part of it must already be
-    ``one_line``: a line break inside a name would otherwise forge a line."""
+    """Each user-chosen part of it must already be ``one_line``: a line break inside a name
+    would otherwise forge a line."""
     return "\n".join(one_line(line) for line in text.split("\n"))
 
 
@@ -46,19 +44,16 @@ def _markdown_char(c: str) -> str:
 
 
 def markdown_text(text: str) -> str:
-    """``text`` as literal Markdown (also in a table cell): inline markup characters escaped,
-    ``&<>`` as entities, line breaks and control characters shown as escapes."""
+    """``text`` as literal Markdown (also in a table cell)."""
     return "".join(_markdown_char(c) for c in text)
 
 
 def markdown_code(text: str) -> str:
-    """``text`` in a monospace span. Not a backtick span, which a backtick in the text would
-    end: HTML ``<code>`` around escaped text, which nothing in the text can end."""
+    """Not a backtick span, which a backtick in the text would end."""
     return f"<code>{markdown_text(text)}</code>"
 
 
 def html_pre(text: str) -> str:
-    """A preformatted block (for multi-line messages) that the text cannot end."""
     return f"<pre>{html.escape(text)}</pre>"
 
 
@@ -82,7 +77,7 @@ SHORT_HASH_LENGTH: Final = 8
 
 
 def prefix_length(hashes: Iterable[str]) -> int:
-    """Shortest displayed prefix (``SHORT_HASH_LENGTH`` at least) telling distinct hashes apart."""
+    """The shortest prefix that tells ``hashes`` apart, ``SHORT_HASH_LENGTH`` at least."""
     distinct = sorted(set(hashes))
     length = SHORT_HASH_LENGTH
     for a, b in itertools.pairwise(distinct):
@@ -104,8 +99,6 @@ def format_versions(versions: Mapping[str, str]) -> str:
 
 
 def versions_line(before: Mapping[str, str], after: Mapping[str, str]) -> str | None:
-    """One line naming the library versions when they differ (None when they do not, or
-    when the stored side recorded none)."""
     if not before or dict(before) == dict(after):
         return None
     return f"written with {format_versions(before)}; this run: {format_versions(after)}"
@@ -140,23 +133,18 @@ class Commands:
 
     @property
     def baseline(self) -> str:
-        """The update that writes timing baselines too."""
         return self.command("--snapshot-update", one_process=True)
 
     def raise_budget(self, budget_s: float) -> str:
-        """The update that writes timing baselines, with a larger ``--workload-time-budget``
-        (a timing the budget cut short could write none)."""
         flag = f"--workload-time-budget={budget_s:g}"
         return self.command("--snapshot-update", flag, one_process=True)
 
     @property
     def accept_upgrade(self) -> str:
-        """The update narrowed to changes that are only a library upgrade's wording."""
         return self.command("--snapshot-update", "--workload-accept-upgrade")
 
     @property
     def run(self) -> str:
-        """The gate alone, in one process: how timings are judged."""
         return self.command(one_process=True)
 
 

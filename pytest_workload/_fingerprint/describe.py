@@ -1,9 +1,9 @@
 """Input signatures: the call-argument half of a workload's identity.
 
-Arguments become canonical JSON nodes. Tensors and arrays are described by shape and dtype,
-never by value or device; plain scalars by value, so ``use_cache=True`` and ``use_cache=False``
-are two workloads. Containers keep their type and boundaries. Nothing is ever described by
-``id()`` or address: an object this module cannot describe is an error naming its path.
+Tensors and arrays are described by shape and dtype, never by value or device; plain scalars by
+value, so ``use_cache=True`` and ``use_cache=False`` are two workloads. Nothing is ever
+described by ``id()`` or address: an object this module cannot describe is an error naming its
+path.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from .ecosystem import describe_known
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-#: Strings longer than this (characters) are described by digest, length and preview.
+#: Strings longer than this are described by digest, length and preview.
 LONG_STRING: Final = 1024
 STRING_PREVIEW: Final = 64
 
@@ -63,8 +63,8 @@ def _describe_tensor(value: Any, path: str, torch: Any) -> Json:
 
 
 def _describe_str(value: str, path: str) -> Json:
-    """A string by value; a long one by its digest, its length and a preview, so that a
-    1 MB argument is not stored in every snapshot and report three times over."""
+    """A long one by its digest, so that a 1 MB argument is not stored in every snapshot and
+    report three times over."""
     try:
         encoded = value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -81,7 +81,7 @@ def _describe_float(value: float) -> Json:
 
 
 def _ask(custom: Describer, value: object, path: str) -> Json:
-    """The user's description, checked to be JSON here, where the argument path is known."""
+    """Checked to be JSON here, where the argument path is known."""
     try:
         described = custom(value)
     except (Exception, SystemExit) as exc:  # a hook's sys.exit() is its own failure
@@ -194,7 +194,6 @@ class _Describer:
 
 
 def describe_args(args: Sequence[object], custom: Describer | None = None) -> tuple[Json, ...]:
-    """Describe positional arguments; raises UndescribableInputError naming ``args[i]...``."""
     describer = _Describer(custom)
     return tuple(describer.describe(v, f"args[{i}]") for i, v in enumerate(args))
 
@@ -202,7 +201,7 @@ def describe_args(args: Sequence[object], custom: Describer | None = None) -> tu
 def describe_kwargs(
     kwargs: Mapping[str, object], custom: Describer | None = None
 ) -> tuple[tuple[str, Json], ...]:
-    """Describe keyword arguments, sorted by name (call order does not change a workload)."""
+    """Sorted by name: call order does not change a workload."""
     describer = _Describer(custom)
     return tuple((k, describer.describe(kwargs[k], f"kwargs[{k!r}]")) for k in sorted(kwargs))
 

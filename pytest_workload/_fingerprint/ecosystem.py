@@ -1,21 +1,17 @@
 """The libraries around torch: their own input types, and their versions.
 
-torchvision's ``ImageList`` and Hugging Face caches (``DynamicCache``, ``StaticCache``...) are
-described for a hash and copied for a replay, looked up only when their library is already
-imported (a test that passes one has imported it), so a session without them pays nothing. A
-value is described by what decides its computation: an ``ImageList`` by its batch tensor and
-image sizes, a cache by its layer count, sequence length and the shapes and dtypes of each
-layer's keys and values. ``ModelOutput`` needs nothing here: it is a dataclass. The
-``pytest_workload_describe`` hook is asked first, so a project can describe these its own way.
+torchvision's ``ImageList`` and Hugging Face caches are looked up only when their library is
+already imported (a test that passes one has imported it), so a session without them pays
+nothing. ``ModelOutput`` needs nothing here: it is a dataclass. The ``pytest_workload_describe``
+hook is asked first, so a project can describe these its own way.
 
 A cache is copied as Hugging Face's documentation copies one to reuse it (``copy.deepcopy``),
 with its tensors detached and cloned first (``deepcopy`` refuses a tensor with a history). A
 forward grows the cache it is given by rebinding its layers' tensors, so a replay puts the
 attributes of its inputs' objects back after each call (``_perf.first_call.input_objects``).
 
-The versions of the distributions that define a module tree's classes are recorded beside the
-hashes (never in them), so that a failure after an upgrade can say which libraries changed
-since the snapshot was written.
+Library versions are recorded beside the hashes (never in them), so that a failure after an
+upgrade can say which libraries changed since the snapshot was written.
 """
 
 from __future__ import annotations
@@ -31,7 +27,6 @@ from typing import Any
 from .._core.strict_json import Json
 from .._workload.signature import qualified_name
 
-#: Describes a nested value at a path (the describer's own ``describe``).
 Nested = Callable[[object, str], Json]
 
 _IMAGE_LIST = ("torchvision.models.detection.image_list", "ImageList")
@@ -83,7 +78,6 @@ def _cache(value: Any, nested: Nested, path: str) -> dict[str, Json]:
 
 
 def describe_known(value: object, nested: Nested, path: str) -> Json | None:
-    """The description of an ecosystem type, tagged with its class; None for other values."""
     image_list, cache = _loaded(_IMAGE_LIST), _loaded(_CACHE)
     fields: dict[str, Json]
     if image_list is not None and isinstance(value, image_list):
@@ -132,8 +126,7 @@ def reachable(value: object, enters: Callable[[object], bool]) -> list[object]:
 
 
 def copy_known(value: Any) -> tuple[Any, bool] | None:
-    """A copy of an ecosystem input with its tensors cloned, and whether it could be copied;
-    None for any other value."""
+    """The copy, and whether it could be copied; None for a value of no known type."""
     import torch
 
     cache = _loaded(_CACHE)
@@ -159,9 +152,8 @@ _INSTALLED = ("site-packages", "dist-packages")
 
 @functools.cache
 def _distributions() -> Mapping[str, list[str]]:
-    """Import names to distribution names, read from every installed distribution (about a
-    second on a large environment): asked only for an installed package whose distribution is
-    named otherwise (``PIL``, ``sklearn``)."""
+    """About a second on a large environment: asked only for an installed package whose
+    distribution is named otherwise (``PIL``, ``sklearn``)."""
     return importlib.metadata.packages_distributions()
 
 
@@ -175,9 +167,8 @@ def _provides(dist: importlib.metadata.Distribution, package: str, file: Path) -
 
 @functools.cache
 def _providers(package: str) -> tuple[str, ...]:
-    """The distributions that provide the imported top-level ``package``: the one of the same
-    name, looked up alone; the whole environment is read only for an installed package it
-    does not match. A test's own module (not installed) has none."""
+    """The distribution of the same name, looked up alone; the whole environment is read only
+    for an installed package it does not match. A test's own module (not installed) has none."""
     file = getattr(sys.modules.get(package), "__file__", None)
     if file is None:
         return ()
@@ -204,8 +195,7 @@ def _version(name: str) -> str | None:
 
 def library_versions(packages: Iterable[str]) -> dict[str, str]:
     """torch's version and that of each distribution providing one of ``packages`` (top-level
-    import names); a package no installed distribution provides (a test's own module) is
-    left out."""
+    import names)."""
     found = {"torch"} | {d for p in packages for d in _providers(p)}
     versions = {name: _version(name) for name in sorted(found)}
     return {name: v for name, v in versions.items() if v is not None}

@@ -1,13 +1,6 @@
-"""Fingerprint schemes, workload keys and workload hashes.
-
-A workload is one module structure called with one input signature. Its *key* keeps the two
-apart, ``[structure_hash, args, kwargs]``, so tools can see that two workloads are the same
-computation at another shape; its *hash* is SHA-256 over the canonical serialisation of
-``(scheme version, structure hash, input signature)``.
-
-The scheme is versioned, and each snapshot and report records the version it was written by: a
-change to what enters a hash is a new scheme, so that a snapshot of another one is refused with
-one line instead of failing on every hash.
+"""Fingerprint schemes. Each snapshot and report records the scheme it was written by: a change
+to what enters a hash is a new scheme, so that a snapshot of another one is refused with one
+line instead of failing on every hash.
 """
 
 from __future__ import annotations
@@ -44,6 +37,4 @@ class FingerprintScheme:
         return sha256_hex(canonical_json([self.version, structure, signature.to_dict()]))
 
 
-#: What this release hashes: what survives a library release that only rewords (see
-#: :mod:`.structure`).
 CURRENT_SCHEME: Final = FingerprintScheme(version=FINGERPRINT_SCHEME, node=structure_node)

@@ -1,10 +1,5 @@
-"""Structure hashes: the module-tree half of a workload's identity.
-
-A module's structure is its class by name, its plain public attributes that choose the
-architecture (``stride``, ``drop_rate``, ``num_heads``; memory addresses removed), its
-train/eval mode, the names, shapes and dtypes of its own parameters and buffers, and the
-structure hashes of its named children. Weight *values* never enter it: re-initialised,
-re-seeded or pretrained copies of one architecture share a hash.
+"""Structure hashes: the module-tree half of a workload's identity (what enters one:
+:func:`structure_hash`).
 
 Text that only restates those fields stays out, so that a library release that rewords it
 does not change a hash (measured in docs/benchmarks.md, section 9): the ``extra_repr()``
@@ -16,8 +11,8 @@ parameter shape (:data:`NOT_ARCHITECTURE`), and attributes whose value is ``None
 nothing; within one class, *off* and *absent* cannot both occur). The computation
 fingerprint (``compute_hash``) sees what these fields would have guessed at.
 
-The hash is a Merkle tree (a child's hash feeds its parent's), so shared submodules are hashed
-once and a changed layer can be located by comparing children.
+A child's hash feeds its parent's, so shared submodules are hashed once and a changed layer is
+located by comparing children.
 """
 
 from __future__ import annotations
@@ -52,12 +47,10 @@ StructureMemo = MutableMapping[tuple[int, bool], tuple["nn.Module", str]]
 
 
 def is_compiled(module: nn.Module) -> bool:
-    """A ``torch.compile`` wrapper."""
     return compiled_original(module) is not None
 
 
 def is_scripted(module: nn.Module) -> bool:
-    """A TorchScript module: its submodules run inside the TorchScript interpreter."""
     import torch
 
     return isinstance(module, torch.jit.ScriptModule)
@@ -78,7 +71,7 @@ def unwrap(module: nn.Module) -> nn.Module:
 
 
 def class_name(module: nn.Module) -> str:
-    """Fully qualified class; scripted modules report the class they were scripted from."""
+    """Scripted modules report the class they were scripted from."""
     if is_scripted(module):
         return f"{getattr(module, 'original_name', type(module).__qualname__)} (scripted)"
     return qualified_name(type(module))
@@ -271,8 +264,8 @@ _INTERNED_MAX: Final = 4096
 
 
 def _interned(description: dict[str, Json]) -> tuple[str, dict[str, Json]]:
-    """The description's hash, and the first equal description hashed (equal and of equal
-    ``repr``: the same types, values and key order, so the same stored bytes)."""
+    """Equal and of equal ``repr``: the same types, values and key order, so the same stored
+    bytes."""
     key = repr(description)
     found = _INTERNED.get(key)
     if found is None or found[1] != description:
@@ -285,7 +278,7 @@ def _interned(description: dict[str, Json]) -> tuple[str, dict[str, Json]]:
 def child_structure_hashes(
     module: nn.Module, memo: StructureMemo | None = None, node: NodeFunction = structure_node
 ) -> tuple[tuple[str, str], ...]:
-    """``(name, structure hash)`` of a module's direct children, for locating changes."""
+    """For locating changes."""
     target = unwrap(module)
     return tuple(
         (name, structure_hash(child, memo, node))
@@ -302,8 +295,7 @@ StatsMemo = MutableMapping[int, _Params]
 
 
 def param_stats(module: nn.Module, memo: StatsMemo | None = None) -> ParamStats:
-    """Count and bytes of every distinct parameter in the tree (shared ones counted once),
-    built from each child's (``memo``, if given, keeps them for the trees of one root call)."""
+    """Shared parameters are counted once; ``memo`` keeps each subtree's for one root call."""
     _, _, count, size, dtypes = _subtree_params(unwrap(module), {} if memo is None else memo)
     return ParamStats(count=count, bytes=size, dtypes=tuple(sorted(dtypes)))
 

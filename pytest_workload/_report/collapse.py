@@ -1,10 +1,6 @@
-"""Collapse and instability: the two ways a workload key goes wrong, their failure text, and
-the session's gate on them.
-
-A *collapse* is distinct workloads under one key (a weight-based key that forgets the input
+"""A *collapse* is distinct workloads under one key (a weight-based key that forgets the input
 shape); an *unstable* key is one workload under several keys (a key that changes when the
-weights are re-initialised). The same index finds both: a collapse is several identities under
-one key, instability is several keys under one identity. Sightings accumulate over the whole
+weights are re-initialised). The same index finds both. Sightings accumulate over the whole
 session, so problems between two tests are caught as well as those inside one.
 """
 
@@ -24,8 +20,6 @@ FindingKind = Literal["hash collapse", "user key collapse", "unstable user key"]
 
 @dataclass(frozen=True)
 class Sighting:
-    """A workload as seen in one test (with the user key it got there, if any)."""
-
     nodeid: str
     workload: Workload
     user_key: UserKey | None = None
@@ -33,18 +27,14 @@ class Sighting:
 
 @dataclass(frozen=True)
 class Collapse:
-    """Two sightings that should have been one key (or two keys that should have been one)."""
-
     kind: FindingKind
     first: Sighting
     second: Sighting
 
 
 class KeyChecks:
-    """The session-wide collapse index, for the built-in hash and for user keys. Each test is
-    checked once, against every test checked before it: as it runs, so that it can fail, or
-    once every test is in, for a test that failed or that an xdist worker sent. Every collapse
-    found is kept, for the summary."""
+    """Each test is checked once, against every test checked before it: as it runs, so that it
+    can fail, or once every test is in, for a test that failed or that an xdist worker sent."""
 
     def __init__(self) -> None:
         #: Per kind of finding and key, every distinct identity seen under the key and where.
@@ -108,7 +98,6 @@ def _key(key: Json) -> str:
 
 
 def render_collapse(collapse: Collapse) -> str:
-    """The failure text of a hash collapse, a user key collapse or an unstable user key."""
     a, b = collapse.first, collapse.second
     if collapse.kind == "unstable user key":
         assert a.user_key is not None and b.user_key is not None

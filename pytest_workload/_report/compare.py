@@ -1,9 +1,7 @@
-"""Comparing two ``--workload-json`` reports, and its text, Markdown and chart: what CI shows
-on a pull request. The chart needs matplotlib (``pip install pytest-workload[chart]``).
+"""Comparing two ``--workload-json`` reports: what CI shows on a pull request.
 
 Hash changes are decided by :func:`.diff.compare_documents` and timings by
-:func:`.drift.judge`, the same verdicts the snapshot gate uses. Timings are only
-compared when both reports were measured on the same device identity.
+:func:`.drift.judge`, the same verdicts the snapshot gate uses.
 """
 
 from __future__ import annotations
@@ -39,15 +37,13 @@ Verdict = Literal[
 ]
 
 
-#: Verdicts that make ``compare`` exit non-zero. A new workload (a test added with the change)
-#: is reported, not a regression.
+#: A new workload (a test added with the change) is reported, not a regression.
 REGRESSIONS: frozenset[Verdict] = frozenset({"changed", "removed", "slower"})
 
 
 @dataclass(frozen=True)
 class Row:
-    """One workload of one test, in the base report, the head report, or both; ``name`` is
-    its path, or its path patterns where several paths ran it."""
+    """``name`` is its path, or its path patterns where several paths ran it."""
 
     nodeid: str
     name: str
@@ -63,8 +59,7 @@ class Row:
 
 
 class IncomparableError(WorkloadError):
-    """Reports of two fingerprint schemes: no verdict, since no hash of one means anything in
-    the other."""
+    """No hash of one fingerprint scheme means anything in another."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +129,7 @@ def compare_reports(
     head: SessionReport,
     tolerance: float = DEFAULT_TOLERANCE,
 ) -> Comparison:
-    """Rows for every top-level workload and every changed one, plus head's collapses."""
+    """Rows for every top-level workload and every changed one."""
     if base.scheme != head.scheme:
         raise IncomparableError(
             f"the reports use fingerprint schemes {base.scheme} and {head.scheme}: hashes are "
@@ -206,7 +201,6 @@ def _summary(c: Comparison) -> str:
 
 
 def render_comparison(c: Comparison) -> list[str]:
-    """``compare``'s text output: per test, one line per workload, details indented."""
     lines: list[str] = []
     for nodeid in dict.fromkeys(r.nodeid for r in c.rows):
         lines.append(one_line(nodeid))
@@ -223,7 +217,6 @@ def render_comparison(c: Comparison) -> list[str]:
 
 
 def render_comparison_markdown(c: Comparison) -> list[str]:
-    """``compare --format markdown``: for ``$GITHUB_STEP_SUMMARY`` or a PR comment."""
     title = "regressed" if c.regressed else "no regressions"
     lines = [
         f"### pytest-workload: {title}",
@@ -309,7 +302,6 @@ def _figure(rows: list[Row]) -> Figure:
 
 
 def write_chart(comparison: Comparison, path: Path) -> None:
-    """Write the chart as SVG or PNG, or as an HTML page that embeds the SVG."""
     if path.suffix not in _FORMATS:
         raise WorkloadError(f"chart {path}: use one of {', '.join(_FORMATS)}")
     rows = [r for r in comparison.rows if r.head_time is not None or r.base_time is not None]

@@ -1,10 +1,8 @@
-"""The JSON report: every test's workloads of one session, under one fingerprint scheme; its
-file (written through the core's atomic writer, read back through its strict JSON reader); and
-the merge of CI shards' reports into one.
+"""The JSON report, its file, and the merge of CI shards' reports into one.
 
-Each shard ran part of the suite and checked collapses only among its own tests; the merge runs
-the session-wide checks again over every shard, so two workloads that share a hash or a user
-key in two shards are a collapse, as they would have been in one session.
+Each shard checked collapses only among its own tests; the merge runs the session-wide checks
+again over every shard, so two workloads that share a hash or a user key in two shards are a
+collapse, as they would have been in one session.
 """
 
 from __future__ import annotations
@@ -30,7 +28,7 @@ from .._core.files import (
     write_text_atomic,
 )
 from .._core.notes import Note
-from .._core.strict_json import Json, load_json, read_field, read_object
+from .._core.strict_json import Json, load_json, read_count, read_field, read_object
 from .._core.text import one_line
 from .._workload.modules import modules_to_dict, read_modules
 from .._workload.timing import Measured
@@ -39,7 +37,6 @@ from .collapse import Collapse, KeyChecks, render_collapse
 
 
 def _count(tests: Sequence[TestWorkloads], how: Callable[[Measured], bool]) -> int:
-    """Workloads of ``tests`` whose ``measured`` says ``how``."""
     return sum(1 for t in tests for w in t.workloads if w.measured is not None and how(w.measured))
 
 
@@ -48,10 +45,9 @@ def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
 
 
 def count_not_measured(tests: Sequence[TestWorkloads]) -> int:
-    """Top-level workloads of ``tests`` that no replay timed (left to the test's own calls, or
-    not timed at all), while timing was on, those that one process would replay and xdist
-    workers did not left out: ``count_not_replayed`` counts them, so that the same suite has
-    the same count with and without xdist."""
+    """Top-level workloads no replay timed while timing was on, less those that xdist workers
+    did not replay (``count_not_replayed``), so that a suite has one count with and without
+    xdist."""
     return sum(
         1
         for t in tests
@@ -110,7 +106,7 @@ class SessionReport:
         return count_not_replayed(self.tests)
 
     def to_dict(self) -> dict[str, Json]:
-        """The report as the JSON file holds it (current schema)."""
+        """The report as the JSON file holds it."""
         data: dict[str, Json] = {
             "schema_version": REPORT_SCHEMA_VERSION,
             "fingerprint_scheme": self.scheme,
@@ -127,8 +123,7 @@ class SessionReport:
 
     @classmethod
     def from_dict(cls, data: object) -> SessionReport:
-        """The report from parsed JSON; malformed data raises ``WorkloadError`` (a
-        ``ValueError`` too)."""
+        """Malformed data raises ``WorkloadError`` (a ``ValueError`` too)."""
         d = read_object(data, "report")
         version = read_field(d, "schema_version", int)
         if version < REPORT_SCHEMA_VERSION:
@@ -138,14 +133,12 @@ class SessionReport:
                 f"report schema_version {version} (this release reads {REPORT_SCHEMA_VERSION}): "
                 "upgrade pytest-workload to read it"
             )
-        scheme = read_field(d, "fingerprint_scheme", int)
+        scheme = read_count(d, "fingerprint_scheme", 1)
         if scheme > FINGERPRINT_SCHEME:
             raise FutureFormatError(
                 f"fingerprint scheme {scheme} (this release computes scheme {FINGERPRINT_SCHEME}): "
                 "upgrade pytest-workload to read it"
             )
-        if scheme < 1:
-            raise WorkloadDataError(f"field 'fingerprint_scheme' must be at least 1, got {scheme}")
         modules = read_modules(d.get("modules", {}))
         tests = tuple(TestWorkloads.from_dict(t, modules) for t in read_field(d, "tests", list))
         seen: set[str] = set()
@@ -169,9 +162,9 @@ def _report_text(data: dict[str, Json]) -> str:
 def write_report(
     path: Path, report: SessionReport, extend: Callable[[dict[str, Json]], None] | None = None
 ) -> str | None:
-    """Write a report as JSON; ``extend`` (the ``pytest_workload_update_json`` hook) may add
-    fields to the dict first. Where it raises, or leaves a report the readers refuse, the report
-    is written without its changes, and the returned line says why."""
+    """``extend`` (the ``pytest_workload_update_json`` hook) may add fields first. Where it
+    raises, or leaves a report the readers refuse, the report is written without its changes,
+    and the returned line says why."""
     data = report.to_dict()
     text, refused = _report_text(data), None
     if extend is not None:
@@ -225,7 +218,7 @@ def read_report(path: Path) -> SessionReport:
 
 
 def same_device(base: SessionReport, head: SessionReport) -> bool:
-    """Whether two reports were measured on one device identity, so their timings compare."""
+    """Whether their timings compare."""
     keys = ("device", "torch", "threads")
     if not isinstance(base.environment, dict) or not isinstance(head.environment, dict):
         return False
@@ -233,27 +226,25 @@ def same_device(base: SessionReport, head: SessionReport) -> bool:
 
 
 class MergeError(WorkloadError):
-    """Shard reports that cannot be one session: other schemes, or a test in two shards."""
+    """Other schemes, or a test in two shards."""
 
 
 @dataclass(frozen=True)
 class Shard:
-    """One shard's report and its name (its file)."""
-
     name: str
     report: SessionReport
 
 
 @dataclass(frozen=True)
 class Merged:
-    """The merged report, and the collapses found among its tests with the shard of each."""
+    """The collapses found among its tests, with the shard of each."""
 
     report: SessionReport
     collapses: tuple[tuple[Collapse, str, str], ...]
 
 
 def merge_reports(shards: Sequence[Shard]) -> Merged:
-    """One report from shard reports of one fingerprint scheme, tests in shard order."""
+    """Tests in shard order."""
     if not shards:
         raise MergeError("no reports to merge")
     schemes = {s.report.scheme for s in shards}

@@ -1,4 +1,4 @@
-"""The terminal report: the session summary, the gate line, notes and JUnit properties."""
+"""The terminal report."""
 
 from __future__ import annotations
 
@@ -45,8 +45,7 @@ def format_timing(t: Timing) -> str:
 
 
 def _tree_blocks(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -> list[list[str]]:
-    """A workload's lines (its label, then its fields), then its children's, each further
-    indented: one block a workload, in the order they print."""
+    """One block a workload (its label, then its fields), its children's after it."""
     executed = f"executed {w.calls}×"
     if w.total_time_s is not None:
         executed += f" – {format_duration(w.total_time_s)}"
@@ -75,9 +74,8 @@ def _tree_blocks(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -
 
 
 def render_session(tests: Sequence[TestWorkloads], fold: int | None = None) -> list[str]:
-    """The "Workloads discovered" section: per test, a tree of workloads. With ``fold``, a
-    test's tree stops after the workload that reaches that many lines, and one line counts the
-    rest and says where they are."""
+    """With ``fold``, a test's tree stops after the workload that reaches that many lines, and
+    one line counts the rest and says where they are."""
     hash_len = prefix_length(w.hash for t in tests for w in t)
     lines: list[str] = []
     for test in tests:
@@ -108,9 +106,8 @@ def render_report(
     failed: int,
     regressions: int,
 ) -> list[str]:
-    """The "Workloads discovered" section: each test's tree (``mode`` ``tree``, or ``auto`` up
-    to ``TREE_TESTS`` recorded tests, each folded past ``TREE_LINES`` lines), else counts, what
-    the gate found (never a check that did not run) and where the full tree is."""
+    """The "Workloads discovered" section: trees, or counts and what the gate found (never a
+    check that did not run)."""
     recorded = [t for t in tests if t.workloads]
     if mode == "tree":
         return render_session(tests)
@@ -147,8 +144,8 @@ def render_report(
 
 
 def render_stops(tests: Sequence[TestWorkloads]) -> list[str]:
-    """Where each test's compute hashes stop, a line per test: what its top-level workloads
-    run after a data-dependent event (a value read, a value-shaped operation) is not gated."""
+    """What a test's top-level workloads run after a data-dependent event (a value read, a
+    value-shaped operation) is not gated."""
     lines = []
     for test in tests:
         stops = [w for w in test.roots() if w.compute_partial]
@@ -165,9 +162,6 @@ def render_stops(tests: Sequence[TestWorkloads]) -> list[str]:
 def render_counts(
     tests: Sequence[TestWorkloads], budget_s: float | None, commands: Commands
 ) -> list[str]:
-    """Which tests ran their model in a fixture's setup, where nothing is recorded; how many
-    workloads the session's timing budget left untimed, and how many top-level ones were not
-    replayed for timing beside other xdist workers."""
     lines = []
     used = [t for t in tests if t.fixtures]
     if used:
@@ -200,7 +194,6 @@ def render_counts(
 
 
 def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
-    """``record_property`` pairs for a test's workloads, for JUnit XML and CI dashboards."""
     props: list[tuple[str, str]] = []
     for i, w in enumerate(test.workloads):
         prefix = f"workload[{i}] {w.name}"
@@ -216,9 +209,8 @@ def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
 def render_unchecked(
     kept: int, *, gate: bool, update: bool, recorded: int, commands: Commands
 ) -> str | None:
-    """The one line that says which workload snapshots were not checked, or not written: under
-    the gate syrupy counts the kept ones as passed (they were used, left as they are); without
-    it, none is asserted."""
+    """Under the gate syrupy counts the kept ones as passed (they were used, left as they are);
+    without it, none is asserted."""
     snapshots = _count(kept, "workload snapshot")
     counted = f" (syrupy counts {'it' if kept == 1 else 'them'} as passed)"
     if not gate and update and (recorded or kept):
@@ -244,17 +236,15 @@ def render_unchecked(
     return None
 
 
-#: How the terminal counts each kind of performance note: what one is, then what is said of
-#: one and, where it differs, of several (with what to do).
-_NOTE_COUNTS: dict[NoteKind, tuple[str, ...]] = {
+#: How the terminal counts each kind of performance note: what one is, and what is said of
+#: it, worded for one or several by :data:`_NUMBER` (with what to do).
+_NOTE_COUNTS: dict[NoteKind, tuple[str, str]] = {
     "baseline recorded": ("timing baseline", "recorded"),
     "baseline refreshed": ("timing baseline", "refreshed"),
     "baseline not written: xdist": (
         "timing baseline",
-        "not written: timed while xdist workers shared this machine; write it with {baseline} "
-        "(or pass --workload-perf=strict)",
-        "not written: timed while xdist workers shared this machine; write them with {baseline} "
-        "(or pass --workload-perf=strict)",
+        "not written: timed while xdist workers shared this machine; write {it} with "
+        "{baseline} (or pass --workload-perf=strict)",
     ),
     "baseline not written: too few samples": (
         "timing baseline",
@@ -262,57 +252,45 @@ _NOTE_COUNTS: dict[NoteKind, tuple[str, ...]] = {
     ),
     "baseline not written: cut short": (
         "timing baseline",
-        "not written: the time budget cut its timing short; write it with a larger one: {larger}",
-        "not written: the time budget cut their timings short; write them with a larger one: "
+        "not written: the time budget cut {its} timing{s} short; write {it} with a larger one: "
         "{larger}",
     ),
-    "no baseline": (
-        "workload",
-        "without a timing baseline: record it with {baseline}",
-        "without a timing baseline: record them with {baseline}",
-    ),
+    "no baseline": ("workload", "without a timing baseline: record {it} with {baseline}"),
     "no baseline: cut short": (
         "workload",
-        "without a timing baseline, its timing cut short by the time budget: record it with a "
-        "larger one: {larger}",
-        "without a timing baseline, their timings cut short by the time budget: record them "
+        "without a timing baseline, {its} timing{s} cut short by the time budget: record {it} "
         "with a larger one: {larger}",
     ),
-    "faster": (
-        "workload",
-        "faster than its baseline: refresh it with {baseline}",
-        "faster than their baselines: refresh them with {baseline}",
-    ),
+    "faster": ("workload", "faster than {its} baseline{s}: refresh {it} with {baseline}"),
     "not judged: xdist": (
         "regression",
-        "not failed: timed while xdist workers shared this machine; judge it with {run} (or "
-        "pass --workload-perf=strict)",
-        "not failed: timed while xdist workers shared this machine; judge them with {run} (or "
+        "not failed: timed while xdist workers shared this machine; judge {it} with {run} (or "
         "pass --workload-perf=strict)",
     ),
     "not judged: too few samples": (
         "timing",
-        f"not judged: it or its baseline has fewer than the {MIN_SAMPLES} samples a verdict needs",
-        f"not judged: they or their baselines have fewer than the {MIN_SAMPLES} samples a "
-        "verdict needs",
+        "not judged: {they} or {its} baseline{s} {has} fewer than the "
+        f"{MIN_SAMPLES} samples a verdict needs",
     ),
     "not judged: kernel": (
         "timing",
-        "not judged: the calibration kernel's time moved too far from its baseline's to compare "
-        "them",
-        "not judged: the calibration kernel's time moved too far from their baselines' to "
+        "not judged: the calibration kernel's time moved too far from {its} baseline{s_} to "
         "compare them",
     ),
     "unreadable baseline": ("timing baseline", "unreadable: left out of nearest-shape lookups"),
     "measurement": ("workload", "measured approximately or not at all"),
 }
+#: The words of a counted line for one (``False``) or several (``True``).
+_NUMBER = {
+    False: {"it": "it", "its": "its", "s": "", "s_": "'s", "they": "it", "has": "has"},
+    True: {"it": "them", "its": "their", "s": "s", "s_": "s'", "they": "they", "has": "have"},
+}
 
 
 def _counted(note: Note) -> str:
-    """What a counted line counts once: the workload a note is about where the line counts
-    workloads (its tests' notes may differ in text), else the note's text (a baseline file, a
-    timing of one test)."""
-    counts_workloads = _NOTE_COUNTS.get(note.kind, ("",))[0] == "workload"
+    """The workload a note is about where the line counts workloads (its tests' notes may differ
+    in text), else the note's text (a baseline file, a timing of one test)."""
+    counts_workloads = _NOTE_COUNTS.get(note.kind, ("", ""))[0] == "workload"
     return note.workload if counts_workloads and note.workload is not None else note.text
 
 
@@ -324,19 +302,19 @@ def render_note_counts(
     quiet: bool = False,
     larger: float | None = None,
 ) -> list[str]:
-    """One line per kind of note, counting each workload once (one that five tests run is
-    one), and where each note is: a suite has as many notes as workloads (``quiet``: one
-    line counts them all). ``larger``: the time budget the timings cut short need."""
+    """A workload that five tests run is counted once; a suite has as many notes as workloads
+    (``quiet``: one line counts them all). ``larger``: the time budget the timings cut short
+    need."""
     counted: dict[NoteKind, set[str]] = {}
     for note in notes:
         counted.setdefault(note.kind, set()).add(_counted(note))
     raised = "" if larger is None else commands.raise_budget(larger)
     lines = []
-    for kind, (what, *texts) in _NOTE_COUNTS.items():
+    for kind, (what, text) in _NOTE_COUNTS.items():
         if kind in counted:
             count = len(counted[kind])
-            text = texts[0] if count == 1 else texts[-1]
-            text = text.format(baseline=commands.baseline, run=commands.run, larger=raised)
+            words = _NUMBER[count > 1]
+            text = text.format(baseline=commands.baseline, run=commands.run, larger=raised, **words)
             lines.append(f"{_count(count, what)} {text}")
     if lines and quiet:
         distinct = len({_counted(n) for n in notes})
@@ -348,9 +326,8 @@ def render_note_counts(
 
 
 def render_notes(notes: Sequence[Note]) -> list[str]:
-    """Each note once, in the order first seen, after the test that first showed it (and how
-    many more did): a workload that five tests run gets one note, not five. A note's own line
-    breaks are kept, so each user-chosen part of it must already be ``one_line``."""
+    """Each note once, after the test that first showed it (and how many more did). A note's own
+    line breaks are kept, so each user-chosen part of it must already be ``one_line``."""
     seen: dict[str, list[str]] = {}
     for note in notes:
         nodeids = seen.setdefault(note.text, [])
