@@ -138,10 +138,13 @@ class CallHooks:
         # modules whose forward hook could not be taken out as their call raised
         self._left: list[nn.Module] = []
 
-    def put_in(self, modules: Sequence[nn.Module]) -> None:
+    def put_in(
+        self, modules: Sequence[nn.Module], exit_: Callable[..., None] | None = None
+    ) -> None:
+        """``exit_``: in place of the forward hook given at construction."""
         if self._left:
             self.take_out_left()
-        key, enter, exit_ = self._key, self._enter, self._exit
+        key, enter, exit_ = self._key, self._enter, exit_ or self._exit
         for module in modules:
             module._forward_pre_hooks[key] = enter
             module._forward_pre_hooks_with_kwargs[key] = True

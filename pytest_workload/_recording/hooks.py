@@ -161,11 +161,39 @@ class Hooks:
         self._watch.kwargs_passed(module)
         tracked = self._tracked.get(id(module))
         depth = self._max_depth if tracked is None else tracked[1]
+        if not self._function_mode():  # (the hot path: a settled root called again)
+            try:
+                if self._stack.reopen(module, args, kwargs, depth):
+                    assert self._calls is not None  # (put in with the watch)
+                    self._watch.suspend()
+                    self._hooked = (module,)
+                    self._calls.put_in(self._hooked, self._settled_exit)
+                    return
+            except Exception:
+                self._stack.internal_error()
         self._run(self._open_root, module, args, kwargs, depth)
 
     def _enter(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         if self._stack.frames and get_ident() == self._thread:
             self._run(self._stack.push_sub, module, args, kwargs)
+
+    def _settled_exit(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any
+    ) -> None:
+        """A reopened settled root's forward hook: it counts the call if it returned."""
+        frames = self._stack.frames
+        if len(frames) != 1 or get_ident() != self._thread:  # (a call of it within it)
+            self._exit(module, args, kwargs, result)
+            return
+        returned = sys.exc_info()[1] is frames[0].ambient
+        try:
+            self._stack.close_settled(returned)
+        except Exception:
+            self._stack.internal_error()
+        if self._calls is not None and self._watch is not None:
+            self._calls.take_out(self._hooked, None if returned else module)
+            self._hooked = ()
+            self._watch.resume()
 
     def _exit(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], result: Any

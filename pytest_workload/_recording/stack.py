@@ -4,16 +4,10 @@ A frame is opened by a pre-hook, completed by a forward hook (which describes th
 its identity) and popped by an always-called forward hook, so a call that raises is popped
 uncompleted: it is not recorded, nor are the calls it made. A completed root goes into the
 row table with its completed children.
-
-A new root is named where it was called from: by the name the test's own code gave it there.
-A module called at top level by a method of the module that owns it (``forward_features``
-calling ``self.layer1``) is named by its path there, after the owner's own name
-(``model.layer1``), so that the children one method calls are told apart.
 """
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import sys
 import time
@@ -24,20 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 from .._compile import CallObservation, CompileWatch
 from .._core.errors import UndescribableInputError
-from .._core.frames import is_user_frame, site, user_frame
 from .._core.strict_json import MAX_INPUT_DEPTH, Json, canonical_json, out_of_bounds
 from .._fingerprint.describe import Describer, describe_args, describe_kwargs, inputs_key
 from .._fingerprint.structure import class_name
 from .._perf import FirstCall
 from .._workload.computation import Computation
 from .identity import IdentityCache
+from .naming import call_site
 from .plan import Plan, RootTrace, untraced
 from .rows import Call, RowTable
 from .states import State
 
 if TYPE_CHECKING:
-    from types import FrameType
-
     from torch import nn
 
     from .._compile import CompileHealth
@@ -65,8 +57,7 @@ class CallStack:
         self._identities = identities
         self._copies = copies
         self._rows = rows
-        #: problems of the recorder itself (an input it cannot describe, an internal failure),
-        #: distinct, in order of first occurrence: never raised into the model's forward
+        #: the recorder's own problems, distinct, in order: never raised into the forward
         self.errors = errors
         self._describe = describe
         self._keyer = keyer
@@ -77,7 +68,7 @@ class CallStack:
         self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else int
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
         self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
-        # each settled root's frame by its module's id, with its raw inputs and plan (``_reopen``)
+        # each settled root's frame by its module's id, with its raw inputs and plan
         self._settled: dict[int, tuple[Call, Hashable, Plan]] = {}
         self._order = itertools.count()
         self.plan: Plan | None = None
@@ -116,12 +107,8 @@ class CallStack:
         """Open a root's call; the modules that hold the call hooks while it runs (a settled
         root's own alone, so that a call of it within it is told from its own end)."""
         raw, call = inputs_key(args, kwargs), (args, kwargs)
-        reopened = _reopen(self._settled, self._identities, (module, max_depth), raw, call)
-        if reopened is None:
-            plan = self._identities.plan(module, max_depth)
-            frame = self._root_call(module, raw, call, plan)
-        else:
-            frame, plan = reopened
+        plan = self._identities.plan(module, max_depth)
+        frame = self._root_call(module, raw, call, plan)
         self.plan = plan
         self.frames.append(frame)
         if plan.compiled:
@@ -131,6 +118,27 @@ class CallStack:
                 self.internal_error()
         frame.start_ns = self._clock()
         return (module,) if frame.settled else plan.modules
+
+    def reopen(
+        self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int
+    ) -> bool:
+        """The hot path (see :func:`_settled_again`); :meth:`close_settled` ends the call."""
+        found = _settled_again(self._settled, self._identities, (module, max_depth), (args, kwargs))
+        if found is None:
+            return False
+        frame, self.plan = found
+        frame.ambient = sys.exc_info()[1]
+        self.frames.append(frame)
+        frame.start_ns = self._clock()
+        return True
+
+    def close_settled(self, returned: bool) -> None:
+        """End a reopened call, counted if it returned and its tree did not change meanwhile."""
+        frame = self.frames.pop()
+        frame.elapsed_ns = self._clock() - frame.start_ns
+        self.plan = None
+        if returned and frame.generation == self._identities.generation:
+            self._rows.count_settled(frame)
 
     def _root_call(self, module: nn.Module, raw: Hashable, call: Arguments, plan: Plan) -> Call:
         args, kwargs = call
@@ -270,17 +278,10 @@ class CallStack:
         return True
 
     def _describe_into(self, frame: Call, raw: Hashable, call: Arguments) -> None:
-        """Describe a call's inputs and key them (``raw``: their ``inputs_key``); inputs seen
-        before are not described again."""
-        args, kwargs = call
-        seen = None if raw is None else self._seen.get(raw)
-        if seen is not None:
-            (frame.args, frame.kwargs), frame.key = seen
-            return
+        """Describe a call's inputs and key them (``raw``: their ``inputs_key``)."""
         try:
-            with untraced():  # (a subclass's input reads the same in any call)
-                frame.args = describe_args(args, self._describe)
-                frame.kwargs = describe_kwargs(kwargs, self._describe)
+            described, frame.key = _described(self._seen, raw, call, self._describe)
+            frame.args, frame.kwargs = described
         except UndescribableInputError as exc:
             frame.record = False
             if frame.depth == 0:
@@ -289,43 +290,58 @@ class CallStack:
                 name, location = frame.name, None
             where = f" called at {location}" if location else ""
             self.errors[f"{name} ({class_name(frame.target)}){where}: {exc}"] = None
-            return
-        # repr, not JSON: a process-local key that still tells True, 1 and 1.0 apart (rows are
-        # told apart by the signature's canonical form), computed once per distinct raw inputs
-        frame.key = repr((frame.args, frame.kwargs))
-        if raw is not None:
-            self._seen[raw] = ((frame.args, frame.kwargs), frame.key)
 
 
-def _reopen(
+def _described(
+    seen: dict[Hashable, tuple[tuple[Any, Any], str]],
+    raw: Hashable,
+    call: Arguments,
+    describe: Describer | None,
+) -> tuple[tuple[Any, Any], str]:
+    """A call's inputs described, and their key; inputs seen before (``raw``: their
+    ``inputs_key``, kept in ``seen``) are not described again."""
+    found = None if raw is None else seen.get(raw)
+    if found is not None:
+        return found
+    args, kwargs = call
+    with untraced():  # (a subclass's input reads the same in any call)
+        described = (describe_args(args, describe), describe_kwargs(kwargs, describe))
+    # repr, not JSON: a process-local key that still tells True, 1 and 1.0 apart (rows are
+    # told apart by the signature's canonical form), computed once per distinct raw inputs
+    found = (described, repr(described))
+    if raw is not None:
+        seen[raw] = found
+    return found
+
+
+def _settled_again(
     frames: dict[int, tuple[Call, Hashable, Plan]],
     identities: IdentityCache,
     root: tuple[nn.Module, int],
-    raw: Hashable,
     call: Arguments,
 ) -> tuple[Call, Plan] | None:
-    """The hot path: the frame of the call that settled a root (``root``: the module and the
-    depth recorded), opened again, with its plan, when this call (its raw inputs ``raw``, its
-    arguments ``call``) is one more of it: the same raw inputs, and the identity cache's
-    generation, the identity's key and its attribute watch unchanged. It is counted straight
-    into its row: nothing is described, looked up or built. Reopening the same object is safe:
-    a root opens with no call in progress, its row keeps nothing of the frame, and a call whose
-    tree changed while it ran is filed as a new row with the generation moved."""
+    """The frame of the call that settled a root (``root``: the module and the depth recorded),
+    with its plan, when this call is one more of it: the same raw inputs, and the identity
+    cache's generation, the identity's key and its attribute watch unchanged. Nothing is
+    described, looked up or built. Reopening the same object is safe: a root opens with no
+    call in progress, and its row keeps nothing of the frame."""
     settled = frames.get(id(root[0]))
-    if settled is None or raw is None or settled[1] != raw:  # (None: only describing tells)
+    if settled is None:
         return None
-    frame, _, plan = settled
+    frame, raw, plan = settled
     entry, key = frame.entry, frame.key
     assert entry is not None and key is not None  # (a settled call has both)
     if (
         frame.module is not root[0]
         or plan.max_depth != root[1]
+        or plan.compiled  # (its calls observe what dynamo compiles)
         or frame.generation != identities.generation
         or entry.life.state is not State.SETTLED
+        or raw is None  # (only describing tells)
+        or raw != inputs_key(*call)
         or identities.known(frame.target, key, call) is not frame.identity
     ):
         return None
-    frame.ambient, frame.compile_health = sys.exc_info()[1], None
     frame.children.clear()  # (its last call raised within a call of itself)
     return frame, plan
 
@@ -348,40 +364,3 @@ def _user_key(
         errors[f"pytest_workload_key returned {refused} for {name}"] = None
         return None
     return key
-
-
-def call_site(module: nn.Module, target: nn.Module, rootdir: str | None) -> tuple[str, str | None]:
-    """Name and location of the code that called a root: the first frame, walking out
-    from this hook, that is neither torch's nor this package's. Only looked up for new
-    workloads and errors, never on the repeated-call path."""
-    fallback = type(target).__name__
-    caller = user_frame(inspect.currentframe())
-    if caller is None:
-        return fallback, None
-    name = _local_name(caller, module) or _path_in_owner(caller, module) or fallback
-    return name, site(caller, rootdir)
-
-
-def _local_name(frame: FrameType, module: nn.Module) -> str | None:
-    """The name ``frame`` gives ``module`` (other than ``self``), if any."""
-    return next((k for k, v in frame.f_locals.items() if v is module and k != "self"), None)
-
-
-def _path_in_owner(caller: FrameType, module: nn.Module) -> str | None:
-    """``owner.path`` when ``caller`` is a method of a module that contains ``module``; the
-    owner is named as the first frame further out names it, else by its class."""
-    from torch import nn
-
-    owner = caller.f_locals.get("self")
-    if not isinstance(owner, nn.Module) or owner is module:
-        return None
-    path = next((p for p, m in owner.named_modules() if m is module and p), None)
-    if path is None:
-        return None
-    outer = caller.f_back
-    while outer is not None:
-        name = _local_name(outer, owner) if is_user_frame(outer) else None
-        if name is not None:
-            return f"{name}.{path}"
-        outer = outer.f_back
-    return f"{type(owner).__name__}.{path}"
