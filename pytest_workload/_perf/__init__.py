@@ -4,7 +4,7 @@ drift verdict, the gate and its texts. Other features import only what is named 
 from .device import PeakMemory, device_for, device_of
 from .drift import DEFAULT_TOLERANCE, Drift, judge
 from .first_call import FirstCall, check_compile, mismatch, trained_as
-from .orchestrate import RecordedCall, Replays, SessionBudget, measure_calls
+from .orchestrate import Replays, SessionBudget, measure_calls
 from .replay import Measurement
 from .statistics import summarize
 from .stopwatch import TimingPolicy
@@ -15,7 +15,6 @@ __all__ = [
     "FirstCall",
     "Measurement",
     "PeakMemory",
-    "RecordedCall",
     "Replays",
     "SessionBudget",
     "TimingPolicy",

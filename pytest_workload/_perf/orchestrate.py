@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from dataclasses import replace
+from typing import Literal, TypeVar
 
 from .._core.text import one_line
 from .._workload.timing import (
@@ -35,13 +35,10 @@ from .._workload.timing import (
     observed,
 )
 from .device import device_for
-from .first_call import CallContext, mismatch
+from .first_call import FirstCall, mismatch
 from .replay import Measurement, replay
 from .statistics import summarize
 from .stopwatch import TimingPolicy
-
-if TYPE_CHECKING:
-    from torch import nn
 
 T = TypeVar("T")
 
@@ -128,41 +125,14 @@ class TimingProgress:
 Replays = Literal["timing", "counts", "never"]
 
 
-@dataclass(frozen=True)
-class RecordedCall:
-    """A new workload's first call as the test made it (process-local, never stored)."""
-
-    name: str
-    class_name: str
-    module: nn.Module
-    target: nn.Module
-    #: copies of the inputs, taken before the call ran
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    context: CallContext
-    device: str
-    #: the workload's hash, which the timing policy's suspect is asked about
-    workload_hash: str
-    #: counted on the first call (None: not counted there)
-    flops: int | None = None
-    #: why a replay could change what it cannot put back (None: it cannot)
-    unsafe: str | None = None
-    #: why the module no longer is the one called (None: it still is)
-    changed: str | None = None
-    #: seconds of the calls observed untraced (without FLOP counting), on the CPU
-    observed_s: tuple[float, ...] = ()
-    #: how many times the test called it
-    calls: int = 1
-
-
-def _observed(call: RecordedCall, how: Method, unobserved: Method) -> tuple[Timing | None, Method]:
+def _observed(call: FirstCall, how: Method, unobserved: Method) -> tuple[Timing | None, Method]:
     if not call.observed_s:
         return None, unobserved
     return summarize(list(call.observed_s), call.device, "recorded calls"), how
 
 
 def _done(
-    call: RecordedCall,
+    call: FirstCall,
     timing: Timing | None,
     how: Method,
     line: Method | str | None,
@@ -181,9 +151,9 @@ def _done(
     return measured, None if line is None else str(line)
 
 
-def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measurement, str | None]:
+def measure_call(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measurement, str | None]:
     none = Measurement()
-    changed = mismatch(call.context, call.target) or call.changed
+    changed = mismatch(call.captured, call.target) or call.changed
     if changed is not None:
         why = not_measured(f"the module changed after its call ({changed})")
         return _done(call, None, why, why, none)
@@ -206,7 +176,7 @@ def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measu
         call.args,
         call.kwargs,
         policy,
-        context=call.context,
+        context=call.captured,
         count=call.flops is None,
     )
     if result.problem is not None:
@@ -216,7 +186,7 @@ def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measu
 
 
 def _without_replay(
-    call: RecordedCall, timing: Timing | None, how: Method
+    call: FirstCall, timing: Timing | None, how: Method
 ) -> tuple[Measurement, str | None]:
     """FLOPs as always (a replay counts them where the first call could not); the timing
     comes from elsewhere."""
@@ -227,11 +197,9 @@ def _without_replay(
     return replace(measured, timing=timing, measured=replace(done, timing=how)), line
 
 
-def _never_replayed(
-    call: RecordedCall, policy: TimingPolicy | None
-) -> tuple[Measurement, str | None]:
+def _never_replayed(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measurement, str | None]:
     """A test that did not ask for timing: nothing is run again."""
-    if call.unsafe is not None or mismatch(call.context, call.target) or call.changed:
+    if call.unsafe is not None or mismatch(call.captured, call.target) or call.changed:
         return measure_call(call, policy)  # (never replays these: says why)
     line = (
         None
@@ -245,7 +213,7 @@ def _never_replayed(
 
 
 def measure_calls(
-    calls: Sequence[RecordedCall],
+    calls: Sequence[FirstCall],
     policy: TimingPolicy | None,
     budget: SessionBudget | None = None,
     *,

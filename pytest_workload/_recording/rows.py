@@ -150,13 +150,13 @@ class RowTable:
             self._roots[id(identity)] = (identity, entry)
         return entry
 
-    def take_first_calls(self) -> list[tuple[Entry, nn.Module, FirstCall]]:
+    def take_first_calls(self) -> list[tuple[Entry, FirstCall]]:
         """The first call of each new top-level row, handed over once (the row keeps none)."""
         taken = []
         for entry in self._entries.values():
             first, entry.done.first = entry.done.first, None
             if first is not None and entry.caller is None:
-                taken.append((entry, entry.done.module, first))
+                taken.append((entry, first))
         return taken
 
     def add(self, caller: Entry | None, done: Call, tally: dict[Entry, int] | None = None) -> None:
