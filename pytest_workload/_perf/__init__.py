@@ -5,7 +5,6 @@ from .device import PeakMemory, device_for, device_of
 from .drift import DEFAULT_TOLERANCE, Drift, judge
 from .first_call import FirstCall, check_compile, mismatch, trained_as
 from .orchestrate import Replays, SessionBudget, measure_calls
-from .replay import Measurement
 from .statistics import summarize
 from .stopwatch import TimingPolicy
 
@@ -13,7 +12,6 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "Drift",
     "FirstCall",
-    "Measurement",
     "PeakMemory",
     "Replays",
     "SessionBudget",

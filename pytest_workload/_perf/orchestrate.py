@@ -36,7 +36,7 @@ from .._workload.timing import (
 )
 from .device import device_for
 from .first_call import FirstCall, mismatch
-from .replay import Measurement, replay
+from .replay import replay
 from .statistics import summarize
 from .stopwatch import TimingPolicy
 
@@ -136,40 +136,41 @@ def _done(
     timing: Timing | None,
     how: Method,
     line: Method | str | None,
-    result: Measurement,
-) -> tuple[Measurement, str | None]:
-    """The measurement, and its line for the report; FLOPs not counted say the line's why."""
+    result: Measured | None,
+) -> tuple[Measured, str | None]:
+    """The measurement (``result``: a replay's), and its line for the report; FLOPs not
+    counted say the line's why."""
     flops_how: Method
     if call.flops is not None:
         flops, flops_how = call.flops, FIRST_CALL
-    elif result.flops is not None:
-        flops, flops_how = result.flops, REPLAYED
+    elif result is not None and result.counted is not None:
+        flops, flops_how = result.counted, REPLAYED
     else:
         reason = line or "no replay counted them"
         flops, flops_how = None, reason if isinstance(reason, Method) else not_measured(reason)
-    measured = replace(result, timing=timing, flops=flops, measured=Measured(how, flops_how))
+    peak = None if result is None else result.peak_memory_bytes
+    measured = Measured(how, flops_how, timed=timing, counted=flops, peak_memory_bytes=peak)
     return measured, None if line is None else str(line)
 
 
-def measure_call(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measurement, str | None]:
-    none = Measurement()
+def measure_call(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measured, str | None]:
     changed = mismatch(call.captured, call.target) or call.changed
     if changed is not None:
         why = not_measured(f"the module changed after its call ({changed})")
-        return _done(call, None, why, why, none)
+        return _done(call, None, why, why, None)
     if call.unsafe is not None:
         if policy is None:
             unsafe = None if call.flops is not None else not_measured(call.unsafe)
-            return _done(call, None, OFF, unsafe, none)
+            return _done(call, None, OFF, unsafe, None)
         timing, how = _observed(
             call,
             observed(call.unsafe),
             not_measured(f"{call.unsafe}, and no call was observed untraced"),
         )
         line = f"timed from its observed calls: {call.unsafe}" if timing else how
-        return _done(call, timing, how, line, none)
+        return _done(call, timing, how, line, None)
     if policy is None and call.flops is not None and device_for(call.device).peak() is None:
-        return _done(call, None, OFF, None, none)  # nothing a replay would add
+        return _done(call, None, OFF, None, None)  # nothing a replay would add
     result = replay(
         call.module,
         call.target,
@@ -179,25 +180,22 @@ def measure_call(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measurem
         context=call.captured,
         count=call.flops is None,
     )
-    if result.problem is not None:
-        why = not_measured(result.problem)
-        return _done(call, None, OFF if policy is None else why, why, result)
-    return _done(call, result.timing, REPLAYED if policy else OFF, None, result)
+    problem = None if result.problem is None else not_measured(result.problem)
+    return _done(call, result.timed, result.timing, problem, result)
 
 
 def _without_replay(
     call: FirstCall, timing: Timing | None, how: Method
-) -> tuple[Measurement, str | None]:
+) -> tuple[Measured, str | None]:
     """FLOPs as always (a replay counts them where the first call could not); the timing
     comes from elsewhere."""
     measured, line = measure_call(call, None)
-    done = measured.measured
-    if done is None or done.timing != OFF:  # (it could not have been timed anyway: says why)
+    if measured.timing != OFF:  # (it could not have been timed anyway: says why)
         return measured, line
-    return replace(measured, timing=timing, measured=replace(done, timing=how)), line
+    return replace(measured, timing=how, timed=timing), line
 
 
-def _never_replayed(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measurement, str | None]:
+def _never_replayed(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measured, str | None]:
     """A test that did not ask for timing: nothing is run again."""
     if call.unsafe is not None or mismatch(call.captured, call.target) or call.changed:
         return measure_call(call, policy)  # (never replays these: says why)
@@ -209,7 +207,7 @@ def _never_replayed(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measu
     timing, how = (
         (None, OFF) if policy is None else _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
     )
-    return _done(call, timing, how, line, Measurement())
+    return _done(call, timing, how, line, None)
 
 
 def measure_calls(
@@ -219,7 +217,7 @@ def measure_calls(
     *,
     replays: Replays = "timing",
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[list[Measurement], list[str]]:
+) -> tuple[list[Measured], list[str]]:
     """A measurement per call, and a line for the report per workload whose measurement is
     missing or approximate (those the budget left untimed, or that were not replayed, are
     counted in the report instead)."""

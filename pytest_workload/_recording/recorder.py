@@ -22,7 +22,6 @@ from .._fingerprint.describe import Describer
 from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from .._perf import (
     FirstCall,
-    Measurement,
     Replays,
     SessionBudget,
     TimingPolicy,
@@ -31,6 +30,7 @@ from .._perf import (
     mismatch,
     trained_as,
 )
+from .._workload.timing import Measured
 from .._workload.workload import TestWorkloads, Workload
 from .hooks import Hooks
 from .identity import IdentityCache
@@ -118,7 +118,7 @@ class WorkloadRecorder:
         self._errors: dict[str, None] = {}
         self._rows = RowTable(timing=timing)
         # what :meth:`measure` found for each new top-level row, by row (not kept on the rows)
-        self._measurements: dict[int, Measurement] = {}
+        self._measurements: dict[int, Measured] = {}
         self._readiness: dict[int, Readiness] = {}
         identities = IdentityCache(describe)
         identities.scheme = scheme

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .._compile import CompileHealth, Readiness, merge_health
 from .._core.strict_json import Json, canonical_json
 from .._fingerprint.ecosystem import library_versions
-from .._perf import Measurement, summarize
+from .._perf import summarize
 from .._workload.modules import ModuleTable, closure, top_packages
 from .._workload.paths import name_first
 from .._workload.timing import OBSERVED, OFF, Measured, Timing, not_measured, observed
@@ -227,7 +227,7 @@ class RowTable:
         self,
         nodeid: str,
         descriptions: ModuleTable,
-        measurements: Mapping[int, Measurement],
+        measurements: Mapping[int, Measured],
         readiness: Mapping[int, Readiness],
     ) -> TestWorkloads:
         """The rows in order of first call, with the descriptions of their trees (taken from
@@ -255,20 +255,20 @@ def _depends_on_data(caller: Entry | None) -> None:
         caller = caller.caller
 
 
-def _timing(entry: Entry, measurement: Measurement | None) -> Timing | None:
+def _timing(entry: Entry, measurement: Measured | None) -> Timing | None:
     if measurement is not None:
-        return measurement.timing
+        return measurement.timed
     if entry.caller is None or entry.untimed or not entry.samples_ns:
         return None
     samples = [ns / 1e9 for ns in entry.samples_ns]
     return summarize(samples, entry.identity.device, "recorded calls")
 
 
-def _measured(entry: Entry, timing: bool, measurement: Measurement | None) -> Measured | None:
+def _measured(entry: Entry, timing: bool, measurement: Measured | None) -> Measured | None:
     """How a row's numbers were obtained: a root's say its measurement (None before it, or
     for a failed test), a submodule's are its observed calls'."""
     if entry.caller is None:
-        return None if measurement is None else measurement.measured
+        return measurement
     if not timing:
         how = OFF
     elif entry.untimed:
@@ -289,12 +289,11 @@ def _workload(
     entry: Entry,
     position: dict[int, int],
     timing: bool,
-    measurement: Measurement | None,
+    measurement: Measured | None,
     readiness: Readiness | None,
 ) -> Workload:
     done, identity, caller = entry.done, entry.identity, entry.caller
     computation = entry.computation
-    measured = measurement or Measurement()
     unknown = entry.compute_unknown or "its operations were not traced"
     return Workload(
         name=done.name,
@@ -314,8 +313,8 @@ def _workload(
         submodules=identity.submodules,
         user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
         timing=_timing(entry, measurement),
-        flops=measured.flops,
-        peak_memory_bytes=measured.peak_memory_bytes,
+        flops=None if measurement is None else measurement.counted,
+        peak_memory_bytes=None if measurement is None else measurement.peak_memory_bytes,
         output_signature=identity.output,
         caller=None if caller is None else position[caller.row],
         measured=_measured(entry, timing, measurement),

@@ -221,10 +221,18 @@ def _read_method(d: Mapping[str, Any], name: str) -> Method:
 class Measured(Record):
     """How a workload's ``timing`` and ``flops`` were obtained: ``timing`` is "replayed",
     "observed calls" (why it was not replayed, where that has a reason), "off" or "not
-    measured" (why); ``flops`` is "first call", "replayed" or "not measured" (why)."""
+    measured" (why); ``flops`` is "first call", "replayed" or "not measured" (why).
+
+    A measurement also carries the numbers it obtained, which the workload keeps as its
+    ``timing``, ``flops`` and ``peak_memory_bytes``: they are not stored here, nor compared."""
 
     timing: Method
     flops: Method
+    timed: Timing | None = field(default=None, compare=False, metadata=codec(skip=True))
+    counted: int | None = field(default=None, compare=False, metadata=codec(skip=True))
+    peak_memory_bytes: int | None = field(default=None, compare=False, metadata=codec(skip=True))
+    #: why a replay found nothing (None: it ran)
+    problem: str | None = field(default=None, compare=False, metadata=codec(skip=True))
 
     def __post_init__(self) -> None:
         _check(self.timing, "measured.timing", TIMING_KINDS)
