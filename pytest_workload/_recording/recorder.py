@@ -250,9 +250,9 @@ class WorkloadRecorder:
     def _filled(self, entry: Entry, first: FirstCall) -> FirstCall:
         """``first`` with its row's facts filled in."""
         identity = entry.identity
-        first.changed = None
+        first.changed = mismatch(first.captured, first.target)
         # (never replayed: its own calls were timed as they ran, whatever changed since)
-        if self.replays and mismatch(first.captured, first.target) is None:
+        if self.replays and first.changed is None:
             with trained_as(first.captured, first.target):
                 if self._scheme.structure_hash(first.target) != identity.structure_hash:
                     first.changed = "its structure differs"
