@@ -60,11 +60,11 @@ def row(name: str, size: int, repeat: int) -> list[object]:
     forward = timed(lambda: model(x), repeat)
 
     def observed() -> None:
-        first = FirstCall(model, (x,), {})
+        first = FirstCall(model, model, (x,), {})
         with tracing(model, (x,)) as trace:
             first.counts = trace
             model(x)
-        first.end({})
+        first.end(returned=True)
 
     first_call = timed(observed, repeat) - forward
     context = capture(model)

@@ -77,7 +77,7 @@ def build_workloads(quick: bool, device: str = "cpu") -> list[Workload]:
 
 def plugin_timing(w: Workload, policy: TimingPolicy) -> tuple[float, int, float | None]:
     context = capture(w.model)  # as captured at a call the test made under no_grad
-    timing = replay(w.model, w.model, (w.x,), {}, policy, context=context, count=False).timing
+    timing = replay(w.model, w.model, (w.x,), {}, policy, context=context, count=False).timed
     assert timing is not None
     return timing.median_s, timing.n, timing.calibration_s
 

@@ -36,7 +36,7 @@ from pytest_workload._perf.stopwatch import (
     time_call,
 )
 from pytest_workload._tracing.tracer import count_flops
-from pytest_workload._workload.timing import MIN_SAMPLES, Timing
+from pytest_workload._workload.timing import MIN_SAMPLES, OFF, REPLAYED, Timing, not_measured
 
 
 class FakeClock:
@@ -341,8 +341,9 @@ def test_replay_counts_flops_and_restores_state():
     rng = torch.get_rng_state()
     measured = replay(model, model, (x,), {}, TimingPolicy(budget_s=0.01))
     assert measured.problem is None
-    assert measured.flops == 2 * 16 * 8 * 4
-    assert measured.timing is not None and measured.timing.device == "cpu"
+    assert measured.counted == 2 * 16 * 8 * 4
+    assert measured.timed is not None and measured.timed.device == "cpu"
+    assert measured.timing == measured.flops == REPLAYED
     assert all(torch.equal(a, b) for a, b in zip(before, model.buffers(), strict=True))
     assert torch.equal(torch.get_rng_state(), rng)
     assert model.training
@@ -350,7 +351,8 @@ def test_replay_counts_flops_and_restores_state():
 
 def test_replay_without_policy_counts_flops_only():
     measured = replay(nn.Linear(3, 3), nn.Linear(3, 3), (torch.rand(2, 3),), {}, None)
-    assert measured.timing is None and measured.flops == 2 * 2 * 3 * 3
+    assert measured.timed is None and measured.counted == 2 * 2 * 3 * 3
+    assert measured.timing == OFF
 
 
 def test_replay_reports_a_failing_call():
@@ -367,6 +369,7 @@ def test_replay_reports_a_failing_call():
     model(torch.rand(1))
     measured = replay(model, model, (torch.rand(1),), {}, TimingPolicy(budget_s=0.01))
     assert "the replay raised RuntimeError: stateful model" in measured.problem
+    assert measured.timed is None and measured.timing == not_measured(measured.problem)
 
 
 def test_flops_are_shape_based():
@@ -385,7 +388,7 @@ def test_cpu_attention_counts_what_the_cuda_kernels_count():
     q, k, v = torch.rand(2, 4, 5, 8), torch.rand(2, 4, 7, 8), torch.rand(2, 4, 7, 8)
     expected = sdpa_flop_count(q.shape, k.shape, v.shape)
     # a replay runs under no_grad, where CPU takes its fused kernel
-    assert replay(Attention(), Attention(), (q, k, v), {}, None).flops == expected
+    assert replay(Attention(), Attention(), (q, k, v), {}, None).counted == expected
     # with autograd, CPU runs the matmuls of the math path: counted once, the same
     assert count_flops(Attention(), (q.requires_grad_(), k, v), {}) == expected
 
@@ -396,8 +399,8 @@ def test_a_vision_transformer_counts_its_attention():
     for block in explicit.blocks:
         block.attn.fused_attn = False  # q @ k.T, softmax, @ v: plain matmuls
     x = torch.rand(1, 3, 224, 224)
-    flops = replay(fused, fused, (x,), {}, None).flops
-    assert flops == replay(explicit, explicit, (x,), {}, None).flops
+    flops = replay(fused, fused, (x,), {}, None).counted
+    assert flops == replay(explicit, explicit, (x,), {}, None).counted
 
 
 def test_device_specs():
@@ -482,6 +485,6 @@ def test_a_cpu_replay_is_timed_on_one_thread_and_says_so():
         assert torch.get_num_threads() == 3  # torch's count is back
     finally:
         torch.set_num_threads(before)
-    assert result.timing is not None and result.timing.threads == 1
+    assert result.timed is not None and result.timed.threads == 1
     assert sorted(THREADS_SEEN) == [1]
     assert device_for(torch.device("cpu")).identity().threads == 1

@@ -17,12 +17,12 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._core.codec import Record
+from .._core.codec import Record, codec
 from .._core.errors import WorkloadDataError
-from .._core.strict_json import Json, read_field, read_object
+from .._core.strict_json import Json
 from .._torch_internals import graph_break_ids
 from .health import CompileHealth, health_agrees, health_lines
 from .observe import CallObservation
@@ -43,22 +43,15 @@ class Readiness(Record):
     again as often as the test called it (at most twice)."""
 
     backend: str
-    health: CompileHealth
+    health: CompileHealth = field(metadata=codec(flatten=True, read=CompileHealth.from_dict))
 
-    def to_dict(self) -> dict[str, Json]:
-        return {"backend": self.backend, **self.health.to_dict()}
+    what: ClassVar[str] = "compile_readiness"
 
-    @classmethod
-    def from_dict(cls, data: object, what: str | None = None) -> Readiness:
-        d = dict(read_object(data, "compile_readiness"))
-        backend = read_field(d, "backend", str)
-        if backend not in BACKENDS:
+    def check(self) -> None:
+        if self.backend not in BACKENDS:
             raise WorkloadDataError(
-                f"compile_readiness: field 'backend' must be one of {', '.join(BACKENDS)}, "
-                f"got {backend!r}"
+                f"field 'backend' must be one of {', '.join(BACKENDS)}, got {self.backend!r}"
             )
-        del d["backend"]
-        return cls(backend, CompileHealth.from_dict(d))
 
 
 def readiness_agrees(old: Readiness | None, new: Readiness | None) -> bool:

@@ -3,10 +3,11 @@
 A frozen dataclass that derives from :class:`Record` is written and read field by field, in
 field order, each by its type (``int``, ``float``, ``str``, ``bool``, ``Literal``, ``X | None``,
 tuples, nested records, ``Json``). A field's metadata, :func:`codec`, declares only where it
-differs: its JSON name, a least value, left out when unset, or a reader and writer of its own.
-A field the record derives (``init=False``) is written, and read back only to check it. Every
-value goes through the bounded readers of :mod:`.strict_json`, so a bad field is one clear line
-that names it.
+differs: its JSON name, a least value, left out when unset, a reader and writer of its own,
+or written flat into the record's object. A field the record derives (``init=False``) is
+written, and read back only to check it; a file's record writes its format first
+(``version``), and refuses another on read. Every value goes through the bounded readers of
+:mod:`.strict_json`, so a bad field is one clear line that names it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final, Literal, TypeVar, Union
 
-from .errors import WorkloadDataError
+from .errors import FutureFormatError, OldFormatError, WorkloadDataError
 from .strict_json import Json, canonical_json, read_count, read_field, read_object
 
 
@@ -38,6 +39,9 @@ class Spec:
     write: Callable[[Any], Json] | None = None
     #: Neither written nor read (a value for this process only).
     skip: bool = False
+    #: Its written object's keys are the record's own, beside its other fields (with ``read``,
+    #: or a nested record's ``from_dict``, given the whole object).
+    flatten: bool = False
 
 
 def codec(**how: Any) -> dict[str, Spec]:
@@ -172,26 +176,43 @@ def _read(d: Mapping[str, Any], f: _Field) -> Any:
 _R = TypeVar("_R", bound="Record")
 
 
+def _check_version(d: Mapping[str, Any], what: str, key: str, reads: int) -> None:
+    found = read_field(d, key, int)
+    if found > reads:
+        raise FutureFormatError(f"{what} format {found} (this release reads format {reads})")
+    if found != reads:
+        raise OldFormatError(f"{what} format {found}", f"format {reads}")
+
+
 class Record:
     """A frozen dataclass with one JSON form, declared by its fields."""
 
     #: What a malformed object of this type is called in its error.
     what: ClassVar[str] = "record"
+    #: A file's record: the key its format is written under, first, and the format this
+    #: release writes and reads (None: a record inside another).
+    version: ClassVar[tuple[str, int] | None] = None
 
     def to_dict(self) -> dict[str, Json]:
-        out: dict[str, Json] = {}
+        version = self.version
+        out: dict[str, Json] = {} if version is None else {version[0]: version[1]}
         for f in _fields(type(self)):
             value = getattr(self, f.name)
             if f.spec.omit and value == f.default:
                 continue
             write = f.spec.write if f.spec.write is not None and value is not None else _write
-            out[f.key] = write(value)
+            if f.spec.flatten:
+                out.update(typing.cast(dict[str, Json], write(value)))
+            else:
+                out[f.key] = write(value)
         return out
 
     @classmethod
     def from_dict(cls: type[_R], data: object, what: str | None = None) -> _R:
         """The record from parsed JSON; a bad field raises one WorkloadDataError naming it."""
         d = read_object(data, what or cls.what)
+        if cls.version is not None:
+            _check_version(d, cls.what, *cls.version)
         fields = _fields(cls)
         record = cls(**{f.name: _read(d, f) for f in fields if f.init})
         for f in fields:  # a derived field, where the file holds it, is what the record derives

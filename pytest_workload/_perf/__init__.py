@@ -4,8 +4,7 @@ drift verdict, the gate and its texts. Other features import only what is named 
 from .device import PeakMemory, device_for, device_of
 from .drift import DEFAULT_TOLERANCE, Drift, judge
 from .first_call import FirstCall, check_compile, mismatch, trained_as
-from .orchestrate import RecordedCall, Replays, SessionBudget, measure_calls
-from .replay import Measurement
+from .orchestrate import Replays, SessionBudget, measure_calls
 from .statistics import summarize
 from .stopwatch import TimingPolicy
 
@@ -13,9 +12,7 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "Drift",
     "FirstCall",
-    "Measurement",
     "PeakMemory",
-    "RecordedCall",
     "Replays",
     "SessionBudget",
     "TimingPolicy",

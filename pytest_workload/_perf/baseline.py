@@ -14,12 +14,12 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from .._core.codec import Record, codec
-from .._core.errors import CorruptFileError, FutureFormatError, OldFormatError, WorkloadDataError
+from .._core.errors import CorruptFileError, WorkloadDataError
 from .._core.files import BASELINE_FORMAT, read_json_file, write_text_atomic
-from .._core.strict_json import Json, read_field, read_object, sha256_hex
+from .._core.strict_json import Json, read_field, sha256_hex
 from .._core.text import one_line
 from .._workload.signature import InputSignature, workload_key
 from .._workload.timing import Timing
@@ -63,6 +63,9 @@ class Baseline(Record):
     #: Compute hash of the call timed (None: not traced).
     compute_hash: str | None = None
 
+    what: ClassVar[str] = "baseline"
+    version: ClassVar[tuple[str, int] | None] = ("pytest_workload_baseline", BASELINE_FORMAT)
+
     @classmethod
     def from_workload(cls, test: str, w: Workload, device: DeviceIdentity) -> Baseline:
         assert w.timing is not None
@@ -88,21 +91,6 @@ class Baseline(Record):
         if w.compute_hash != self.compute_hash:
             return "other operations (its compute hash differs)"
         return None
-
-    def to_dict(self) -> dict[str, Json]:
-        return {"pytest_workload_baseline": BASELINE_FORMAT, **super().to_dict()}
-
-    @classmethod
-    def from_dict(cls, data: object, what: str | None = None) -> Baseline:
-        d = read_object(data, "baseline")
-        version = read_field(d, "pytest_workload_baseline", int)
-        if version > BASELINE_FORMAT:
-            raise FutureFormatError(
-                f"baseline format {version} (this release reads format {BASELINE_FORMAT})"
-            )
-        if version != BASELINE_FORMAT:
-            raise OldFormatError(f"baseline format {version}", f"format {BASELINE_FORMAT}")
-        return super().from_dict(d)
 
 
 def _flops(flops: int | None) -> str:

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from torch import nn
 
     from .._tracing import FlopCount, Trace
-    from .orchestrate import RecordedCall
 
 
 @dataclass(frozen=True)
@@ -192,17 +191,33 @@ def copy_inputs(value: Any) -> tuple[Any, Missing]:
 
 class FirstCall:
     """Begun in a new root's pre-hook, ended in its forward hook (or when it raised);
-    ``copy=False`` for a call that will never be replayed."""
+    ``copy=False`` for a call that will never be replayed. Once the test has ended, the
+    recorder fills in its row's facts and hands it to :func:`.measure_calls`."""
+
+    # the row's facts, filled in by the recorder
+    name: str
+    class_name: str
+    device: str
+    #: the workload's hash, which the timing policy's suspect is asked about
+    workload_hash: str
+    #: why the module no longer is the one called (None: it still is)
+    changed: str | None
+    #: seconds of the calls observed untraced (without FLOP counting), on the CPU
+    observed_s: tuple[float, ...]
+    #: how many times the test called it
+    calls: int
 
     def __init__(
         self,
+        module: nn.Module,
         target: nn.Module,
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         *,
         copy: bool = True,
     ) -> None:
-        self._target: nn.Module | None = target
+        #: the module called, and the one it unwraps to
+        self.module, self.target = module, target
         self.context: CallContext | None = None
         self.args: tuple[Any, ...] = ()
         self.kwargs: dict[str, Any] = {}
@@ -217,6 +232,12 @@ class FirstCall:
         self.ended = False
 
     @property
+    def captured(self) -> CallContext:
+        """The context it returned in (a row keeps only first calls that returned)."""
+        assert self.context is not None
+        return self.context
+
+    @property
     def flops(self) -> int | None:
         if self.counts is None or self.counts.failed is not None:
             return None
@@ -226,14 +247,13 @@ class FirstCall:
         if self.ended:
             return
         self.ended = True
-        if self._target is not None and returned:
-            self.context = capture(self._target)
-        self._target = None
+        if returned:
+            self.context = capture(self.target)
         if self.counts is not None and self.counts.foreign_write is not None:
             self.unsafe = self.counts.foreign_write
 
 
-def _skipped(call: RecordedCall) -> str | None:
+def _skipped(call: FirstCall) -> str | None:
     """Why a call's readiness is not checked (None: it is)."""
     if compiled_original(call.module) is not None:
         return "the test compiles it itself (its compile health is observed)"
@@ -241,13 +261,13 @@ def _skipped(call: RecordedCall) -> str | None:
         return unforkable
     # (a structure that changed since is compiled as it is now, in the child: an attribute the
     # forward changes per call is what a recompile shows)
-    changed = mismatch(call.context, call.target)
+    changed = mismatch(call.captured, call.target)
     if changed is not None:
         return f"the module changed after its call ({changed})"
     return call.unsafe
 
 
-def _ready_call(call: RecordedCall) -> ReadyCall:
+def _ready_call(call: FirstCall) -> ReadyCall:
     def run(compiled: nn.Module) -> object:
         import torch
 
@@ -255,14 +275,14 @@ def _ready_call(call: RecordedCall) -> ReadyCall:
         # without grad: a process that has run a backward leaves autograd's threads in a
         # state a forked child cannot use, and aot_eager traces the backward with them; the
         # breaks and recompiles are dynamo's, of the forward, either way
-        with applied(call.context, call.target), torch.no_grad():
+        with applied(call.captured, call.target), torch.no_grad():
             return compiled(*args, **kwargs)
 
     return ReadyCall(call.target, run, min(call.calls, 2))
 
 
 def check_compile(
-    calls: Sequence[RecordedCall], backend: str, rootdir: str | None
+    calls: Sequence[FirstCall], backend: str, rootdir: str | None
 ) -> tuple[list[Readiness | None], list[str]]:
     """Each call's readiness (None: not checked), and a line per call saying why one was
     not."""

@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from dataclasses import replace
+from typing import Literal, TypeVar
 
 from .._core.text import one_line
 from .._workload.timing import (
@@ -35,13 +35,10 @@ from .._workload.timing import (
     observed,
 )
 from .device import device_for
-from .first_call import CallContext, mismatch
-from .replay import Measurement, replay
+from .first_call import FirstCall
+from .replay import replay
 from .statistics import summarize
 from .stopwatch import TimingPolicy
-
-if TYPE_CHECKING:
-    from torch import nn
 
 T = TypeVar("T")
 
@@ -128,110 +125,78 @@ class TimingProgress:
 Replays = Literal["timing", "counts", "never"]
 
 
-@dataclass(frozen=True)
-class RecordedCall:
-    """A new workload's first call as the test made it (process-local, never stored)."""
-
-    name: str
-    class_name: str
-    module: nn.Module
-    target: nn.Module
-    #: copies of the inputs, taken before the call ran
-    args: tuple[Any, ...]
-    kwargs: dict[str, Any]
-    context: CallContext
-    device: str
-    #: the workload's hash, which the timing policy's suspect is asked about
-    workload_hash: str
-    #: counted on the first call (None: not counted there)
-    flops: int | None = None
-    #: why a replay could change what it cannot put back (None: it cannot)
-    unsafe: str | None = None
-    #: why the module no longer is the one called (None: it still is)
-    changed: str | None = None
-    #: seconds of the calls observed untraced (without FLOP counting), on the CPU
-    observed_s: tuple[float, ...] = ()
-    #: how many times the test called it
-    calls: int = 1
-
-
-def _observed(call: RecordedCall, how: Method, unobserved: Method) -> tuple[Timing | None, Method]:
+def _observed(call: FirstCall, how: Method, unobserved: Method) -> tuple[Timing | None, Method]:
     if not call.observed_s:
         return None, unobserved
     return summarize(list(call.observed_s), call.device, "recorded calls"), how
 
 
 def _done(
-    call: RecordedCall,
+    call: FirstCall,
     timing: Timing | None,
     how: Method,
     line: Method | str | None,
-    result: Measurement,
-) -> tuple[Measurement, str | None]:
-    """The measurement, and its line for the report; FLOPs not counted say the line's why."""
+    result: Measured | None,
+) -> tuple[Measured, str | None]:
+    """The measurement (``result``: a replay's), and its line for the report; FLOPs not
+    counted say the line's why."""
     flops_how: Method
     if call.flops is not None:
         flops, flops_how = call.flops, FIRST_CALL
-    elif result.flops is not None:
-        flops, flops_how = result.flops, REPLAYED
+    elif result is not None and result.counted is not None:
+        flops, flops_how = result.counted, REPLAYED
     else:
         reason = line or "no replay counted them"
         flops, flops_how = None, reason if isinstance(reason, Method) else not_measured(reason)
-    measured = replace(result, timing=timing, flops=flops, measured=Measured(how, flops_how))
+    peak = None if result is None else result.peak_memory_bytes
+    measured = Measured(how, flops_how, timed=timing, counted=flops, peak_memory_bytes=peak)
     return measured, None if line is None else str(line)
 
 
-def measure_call(call: RecordedCall, policy: TimingPolicy | None) -> tuple[Measurement, str | None]:
-    none = Measurement()
-    changed = mismatch(call.context, call.target) or call.changed
-    if changed is not None:
-        why = not_measured(f"the module changed after its call ({changed})")
-        return _done(call, None, why, why, none)
+def measure_call(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measured, str | None]:
+    if call.changed is not None:
+        why = not_measured(f"the module changed after its call ({call.changed})")
+        return _done(call, None, why, why, None)
     if call.unsafe is not None:
         if policy is None:
             unsafe = None if call.flops is not None else not_measured(call.unsafe)
-            return _done(call, None, OFF, unsafe, none)
+            return _done(call, None, OFF, unsafe, None)
         timing, how = _observed(
             call,
             observed(call.unsafe),
             not_measured(f"{call.unsafe}, and no call was observed untraced"),
         )
         line = f"timed from its observed calls: {call.unsafe}" if timing else how
-        return _done(call, timing, how, line, none)
+        return _done(call, timing, how, line, None)
     if policy is None and call.flops is not None and device_for(call.device).peak() is None:
-        return _done(call, None, OFF, None, none)  # nothing a replay would add
+        return _done(call, None, OFF, None, None)  # nothing a replay would add
     result = replay(
         call.module,
         call.target,
         call.args,
         call.kwargs,
         policy,
-        context=call.context,
+        context=call.captured,
         count=call.flops is None,
     )
-    if result.problem is not None:
-        why = not_measured(result.problem)
-        return _done(call, None, OFF if policy is None else why, why, result)
-    return _done(call, result.timing, REPLAYED if policy else OFF, None, result)
+    problem = None if result.problem is None else not_measured(result.problem)
+    return _done(call, result.timed, result.timing, problem, result)
 
 
 def _without_replay(
-    call: RecordedCall, timing: Timing | None, how: Method
-) -> tuple[Measurement, str | None]:
+    call: FirstCall, timing: Timing | None, how: Method
+) -> tuple[Measured, str | None]:
     """FLOPs as always (a replay counts them where the first call could not); the timing
     comes from elsewhere."""
     measured, line = measure_call(call, None)
-    done = measured.measured
-    if done is None or done.timing != OFF:  # (it could not have been timed anyway: says why)
+    if measured.timing != OFF:  # (it could not have been timed anyway: says why)
         return measured, line
-    return replace(measured, timing=timing, measured=replace(done, timing=how)), line
+    return replace(measured, timing=how, timed=timing), line
 
 
-def _never_replayed(
-    call: RecordedCall, policy: TimingPolicy | None
-) -> tuple[Measurement, str | None]:
+def _never_replayed(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measured, str | None]:
     """A test that did not ask for timing: nothing is run again."""
-    if call.unsafe is not None or mismatch(call.context, call.target) or call.changed:
+    if call.unsafe is not None or call.changed is not None:
         return measure_call(call, policy)  # (never replays these: says why)
     line = (
         None
@@ -241,17 +206,17 @@ def _never_replayed(
     timing, how = (
         (None, OFF) if policy is None else _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
     )
-    return _done(call, timing, how, line, Measurement())
+    return _done(call, timing, how, line, None)
 
 
 def measure_calls(
-    calls: Sequence[RecordedCall],
+    calls: Sequence[FirstCall],
     policy: TimingPolicy | None,
     budget: SessionBudget | None = None,
     *,
     replays: Replays = "timing",
     progress: Callable[[int, int], None] | None = None,
-) -> tuple[list[Measurement], list[str]]:
+) -> tuple[list[Measured], list[str]]:
     """A measurement per call, and a line for the report per workload whose measurement is
     missing or approximate (those the budget left untimed, or that were not replayed, are
     counted in the report instead)."""

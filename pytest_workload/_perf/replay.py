@@ -8,11 +8,11 @@ problem, never raised; only ``KeyboardInterrupt`` goes through.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._tracing import count_flops
-from .._workload.timing import Measured, Timing
+from .._workload.timing import OFF, REPLAYED, Measured, not_measured
 from .device import device_for, device_of
 from .first_call import CallContext, applied, capture, copy_inputs, input_objects
 from .isolation import AttributeState, isolated
@@ -20,18 +20,6 @@ from .stopwatch import TimingPolicy, Unmeasured, time_call
 
 if TYPE_CHECKING:
     from torch import nn
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """What a replay found; ``problem`` says why something is missing."""
-
-    timing: Timing | None = None
-    flops: int | None = None
-    peak_memory_bytes: int | None = None
-    problem: str | None = None
-    #: how the numbers were obtained (set once a workload's measurement is complete)
-    measured: Measured | None = None
 
 
 def replay(
@@ -43,7 +31,7 @@ def replay(
     *,
     context: CallContext | None = None,
     count: bool = True,
-) -> Measurement:
+) -> Measured:
     """Measure calls of ``module`` whose unwrapped module is ``target``, under ``context``
     (default: the state now): the allocator's peak where the device reads it (CUDA), FLOPs
     (when ``count``) on ``target``, whose wrapper would recompile under the counter, and timing
@@ -52,6 +40,7 @@ def replay(
     device = device_for(device_of(target, args, kwargs))
     reference = None if policy is None else device.calibration()
     flops = peak = timing = None
+    problem: str | None = None
     try:
         with isolated((module, target)), applied(context, target):
             if count:
@@ -78,7 +67,15 @@ def replay(
     except KeyboardInterrupt:
         raise
     except Unmeasured as exc:
-        return Measurement(timing, flops, peak, str(exc))
+        problem = str(exc)
     except BaseException as exc:  # the test's outcome is the test's own
-        return Measurement(timing, flops, peak, f"the replay raised {type(exc).__name__}: {exc}")
-    return Measurement(timing, flops, peak)
+        problem = f"the replay raised {type(exc).__name__}: {exc}"
+    why = None if problem is None else not_measured(problem)
+    return Measured(
+        OFF if policy is None else why or REPLAYED,
+        REPLAYED if flops is not None else why or not_measured("no replay counted them"),
+        timed=None if why else timing,
+        counted=flops,
+        peak_memory_bytes=peak,
+        problem=problem,
+    )

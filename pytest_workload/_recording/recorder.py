@@ -22,8 +22,6 @@ from .._fingerprint.describe import Describer
 from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from .._perf import (
     FirstCall,
-    Measurement,
-    RecordedCall,
     Replays,
     SessionBudget,
     TimingPolicy,
@@ -32,6 +30,7 @@ from .._perf import (
     mismatch,
     trained_as,
 )
+from .._workload.timing import Measured
 from .._workload.workload import TestWorkloads, Workload
 from .hooks import Hooks
 from .identity import IdentityCache
@@ -119,7 +118,7 @@ class WorkloadRecorder:
         self._errors: dict[str, None] = {}
         self._rows = RowTable(timing=timing)
         # what :meth:`measure` found for each new top-level row, by row (not kept on the rows)
-        self._measurements: dict[int, Measurement] = {}
+        self._measurements: dict[int, Measured] = {}
         self._readiness: dict[int, Readiness] = {}
         identities = IdentityCache(describe)
         identities.scheme = scheme
@@ -223,15 +222,15 @@ class WorkloadRecorder:
         if not self._stopped:
             raise RuntimeError("measure() replays calls, so recording must have ended")
         taken = self._rows.take_first_calls()
-        calls = [self._recorded_call(entry, module, first) for entry, module, first in taken]
+        calls = [self._filled(entry, first) for entry, first in taken]
         measurements, problems = measure_calls(
             calls, policy, budget, replays=replays, progress=progress
         )
-        for (entry, _, _), measured in zip(taken, measurements, strict=True):
+        for (entry, _), measured in zip(taken, measurements, strict=True):
             self._measurements[entry.row] = measured
         if self.compile_backend is not None:
             readiness, not_checked = check_compile(calls, self.compile_backend, self._rootdir)
-            for (entry, _, _), ready in zip(taken, readiness, strict=True):
+            for (entry, _), ready in zip(taken, readiness, strict=True):
                 if ready is not None:
                     self._readiness[entry.row] = ready
             problems += not_checked
@@ -248,33 +247,22 @@ class WorkloadRecorder:
         self._hooks = None
         self._identities = None
 
-    def _recorded_call(self, entry: Entry, module: nn.Module, first: FirstCall) -> RecordedCall:
+    def _filled(self, entry: Entry, first: FirstCall) -> FirstCall:
+        """``first`` with its row's facts filled in."""
         identity = entry.identity
-        target = identity.target
-        assert first.context is not None  # (rows keep only first calls that returned)
-        changed = None
+        first.changed = mismatch(first.captured, first.target)
         # (never replayed: its own calls were timed as they ran, whatever changed since)
-        if self.replays and mismatch(first.context, target) is None:
-            with trained_as(first.context, target):
-                if self._scheme.structure_hash(target) != identity.structure_hash:
-                    changed = "its structure differs"
-        observed = () if entry.untimed else tuple(ns / 1e9 for ns in entry.samples_ns)
-        return RecordedCall(
-            name=entry.done.name,
-            class_name=identity.class_name,
-            workload_hash=identity.hash,
-            module=module,
-            target=target,
-            args=first.args,
-            kwargs=first.kwargs,
-            context=first.context,
-            device=identity.device,
-            flops=first.flops,
-            unsafe=first.unsafe,
-            changed=changed,
-            observed_s=observed,
-            calls=entry.calls,
-        )
+        if self.replays and first.changed is None:
+            with trained_as(first.captured, first.target):
+                if self._scheme.structure_hash(first.target) != identity.structure_hash:
+                    first.changed = "its structure differs"
+        first.name = entry.done.name
+        first.class_name = identity.class_name
+        first.workload_hash = identity.hash
+        first.device = identity.device
+        first.observed_s = () if entry.untimed else tuple(ns / 1e9 for ns in entry.samples_ns)
+        first.calls = entry.calls
+        return first
 
     def _check_open(self) -> None:
         if self._stopped:

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from .._compile import CompileHealth, Readiness, merge_health
 from .._core.strict_json import Json, canonical_json
 from .._fingerprint.ecosystem import library_versions
-from .._perf import Measurement, summarize
+from .._perf import summarize
 from .._workload.modules import ModuleTable, closure, top_packages
 from .._workload.paths import name_first
-from .._workload.timing import OBSERVED, OFF, Measured, Timing, not_measured, observed
+from .._workload.timing import OBSERVED, OFF, Measured, not_measured, observed
 from .._workload.workload import TestWorkloads, UserKey, Workload
 from .identity import Identity
 from .states import Event, Life, State, advance
@@ -150,13 +150,13 @@ class RowTable:
             self._roots[id(identity)] = (identity, entry)
         return entry
 
-    def take_first_calls(self) -> list[tuple[Entry, nn.Module, FirstCall]]:
+    def take_first_calls(self) -> list[tuple[Entry, FirstCall]]:
         """The first call of each new top-level row, handed over once (the row keeps none)."""
         taken = []
         for entry in self._entries.values():
             first, entry.done.first = entry.done.first, None
             if first is not None and entry.caller is None:
-                taken.append((entry, entry.done.module, first))
+                taken.append((entry, first))
         return taken
 
     def add(self, caller: Entry | None, done: Call, tally: dict[Entry, int] | None = None) -> None:
@@ -227,7 +227,7 @@ class RowTable:
         self,
         nodeid: str,
         descriptions: ModuleTable,
-        measurements: Mapping[int, Measurement],
+        measurements: Mapping[int, Measured],
         readiness: Mapping[int, Readiness],
     ) -> TestWorkloads:
         """The rows in order of first call, with the descriptions of their trees (taken from
@@ -255,46 +255,40 @@ def _depends_on_data(caller: Entry | None) -> None:
         caller = caller.caller
 
 
-def _timing(entry: Entry, measurement: Measurement | None) -> Timing | None:
-    if measurement is not None:
-        return measurement.timing
-    if entry.caller is None or entry.untimed or not entry.samples_ns:
-        return None
-    samples = [ns / 1e9 for ns in entry.samples_ns]
-    return summarize(samples, entry.identity.device, "recorded calls")
-
-
-def _measured(entry: Entry, timing: bool, measurement: Measurement | None) -> Measured | None:
-    """How a row's numbers were obtained: a root's say its measurement (None before it, or
-    for a failed test), a submodule's are its observed calls'."""
+def _measured(entry: Entry, timing: bool, measurement: Measured | None) -> Measured | None:
+    """How a row's numbers were obtained, and its timing: a root's are its measurement (None
+    before it, or for a failed test), a submodule's its observed calls'."""
     if entry.caller is None:
-        return None if measurement is None else measurement.measured
+        return measurement
+    timed = None
     if not timing:
         how = OFF
     elif entry.untimed:
         how = not_measured("it ran off the CPU, where a clock around a call does not time it")
     elif not entry.samples_ns:
         how = not_measured("its calls were traced (which slows them): a later call times it")
-    elif entry.counted:
-        how = observed(
-            f"{len(entry.samples_ns)} of {entry.calls}: the later calls of a settled root run "
-            "its submodules unhooked"
-        )
     else:
+        samples = [ns / 1e9 for ns in entry.samples_ns]
+        timed = summarize(samples, entry.identity.device, "recorded calls")
         how = OBSERVED
-    return Measured(how, not_measured("FLOPs are counted for top-level workloads"))
+        if entry.counted:
+            how = observed(
+                f"{len(samples)} of {entry.calls}: the later calls of a settled root run its "
+                "submodules unhooked"
+            )
+    return Measured(how, not_measured("FLOPs are counted for top-level workloads"), timed=timed)
 
 
 def _workload(
     entry: Entry,
     position: dict[int, int],
     timing: bool,
-    measurement: Measurement | None,
+    measurement: Measured | None,
     readiness: Readiness | None,
 ) -> Workload:
     done, identity, caller = entry.done, entry.identity, entry.caller
+    measured = _measured(entry, timing, measurement)
     computation = entry.computation
-    measured = measurement or Measurement()
     unknown = entry.compute_unknown or "its operations were not traced"
     return Workload(
         name=done.name,
@@ -313,12 +307,12 @@ def _workload(
         total_time_s=None if not timing or entry.untimed or entry.counted else entry.total_ns / 1e9,
         submodules=identity.submodules,
         user_keys=tuple(UserKey(k, first, n) for k, first, n in entry.user_keys.values()),
-        timing=_timing(entry, measurement),
-        flops=measured.flops,
-        peak_memory_bytes=measured.peak_memory_bytes,
+        timing=None if measured is None else measured.timed,
+        flops=None if measured is None else measured.counted,
+        peak_memory_bytes=None if measured is None else measured.peak_memory_bytes,
         output_signature=identity.output,
         caller=None if caller is None else position[caller.row],
-        measured=_measured(entry, timing, measurement),
+        measured=measured,
         compute_hash=None if computation is None else computation.hash,
         data_dependent=entry.life.state is State.DATA_DEPENDENT,
         compute_unknown=None if computation is not None else unknown,

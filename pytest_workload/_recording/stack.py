@@ -171,7 +171,7 @@ class CallStack:
         self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan, first: bool
     ) -> None:
         if first:  # (its inputs are copied before tracing begins)
-            frame.first = FirstCall(frame.target, args, kwargs, copy=self._copies)
+            frame.first = FirstCall(frame.module, frame.target, args, kwargs, copy=self._copies)
         self._trace = trace = RootTrace(frame.module, plan, (args, kwargs), self._rootdir)
         frame.span = trace.opaque is None
         if frame.first is not None:

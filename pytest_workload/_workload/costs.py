@@ -14,12 +14,12 @@ what happened where) whose total is compared and whose sites name what changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
 
-from .._core.codec import Record
+from .._core.codec import Record, codec
 from .._core.errors import WorkloadDataError
-from .._core.strict_json import Json, read_count, read_field, read_object
+from .._core.strict_json import Json, read_count, read_field
 
 #: Counts by site (or by name), sorted.
 Sites = tuple[tuple[str, int], ...]
@@ -158,14 +158,33 @@ METRICS = (
 BY_RANK = tuple(sorted(METRICS, key=lambda m: m.rank))
 
 
+def _write_values(values: tuple[tuple[str, Value], ...]) -> Json:
+    counted = dict(values)
+    return {
+        m.field: m.to_json(counted[m.field]) for m in METRICS if m.written(counted.get(m.field))
+    }
+
+
+def _read_values(d: Mapping[str, Any]) -> tuple[tuple[str, Value], ...]:
+    return Costs.of((), partial=False, **{m.field: m.read(d) for m in METRICS}).values
+
+
+def _read_ops(d: Mapping[str, Any]) -> Sites:
+    return _counts(read_field(d, "ops", dict), "ops")
+
+
 @dataclass(frozen=True)
 class Costs(Record):
     """``values``: each metric's value by its field, in :data:`METRICS` order (a count not
     taken is absent); ``ops``: (operation name, count), sorted by name."""
 
-    values: tuple[tuple[str, Value], ...]
-    ops: Sites = ()
-    partial: bool = False
+    values: tuple[tuple[str, Value], ...] = field(
+        metadata=codec(flatten=True, write=_write_values, read=_read_values)
+    )
+    partial: bool = field(default=False, metadata=codec(omit=True))
+    ops: Sites = field(default=(), metadata=codec(write=dict, read=_read_ops))
+
+    what: ClassVar[str] = "costs"
 
     @classmethod
     def of(cls, ops: Sites = (), *, partial: bool = False, **counted: Value | None) -> Costs:
@@ -180,7 +199,7 @@ class Costs(Record):
                 value = metric.zero
             if value is not None:
                 values.append((metric.field, value))
-        return cls(tuple(values), ops, partial)
+        return cls(tuple(values), partial, ops)
 
     def __getitem__(self, field: str) -> Value | None:
         """The value of the metric ``field``; None where it was not counted."""
@@ -188,23 +207,3 @@ class Costs(Record):
 
     def with_value(self, field: str, value: Value) -> Costs:
         return Costs.of(self.ops, partial=self.partial, **{**dict(self.values), field: value})
-
-    def to_dict(self) -> dict[str, Json]:
-        out: dict[str, Json] = {}
-        for metric in METRICS:
-            value = self[metric.field]
-            if value is not None and metric.written(value):
-                out[metric.field] = metric.to_json(value)
-        if self.partial:
-            out["partial"] = True
-        out["ops"] = dict(self.ops)
-        return out
-
-    @classmethod
-    def from_dict(cls, data: object, what: str | None = None) -> Costs:
-        d = read_object(data, "costs")
-        return cls.of(
-            _counts(read_field(d, "ops", dict), "ops"),
-            partial=read_field(d, "partial", bool, optional=True) or False,
-            **{m.field: m.read(d) for m in METRICS},
-        )

@@ -7,11 +7,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
-from .._core.codec import Record, codec
+from .._core.codec import Record, Spec, codec
 from .._core.errors import WorkloadDataError
-from .._core.strict_json import Json, read_field, read_object
+from .._core.strict_json import Json, read_field
 
 #: Samples (for a replay: workload/calibration pairs) a timing needs to be judged against
 #: another: the fewest whose range is a 95% confidence interval of the median whatever the
@@ -208,23 +208,43 @@ def _check(method: Method, what: str, kinds: tuple[str, ...]) -> None:
         raise WorkloadDataError(f"{what} left out {method.left_out!r} is not one of {LEFT_OUT}")
 
 
-def _read_method(d: Mapping[str, Any], name: str) -> Method:
-    left_out = read_field(d, f"{name}_left_out", str, optional=True) if name == "timing" else None
-    return Method(
-        read_field(d, name, str),  # (checked by Measured)
-        read_field(d, f"{name}_reason", str, optional=True),
-        left_out,
-    )
+def _flat(name: str) -> dict[str, Spec]:
+    """A method written into ``measured`` as ``<name>``, ``<name>_reason`` and, for the timing,
+    ``timing_left_out``."""
+
+    def write(method: Method) -> Json:
+        out: dict[str, Json] = {name: method.kind, f"{name}_reason": method.reason}
+        if name == "timing":
+            out["timing_left_out"] = method.left_out
+        return out
+
+    def read(d: Mapping[str, Any]) -> Method:
+        timing = name == "timing"
+        left_out = read_field(d, "timing_left_out", str, optional=True) if timing else None
+        kind = read_field(d, name, str)  # (checked by Measured)
+        return Method(kind, read_field(d, f"{name}_reason", str, optional=True), left_out)
+
+    return codec(flatten=True, write=write, read=read)
 
 
 @dataclass(frozen=True)
 class Measured(Record):
     """How a workload's ``timing`` and ``flops`` were obtained: ``timing`` is "replayed",
     "observed calls" (why it was not replayed, where that has a reason), "off" or "not
-    measured" (why); ``flops`` is "first call", "replayed" or "not measured" (why)."""
+    measured" (why); ``flops`` is "first call", "replayed" or "not measured" (why).
 
-    timing: Method
-    flops: Method
+    A measurement also carries the numbers it obtained, which the workload keeps as its
+    ``timing``, ``flops`` and ``peak_memory_bytes``: they are not stored here, nor compared."""
+
+    timing: Method = field(metadata=_flat("timing"))
+    flops: Method = field(metadata=_flat("flops"))
+    timed: Timing | None = field(default=None, compare=False, metadata=codec(skip=True))
+    counted: int | None = field(default=None, compare=False, metadata=codec(skip=True))
+    peak_memory_bytes: int | None = field(default=None, compare=False, metadata=codec(skip=True))
+    #: why a replay found nothing (None: it ran)
+    problem: str | None = field(default=None, compare=False, metadata=codec(skip=True))
+
+    what: ClassVar[str] = "measured"
 
     def __post_init__(self) -> None:
         _check(self.timing, "measured.timing", TIMING_KINDS)
@@ -243,17 +263,3 @@ class Measured(Record):
         """Whether the timing was left unreplayed on purpose (beside xdist workers, or in an
         unmarked test): a few of the test's own calls, judged against no baseline."""
         return self.timing.left_out in ("xdist", "unmarked")
-
-    def to_dict(self) -> dict[str, Json]:
-        return {
-            "timing": self.timing.kind,
-            "timing_reason": self.timing.reason,
-            "timing_left_out": self.timing.left_out,
-            "flops": self.flops.kind,
-            "flops_reason": self.flops.reason,
-        }
-
-    @classmethod
-    def from_dict(cls, data: object, what: str | None = None) -> Measured:
-        d = read_object(data, "measured")
-        return cls(timing=_read_method(d, "timing"), flops=_read_method(d, "flops"))
