@@ -6,8 +6,7 @@ from .drift import DEFAULT_TOLERANCE, Drift, judge
 from .first_call import FirstCall, check_compile, mismatch, trained_as
 from .orchestrate import RecordedCall, Replays, SessionBudget, measure_calls
 from .replay import Measurement
-from .statistics import summarize
-from .stopwatch import TimingPolicy
+from .stopwatch import TimingPolicy, summarize
 
 __all__ = [
     "DEFAULT_TOLERANCE",

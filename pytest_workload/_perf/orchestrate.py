@@ -37,8 +37,7 @@ from .._workload.timing import (
 from .device import device_for
 from .first_call import CallContext, mismatch
 from .replay import Measurement, replay
-from .statistics import summarize
-from .stopwatch import TimingPolicy
+from .stopwatch import TimingPolicy, summarize
 
 if TYPE_CHECKING:
     from torch import nn
