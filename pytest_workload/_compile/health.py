@@ -1,12 +1,6 @@
 """A workload's compile health: what dynamo did with the calls of a module the test compiled
-itself (graphs, graph breaks, recompiles), as data, with the rule that gates it.
-
-A break is keyed by its site (``path:line`` of the innermost user frame, relative to the
-rootdir) and its kind (the id of dynamo's graph-break registry, such as ``GB0059``); a
-recompile by its site and the guard that failed, with the numbers in it left out (an int
-attribute that changes fails ``s.step == 0``, then ``s.step == 1``). Messages are never part
-of a key: a library that rewords a reason changes nothing. A key that is new, or seen more
-often, fails the gate; one seen less often is a note.
+itself, as data, with the rule that gates it. Messages are never part of a key, so a library
+that rewords a reason changes nothing (docs/how-to/compile.md).
 """
 
 from __future__ import annotations
@@ -61,6 +55,7 @@ class Recompile(Record):
 
     @property
     def key(self) -> tuple[str, str]:
+        # (an int attribute that changes fails ``s.step == 0``, then ``s.step == 1``)
         return (self.site, _NUMBER.sub("#", self.guard))
 
     def describe(self) -> str:

@@ -1,11 +1,8 @@
 """Observing the test's own ``torch.compile`` during one recorded call, without compiling
 anything. The graph-break loggers are tapped only between dynamo's compile callbacks, so a
 call that compiles nothing costs two list operations; a break is read from the exception
-dynamo logs (its type and user stack), never from the message.
-
-Dynamo keeps one cache per code object, shared by every instance of a module class: a class
-compiled by an earlier test is not compiled again, and what its calls show would depend on the
-order of tests. Such a module is not observed (``CompileWatch`` answers None).
+dynamo logs (its type and user stack), never from the message. A class compiled by an earlier
+test is not observed (docs/how-to/compile.md, "Keep each compile observable").
 """
 
 from __future__ import annotations

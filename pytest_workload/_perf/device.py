@@ -67,10 +67,8 @@ def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     return torch.device("cpu")
 
 
-#: The intra-op threads a CPU workload is timed on, whatever torch's default here. On one
-#: thread, all of a forward's compute is on the ratio clock (the thread's own CPU time), and no
-#: thread waits at a barrier for a sibling without a core, so neither load nor the machine's
-#: core count moves it (docs/explanation/timing.md).
+#: The intra-op threads a CPU workload is timed on, whatever torch's default here: why, in
+#: docs/explanation/timing.md ("On one intra-op thread").
 TIMING_THREADS: Final = 1
 
 
@@ -109,10 +107,8 @@ class DeviceIdentity(Record):
 
 @functools.cache
 def calibration_kernel(device: str) -> Callable[[], object]:
-    """A small fixed workload timed beside every replayed one. Its speed tracks the machine's
-    (frequency, a neighbour's share of the caches and memory bandwidth, a CPU quota), so the
-    ratio of a workload's time to the kernel's divides out what moved them both. About 0.3 ms on
-    one core of a 2026 x86 CPU; a private generator leaves the global random state alone."""
+    """A small fixed workload timed beside every replayed one, whose speed tracks the
+    machine's (docs/explanation/timing.md); a private generator leaves the global RNG alone."""
     import torch
     import torch.nn.functional as F
 

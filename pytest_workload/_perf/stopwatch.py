@@ -121,30 +121,22 @@ LIMIT_BUDGETS: Final = 10
 
 @dataclass(frozen=True)
 class TimingPolicy:
-    """When to stop repeating. The default keeps a suite of dozens of workloads quick."""
+    """When to stop repeating. Each number, and the runs that chose it, is in
+    docs/explanation/timing.md ("Timing") and docs/benchmarks.md (section 13)."""
 
     budget_s: float = 0.25
     precision: float = 0.02
-    #: enough for a verdict (a replayed timing is always judged)
     min_samples: int = MIN_SAMPLES
-    #: Samples sought past the budget, for as long as ``overrun`` budgets: with a few samples
-    #: the median's interval is their whole range, so a workload of tens of milliseconds would
-    #: otherwise be judged on 6 to 8 samples and an interval of +/-10% (docs/benchmarks.md,
-    #: section 13).
+    #: Samples sought past the budget, for as long as ``overrun`` budgets.
     target_samples: int = 15
-    #: The calibration block lasts this share of the workload's block at least: a kernel block
-    #: of a few calls after a long workload block varies by +/-15% with the caches that block
-    #: left, and the ratio's noise would be the kernel's.
+    #: The calibration block lasts this share of the workload's block at least.
     reference_share: float = 0.25
     overrun: float = 4.0
     #: No pair of blocks ends past this (seconds of the thread's own time after the first
-    #: call), the first ``min_samples`` included: a timing cut short there is not judged, and a
-    #: forward of a second adds a few seconds to a run, not tens.
+    #: call), the first ``min_samples`` included.
     limit_s: float = 0.25 * LIMIT_BUDGETS
     max_samples: int = 1000
-    #: Each block of calls (workload, then calibration) lasts this long at least on the ratio
-    #: clock: long beside the clock's resolution and a call's cold start, short beside the
-    #: scheduler's slices and the machine's phases (docs/benchmarks.md, section 13).
+    #: Each block of calls (workload, then calibration) lasts this long at least.
     min_block_s: float = 1e-3
     #: The perf gate's question, of each timing of the workload: re-time it before judging?
     suspect: Callable[[str, Timing], bool] | None = None
@@ -198,9 +190,7 @@ def own_time_ns() -> int:
 
 class CpuStopwatch:
     """The thread's CPU time as a block's compute, and as its waits the rest of the wall time
-    less the time it waited in a run queue: a neighbour that holds the cores, or a CPU quota,
-    only makes it wait there (docs/explanation/timing.md). Where the kernel does not report
-    run-queue waits (not Linux), waits go unseen."""
+    less the time it waited in a run queue (docs/explanation/timing.md, "Timing")."""
 
     def __init__(
         self,
@@ -223,27 +213,19 @@ class CpuStopwatch:
             return Lap(wall / 1e9, cpu / 1e9)
         wait = wall - (end_delay - start_delay) - cpu
         if wait < -(_SLACK_NS + wall * _SLACK_SHARE):
-            # More waiting for a core than the block spent off the CPU: the kernel counted a
-            # wait from outside the block (a sleep of a task left queued by EEVDF's delayed
-            # dequeue, seen on Linux 6.18), so this block's own waits are unknown.
+            # more waiting for a core than the block spent off the CPU: a wait from outside it
             return Lap(wall / 1e9, cpu / 1e9, None)
         return Lap(wall / 1e9, cpu / 1e9, max(0, wait) / 1e9)
 
 
-#: glibc mallopt parameters, and the values pinned so timings do not depend on test order.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _PINNED_MMAP_BYTES, _PINNED_TRIM_BYTES = 32 * 2**20, 64 * 2**20
 
 
 @functools.cache
 def pin_allocator() -> str | None:
-    """Fix glibc malloc's mmap and trim thresholds for this process, once; say what was done.
-
-    glibc raises both thresholds as a process frees larger blocks, so until a big model has
-    run, a small model's buffers go back to the kernel and are faulted in again on every call:
-    the same workload times up to ~1.5x slower in a fresh process than after another test.
-    Pinning them (at glibc's own dynamic maximum) makes timings independent of what ran before.
-    """
+    """Fix glibc malloc's mmap and trim thresholds for this process, once, so timings do not
+    depend on what ran before (docs/explanation/timing.md, "Allocation history"); say so."""
     if platform.libc_ver()[0] != "glibc":
         return None
     if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:

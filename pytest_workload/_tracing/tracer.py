@@ -124,7 +124,12 @@ class Trace:
         where = relative_path(caller.path, span.path)
         if name is None:
             if joins:
-                caller.items.extend(_seen_from(where, item) for item in span.items)
+                caller.items.extend(
+                    seen_from_caller(where, item)
+                    if isinstance(item, str)
+                    else SubCall(join_path(where, item.name), item.computation)
+                    for item in span.items
+                )
             return None
         computation = span.computation()
         if joins:
@@ -213,12 +218,6 @@ def _quoted(path: str) -> str:
 
 # (each span refers to its own few parameters)
 _relative = functools.lru_cache(maxsize=8192)(relative_path)
-
-
-def _seen_from(where: str, item: str | SubCall) -> str | SubCall:
-    if isinstance(item, str):
-        return seen_from_caller(where, item)
-    return SubCall(join_path(where, item.name), item.computation)
 
 
 def _has_array(values: Any) -> bool:
