@@ -159,7 +159,7 @@ class SpanCosts:
     bytes_read: int = 0
     bytes_written: int = 0
     peak_bytes: int = 0
-    #: host syncs by ``operation at path:line`` (over the whole call: see ``Trace.record``)
+    #: host syncs by ``operation at path:line`` (over the whole call: see ``Trace.ran``)
     syncs: Counter[str] = field(default_factory=Counter)
     live: int = 0  # (bytes it allocated that are alive now)
     names: Counter[str] = field(default_factory=Counter)
