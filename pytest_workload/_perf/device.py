@@ -67,11 +67,6 @@ def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     return torch.device("cpu")
 
 
-#: The intra-op threads a CPU workload is timed on, whatever torch's default here: why, in
-#: docs/explanation/timing.md ("On one intra-op thread").
-TIMING_THREADS: Final = 1
-
-
 @functools.cache
 def cpu_model() -> str:
     try:
@@ -206,7 +201,8 @@ class CpuDevice(Device):
     kind = "cpu"
     clocked = True
     autocast = True
-    threads = TIMING_THREADS
+    #: whatever torch's default here: docs/explanation/timing.md, "On one intra-op thread"
+    threads: ClassVar[int] = 1
 
     @contextmanager
     def timing(self) -> Iterator[None]:
@@ -214,7 +210,7 @@ class CpuDevice(Device):
 
         pin_allocator()
         before = torch.get_num_threads()
-        torch.set_num_threads(TIMING_THREADS)
+        torch.set_num_threads(self.threads)
         try:
             yield
         finally:
