@@ -23,9 +23,7 @@ from .stopwatch import LIMIT_BUDGETS, TimingPolicy
 
 _Notes = list[tuple[NoteKind, str]]
 
-#: ``on`` gates timings (relaxed to notes when xdist workers share the machine, where nothing
-#: is replayed for timing), ``strict`` replays and gates them even then, ``off`` leaves timings
-#: to the report.
+#: ``--workload-perf``'s values (their meaning: its help in ``_options.py``).
 PerfMode = Literal["on", "off", "strict"]
 
 
