@@ -44,9 +44,7 @@ class CompileWatch:
 
     def begin(self, module: nn.Module) -> CallObservation | None:
         """Begin observing a call of ``module`` (None: not compiled, or compiled before)."""
-        original = compiled_original(module)
-        if original is None:
-            return None
+        original = compiled_original(module)  # (None has no forward: not compiled)
         code = getattr(getattr(type(original), "forward", None), "__code__", None)
         if code is None:
             return None

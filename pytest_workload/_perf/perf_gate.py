@@ -56,9 +56,7 @@ def _wall(current: Timing, baseline: Timing, drift: Drift) -> str:
     return text
 
 
-def _interval(t: Timing) -> str:
-    if not t.has_interval:
-        return f"n={t.n}, too few for an interval"
+def _interval(t: Timing) -> str:  # (a regression's timings have one: judge() says so)
     return f"95% CI {format_duration(t.ci_s[0])}–{format_duration(t.ci_s[1])} (n={t.n})"
 
 

@@ -58,8 +58,6 @@ def summarize(
 ) -> Timing:
     """Median, IQR and the median's 95% interval of per-call times (seconds), and the median
     and interval of the compute ratios and of the waits, where taken."""
-    if not samples_s:
-        raise ValueError("no samples to summarize")
     ordered = sorted(samples_s)
     low, high = median_interval(ordered)
     ratio, ratio_ci = median_and_interval(ratios) if ratios else (None, None)
