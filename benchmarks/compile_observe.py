@@ -82,9 +82,9 @@ def _time_own_code() -> None:
 
     observe.CompileWatch.begin = _timed(observe.CompileWatch.begin)  # type: ignore[method-assign]
     observe.CallObservation.end = _timed(observe.CallObservation.end)  # type: ignore[method-assign]
-    observe.CallObservation.caught = _timed(observe.CallObservation.caught)  # type: ignore[method-assign]
-    observe._LoggerTap.__init__ = _timed(observe._LoggerTap.__init__)  # type: ignore[method-assign]
-    observe._LoggerTap.close = _timed(observe._LoggerTap.close)  # type: ignore[method-assign]
+    observe.CallObservation.emit = _timed(observe.CallObservation.emit)  # type: ignore[method-assign]
+    observe.CallObservation._started = _timed(observe.CallObservation._started)  # type: ignore[method-assign]
+    observe.CallObservation._ended = _timed(observe.CallObservation._ended)  # type: ignore[method-assign]
 
 
 def _first_call(model: object, backend: str, observe: bool) -> tuple[float, float]:

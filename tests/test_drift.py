@@ -13,8 +13,7 @@ from pytest_workload._perf.baseline import Baseline
 from pytest_workload._perf.device import DeviceIdentity
 from pytest_workload._perf.drift import KERNEL_LIMIT, judge, worth_retiming
 from pytest_workload._perf.perf_gate import PerfGate
-from pytest_workload._perf.statistics import summarize
-from pytest_workload._perf.stopwatch import Lap, TimingPolicy, measure, time_call
+from pytest_workload._perf.stopwatch import Lap, TimingPolicy, measure, summarize, time_call
 from pytest_workload._report.summary import format_timing
 from pytest_workload._workload.timing import Timing
 from tests.models import TinyNet

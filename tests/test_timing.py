@@ -25,14 +25,15 @@ from pytest_workload._perf.device import (
 )
 from pytest_workload._perf.drift import judge
 from pytest_workload._perf.replay import replay
-from pytest_workload._perf.statistics import median_interval, summarize
 from pytest_workload._perf.stopwatch import (
     CpuStopwatch,
     Lap,
     TimingPolicy,
     Unmeasured,
     measure,
+    median_interval,
     run_delay_ns,
+    summarize,
     time_call,
 )
 from pytest_workload._tracing.tracer import count_flops

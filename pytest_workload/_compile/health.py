@@ -1,12 +1,6 @@
 """A workload's compile health: what dynamo did with the calls of a module the test compiled
-itself (graphs, graph breaks, recompiles), as data, with the rule that gates it.
-
-A break is keyed by its site (``path:line`` of the innermost user frame, relative to the
-rootdir) and its kind (the id of dynamo's graph-break registry, such as ``GB0059``); a
-recompile by its site and the guard that failed, with the numbers in it left out (an int
-attribute that changes fails ``s.step == 0``, then ``s.step == 1``). Messages are never part
-of a key: a library that rewords a reason changes nothing. A key that is new, or seen more
-often, fails the gate; one seen less often is a note.
+itself, as data, with the rule that gates it. Messages are never part of a key, so a library
+that rewords a reason changes nothing (docs/how-to/compile.md).
 """
 
 from __future__ import annotations
@@ -61,6 +55,7 @@ class Recompile(Record):
 
     @property
     def key(self) -> tuple[str, str]:
+        # (an int attribute that changes fails ``s.step == 0``, then ``s.step == 1``)
         return (self.site, _NUMBER.sub("#", self.guard))
 
     def describe(self) -> str:
@@ -118,52 +113,46 @@ def _counts(items: Iterable[_Item]) -> dict[tuple[str, str], int]:
     return {item.key: item.count for item in items}
 
 
-def _grew(old: Iterable[_Item], new: Iterable[_Item]) -> bool:
-    before = _counts(old)
-    return any(n > before.get(key, 0) for key, n in _counts(new).items())
-
-
-def health_agrees(old: CompileHealth | None, new: CompileHealth | None) -> bool:
-    """No break, recompile or eager frame is new or more frequent in ``new`` than stored in
-    ``old``. Not observed on either side (dynamo had compiled the code before the test)
-    agrees with anything."""
-    if old is None or new is None:
-        return True
-    return not (
-        _grew(old.breaks, new.breaks)
-        or _grew(old.recompiles, new.recompiles)
-        or new.eager_frames > old.eager_frames
-    )
-
-
 def _moved(
     label: str, noun: str, first: str, old: tuple[_Item, ...], new: tuple[_Item, ...]
-) -> Iterator[str]:
-    """A line per key whose count changed: ``graph breaks 1 -> 2: new break at ...``."""
+) -> Iterator[tuple[bool, str]]:
+    """Per key whose count changed, whether it grew and a line: ``graph breaks 1 -> 2: new
+    break at ...``."""
     head = f"{label} {sum(i.count for i in old)} -> {sum(i.count for i in new)}"
     before, after = _counts(old), _counts(new)
     for item in new:
         was = before.get(item.key, 0)
         if item.count > was:
             times = "" if was == 0 and item.count == 1 else f" ({was} -> {item.count} times)"
-            yield f"{head}: {first if not was else f'more {noun}s'} at {item.describe()}{times}"
+            what = first if not was else f"more {noun}s"
+            yield True, f"{head}: {what} at {item.describe()}{times}"
     for item in old:
         now = after.get(item.key, 0)
         if now < item.count:
-            if now:
-                yield f"{head}: fewer {noun}s at {item.describe()} ({item.count} -> {now} times)"
-            else:
-                yield f"{head}: no {noun} any more at {item.describe()}"
+            what = f"fewer {noun}s" if now else f"no {noun} any more"
+            times = f" ({item.count} -> {now} times)" if now else ""
+            yield False, f"{head}: {what} at {item.describe()}{times}"
 
 
-def health_lines(old: CompileHealth | None, new: CompileHealth | None) -> list[str]:
-    """One line per break or recompile whose count moved, and for eager frames."""
-    if old is None or new is None:
+def _changes(old: CompileHealth | None, new: CompileHealth | None) -> list[tuple[bool, str]]:
+    if old is None or new is None:  # (dynamo had compiled the code before the test)
         return []
-    lines = [
+    changes = [
         *_moved("graph breaks", "break", "new break", old.breaks, new.breaks),
         *_moved("recompiles", "recompile", "guard failed", old.recompiles, new.recompiles),
     ]
     if old.eager_frames != new.eager_frames:
-        lines.append(f"frames run eagerly {old.eager_frames} -> {new.eager_frames}")
-    return lines
+        eager = f"frames run eagerly {old.eager_frames} -> {new.eager_frames}"
+        changes.append((new.eager_frames > old.eager_frames, eager))
+    return changes
+
+
+def health_agrees(old: CompileHealth | None, new: CompileHealth | None) -> bool:
+    """No break, recompile or eager frame is new or more frequent in ``new`` than stored in
+    ``old``; not observed on either side agrees with anything."""
+    return not any(grew for grew, _ in _changes(old, new))
+
+
+def health_lines(old: CompileHealth | None, new: CompileHealth | None) -> list[str]:
+    """One line per break or recompile whose count moved, and for eager frames."""
+    return [line for _, line in _changes(old, new)]

@@ -1,15 +1,8 @@
-"""Observing the test's own ``torch.compile``: what dynamo compiled, broke and recompiled
-during one recorded call of a compiled module, without compiling anything itself.
-
-Only between dynamo's compile callbacks are its ``graph_breaks`` loggers tapped, so a call that
-compiles nothing costs two list operations. A break is read from the exception dynamo logs it
-for (its type and user stack), never from the message; graphs and recompiles from dynamo's
-compilation metrics. As the call ends, callbacks, the loggers' handlers, levels and propagation,
-and dynamo's checker of breaks logged before are put back.
-
-Dynamo keeps one cache per code object, shared by every instance of a module class: a class
-compiled by an earlier test is not compiled again, and what its calls show would depend on the
-order of tests. Such a module is not observed (``CompileWatch`` answers None).
+"""Observing the test's own ``torch.compile`` during one recorded call, without compiling
+anything. The graph-break loggers are tapped only between dynamo's compile callbacks, so a
+call that compiles nothing costs two list operations; a break is read from the exception
+dynamo logs (its type and user stack), never from the message. A class compiled by an earlier
+test is not observed (docs/how-to/compile.md, "Keep each compile observable").
 """
 
 from __future__ import annotations
@@ -51,9 +44,7 @@ class CompileWatch:
 
     def begin(self, module: nn.Module) -> CallObservation | None:
         """Begin observing a call of ``module`` (None: not compiled, or compiled before)."""
-        original = compiled_original(module)
-        if original is None:
-            return None
+        original = compiled_original(module)  # (None has no forward: not compiled)
         code = getattr(getattr(type(original), "forward", None), "__code__", None)
         if code is None:
             return None
@@ -67,33 +58,6 @@ class CompileWatch:
         return CallObservation(self._rootdir, self._ids)
 
 
-class _LoggerTap:
-    """The graph-break loggers tapped for one compile; :meth:`close` puts them back."""
-
-    def __init__(self, handler: logging.Handler) -> None:
-        loggers, self._checker = graph_break_loggers()
-        self._handler = handler
-        self._saved = [(log, log.level, log.propagate) for log in loggers]
-        # (the checker grows only while dynamo's loggers are on: if the user's are, it is theirs)
-        off = [log for log in loggers if not log.isEnabledFor(logging.DEBUG)]
-        self._seen: OrderedDict[Any, Any] | None = OrderedDict(self._checker.set) if off else None
-        for log in off:
-            log.setLevel(logging.DEBUG)
-            log.propagate = False
-        for log in loggers:
-            log.addHandler(handler)
-
-    def close(self) -> None:
-        for log, level, propagate in self._saved:
-            log.removeHandler(self._handler)
-            if log.level != level:
-                log.setLevel(level)
-            log.propagate = propagate
-        if self._seen is not None:
-            self._checker.set.clear()
-            self._checker.set.update(self._seen)
-
-
 class CallObservation(logging.Handler):
     """One call of a compiled module, observed from :meth:`CompileWatch.begin` to
     :meth:`end`; the handler the graph-break loggers hand each break to."""
@@ -105,7 +69,10 @@ class CallObservation(logging.Handler):
         # (kept: the ids of the metrics before the call stay theirs)
         self._before = self._metrics()
         self._callbacks = compile_callbacks()
-        self._tap: _LoggerTap | None = None
+        # the tapped loggers' levels and propagation, and dynamo's checker of breaks logged
+        # before, to put back as the compile ends (None: not tapped)
+        self._saved: list[tuple[logging.Logger, int, bool]] | None = None
+        self._seen: OrderedDict[Any, Any] | None = None
         self._breaks: list[GraphBreak] = []
         # the exceptions of those breaks (a break is logged up to twice), kept while observing
         self._caught: list[BaseException] = []
@@ -113,13 +80,29 @@ class CallObservation(logging.Handler):
         self._callbacks.register_end_callback(self._ended)
 
     def _started(self, _: object) -> None:
-        if self._tap is None:  # (a handler only for a call that compiles: logging keeps a list)
-            self._tap = _LoggerTap(self)
+        if self._saved is not None:  # (a handler only for a call that compiles)
+            return
+        loggers, self._checker = graph_break_loggers()
+        self._saved = [(log, log.level, log.propagate) for log in loggers]
+        # (the checker grows only while dynamo's loggers are on: if the user's are, it is theirs)
+        off = [log for log in loggers if not log.isEnabledFor(logging.DEBUG)]
+        self._seen = OrderedDict(self._checker.set) if off else None
+        for log in off:
+            log.setLevel(logging.DEBUG)
+            log.propagate = False
+        for log in loggers:
+            log.addHandler(self)
 
     def _ended(self, _: object = None) -> None:
-        if self._tap is not None:
-            self._tap.close()
-            self._tap = None
+        for log, level, propagate in self._saved or ():
+            log.removeHandler(self)
+            if log.level != level:
+                log.setLevel(level)
+            log.propagate = propagate
+        if self._seen is not None:
+            self._checker.set.clear()
+            self._checker.set.update(self._seen)
+        self._saved = self._seen = None
 
     def emit(self, record: logging.LogRecord) -> None:
         exc = logged_graph_break()

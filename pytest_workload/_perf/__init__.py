@@ -5,8 +5,7 @@ from .device import PeakMemory, device_for, device_of
 from .drift import DEFAULT_TOLERANCE, Drift, judge
 from .first_call import FirstCall, check_compile, mismatch, trained_as
 from .orchestrate import Replays, SessionBudget, measure_calls
-from .statistics import summarize
-from .stopwatch import TimingPolicy
+from .stopwatch import TimingPolicy, summarize
 
 __all__ = [
     "DEFAULT_TOLERANCE",

@@ -1,6 +1,5 @@
-"""The devices workloads run on: what each kind needs to time and measure a call, which
-device the options ask for, and the identity a timing baseline belongs to. Other modules ask
-:func:`device_for` instead of naming a kind; a test puts its own in with :func:`substituted`.
+"""The device seam: what each kind of device needs to time and measure a call. Other modules
+ask :func:`device_for` instead of naming a kind; a test puts its own in with :func:`substituted`.
 """
 
 from __future__ import annotations
@@ -31,7 +30,6 @@ _SPEC: Final = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")
 
 
 def check_device_spec(spec: str) -> str:
-    """Validate the form of a device option value (without importing torch)."""
     if not _SPEC.match(spec):
         raise DeviceUnavailableError(f"unknown workload device {spec!r}: use {DEVICE_CHOICES}")
     return spec
@@ -61,19 +59,12 @@ def device_of(module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) 
     import torch
 
     first = next(itertools.chain(module.parameters(), module.buffers()), None)
-    if first is not None:  # (found without walking the rest of the tree)
+    if first is not None:
         return first.device
     for value in (*args, *kwargs.values()):
         if isinstance(value, torch.Tensor):
             return value.device
     return torch.device("cpu")
-
-
-#: The intra-op threads a CPU workload is timed on, whatever torch's default here. On one
-#: thread, all of a forward's compute is on the ratio clock (the thread's own CPU time), and no
-#: thread waits at a barrier for a sibling without a core, so neither load nor the machine's
-#: core count moves it (docs/explanation/timing.md).
-TIMING_THREADS: Final = 1
 
 
 @functools.cache
@@ -100,7 +91,7 @@ class DeviceIdentity(Record):
 
     @property
     def slug(self) -> str:
-        """A file-name-safe form, used as the baseline directory of this identity."""
+        """The baseline directory of this identity."""
         raw = f"{self.kind}-{self.name}-torch{self.torch}-threads{self.threads}"
         return re.sub(r"[^A-Za-z0-9._+-]+", "_", raw).strip("_")
 
@@ -111,10 +102,8 @@ class DeviceIdentity(Record):
 
 @functools.cache
 def calibration_kernel(device: str) -> Callable[[], object]:
-    """A small fixed workload timed beside every replayed one. Its speed tracks the machine's
-    (frequency, a neighbour's share of the caches and memory bandwidth, a CPU quota), so the
-    ratio of a workload's time to the kernel's divides out what moved them both. About 0.3 ms on
-    one core of a 2026 x86 CPU; a private generator leaves the global random state alone."""
+    """A small fixed workload timed beside every replayed one, whose speed tracks the
+    machine's (docs/explanation/timing.md); a private generator leaves the global RNG alone."""
     import torch
     import torch.nn.functional as F
 
@@ -138,8 +127,8 @@ def calibration_kernel(device: str) -> Callable[[], object]:
 
 class PeakMemory:
     """Bytes a CUDA device's allocator held above what it held at :meth:`begin`, at most.
-    :meth:`begin` resets the peak counter (an earlier peak would hide the call's): a test that
-    reads ``torch.cuda.max_memory_allocated`` across a first call reads the peak since it began."""
+    :meth:`begin` resets the peak counter: a test that reads ``torch.cuda.max_memory_allocated``
+    across a first call reads the peak since it began."""
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
@@ -159,7 +148,6 @@ class PeakMemory:
         return max(torch.cuda.max_memory_allocated(self.device) - self._base, 0)
 
 
-#: The host's clocks (they hold no state: one serves every device they time).
 _HOST_CLOCKS: Final = CpuStopwatch()
 
 
@@ -181,7 +169,6 @@ class Device:
         self.device = device
 
     def lap(self, fn: Callable[[], object], number: int) -> Lap:
-        """The device's :data:`.Stopwatch`."""
         return _HOST_CLOCKS(fn, number)
 
     @contextmanager
@@ -192,7 +179,6 @@ class Device:
         return calibration_kernel(str(self.device))
 
     def peak(self) -> PeakMemory | None:
-        """The allocator's peak of a call (None: not read on this kind)."""
         return None
 
     def identity(self) -> DeviceIdentity:
@@ -215,7 +201,8 @@ class CpuDevice(Device):
     kind = "cpu"
     clocked = True
     autocast = True
-    threads = TIMING_THREADS
+    #: whatever torch's default here: docs/explanation/timing.md, "On one intra-op thread"
+    threads: ClassVar[int] = 1
 
     @contextmanager
     def timing(self) -> Iterator[None]:
@@ -223,7 +210,7 @@ class CpuDevice(Device):
 
         pin_allocator()
         before = torch.get_num_threads()
-        torch.set_num_threads(TIMING_THREADS)
+        torch.set_num_threads(self.threads)
         try:
             yield
         finally:
@@ -299,7 +286,6 @@ _IMPLEMENTATIONS: dict[str, Callable[[torch.device], Device]] = {k.kind: k for k
 
 
 def device_for(device: torch.device | str) -> Device:
-    """The implementation of ``device``'s kind."""
     import torch
 
     device = torch.device(device)
@@ -318,7 +304,7 @@ def substituted(kind: str, implementation: Callable[[torch.device], Device]) -> 
 
 
 def environment(device: torch.device) -> dict[str, Json]:
-    """The JSON report's ``environment``: where the numbers in it were measured."""
+    """The JSON report's ``environment``."""
     identity = device_for(device).identity()
     return {
         "device": {"kind": identity.kind, "name": identity.name, "index": device.index},

@@ -1,25 +1,7 @@
-"""The performance verdict: is a workload slower than its baseline, beyond doubt?
-
-A baseline judges only a timing of the same computation (``Baseline.other_computation``).
-Evidence is weighed from the most to the least deterministic:
-
-1. **Calibrated time** (``Timing.calibrated``): the compute relative to the calibration kernel
-   timed beside it, at the baseline's kernel time, plus the waits in seconds. What slowed the
-   machine for both divides out of the compute, and a wait (a ``sleep``, I/O), which no machine
-   speed shortens, is not divided by it: a forward that waited half its time, judged on its
-   whole time over the kernel's, read 1.3x on unchanged code where the kernel ran at 0.7x. A
-   regression needs the median *and* the whole 95% interval beyond the tolerance, the
-   intervals combined conservatively (current low end against baseline high end).
-2. **Wall time**, where a side has no calibration (timings from a test's own calls, which
-   ``pytest-workload compare`` reads from reports): the same rule on absolute medians.
-
-Time decides only between timings of ``MIN_SAMPLES`` or more (``too few samples``). Nor does it
-decide on CPU when the kernel took more than ``KERNEL_LIMIT`` times its baseline's time, or
-less than its inverse (``not comparable``): no load or phase of one machine moves a fixed
-kernel's thread CPU time that far, but a thread spinning at a barrier for intra-op siblings
-that wait for a core counts that time (a 30x "regression" with wall time 0.37x and the kernel
-0.01x, seen under a loaded full suite). A device's ratio clock is its own.
-"""
+"""The performance verdict: is a workload slower than its baseline, beyond doubt? The rules
+and the runs behind each (calibrated time first, wall time where a side has no calibration,
+too few samples, a kernel that moved too far, re-timing) are docs/explanation/timing.md's
+"How the gate decides"."""
 
 from __future__ import annotations
 
@@ -104,9 +86,7 @@ def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANC
 
 def worth_retiming(drift: Drift) -> bool:
     """Whether a timing's median lies beyond the tolerance, either way, proven or not: timed
-    again, it is judged on more samples. Faster is doubted too: under load the kernel can book a
-    ``sleep`` as waiting for a core for a while (docs/benchmarks.md, section 14), and a forward
-    3x slower then reads 0.8x its baseline; the rounds after it outvote it."""
+    again, it is judged on more samples (faster is doubted too: see the module's docs)."""
     limit = 1 + drift.tolerance
     doubtful = drift.kind in ("regression", "unchanged", "faster")
     return doubtful and not 1 / limit <= drift.ratio <= limit

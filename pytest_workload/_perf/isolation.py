@@ -33,9 +33,7 @@ def _put_back(container: Any, saved: Any) -> None:
     elif isinstance(container, dict):
         same = container.keys() == saved.keys() and all(v is saved[k] for k, v in container.items())
     elif isinstance(container, list):
-        same = len(container) == len(saved) and all(
-            a is b for a, b in zip(container, saved, strict=True)
-        )
+        same = list(map(id, container)) == list(map(id, saved))
     else:
         same = bool(container == saved)
     if not same:
@@ -145,10 +143,7 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
 
     modules = list({id(m): m for root in roots for m in root.modules()}.values())
     states = [AttributeState(m) for m in modules]
-    unique: dict[int, torch.Tensor] = {}
-    for module in modules:
-        for tensor in own_tensors(module):
-            unique.setdefault(id(tensor), tensor)
+    unique = {id(t): t for m in modules for t in own_tensors(m)}
     with torch.no_grad():
         saved = [
             (t, None if t.is_inference() else tensor_version(t), t.detach().clone())

@@ -37,8 +37,7 @@ from .._workload.timing import (
 from .device import device_for
 from .first_call import FirstCall
 from .replay import replay
-from .statistics import summarize
-from .stopwatch import TimingPolicy
+from .stopwatch import TimingPolicy, summarize
 
 T = TypeVar("T")
 

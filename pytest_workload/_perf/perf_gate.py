@@ -23,9 +23,7 @@ from .stopwatch import LIMIT_BUDGETS, TimingPolicy
 
 _Notes = list[tuple[NoteKind, str]]
 
-#: ``on`` gates timings (relaxed to notes when xdist workers share the machine, where nothing
-#: is replayed for timing), ``strict`` replays and gates them even then, ``off`` leaves timings
-#: to the report.
+#: ``--workload-perf``'s values (their meaning: its help in ``_options.py``).
 PerfMode = Literal["on", "off", "strict"]
 
 
@@ -34,25 +32,20 @@ def _title(w: Workload) -> str:
     return f"{title}, hash {short(w.hash)}"
 
 
-def _retimed(t: Timing) -> str:
-    if not t.retimed:
-        return ""
-    times = {1: "once", 2: "twice"}.get(t.retimed, f"{t.retimed} times")
-    return f"; re-timed {times}, judged on every timing's samples"
-
-
 def _decided(current: Timing, drift: Drift) -> str:
-    """The deciding figure, and what it is."""
     how = (
         "compute relative to the calibration kernel timed beside it, waits in seconds"
         if drift.evidence == "calibrated"
         else "no calibration to compare"
     )
-    return f"{drift.figure()}, tolerance {drift.tolerance:.0%}: {how}{_retimed(current)}"
+    text = f"{drift.figure()}, tolerance {drift.tolerance:.0%}: {how}"
+    if current.retimed:
+        times = {1: "once", 2: "twice"}.get(current.retimed, f"{current.retimed} times")
+        text += f"; re-timed {times}, judged on every timing's samples"
+    return text
 
 
 def _wall(current: Timing, baseline: Timing, drift: Drift) -> str:
-    """Wall time, labelled as the context it is where the calibrated ratio decided."""
     label = "wall time, context only" if drift.evidence == "calibrated" else "wall time"
     text = (
         f"{label}: median {format_duration(current.median_s)} vs baseline "
@@ -63,9 +56,7 @@ def _wall(current: Timing, baseline: Timing, drift: Drift) -> str:
     return text
 
 
-def _interval(t: Timing) -> str:
-    if not t.has_interval:
-        return f"n={t.n}, too few for an interval"
+def _interval(t: Timing) -> str:  # (a regression's timings have one: judge() says so)
     return f"95% CI {format_duration(t.ci_s[0])}–{format_duration(t.ci_s[1])} (n={t.n})"
 
 
@@ -87,14 +78,12 @@ def larger_budget(t: Timing) -> float:
 
 
 def larger_budget_for(tests: Iterable[TestWorkloads]) -> float | None:
-    """The time budget with room for every timing of ``tests`` the budget cut short (None:
-    none was)."""
+    """The :func:`larger_budget` of every timing of ``tests`` cut short (None: none was)."""
     timings = (w.timing for t in tests for w in t.roots() if w.timing is not None)
     return max((larger_budget(t) for t in timings if cut_short(t)), default=None)
 
 
 def _put_back(path: Path, before: bytes | None, root: Path | None) -> str:
-    """Put back what a baseline held before an update wrote it (None: nothing)."""
     shown = one_line(str(path.relative_to(root) if root and path.is_relative_to(root) else path))
     try:
         restore(path, before)
@@ -307,7 +296,6 @@ class PerfGate:
     def _no_baseline(
         self, test: str, w: Workload, store: BaselineStore, notes: _Notes, other: str | None
     ) -> list[str]:
-        """Record a baseline under update; else a note, with the nearest compatible one."""
         if self.update:
             note = f"timing baseline {one_line(str(store.path(w.hash, test)))} recorded"
             return self._write(test, w, store, ("baseline recorded", note), notes)

@@ -1,8 +1,8 @@
 """Timing by adaptive repetition, in the spirit of ``torch.utils.benchmark``'s
-``adaptive_autorange``: warm up, size blocks of calls well above clock resolution, then repeat
-until the median is precise or the budget is spent. Each block of the workload is followed by
-one of the calibration kernel, and each pair gives one ratio: what slows the machine for both
-divides out. Clocks are injected, so the loop is tested with a fake clock."""
+``adaptive_autorange``. Each block of the workload is followed by one of the calibration
+kernel, and each pair gives one ratio: what slows the machine for both divides out. Samples are
+summarised by order statistics, so that a few outliers from a noisy CI machine move nothing.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +13,68 @@ import math
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from .._workload.timing import MIN_SAMPLES, Timing
-from .statistics import median_and_interval, quantile, summarize
+
+#: z for a two-sided 95% interval.
+_Z95: Final = 1.959963984540054
+
+
+def quantile(ordered: Sequence[float], q: float) -> float:
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def median_interval(ordered: Sequence[float]) -> tuple[float, float]:
+    """95% interval of the median from order statistics, ranks ``n/2 -/+ z*sqrt(n)/2`` (the
+    binomial's normal approximation); with fewer than ``MIN_SAMPLES``, the whole range."""
+    n = len(ordered)
+    if n < MIN_SAMPLES:
+        return ordered[0], ordered[-1]
+    half_width = _Z95 * math.sqrt(n) / 2
+    low = max(0, math.floor(n / 2 - half_width) - 1)
+    high = min(n - 1, math.ceil(n / 2 + half_width))
+    return ordered[low], ordered[high]
+
+
+def median_and_interval(samples: Sequence[float]) -> tuple[float, tuple[float, float]]:
+    ordered = sorted(samples)
+    return quantile(ordered, 0.5), median_interval(ordered)
+
+
+def summarize(
+    samples_s: Sequence[float],
+    device: str,
+    source: str = "replay",
+    *,
+    ratios: Sequence[float] | None = None,
+    waits_s: Sequence[float] | None = None,
+    calibration_s: Sequence[float] | None = None,
+) -> Timing:
+    """Median, IQR and the median's 95% interval of per-call times (seconds), and the median
+    and interval of the compute ratios and of the waits, where taken."""
+    ordered = sorted(samples_s)
+    low, high = median_interval(ordered)
+    ratio, ratio_ci = median_and_interval(ratios) if ratios else (None, None)
+    wait, wait_ci = median_and_interval(waits_s) if waits_s else (None, None)
+    return Timing(
+        median_s=quantile(ordered, 0.5),
+        iqr_s=quantile(ordered, 0.75) - quantile(ordered, 0.25),
+        n=len(ordered),
+        ci_s=(low, high),
+        device=device,
+        source=source,
+        ratio=ratio,
+        ratio_ci=ratio_ci,
+        wait_s=wait,
+        wait_ci=wait_ci,
+        calibration_s=quantile(sorted(calibration_s), 0.5) if calibration_s else None,
+    )
 
 
 def time_call(
@@ -63,30 +119,22 @@ LIMIT_BUDGETS: Final = 10
 
 @dataclass(frozen=True)
 class TimingPolicy:
-    """When to stop repeating. The default keeps a suite of dozens of workloads quick."""
+    """When to stop repeating. Each number, and the runs that chose it, is in
+    docs/explanation/timing.md ("Timing") and docs/benchmarks.md (section 13)."""
 
     budget_s: float = 0.25
     precision: float = 0.02
-    #: enough for a verdict (a replayed timing is always judged)
     min_samples: int = MIN_SAMPLES
-    #: Samples sought past the budget, for as long as ``overrun`` budgets: with a few samples
-    #: the median's interval is their whole range, so a workload of tens of milliseconds would
-    #: otherwise be judged on 6 to 8 samples and an interval of +/-10% (docs/benchmarks.md,
-    #: section 13).
+    #: Samples sought past the budget, for as long as ``overrun`` budgets.
     target_samples: int = 15
-    #: The calibration block lasts this share of the workload's block at least: a kernel block
-    #: of a few calls after a long workload block varies by +/-15% with the caches that block
-    #: left, and the ratio's noise would be the kernel's.
+    #: The calibration block lasts this share of the workload's block at least.
     reference_share: float = 0.25
     overrun: float = 4.0
     #: No pair of blocks ends past this (seconds of the thread's own time after the first
-    #: call), the first ``min_samples`` included: a timing cut short there is not judged, and a
-    #: forward of a second adds a few seconds to a run, not tens.
+    #: call), the first ``min_samples`` included.
     limit_s: float = 0.25 * LIMIT_BUDGETS
     max_samples: int = 1000
-    #: Each block of calls (workload, then calibration) lasts this long at least on the ratio
-    #: clock: long beside the clock's resolution and a call's cold start, short beside the
-    #: scheduler's slices and the machine's phases (docs/benchmarks.md, section 13).
+    #: Each block of calls (workload, then calibration) lasts this long at least.
     min_block_s: float = 1e-3
     #: The perf gate's question, of each timing of the workload: re-time it before judging?
     suspect: Callable[[str, Timing], bool] | None = None
@@ -140,9 +188,7 @@ def own_time_ns() -> int:
 
 class CpuStopwatch:
     """The thread's CPU time as a block's compute, and as its waits the rest of the wall time
-    less the time it waited in a run queue: a neighbour that holds the cores, or a CPU quota,
-    only makes it wait there (docs/explanation/timing.md). Where the kernel does not report
-    run-queue waits (not Linux), waits go unseen."""
+    less the time it waited in a run queue (docs/explanation/timing.md, "Timing")."""
 
     def __init__(
         self,
@@ -165,27 +211,19 @@ class CpuStopwatch:
             return Lap(wall / 1e9, cpu / 1e9)
         wait = wall - (end_delay - start_delay) - cpu
         if wait < -(_SLACK_NS + wall * _SLACK_SHARE):
-            # More waiting for a core than the block spent off the CPU: the kernel counted a
-            # wait from outside the block (a sleep of a task left queued by EEVDF's delayed
-            # dequeue, seen on Linux 6.18), so this block's own waits are unknown.
+            # more waiting for a core than the block spent off the CPU: a wait from outside it
             return Lap(wall / 1e9, cpu / 1e9, None)
         return Lap(wall / 1e9, cpu / 1e9, max(0, wait) / 1e9)
 
 
-#: glibc mallopt parameters, and the values pinned so timings do not depend on test order.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _PINNED_MMAP_BYTES, _PINNED_TRIM_BYTES = 32 * 2**20, 64 * 2**20
 
 
 @functools.cache
 def pin_allocator() -> str | None:
-    """Fix glibc malloc's mmap and trim thresholds for this process, once; say what was done.
-
-    glibc raises both thresholds as a process frees larger blocks, so until a big model has
-    run, a small model's buffers go back to the kernel and are faulted in again on every call:
-    the same workload times up to ~1.5x slower in a fresh process than after another test.
-    Pinning them (at glibc's own dynamic maximum) makes timings independent of what ran before.
-    """
+    """Fix glibc malloc's mmap and trim thresholds for this process, once, so timings do not
+    depend on what ran before (docs/explanation/timing.md, "Allocation history"); say so."""
     if platform.libc_ver()[0] != "glibc":
         return None
     if "MALLOC_MMAP_THRESHOLD_" in os.environ or "MALLOC_TRIM_THRESHOLD_" in os.environ:

@@ -1,16 +1,12 @@
 """What a traced call costs: FLOPs counted at the dispatch level, bytes moved, peaks.
 
-The dispatch mode counts FLOPs where the function level (:mod:`.tracer`) cannot: operations
-whose matrix products run inside one kernel, and a module whose operations it cannot see
-(TorchScript). Its count is shape-based (``torch.utils.flop_counter``), so the same on every
-machine; it also sees in-place writes. Entering it imports ``torch._dynamo`` (about a second,
-once per process): only a model that runs such an operation pays it.
+The dispatch mode counts FLOPs where the function level cannot (products inside one kernel,
+TorchScript), from shapes. Entering it imports ``torch._dynamo`` (about a second, once per
+process): only a model that runs such an operation pays it.
 
 An operation reads its tensor inputs and writes its new outputs and in-place targets only where
-it moved data: a view (every output on an input's storage) moves none. A new storage counts as
-allocated from the operation that made it until it is freed: a weak reference's callback on
-the storage, which CPython runs when its last reference (a view's too) goes, at the same point
-in every run. The peak of each span (a recorded module's call) is over what it allocated.
+it moved data (a view moves none). A new storage counts as allocated until a weak reference's
+callback sees it freed, at the same point in every run; a span's peak is over what it allocated.
 """
 
 from __future__ import annotations
@@ -163,7 +159,7 @@ class SpanCosts:
     bytes_read: int = 0
     bytes_written: int = 0
     peak_bytes: int = 0
-    #: host syncs by ``operation at path:line`` (over the whole call: see ``Trace.record``)
+    #: host syncs by ``operation at path:line`` (over the whole call: see ``Trace.ran``)
     syncs: Counter[str] = field(default_factory=Counter)
     live: int = 0  # (bytes it allocated that are alive now)
     names: Counter[str] = field(default_factory=Counter)

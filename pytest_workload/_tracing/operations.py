@@ -1,19 +1,16 @@
 """One torch-level operation as the tracer sees it: its text, its FLOPs, and whether it
 follows the values of its tensors.
 
-Its text writes tensors as dtype and shape (never values, never device) and other arguments by
-value: the same on every machine, seed and weights, and different when the computation is. A
-parameter or buffer of the traced tree is followed by its path (``float32[8, 8]@fc1.weight``),
-so two layers of one shape swapped are another text.
-
-Its FLOPs are those ``torch.utils.flop_counter`` gives the aten operations it runs, without a
-dispatch mode, except for :data:`OPAQUE` ones, counted by one around the call (:mod:`.cost_count`).
+Its text writes tensors as dtype and shape, never values or device, so it is the same on every
+machine, seed and weights. A parameter or buffer of the traced tree is followed by its path
+(``float32[8, 8]@fc1.weight``): two layers of one shape swapped are another text. Its FLOPs
+are those ``torch.utils.flop_counter`` counts for its aten operations, from shapes, without a
+dispatch mode (but for :data:`OPAQUE` ones).
 
 A *value read* hands tensor values to Python (``item``, ``bool(t)``); a *value-shaped*
 operation returns a tensor whose shape the values set (``nonzero``, ``t[mask]``). Either is a
 data-dependent event when a tensor it reads may carry data: what runs after it may follow the
-data, so a trace stops its computation there. Each is a *host sync* too, as is a copy to the
-host (``.cpu()``).
+data, so a trace stops its computation there. Each is a *host sync* too, as is ``.cpu()``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
-"""Tracing a call's torch-level operations with a function mode: what it computes, its FLOPs
-and whether it writes outside its module.
-
-A ``TorchFunctionMode`` sees each torch function or tensor method the forward calls, once, at
-the level the forward wrote it, and does not import ``torch._dynamo`` (seconds, once per
-process), which entering a ``TorchDispatchMode`` does. An operation that returns a tensor, or
-writes to one, is recorded as text (:mod:`.operations`) into the innermost open *span* (a
-recorded module's call). FLOPs come from shapes; the few operations that hide matrix products
-in one kernel are counted by a dispatch mode around that one call.
+"""Tracing a call's torch-level operations with a function mode, which sees each operation
+once, at the level the forward wrote it, and does not import ``torch._dynamo`` (seconds, once
+per process) as entering a dispatch mode does.
 
 A write to a tensor that is neither the module's, nor an input, nor made during the call (a
 view of an outside tensor stays outside) changes state a replay cannot put back, so such a
-call is never replayed.
-
-A tensor may carry data unless computed in the call, by operations that draw nothing, from
-constants alone. A data-dependent event on one stops the lists of the spans open then; spans
-opened later keep theirs until an event of their own.
+call is never replayed. A tensor may carry data unless computed in the call, by operations
+that draw nothing, from constants alone. A data-dependent event on one stops the lists of the
+spans (recorded modules' calls) open then; spans opened later keep theirs until their own.
 """
 
 from __future__ import annotations
@@ -132,7 +124,12 @@ class Trace:
         where = relative_path(caller.path, span.path)
         if name is None:
             if joins:
-                caller.items.extend(_seen_from(where, item) for item in span.items)
+                caller.items.extend(
+                    seen_from_caller(where, item)
+                    if isinstance(item, str)
+                    else SubCall(join_path(where, item.name), item.computation)
+                    for item in span.items
+                )
             return None
         computation = span.computation()
         if joins:
@@ -148,20 +145,38 @@ class Trace:
         """The root call's own operations (with its spans' calls)."""
         return self._spans[0].computation()
 
-    def account(self, name: str, tensors: Tensors, written: list[Any]) -> None:
-        spans = [s.costs for s in self._spans if not s.stopped]
-        if spans:
-            self.allocations.account(name, tensors, written, spans)
-
     def carries_data(self, tensor: Any) -> bool:
         return storage_of(tensor) not in self._constant
 
-    def record(
-        self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any], event: bool, sync: bool
+    def ran(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        tensors: Tensors,
+        written: list[Any],
+        event: bool,
+        sync: bool,
     ) -> None:
-        """Add an operation (``event``: a data-dependent one; ``sync``: a host sync) to the
-        innermost span's list, unless it stopped. A host sync counts in every open span, also
-        after its list stopped: it is named by its code's line, not by what the data did."""
+        """After an operation (``event``: a data-dependent one; ``sync``: a host sync): keep
+        which tensors it made or wrote may carry data, take those it made as the call's own (a
+        view of an outside one is not), count its costs, and add it to the innermost span's
+        list unless that stopped. A host sync counts in every open span, also after its list
+        stopped: it is named by its code's line, not by what the data did."""
+        if tensors.made or written:
+            constant = (
+                name not in RANDOM
+                and all(s in self._constant for s in tensors.storages)
+                and not _has_array((args, kwargs))
+            )
+            results = tensors.made_storages
+            update = self._constant.add if constant else self._constant.discard
+            for storage in (*results, *(storage_of(t) for t in written)):
+                update(storage)
+            foreign = set(tensors.storages[: tensors.positional]) - self.allowed
+            self.allowed.update(s for s in results if s not in foreign)
+        if costs := [s.costs for s in self._spans if not s.stopped]:
+            self.allocations.account(name, tensors, written, costs)
         span = self._spans[-1]
         span.ops += 1
         if not span.stopped:
@@ -170,7 +185,8 @@ class Trace:
             span.items.append(text + FOLLOWS_DATA if event else text)
         if not sync:
             return
-        site = _call_site(self.base)
+        frame = user_frame(sys._getframe(1))
+        site = frame and portable_site(frame.f_code.co_filename, frame.f_lineno, self.base)
         key = name if site is None else f"{name} at {site}"
         for open_span in self._spans:
             open_span.costs.syncs[key] += 1
@@ -180,30 +196,6 @@ class Trace:
             for open_span in self._spans:
                 if not open_span.stopped:
                     open_span.stopped, open_span.stop, open_span.site = self._events, where, site
-
-    def follow(
-        self,
-        name: str,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        tensors: Tensors,
-        written: list[Any],
-    ) -> None:
-        """After an operation: keep which tensors it made or wrote may carry data, and take
-        those it made as the call's own (a view of an outside one is not)."""
-        if not tensors.made and not written:
-            return
-        constant = (
-            name not in RANDOM
-            and all(s in self._constant for s in tensors.storages)
-            and not _has_array((args, kwargs))
-        )
-        results = tensors.made_storages
-        update = self._constant.add if constant else self._constant.discard
-        for storage in (*results, *(storage_of(t) for t in written)):
-            update(storage)
-        foreign = set(tensors.storages[: tensors.positional]) - self.allowed
-        self.allowed.update(s for s in results if s not in foreign)
 
     def _refer(self, tensor: Any) -> str | None:
         path = self._paths.get(id(tensor))
@@ -219,12 +211,6 @@ class Trace:
         return None
 
 
-def _call_site(root: str) -> str | None:
-    """``path:line`` of the innermost user frame (see :func:`.portable_site`)."""
-    frame = user_frame(sys._getframe(1))
-    return None if frame is None else portable_site(frame.f_code.co_filename, frame.f_lineno, root)
-
-
 @functools.lru_cache(maxsize=8192)  # (a suite's models share their module paths)
 def _quoted(path: str) -> str:
     return ".".join(quote(name, safe="") for name in path.split(".")) if path else ""
@@ -232,12 +218,6 @@ def _quoted(path: str) -> str:
 
 # (each span refers to its own few parameters)
 _relative = functools.lru_cache(maxsize=8192)(relative_path)
-
-
-def _seen_from(where: str, item: str | SubCall) -> str | SubCall:
-    if isinstance(item, str):
-        return seen_from_caller(where, item)
-    return SubCall(join_path(where, item.name), item.computation)
 
 
 def _has_array(values: Any) -> bool:
@@ -320,9 +300,7 @@ def _mode_class() -> type:
                     made = [out] if isinstance(out, Tensor) else tensor_list((out,))
                     if event or made or written:
                         tensors = Tensors(args, kwargs, made)
-                        trace.follow(name, args, kwargs, tensors, written)
-                        trace.account(name, tensors, written)
-                        trace.record(name, args, kwargs, event, sync)
+                        trace.ran(name, args, kwargs, tensors, written, event, sync)
                         trace.flops += op_flops(name, args, kwargs, out) if flops is None else flops
             except Exception as exc:
                 trace.fail(exc)
