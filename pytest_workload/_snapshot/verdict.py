@@ -21,6 +21,7 @@ from .._core.notes import Note
 from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._core.text import Commands, one_line, short, versions_line
 from .._workload.modules import ModuleTable, child_links
+from .._workload.workload import Workload
 from .diff import (
     cost_lines,
     costs_agree,
@@ -30,8 +31,9 @@ from .diff import (
     paths_agree,
     signature_lines,
     unmatched,
+    user_keys,
 )
-from .document import SnapshotDocument, SnapshotEntry
+from .document import SnapshotDocument
 from .snapshot_files import Stored
 
 #: Description fields an upgrade may change: the wording, never the computation.
@@ -238,7 +240,7 @@ def _skeletons(table: ModuleTable) -> Callable[[str], str | None]:
 
 
 def _entry_refusal(
-    old: SnapshotEntry, new: SnapshotEntry, skeletons: tuple[str | None, str | None]
+    old: Workload, new: Workload, skeletons: tuple[str | None, str | None]
 ) -> Iterator[str]:
     if old.input_signature != new.input_signature:
         yield f"input {old.input_signature.format()} -> {new.input_signature.format()}"
@@ -246,14 +248,14 @@ def _entry_refusal(
         yield "no stored module description to compare its parameters and children with"
     elif skeletons[0] != skeletons[1]:
         yield "parameters, buffers, children or train/eval mode changed"
-    if old.param_bytes != new.param_bytes:
-        yield f"parameter bytes {old.param_bytes} -> {new.param_bytes}"
+    if old.params.bytes != new.params.bytes:
+        yield f"parameter bytes {old.params.bytes} -> {new.params.bytes}"
     if old.flops != new.flops:
         yield f"FLOPs {old.flops} -> {new.flops}"
     if old.compute_hash != new.compute_hash:
         hashes = [short(h) if h else "unknown" for h in (old.compute_hash, new.compute_hash)]
         yield f"computation changed (compute hash {hashes[0]} -> {hashes[1]})"
-    if canonical_json(old.user_key) != canonical_json(new.user_key):
+    if user_keys(old) != user_keys(new):
         yield "user key changed"
     if not paths_agree(old, new):
         yield f"paths {old.label} -> {new.label}"
@@ -265,7 +267,7 @@ def _entry_refusal(
 
 def _upgrade_refusals(
     stored: SnapshotDocument, recorded: SnapshotDocument
-) -> Iterator[tuple[SnapshotEntry, SnapshotEntry, str | None]]:
+) -> Iterator[tuple[Workload, Workload, str | None]]:
     """Tables of as many workloads, paired in order (an upgrade changes hashes, never which
     calls ran): each reason a pair is more than an upgrade's, None where they are not the
     same workload. Reasons, not sentences: whether it is an upgrade needs no labels."""
