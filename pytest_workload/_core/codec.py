@@ -217,6 +217,11 @@ class Record:
         """Rules across fields that a file must follow: raises WorkloadDataError."""
 
 
+def snapshot_fields(cls: type[Record]) -> tuple[str, ...]:
+    """The names of the fields that ``cls``'s snapshot form keeps."""
+    return tuple(f.name for f in _fields(cls) if f.spec.snapshot)
+
+
 def _own_format(cls: type[Record]) -> bool:
     """Whether ``cls`` writes its JSON itself rather than through its fields."""
     return cls.to_dict is not Record.to_dict

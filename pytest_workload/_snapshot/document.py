@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from .._core.codec import snapshot_fields
 from .._core.errors import OldFormatError, WorkloadDataError
 from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._core.strict_json import (
@@ -22,19 +23,24 @@ from .._workload.paths import name_first
 from .._workload.workload import Workload, check_links
 
 
-def _fold_key(entry: Workload) -> str:
-    """Every field the snapshot keeps but the paths (as JSON: a user key 1 is not True)."""
-    kept = entry.to_snapshot()
-    del kept["name"], kept["paths"]
-    return canonical_json(kept)
+def _fold_key(entry: Workload, kept: tuple[str, ...]) -> tuple[object, ...]:
+    """Every field the snapshot keeps but the paths (user keys by their JSON: 1 is not True)."""
+    return tuple(
+        tuple(canonical_json(k.key) for k in entry.user_keys)
+        if name == "user_keys"
+        else getattr(entry, name)
+        for name in kept
+        if name not in ("name", "paths")
+    )
 
 
 def fold(entries: Iterable[Workload]) -> tuple[Workload, ...]:
     """One entry per workload: entries equal in every stored field but their paths (the
     rows of identical layers) as the first of them, with every path."""
-    folded: dict[str, list[Workload]] = {}
+    kept = snapshot_fields(Workload)
+    folded: dict[tuple[object, ...], list[Workload]] = {}
     for entry in entries:
-        folded.setdefault(_fold_key(entry), []).append(entry)
+        folded.setdefault(_fold_key(entry, kept), []).append(entry)
     return tuple(
         same[0]
         if len(same) == 1
