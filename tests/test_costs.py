@@ -13,10 +13,10 @@ from torch import nn
 
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._snapshot.diff import cost_lines, costs_agree
-from pytest_workload._snapshot.document import SnapshotEntry
 from pytest_workload._tracing.tracer import tracing
 from pytest_workload._workload.costs import METRICS, Costs
 from pytest_workload._workload.signature import InputSignature
+from pytest_workload._workload.workload import ParamStats, Workload
 
 
 def _costs(module: nn.Module, *args: torch.Tensor) -> Costs:
@@ -91,8 +91,8 @@ def test_costs_of_a_data_dependent_call_cover_the_listed_prefix():
     assert "cat" not in dict(costs.ops)
 
 
-def _entry(costs: Costs | None, *, data_dependent: bool = False) -> SnapshotEntry:
-    return SnapshotEntry(
+def _entry(costs: Costs | None, *, data_dependent: bool = False) -> Workload:
+    return Workload(
         name="m",
         class_name="M",
         depth=0,
@@ -100,7 +100,7 @@ def _entry(costs: Costs | None, *, data_dependent: bool = False) -> SnapshotEntr
         input_signature=InputSignature(()),
         structure_hash="s" * 64,
         hash="h" * 64,
-        submodules=(),
+        params=ParamStats(0, 0),
         data_dependent=data_dependent,
         costs=costs,
     )
@@ -192,8 +192,7 @@ def test_device_peak_is_read_over_the_traced_call():
     assert all(w.costs is not None and w.costs["device_peak_bytes"] is None for w in subs)
     # (once per traced call: the first, and the second that checks the operations repeat)
     assert log == ["begin", "end"] * 2
-    entry = SnapshotEntry.from_workload(root)
-    assert SnapshotEntry.from_dict(entry.to_dict()).costs == root.costs
+    assert Workload.from_snapshot(root.to_snapshot()).costs == root.costs
 
 
 class Syncs(nn.Module):

@@ -81,7 +81,7 @@ def test_stable_shape_key_passes_and_is_stored(pytester, suite):
     text = (
         pytester.path / "__workload_snapshots__/test_models/test_two_shapes.workloads"
     ).read_text()
-    assert '"user_key": ["Net", [1, 3, 16, 16]]' in text
+    assert '"user_keys": [{"key": ["Net", [1, 3, 16, 16]]}]' in text
     pytester.runpytest("--workload-snapshot").assert_outcomes(passed=3)
 
 

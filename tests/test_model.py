@@ -1,17 +1,17 @@
-"""The data layer: a report's workload and a snapshot's entry share one schema for the fields
-they both hold, read with the same strictness."""
+"""The data layer: a report's workload and a snapshot's entry are one record in two JSON forms,
+read with the same strictness."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import pytest
 
 from pytest_workload import Workload
 from pytest_workload._core.errors import WorkloadDataError
-from pytest_workload._snapshot.document import SnapshotEntry
 from pytest_workload._workload.signature import InputSignature
-from pytest_workload._workload.workload import ParamStats
+from pytest_workload._workload.workload import ParamStats, UserKey
 
 
 def _workload() -> Workload:
@@ -31,18 +31,22 @@ def _workload() -> Workload:
     )
 
 
-def _both() -> list[tuple[type, dict]]:
+def _both() -> list[tuple[Callable[[dict], Workload], dict]]:
     w = _workload()
-    return [(Workload, w.to_dict()), (SnapshotEntry, SnapshotEntry.from_workload(w).to_dict())]
+    return [(Workload.from_dict, w.to_dict()), (Workload.from_snapshot, w.to_snapshot())]
 
 
-def test_an_entry_is_derived_from_its_workload_field_by_field():
-    w = _workload()
-    entry = SnapshotEntry.from_dict(SnapshotEntry.from_workload(w).to_dict())
-    for name in ("name", "class_name", "depth", "parent", "structure_hash", "input_signature"):
-        assert getattr(entry, name) == getattr(w, name)
-    assert (entry.hash, entry.submodules, entry.arg_names) == (w.hash, w.submodules, w.arg_names)
-    assert entry.structure_hash_without_dtypes == w.structure_hash_without_dtypes
+def test_a_snapshot_keeps_a_workload_without_what_depends_on_the_run():
+    w = dataclasses.replace(
+        _workload(), location="t.py:3", total_time_s=0.5, user_keys=(UserKey("k", 2, 3),)
+    )
+    stored = w.to_snapshot()
+    for run in ("calls", "caller", "location", "total_time_s", "timing", "measured", "key"):
+        assert run not in stored and run in w.to_dict()
+    assert stored["user_keys"] == [{"key": "k"}]
+    assert Workload.from_snapshot(stored) == dataclasses.replace(
+        w, calls=0, location=None, total_time_s=None, user_keys=(UserKey("k"),)
+    )
     assert Workload.from_dict(w.to_dict()) == w
 
 
@@ -57,10 +61,10 @@ def test_an_entry_is_derived_from_its_workload_field_by_field():
     ],
 )
 def test_both_readers_reject_the_same_malformed_field(field, value, message):
-    for cls, data in _both():
+    for read, data in _both():
         data[field] = value
         with pytest.raises(WorkloadDataError, match=message):
-            cls.from_dict(data)
+            read(data)
 
 
 def test_measured_round_trips_and_rejects_an_unknown_way():
@@ -108,20 +112,19 @@ def test_paths_are_stored_compressed_and_read_back_name_first():
     layer = _layer("blocks.10", ("blocks.10", "blocks.0", "blocks.2", "blocks.1"))
     assert layer.to_dict()["paths"] == ["blocks.[0-2,10]"]
     assert layer.label == "blocks.[0-2,10]" and _workload().label == "model"
-    for cls, data in ((Workload, layer.to_dict()), (SnapshotEntry, _entry(layer))):
-        read = cls.from_dict(data)
-        assert read.paths == ("blocks.10", "blocks.0", "blocks.1", "blocks.2")
-        assert read.name == "blocks.10"
+    for read, data in (
+        (Workload.from_dict, layer.to_dict()),
+        (Workload.from_snapshot, layer.to_snapshot()),
+    ):
+        found = read(data)
+        assert found.paths == ("blocks.10", "blocks.0", "blocks.1", "blocks.2")
+        assert found.name == "blocks.10"
     assert Workload.from_dict(layer.to_dict()) == dataclasses.replace(
         layer, paths=("blocks.10", "blocks.0", "blocks.1", "blocks.2")
     )
     assert _workload().paths == ("model",)  # no paths given: its name
     with pytest.raises(ValueError, match="the first path 'a' must be the name 'b'"):
         dataclasses.replace(_workload(), name="b", paths=("a", "b"))
-
-
-def _entry(w: Workload) -> dict:
-    return SnapshotEntry.from_workload(w).to_dict()
 
 
 @pytest.mark.parametrize(
@@ -135,7 +138,7 @@ def _entry(w: Workload) -> dict:
     ],
 )
 def test_both_readers_reject_paths_that_are_malformed_or_miss_the_name(paths, message):
-    for cls, data in _both():
+    for read, data in _both():
         data["paths"] = paths
         with pytest.raises(WorkloadDataError, match=message):
-            cls.from_dict(data)
+            read(data)

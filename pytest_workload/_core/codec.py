@@ -8,6 +8,10 @@ or written flat into the record's object. A field the record derives (``init=Fal
 written, and read back only to check it; a file's record writes its format first
 (``version``), and refuses another on read. Every value goes through the bounded readers of
 :mod:`.strict_json`, so a bad field is one clear line that names it.
+
+A record has two JSON forms: the report's (``to_dict``) and the snapshot's (``to_snapshot``),
+which leaves out the fields declared ``snapshot=False`` (what depends on the run: timings, call
+counts, call sites) and reads each of them as its default.
 """
 
 from __future__ import annotations
@@ -39,8 +43,11 @@ class Spec:
     write: Callable[[Any], Json] | None = None
     #: Neither written nor read (a value for this process only).
     skip: bool = False
-    #: Its written object's keys are the record's own, beside its other fields (with ``read``,
-    #: or a nested record's ``from_dict``, given the whole object).
+    #: Kept in the snapshot form (False: the report's only; a snapshot's record holds the
+    #: default, which the field must have).
+    snapshot: bool = True
+    #: Its written object's keys are the record's own, beside its other fields (with ``read``
+    #: given the whole object).
     flatten: bool = False
 
 
@@ -57,6 +64,9 @@ class _Field:
     spec: Spec
     default: Any
     init: bool
+
+    def kept(self, snapshot: bool) -> bool:
+        return self.spec.snapshot or not snapshot
 
 
 _NONE = type(None)
@@ -92,31 +102,35 @@ def _optional(hint: Any) -> Any:
     return None
 
 
-def _canonical(value: Any) -> str:
-    return canonical_json(_write(value))
+def _canonical(value: Any, snapshot: bool) -> str:
+    return canonical_json(_write(value, snapshot))
 
 
 def _short(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _write(value: Any) -> Json:
+def _write(value: Any, snapshot: bool) -> Json:
     if isinstance(value, Record):
-        return value.to_dict()
+        return value.to_snapshot() if snapshot else value.to_dict()
     if isinstance(value, tuple):
-        return [_write(v) for v in value]
+        return [_write(v, snapshot) for v in value]
     return typing.cast(Json, value)
 
 
 _PLURAL: Final = {str: "strings", int: "integers", float: "numbers", bool: "booleans"}
 
 
-def _read_item(value: Any, hint: Any, where: str) -> Any:
+def _read_record(hint: type[Record], value: Any, what: str, snapshot: bool) -> Any:
+    return hint.from_snapshot(value, what) if snapshot else hint.from_dict(value, what)
+
+
+def _read_item(value: Any, hint: Any, where: str, snapshot: bool) -> Any:
     """One element of a tuple field, by its type."""
     if isinstance(hint, type) and issubclass(hint, Record):
-        return hint.from_dict(value)
+        return _read_record(hint, value, hint.what, snapshot)
     if typing.get_origin(hint) is tuple:
-        return _read_tuple({"": value}, "", hint, where)
+        return _read_tuple({"": value}, "", hint, where, snapshot)
     if hint is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, hint) or (isinstance(value, bool) and hint is not bool):
@@ -124,39 +138,43 @@ def _read_item(value: Any, hint: Any, where: str) -> Any:
     return value
 
 
-def _read_tuple(d: Mapping[str, Any], key: str, hint: Any, where: str) -> tuple[Any, ...]:
+def _read_tuple(
+    d: Mapping[str, Any], key: str, hint: Any, where: str, snapshot: bool
+) -> tuple[Any, ...]:
     items, args = read_field(d, key, list), typing.get_args(hint)
     if args[-1] is Ellipsis:
-        return tuple(_read_item(v, args[0], where) for v in items)
+        return tuple(_read_item(v, args[0], where, snapshot) for v in items)
     if len(items) != len(args):
         raise WorkloadDataError(f"field {where!r} must hold {len(args)} values")
-    return tuple(_read_item(v, a, where) for v, a in zip(items, args, strict=True))
+    return tuple(_read_item(v, a, where, snapshot) for v, a in zip(items, args, strict=True))
 
 
-def _read(d: Mapping[str, Any], f: _Field) -> Any:
+def _read(d: Mapping[str, Any], f: _Field, snapshot: bool) -> Any:
     hint, key = f.hint, f.key
+    if not f.kept(snapshot):
+        return f.default
     if f.spec.read is not None:
         return f.spec.read(d)
     inner = _optional(hint)
     if key not in d and (f.spec.omit or inner is not None):
         return f.default if f.default is not dataclasses.MISSING else None
+    if key not in d:
+        raise WorkloadDataError(f"missing field {key!r}")
     if inner is not None:
         if d[key] is None:
             return None
         hint = inner
     if hint == _ANY:
-        if key not in d:
-            raise WorkloadDataError(f"missing field {key!r}")
         return d[key]
     if isinstance(hint, type) and issubclass(hint, Record):
         try:
-            return hint.from_dict(d.get(key), key)
+            return _read_record(hint, d.get(key), key, snapshot)
         except WorkloadDataError as exc:  # (a message that starts with its place keeps it)
             if str(exc).startswith(key):
                 raise
             raise WorkloadDataError(f"{key}: {exc}") from None
     if typing.get_origin(hint) is tuple:
-        return _read_tuple(d, key, hint, key)
+        return _read_tuple(d, key, hint, key, snapshot)
     if typing.get_origin(hint) is Literal:
         value = read_field(d, key, str)
         if value not in typing.get_args(hint):
@@ -194,38 +212,69 @@ class Record:
     version: ClassVar[tuple[str, int] | None] = None
 
     def to_dict(self) -> dict[str, Json]:
-        version = self.version
-        out: dict[str, Json] = {} if version is None else {version[0]: version[1]}
-        for f in _fields(type(self)):
-            value = getattr(self, f.name)
-            if f.spec.omit and value == f.default:
-                continue
-            write = f.spec.write if f.spec.write is not None and value is not None else _write
-            if f.spec.flatten:
-                out.update(typing.cast(dict[str, Json], write(value)))
-            else:
-                out[f.key] = write(value)
-        return out
+        return _encode(self, False)
+
+    def to_snapshot(self) -> dict[str, Json]:
+        """The snapshot form (a record that writes its own JSON keeps all of it)."""
+        return self.to_dict() if _own_format(type(self)) else _encode(self, True)
 
     @classmethod
     def from_dict(cls: type[_R], data: object, what: str | None = None) -> _R:
         """The record from parsed JSON; a bad field raises one WorkloadDataError naming it."""
-        d = read_object(data, what or cls.what)
-        if cls.version is not None:
-            _check_version(d, cls.what, *cls.version)
-        fields = _fields(cls)
-        record = cls(**{f.name: _read(d, f) for f in fields if f.init})
-        for f in fields:  # a derived field, where the file holds it, is what the record derives
-            if f.init or f.key not in d:
-                continue
-            stored, derived = _canonical(_read(d, f)), _canonical(getattr(record, f.name))
-            if stored != derived:
-                raise WorkloadDataError(
-                    f"field {f.key!r} does not follow from the other fields ({_short(stored)} "
-                    f"stored, {_short(derived)} derived)"
-                )
-        record.check()
-        return record
+        return _decode(cls, data, what, False)
+
+    @classmethod
+    def from_snapshot(cls: type[_R], data: object, what: str | None = None) -> _R:
+        """The record from its snapshot form, the report's own fields at their defaults."""
+        return cls.from_dict(data, what) if _own_format(cls) else _decode(cls, data, what, True)
 
     def check(self) -> None:
         """Rules across fields that a file must follow: raises WorkloadDataError."""
+
+
+def snapshot_fields(cls: type[Record]) -> tuple[str, ...]:
+    """The names of the fields that ``cls``'s snapshot form keeps."""
+    return tuple(f.name for f in _fields(cls) if f.spec.snapshot)
+
+
+def _own_format(cls: type[Record]) -> bool:
+    """Whether ``cls`` writes its JSON itself rather than through its fields."""
+    return cls.to_dict is not Record.to_dict
+
+
+def _encode(record: Record, snapshot: bool) -> dict[str, Json]:
+    version = record.version
+    out: dict[str, Json] = {} if version is None else {version[0]: version[1]}
+    for f in _fields(type(record)):
+        value = getattr(record, f.name)
+        if not f.kept(snapshot) or (f.spec.omit and value == f.default):
+            continue
+        if f.spec.write is not None and value is not None:
+            written = f.spec.write(value)
+        else:
+            written = _write(value, snapshot)
+        if f.spec.flatten:
+            out.update(typing.cast(dict[str, Json], written))
+        else:
+            out[f.key] = written
+    return out
+
+
+def _decode(cls: type[_R], data: object, what: str | None, snapshot: bool) -> _R:
+    d = read_object(data, what or cls.what)
+    if cls.version is not None:
+        _check_version(d, cls.what, *cls.version)
+    fields = [f for f in _fields(cls) if f.kept(snapshot)]
+    record = cls(**{f.name: _read(d, f, snapshot) for f in fields if f.init})
+    for f in fields:  # a derived field is what the record derives
+        if f.init:
+            continue
+        stored = _canonical(_read(d, f, snapshot), snapshot)
+        derived = _canonical(getattr(record, f.name), snapshot)
+        if stored != derived:
+            raise WorkloadDataError(
+                f"field {f.key!r} does not follow from the other fields ({_short(stored)} "
+                f"stored, {_short(derived)} derived)"
+            )
+    record.check()
+    return record

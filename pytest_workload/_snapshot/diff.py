@@ -26,7 +26,8 @@ from .._core.text import _INDENT, one_line, prefix_length, short, versions_line
 from .._fingerprint.distance import distance_factor, nearest
 from .._workload.costs import BY_RANK
 from .._workload.signature import label_arg, workload_key
-from .document import SnapshotDocument, SnapshotEntry
+from .._workload.workload import Workload
+from .document import SnapshotDocument
 from .part_diff import (
     changed_submodules,
     diff_operations,
@@ -34,6 +35,7 @@ from .part_diff import (
     field_changes,
     grouped_lines,
     op_name,
+    param_dtype_change,
 )
 
 SCALED = "same structure at a scaled shape:"
@@ -48,14 +50,19 @@ def format_key(key: Json) -> str:
     return json.dumps(key, ensure_ascii=False, separators=(",", ":"))
 
 
-def identity(e: SnapshotEntry) -> tuple[str | None, str, int, str]:
+def user_keys(e: Workload) -> str:
+    """The keys the user's hook gave a workload, as canonical JSON (a key 1 is not True)."""
+    return canonical_json([k.key for k in e.user_keys])
+
+
+def identity(e: Workload) -> tuple[str | None, str, int, str, int]:
     """What must be equal for the snapshot to pass: the workload under its caller, the user's
-    own key for it, and its parameter bytes. FLOPs are left out: they may be unknown (a replay
-    that failed), so they are compared apart."""
-    return (e.parent, e.hash, e.depth, canonical_json([e.user_key, e.param_bytes]))
+    own keys for it, and its parameter bytes. FLOPs are left out: they may be unknown (a
+    replay that failed), so they are compared apart."""
+    return (e.parent, e.hash, e.depth, user_keys(e), e.params.bytes)
 
 
-def _key(e: SnapshotEntry) -> list[Json]:
+def _key(e: Workload) -> list[Json]:
     return workload_key(e.structure_hash, e.input_signature)
 
 
@@ -69,14 +76,14 @@ def documents_match(old: SnapshotDocument, new: SnapshotDocument, tolerance: flo
     )
 
 
-def paths_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
+def paths_agree(a: Workload, b: Workload) -> bool:
     """The same paths ran a submodule workload (a layer more or fewer of the same kind is a
     change). A root's one path is its call site's name, which renaming a variable changes:
     not compared."""
     return a.depth == 0 or a.patterns == b.patterns
 
 
-def computes_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
+def computes_agree(a: Workload, b: Workload) -> bool:
     """Equal compute hashes. Whether a workload has one (a compiled or scripted module has
     none) and whether its operations follow its data are the code's, not the run's: either
     changing is a change (so an entry edited to leave its hash out, or marked data-dependent,
@@ -87,7 +94,7 @@ def computes_agree(a: SnapshotEntry, b: SnapshotEntry) -> bool:
     return a.data_dependent or a.compute_hash == b.compute_hash
 
 
-def costs_agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
+def costs_agree(old: Workload, new: Workload, tolerance: float) -> bool:
     """No cost of the recorded ``new`` grew beyond ``tolerance`` over the stored ``old``. Costs
     are counted, not timed: any growth is the code's. Like compute hashes, none on either side
     agrees with any, and a data-dependent workload's follow the data."""
@@ -102,18 +109,18 @@ class Change:
     """One difference between a stored and a recorded table."""
 
     kind: Literal["changed", "appeared", "vanished"]
-    old: SnapshotEntry | None
-    new: SnapshotEntry | None
+    old: Workload | None
+    new: Workload | None
     details: tuple[str, ...] = ()
 
     @property
-    def entry(self) -> SnapshotEntry:
+    def entry(self) -> Workload:
         entry = self.new or self.old
         assert entry is not None
         return entry
 
 
-def _pair_score(old: SnapshotEntry, new: SnapshotEntry) -> int:
+def _pair_score(old: Workload, new: Workload) -> int:
     """How likely ``new`` is ``old`` changed; 0 means unrelated."""
     if old.depth != new.depth:
         return 0
@@ -128,7 +135,7 @@ def _pair_score(old: SnapshotEntry, new: SnapshotEntry) -> int:
     return sum(w for w, s in zip((8, 4, 2, 1), same, strict=True) if s) if related else 0
 
 
-def _agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
+def _agree(old: Workload, new: Workload, tolerance: float) -> bool:
     """Everything but the identity agrees: FLOPs, computations, paths, costs, compile
     health and readiness."""
     # (a FLOP count on one side only differs: an unknown count is no evidence of no change)
@@ -143,15 +150,15 @@ def _agree(old: SnapshotEntry, new: SnapshotEntry, tolerance: float) -> bool:
 
 
 def unmatched(
-    entries: tuple[SnapshotEntry, ...],
-    others: tuple[SnapshotEntry, ...],
+    entries: tuple[Workload, ...],
+    others: tuple[Workload, ...],
     tolerance: float,
     *,
     recorded: bool = False,
-) -> list[SnapshotEntry]:
+) -> list[Workload]:
     """Entries with no counterpart in ``others`` (each used once): the same identity, and
     the rest agreeing (``recorded``: ``entries`` are the recorded ones, ``others`` stored)."""
-    pool: defaultdict[Hashable, list[SnapshotEntry]] = defaultdict(list)
+    pool: defaultdict[Hashable, list[Workload]] = defaultdict(list)
     for other in others:
         pool[identity(other)].append(other)
     unmatched = []
@@ -200,13 +207,13 @@ def compare_documents(
     return changes
 
 
-def signature_lines(old: SnapshotEntry, new: SnapshotEntry) -> list[str]:
+def signature_lines(old: Workload, new: Workload) -> list[str]:
     return diff_signatures(
         old.input_signature, new.input_signature, lambda p: label_arg(p, new.arg_names)
     )
 
 
-def scaling(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
+def scaling(old: Workload, new: Workload) -> str | None:
     """The shape relation of two workloads of one structure, when one divides the other
     (asked of the distance only then: other structures or the same inputs have none)."""
     if old.structure_hash != new.structure_hash or old.input_signature == new.input_signature:
@@ -222,7 +229,7 @@ def scaling(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
     return None
 
 
-def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
+def _nearest_stored(entry: Workload, old: SnapshotDocument) -> list[str]:
     """Name the stored workload an appeared one is a scaled version of, if there is one."""
     stored = {canonical_json(_key(e)): e for e in old.entries}
     found = nearest(_key(entry), [_key(e) for e in old.entries])
@@ -238,12 +245,13 @@ def _nearest_stored(entry: SnapshotEntry, old: SnapshotDocument) -> list[str]:
 
 
 def explain_entry(
-    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+    old: Workload, new: Workload, old_doc: SnapshotDocument, new_doc: SnapshotDocument
 ) -> list[str]:
     """Say in words why two entries paired up by name have different hashes."""
     lines: list[str] = []
-    if canonical_json(old.user_key) != canonical_json(new.user_key):
-        lines.append(f"user key changed: {format_key(old.user_key)} -> {format_key(new.user_key)}")
+    if user_keys(old) != user_keys(new):
+        was, now = (", ".join(format_key(k.key) for k in e.user_keys) for e in (old, new))
+        lines.append(f"user key changed: {was or 'null'} -> {now or 'null'}")
     if (relation := scaling(old, new)) is not None:
         lines.append(relation)
     if old.class_name != new.class_name:
@@ -253,8 +261,8 @@ def explain_entry(
     lines.extend(signature_lines(old, new))
     if old.flops != new.flops:
         lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
-    if old.param_bytes != new.param_bytes:
-        lines.append(f"parameter bytes {_count(old.param_bytes)} -> {_count(new.param_bytes)}")
+    if old.params.bytes != new.params.bytes:
+        lines.append(f"parameter bytes {_count(old.params.bytes)} -> {_count(new.params.bytes)}")
     if not paths_agree(old, new):
         lines.append(f"paths {old.label} -> {new.label}")
     if not computes_agree(old, new):
@@ -269,7 +277,7 @@ def explain_entry(
 
 
 def compute_lines(
-    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+    old: Workload, new: Workload, old_doc: SnapshotDocument, new_doc: SnapshotDocument
 ) -> list[str]:
     """``computation changed (...)`` and the operations that differ, by submodule path. Where
     the structure or inputs changed too (another hash), that change explains operations that
@@ -302,7 +310,7 @@ def compute_lines(
     return [head, *lines]
 
 
-def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
+def cost_lines(old: Workload, new: Workload) -> Iterator[str]:
     """One line per cost that moved (``peak memory 1.0 MiB -> 9.0 MiB (+8.0 MiB, 9.00x)``),
     then the operation counts that changed."""
     a, b = old.costs, new.costs
@@ -327,10 +335,10 @@ def cost_lines(old: SnapshotEntry, new: SnapshotEntry) -> Iterator[str]:
 
 
 def _structure_lines(
-    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+    old: Workload, new: Workload, old_doc: SnapshotDocument, new_doc: SnapshotDocument
 ) -> list[str]:
     """A structure change, or a dtype change where the entries show it is nothing else."""
-    dtypes = _param_dtype_change(old, new)
+    dtypes = param_dtype_change(old, new)
     without = old.structure_hash_without_dtypes
     if without is not None and without == new.structure_hash_without_dtypes:
         return [f"{dtypes or 'parameter or buffer dtypes changed'} (structure otherwise the same)"]
@@ -347,14 +355,6 @@ def _structure_lines(
     if paths:
         lines.append("submodules whose structure changed: " + ", ".join(paths))
     return lines + ([dtypes] if dtypes else [])
-
-
-def _param_dtype_change(old: SnapshotEntry, new: SnapshotEntry) -> str | None:
-    before, after = old.param_dtypes, new.param_dtypes
-    if not before or not after or before == after:
-        return None
-    noun = "dtype" if len(before) == len(after) == 1 else "dtypes"
-    return f"parameter {noun} {', '.join(before)} -> {', '.join(after)}"
 
 
 def _count(value: int | None) -> str:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Final
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from .._compile import CompileHealth, Readiness
-from .._core.codec import Record, codec
+from .._core.codec import snapshot_fields
 from .._core.errors import OldFormatError, WorkloadDataError
 from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._core.strict_json import (
@@ -19,113 +18,29 @@ from .._core.strict_json import (
     read_object,
 )
 from .._workload.computation import Computation, computation_table, read_computations
-from .._workload.costs import Costs
 from .._workload.modules import ModuleTable, closure, modules_to_dict, read_modules
-from .._workload.paths import (
-    PATHS,
-    SUBMODULES,
-    Paths,
-    check_links,
-    name_first,
-)
-from .._workload.signature import InputSignature
-from .._workload.workload import Workload
-
-_OMIT: Final = codec(omit=True)
+from .._workload.paths import name_first
+from .._workload.workload import Workload, check_links
 
 
-@dataclass(frozen=True, kw_only=True)
-class SnapshotEntry(Paths, Record):
-    """One workload as the snapshot keeps it: identity plus what a reviewer reads, nothing
-    machine- or run-dependent (timings, call counts, call sites)."""
-
-    name: str
-    paths: tuple[str, ...] = field(default=(), metadata=PATHS)
-    class_name: str = field(metadata=codec(key="class"))
-    depth: int
-    parent: str | None
-    input: str = field(init=False, compare=False)
-    arg_names: tuple[str, ...] = ()
-    input_signature: InputSignature
-    structure_hash: str
-    structure_hash_without_dtypes: str | None = None
-    hash: str
-    param_bytes: int | None = None
-    #: For review only (never compared): they tell a dtype change from a structure change.
-    param_dtypes: tuple[str, ...] | None = None
-    flops: int | None = None
-    #: Compared within ``--workload-cost-tolerance`` (see :func:`.diff.costs_agree`).
-    costs: Costs | None = None
-    submodules: tuple[tuple[str, str], ...] = field(metadata=SUBMODULES)
-    #: The operations' hash (None: not recorded there; see :func:`.diff.computes_agree`).
-    compute_hash: str | None = field(default=None, metadata=_OMIT)
-    data_dependent: bool = field(default=False, metadata=_OMIT)
-    user_key: Json = field(default=None, metadata=_OMIT)
-    #: What dynamo compiled (None: not observed; see :func:`.._compile.health_agrees`).
-    compile_health: CompileHealth | None = field(
-        default=None, metadata=codec(key="compile", omit=True)
-    )
-    #: The same for ``compile=`` on the marker (None: not asked for, or not checked).
-    compile_readiness: Readiness | None = field(default=None, metadata=_OMIT)
-
-    what: ClassVar[str] = "workload"
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "input", self.input_signature.format())
-
-    @classmethod
-    def from_workload(cls, w: Workload) -> SnapshotEntry:
-        shared = {
-            f.name: getattr(w, f.name)
-            for f in fields(cls)
-            if f.init and not f.name.startswith("param_")
-        }
-        return cls(**shared, param_bytes=w.params.bytes, param_dtypes=w.params.dtypes)
-
-
-#: The fields a snapshot entry always holds (but for two for review only, which snapshots
-#: written before them lack), of which only ``_NULLABLE`` may be null (unknown); ``_LEFT_OUT``
-#: are left out, never written as null, when unknown or off.
-_ALWAYS_WRITTEN: Final = (
-    "name", "paths", "class", "depth", "parent", "input", "arg_names", "input_signature",
-    "structure_hash", "hash", "param_bytes", "flops", "costs", "submodules",
-)  # fmt: skip
-_NULLABLE: Final = ("parent", "flops", "costs")
-_LEFT_OUT: Final = (
-    "compute_hash", "data_dependent", "user_key", "compile", "compile_readiness",
-)  # fmt: skip
-_NEVER_NULL: Final = tuple(k for k in _ALWAYS_WRITTEN + _LEFT_OUT if k not in _NULLABLE)
-
-
-def _check_written(data: object) -> None:
-    """In a file of this release's format: a field left out or null where the writer never
-    leaves it so (an edit that would turn a check off, such as ``"compute_hash": null``)."""
-    d = read_object(data, "workload")
-    missing = next((k for k in _ALWAYS_WRITTEN if k not in d), None)
-    if missing is not None:
-        raise WorkloadDataError(f"missing field {missing!r}")
-    null = next((k for k in _NEVER_NULL if k in d and d[k] is None), None)
-    if null is not None:
-        left_out = " (it is left out when unknown or off)" if null in _LEFT_OUT else ""
-        raise WorkloadDataError(f"field {null!r} is null{left_out}")
-
-
-def _fold_key(entry: SnapshotEntry) -> tuple[object, ...]:
-    """Every stored field but the paths (a user key by its canonical JSON: 1 is not True)."""
+def _fold_key(entry: Workload, kept: tuple[str, ...]) -> tuple[object, ...]:
+    """Every field the snapshot keeps but the paths (user keys by their JSON: 1 is not True)."""
     return tuple(
-        canonical_json(entry.user_key) if f.name == "user_key" else getattr(entry, f.name)
-        for f in fields(entry)
-        if f.name not in ("name", "paths")
+        tuple(canonical_json(k.key) for k in entry.user_keys)
+        if name == "user_keys"
+        else getattr(entry, name)
+        for name in kept
+        if name not in ("name", "paths")
     )
 
 
-def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
+def fold(entries: Iterable[Workload]) -> tuple[Workload, ...]:
     """One entry per workload: entries equal in every stored field but their paths (the
     rows of identical layers) as the first of them, with every path."""
-    folded: dict[tuple[object, ...], list[SnapshotEntry]] = {}
+    kept = snapshot_fields(Workload)
+    folded: dict[tuple[object, ...], list[Workload]] = {}
     for entry in entries:
-        folded.setdefault(_fold_key(entry), []).append(entry)
+        folded.setdefault(_fold_key(entry, kept), []).append(entry)
     return tuple(
         same[0]
         if len(same) == 1
@@ -137,11 +52,11 @@ def fold(entries: Iterable[SnapshotEntry]) -> tuple[SnapshotEntry, ...]:
 @dataclass(frozen=True)
 class SnapshotDocument:
     """A test's workload table as its snapshot file stores it, with each distinct computation
-    and module description once, and the library versions. Only the entries decide a
-    match."""
+    and module description once, and the library versions. Only the entries decide a match:
+    the workloads as the snapshot keeps them (see :meth:`.Record.to_snapshot`)."""
 
     scheme: int
-    entries: tuple[SnapshotEntry, ...]
+    entries: tuple[Workload, ...]
     computations: Mapping[str, Computation] = field(default_factory=dict, compare=False)
     modules: ModuleTable = field(default_factory=dict, compare=False)
     libraries: Mapping[str, str] = field(default_factory=dict, compare=False)
@@ -158,7 +73,7 @@ class SnapshotDocument:
         found = (c for w in rows if w.computation is not None for c in w.computation.closure())
         return cls(
             scheme,
-            fold(SnapshotEntry.from_workload(w) for w in rows),
+            fold(rows),
             {c.hash: c for c in found},
             closure(modules or {}, (w.structure_hash for w in rows)),
             dict(libraries or {}),
@@ -171,7 +86,7 @@ class SnapshotDocument:
         }
         if self.libraries:
             out["libraries"] = dict(sorted(self.libraries.items()))
-        out["workloads"] = [e.to_dict() for e in self.entries]
+        out["workloads"] = [e.to_snapshot() for e in self.entries]
         if self.computations:
             out["computations"] = dict(computation_table(list(self.computations.values())))
         if self.modules:
@@ -193,8 +108,7 @@ class SnapshotDocument:
         entries = []
         for row, data in enumerate(read_field(d, "workloads", list)):
             try:
-                _check_written(data)
-                entries.append(SnapshotEntry.from_dict(data))
+                entries.append(Workload.from_snapshot(data))
             except WorkloadDataError as exc:
                 raise WorkloadDataError(f"workload {row}: {exc}") from None
         check_links(entries, "snapshot")

@@ -1,5 +1,5 @@
-"""What differs in one part of two workloads, line by line: their input signatures, their
-operations and their module descriptions."""
+"""What differs in one part of two workloads, line by line: their input signatures, parameter
+dtypes, operations and module descriptions."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from .._core.strict_json import Json, canonical_json
 from .._workload.computation import Computation, SubCall, join_path
 from .._workload.modules import ModuleTable, child_links
 from .._workload.signature import InputSignature, diff_node, format_node
-from .document import SnapshotDocument, SnapshotEntry, inline_json
+from .._workload.workload import Workload
+from .document import SnapshotDocument, inline_json
 
 #: Paths named per grouped change before the rest are counted.
 MAX_PATHS = 3
@@ -39,6 +40,14 @@ def diff_signatures(
         else:
             lines.extend(diff_node(path, before[name], after[name]))
     return lines
+
+
+def param_dtype_change(old: Workload, new: Workload) -> str | None:
+    before, after = old.params.dtypes, new.params.dtypes
+    if not before or not after or before == after:
+        return None
+    noun = "dtype" if len(before) == len(after) == 1 else "dtypes"
+    return f"parameter {noun} {', '.join(before)} -> {', '.join(after)}"
 
 
 def op_name(item: str | SubCall) -> str:
@@ -194,7 +203,7 @@ def grouped_lines(changes: list[FieldChange], root: str) -> list[str]:
     return lines
 
 
-def _children(doc: SnapshotDocument, parent: SnapshotEntry) -> dict[str, SnapshotEntry]:
+def _children(doc: SnapshotDocument, parent: Workload) -> dict[str, Workload]:
     """Recorded children of ``parent``: linked by its hash, and below depth 1 also by path,
     since two layers of one kind share a hash (``a`` must not adopt ``b.0``)."""
     prefixes = tuple(f"{p}." for p in parent.paths) if parent.depth else ("",)
@@ -206,7 +215,7 @@ def _children(doc: SnapshotDocument, parent: SnapshotEntry) -> dict[str, Snapsho
 
 
 def changed_submodules(
-    old: SnapshotEntry, new: SnapshotEntry, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+    old: Workload, new: Workload, old_doc: SnapshotDocument, new_doc: SnapshotDocument
 ) -> list[str]:
     """Submodule paths whose structure differs: direct children, then recorded descendants."""
     paths: list[str] = []

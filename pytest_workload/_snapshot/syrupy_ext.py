@@ -28,7 +28,7 @@ from .._core.text import PLAIN, Commands, one_line
 from .._workload.workload import TestWorkloads
 from .document import SnapshotDocument
 from .snapshot_files import SNAPSHOT_DIRNAME, SNAPSHOT_SUFFIX, Stored, read_stored, snapshot_stem
-from .verdict import Judged, Verdict, judge
+from .verdict import Verdict, judge
 
 if TYPE_CHECKING:
     from syrupy.data import SnapshotCollection
@@ -202,23 +202,24 @@ class SnapshotGate:
 
     def check(
         self, snapshot: Snapshot, test: TestWorkloads, scheme: int, *, judge_signatures: bool = True
-    ) -> Judged:
+    ) -> tuple[Verdict, str | None]:
         """Judge a test's table, then do what the verdict names: use the stored table as it
-        is, or assert the recorded one (under ``--snapshot-update``, syrupy writes it)."""
+        is, or assert the recorded one (under ``--snapshot-update``, syrupy writes it). The
+        verdict, and what it says."""
         document = SnapshotDocument.of(scheme, test.workloads, test.modules, test.libraries)
         assertion, location = _assertion(snapshot)
         shown = _display(location, self.rootdir)
         real = None if self.rootdir is None else outside(Path(location), self.rootdir)
         if real is not None:
             self._keep(assertion, location, _stored(assertion, location))
-            return Judged(
+            return (
                 Verdict.REFUSED,
                 f"workload snapshot {shown} leads to {real}, outside the rootdir {self.rootdir}: "
                 "it is left as it is and nothing is written there, also under --snapshot-update",
             )
         stored = _stored(assertion, location)
         updating = bool(snapshot.update_snapshots)
-        judged = judge(
+        verdict, text = judge(
             stored,
             document,
             shown,
@@ -228,19 +229,18 @@ class SnapshotGate:
             tolerance=self.cost_tolerance,
             commands=self.commands,
         )
-        if judged.verdict is Verdict.REFUSED:
+        if verdict is Verdict.REFUSED:
             self._keep(assertion, location, stored)
-        elif judged.verdict is Verdict.MATCHED:
+        elif verdict is Verdict.MATCHED:
             _use(assertion)  # counted as passed: it was checked
-        elif judged.verdict is not Verdict.NOTHING:
+        elif verdict is not Verdict.NOTHING:
             before = (stored.held or held(Path(location))) if updating else None
             written = assertion == document  # (without --snapshot-update, it fails)
             if updating and not written:
-                shown_error = f"workload snapshot {shown} {_write_error(assertion)}"
-                return Judged(Verdict.UNWRITTEN, shown_error)
+                return Verdict.UNWRITTEN, f"workload snapshot {shown} {_write_error(assertion)}"
             if before is not None:
                 self._wrote[test.nodeid] = (location, before[0])
-        return judged
+        return verdict, text
 
 
 def _write_error(assertion: SnapshotAssertion) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from functools import cache
 
 from .._compile import (
@@ -17,10 +16,10 @@ from .._compile import (
     readiness_agrees,
     readiness_lines,
 )
-from .._core.notes import Note
 from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._core.text import Commands, one_line, short, versions_line
 from .._workload.modules import ModuleTable, child_links
+from .._workload.workload import Workload
 from .diff import (
     cost_lines,
     costs_agree,
@@ -30,8 +29,9 @@ from .diff import (
     paths_agree,
     signature_lines,
     unmatched,
+    user_keys,
 )
-from .document import SnapshotDocument, SnapshotEntry
+from .document import SnapshotDocument
 from .snapshot_files import Stored
 
 #: Description fields an upgrade may change: the wording, never the computation.
@@ -56,26 +56,10 @@ class Verdict(enum.Enum):
     #: The stored table differs: the test fails.
     CHANGED = "changed"
 
-
-#: The verdicts that fail the test.
-FAILING = frozenset({Verdict.REFUSED, Verdict.UNWRITTEN, Verdict.MISSING, Verdict.CHANGED})
-
-
-@dataclass(frozen=True)
-class Judged:
-    """A verdict and what it says: the failure of a failing one, else a note (or nothing)."""
-
-    verdict: Verdict
-    text: str | None = None
-
     @property
-    def failures(self) -> list[str]:
-        """Why the test fails: the text of a failing verdict."""
-        return [self.text] if self.text is not None and self.verdict in FAILING else []
-
-    def notes(self, nodeid: str) -> list[Note]:
-        """The note of a verdict that passes, for the end of the run."""
-        return [Note(nodeid, self.text)] if self.text is not None and not self.failures else []
+    def fails(self) -> bool:
+        """Whether the verdict fails the test (its text says why; any other's is a note)."""
+        return self in (Verdict.REFUSED, Verdict.UNWRITTEN, Verdict.MISSING, Verdict.CHANGED)
 
 
 def judge(
@@ -88,17 +72,17 @@ def judge(
     judge_signatures: bool,
     tolerance: float,
     commands: Commands,
-) -> Judged:
-    """The one verdict on a test's table. A narrowed ``--snapshot-update``
+) -> tuple[Verdict, str | None]:
+    """The one verdict on a test's table, and what it says. A narrowed ``--snapshot-update``
     (``accept_upgrade``) allows only its one rewrite (an accepted upgrade); any other change
     fails and leaves the file as it is. Without ``judge_signatures`` (a test recorded only by
     ``--workload-record=all``: its inputs may follow its data), a change in call signatures
     alone is a note, and the stored table is kept as it is, unless ``--snapshot-update``
     rewrites it."""
     if not recorded.entries and not stored.exists:
-        return Judged(Verdict.NOTHING)
+        return Verdict.NOTHING, None
     if stored.too_new is not None:
-        return Judged(
+        return (
             Verdict.REFUSED,
             f"workload snapshot {shown} was written by {one_line(stored.too_new)}: upgrade "
             "pytest-workload to check it. It is left as it is, also under --snapshot-update",
@@ -106,11 +90,11 @@ def judge(
     corrupt, fix = stored.corrupt, commands.accept
     if corrupt is not None and not (updating and not accept_upgrade):
         if stored.old:
-            return Judged(
+            return (
                 Verdict.REFUSED,
                 f"workload snapshot {shown} is of {one_line(corrupt)}; regenerate it with {fix}",
             )
-        return Judged(
+        return (
             Verdict.REFUSED,
             f"corrupt workload snapshot {shown}: {one_line(corrupt)}. It is left as it is; "
             f"fix it or regenerate it with {fix}",
@@ -120,14 +104,14 @@ def judge(
     if not judge_signatures and old is not None and (accept_upgrade or not updating):
         changes = signature_changes(old, recorded, tolerance)
         if changes:
-            return Judged(Verdict.MATCHED, signature_note(changes))
+            return Verdict.MATCHED, signature_note(changes)
     note = None
     if accept_upgrade and not matching:
         if old is None:
-            return Judged(Verdict.REFUSED, missing(shown, commands))
+            return Verdict.REFUSED, missing(shown, commands)
         refusal, note = upgrade_verdict(old, shown, recorded, commands)
         if refusal is not None:
-            return Judged(Verdict.REFUSED, refusal)
+            return Verdict.REFUSED, refusal
     elif stored.corrupt is not None:
         what = "" if stored.old else "corrupt "
         note = f"rewrote {what}workload snapshot {shown} ({one_line(stored.corrupt)})"
@@ -135,13 +119,13 @@ def judge(
     # a matching table stays as it is, but under --snapshot-update not one that is
     # unverified, not UTF-8 (both corrupt) or holds costs that shrank: syrupy rewrites it
     if matching and not (updating and (stored.corrupt is not None or shrank)):
-        return Judged(Verdict.MATCHED, shrunk_note(shown, shrank, updating))
+        return Verdict.MATCHED, shrunk_note(shown, shrank, updating)
     if updating:
-        return Judged(Verdict.WRITE, note or shrunk_note(shown, shrank, updating))
+        return Verdict.WRITE, note or shrunk_note(shown, shrank, updating)
     if old is None:
-        return Judged(Verdict.MISSING, missing(shown, commands))
+        return Verdict.MISSING, missing(shown, commands)
     changes = mismatch_lines(old, recorded, tolerance)
-    return Judged(Verdict.CHANGED, explain_mismatch(shown, changes, old, recorded, commands))
+    return Verdict.CHANGED, explain_mismatch(shown, changes, old, recorded, commands)
 
 
 def signature_note(changes: Sequence[str]) -> str:
@@ -238,7 +222,7 @@ def _skeletons(table: ModuleTable) -> Callable[[str], str | None]:
 
 
 def _entry_refusal(
-    old: SnapshotEntry, new: SnapshotEntry, skeletons: tuple[str | None, str | None]
+    old: Workload, new: Workload, skeletons: tuple[str | None, str | None]
 ) -> Iterator[str]:
     if old.input_signature != new.input_signature:
         yield f"input {old.input_signature.format()} -> {new.input_signature.format()}"
@@ -246,14 +230,14 @@ def _entry_refusal(
         yield "no stored module description to compare its parameters and children with"
     elif skeletons[0] != skeletons[1]:
         yield "parameters, buffers, children or train/eval mode changed"
-    if old.param_bytes != new.param_bytes:
-        yield f"parameter bytes {old.param_bytes} -> {new.param_bytes}"
+    if old.params.bytes != new.params.bytes:
+        yield f"parameter bytes {old.params.bytes} -> {new.params.bytes}"
     if old.flops != new.flops:
         yield f"FLOPs {old.flops} -> {new.flops}"
     if old.compute_hash != new.compute_hash:
         hashes = [short(h) if h else "unknown" for h in (old.compute_hash, new.compute_hash)]
         yield f"computation changed (compute hash {hashes[0]} -> {hashes[1]})"
-    if canonical_json(old.user_key) != canonical_json(new.user_key):
+    if user_keys(old) != user_keys(new):
         yield "user key changed"
     if not paths_agree(old, new):
         yield f"paths {old.label} -> {new.label}"
@@ -265,7 +249,7 @@ def _entry_refusal(
 
 def _upgrade_refusals(
     stored: SnapshotDocument, recorded: SnapshotDocument
-) -> Iterator[tuple[SnapshotEntry, SnapshotEntry, str | None]]:
+) -> Iterator[tuple[Workload, Workload, str | None]]:
     """Tables of as many workloads, paired in order (an upgrade changes hashes, never which
     calls ran): each reason a pair is more than an upgrade's, None where they are not the
     same workload. Reasons, not sentences: whether it is an upgrade needs no labels."""

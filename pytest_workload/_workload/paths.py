@@ -8,16 +8,12 @@ literal), and a literal escapes each ``[``, ``]`` and ``\\`` with a ``\\``. A se
 compresses to products of component sets, merged while two agree on every component but one
 integer position (the union of two products that share every other factor is exact), so
 ``expand_paths(compress_paths(p))`` is ``p`` as a set.
-
-What a report's workload and a snapshot's entry share (their identity fields, their paths and
-their links in the tree) is read and checked here too, by one set of rules.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from functools import cached_property
 from typing import Any, Final
 
 from .._core.codec import codec
@@ -112,34 +108,6 @@ def natural_key(path: str) -> list[tuple[int, tuple[int, ...], str]]:
 def name_first(name: str, paths: Iterable[str]) -> tuple[str, ...]:
     """``name`` and the other ``paths`` in natural order: how a workload keeps its paths."""
     return (name, *sorted({p for p in paths if p != name}, key=natural_key))
-
-
-class Paths:
-    """For a frozen record with ``paths`` and a place in the tree (a workload, a snapshot
-    entry): its paths, ``name`` first (``(name,)`` when none are given), compressed and
-    labelled for people, each worked out once."""
-
-    name: str
-    paths: tuple[str, ...]
-    hash: str
-    depth: int
-    parent: str | None
-
-    def __post_init__(self) -> None:
-        if not self.paths:
-            object.__setattr__(self, "paths", (self.name,))
-        elif self.paths[0] != self.name:
-            raise ValueError(f"the first path {self.paths[0]!r} must be the name {self.name!r}")
-
-    @cached_property
-    def patterns(self) -> list[str]:
-        """``paths`` compressed, as stored."""
-        return compress_paths(self.paths)
-
-    @cached_property
-    def label(self) -> str:
-        """Its one path as it is, or for several their patterns (``blocks.[0-49]``)."""
-        return self.paths[0] if len(self.paths) == 1 else ", ".join(self.patterns)
 
 
 def _malformed(pattern: str, why: str) -> WorkloadDataError:
@@ -245,35 +213,3 @@ def read_submodules(d: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
 #: and read back expanded, name first; the submodules as an object.
 PATHS: Final = codec(read=read_paths, write=compress_paths)
 SUBMODULES: Final = codec(read=read_submodules, write=dict)
-
-
-def check_links(rows: Sequence[Paths], where: str) -> None:
-    """Every row's ``parent`` (and ``caller``) must name a calling row one level up, and a root
-    has none: a forged link would drop a workload from every check that walks the tree."""
-    depths: dict[str, set[int]] = {}
-    for r in rows:
-        depths.setdefault(r.hash, set()).add(r.depth)
-    for row, r in enumerate(rows):
-        caller = getattr(r, "caller", None)
-        if r.depth < 0:
-            raise WorkloadDataError(f"{where}, workload {row}: depth {r.depth} is negative")
-        if (r.depth == 0) != (r.parent is None):
-            raise WorkloadDataError(
-                f"{where}, workload {row}: depth {r.depth} with parent {r.parent!r} (a workload "
-                "has a parent exactly when it is not at depth 0)"
-            )
-        if caller is not None:
-            if not 0 <= caller < row:
-                raise WorkloadDataError(
-                    f"{where}, workload {row}: caller {caller} is not an earlier row"
-                )
-            up = rows[caller]
-            if up.hash != r.parent or up.depth != r.depth - 1:
-                raise WorkloadDataError(
-                    f"{where}, workload {row}: parent and depth do not match caller row {caller}"
-                )
-        elif r.parent is not None and r.depth - 1 not in depths.get(r.parent, set()):
-            raise WorkloadDataError(
-                f"{where}, workload {row}: parent {r.parent!r} is not the hash of a workload at "
-                f"depth {r.depth - 1}"
-            )

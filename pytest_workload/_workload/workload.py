@@ -5,7 +5,7 @@ These are what crosses process boundaries (xdist workers) and what the JSON repo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar, Final
@@ -22,11 +22,13 @@ from .._core.strict_json import (
 from .computation import Computation
 from .costs import Costs
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
-from .paths import PATHS, SUBMODULES, Paths, check_links
+from .paths import PATHS, SUBMODULES, compress_paths
 from .signature import InputSignature, workload_key
 from .timing import Measured, Timing
 
 _COUNT: Final = codec(minimum=0)
+#: What depends on the run (timings, call counts, call sites): the report's, not the snapshot's.
+_RUN: Final = codec(snapshot=False)
 
 
 @dataclass(frozen=True)
@@ -41,17 +43,18 @@ class ParamStats(Record):
 
 @dataclass(frozen=True)
 class UserKey(Record):
-    """A key a ``pytest_workload_key`` hook returned, and which calls returned it."""
+    """A key a ``pytest_workload_key`` hook returned, and which calls returned it (0 in a
+    snapshot, which keeps the key only)."""
 
     key: Json
-    first_call: int
-    calls: int
+    first_call: int = field(default=0, metadata=_RUN)
+    calls: int = field(default=0, metadata=_RUN)
 
     what: ClassVar[str] = "user key"
 
 
 @dataclass(frozen=True, kw_only=True)
-class Workload(Paths, Record):
+class Workload(Record):
     """One workload as one test saw it: one module structure called with one input signature.
 
     Example:
@@ -66,17 +69,21 @@ class Workload(Paths, Record):
     counts and times are over all of them. ``parent`` and ``caller`` are None for a root, and
     only for a root.
 
+    A snapshot keeps a workload without what depends on the run (its call counts, call site,
+    timings, output and how they were measured): read from one, those hold their defaults.
+
     Attributes:
         name: The first path that ran it (a root: its call site's name).
         paths: Every path that ran it, ``name`` first, the others in natural order.
         class_name: The module's class, ``module.QualName``.
         depth: 0 for a root, 1 for its recorded children, and so on.
         parent: The calling workload's hash, or None for a root.
-        caller: The calling workload's row in the test's workloads, or None for a root.
+        caller: The calling workload's row in the test's workloads, or None for a root (and
+            in a snapshot, which links by ``parent``).
         structure_hash: The module tree's hash (see ``structure_hash``).
         input_signature: The call's arguments as described (shapes, dtypes, values).
         hash: The workload hash, SHA-256 of (scheme, structure hash, input signature).
-        calls: How many calls ran it.
+        calls: How many calls ran it (0 in a snapshot).
         params: Parameter count, bytes and dtypes of its tree.
         arg_names: The names of its ``forward``'s positional parameters (labels for the
             inputs).
@@ -116,7 +123,7 @@ class Workload(Paths, Record):
     class_name: str = field(metadata=codec(key="class"))
     depth: int
     parent: str | None
-    caller: int | None = None
+    caller: int | None = field(default=None, metadata=_RUN)
     structure_hash: str
     structure_hash_without_dtypes: str | None = None
     input_signature: InputSignature
@@ -124,24 +131,24 @@ class Workload(Paths, Record):
     input: str = field(init=False, compare=False)
     #: ``[structure_hash, args, kwargs]``: the workload's identity with its structure kept
     #: apart from its inputs, as ``distance_factor`` and the JSON report's ``key`` take it.
-    key: list[Json] = field(init=False, compare=False)
+    key: list[Json] = field(init=False, compare=False, metadata=_RUN)
     hash: str
-    calls: int = field(metadata=codec(minimum=1))
+    calls: int = field(default=0, metadata=codec(minimum=1, snapshot=False))
     params: ParamStats
     arg_names: tuple[str, ...] = ()
-    location: str | None = None
-    total_time_s: float | None = None
+    location: str | None = field(default=None, metadata=_RUN)
+    total_time_s: float | None = field(default=None, metadata=_RUN)
     submodules: tuple[tuple[str, str], ...] = field(default=(), metadata=SUBMODULES)
     user_keys: tuple[UserKey, ...] = ()
-    timing: Timing | None = None
+    timing: Timing | None = field(default=None, metadata=_RUN)
     flops: int | None = field(default=None, metadata=_COUNT)
-    peak_memory_bytes: int | None = field(default=None, metadata=_COUNT)
-    output_signature: Json = None
-    measured: Measured | None = None
+    peak_memory_bytes: int | None = field(default=None, metadata=codec(minimum=0, snapshot=False))
+    output_signature: Json = field(default=None, metadata=_RUN)
+    measured: Measured | None = field(default=None, metadata=_RUN)
     compute_hash: str | None = None
     data_dependent: bool = False
-    compute_unknown: str | None = None
-    compute_partial: str | None = None
+    compute_unknown: str | None = field(default=None, metadata=_RUN)
+    compute_partial: str | None = field(default=None, metadata=_RUN)
     computation: Computation | None = field(
         default=None, compare=False, repr=False, metadata=codec(skip=True)
     )
@@ -149,15 +156,57 @@ class Workload(Paths, Record):
     compile_health: CompileHealth | None = field(default=None, metadata=codec(key="compile"))
     compile_readiness: Readiness | None = None
 
+    what: ClassVar[str] = "workload"
+
     def __post_init__(self) -> None:
-        super().__post_init__()
+        if not self.paths:
+            object.__setattr__(self, "paths", (self.name,))
+        elif self.paths[0] != self.name:
+            raise ValueError(f"the first path {self.paths[0]!r} must be the name {self.name!r}")
         object.__setattr__(self, "input", self.input_signature.format())
         object.__setattr__(self, "key", workload_key(self.structure_hash, self.input_signature))
 
-    @property
-    def user_key(self) -> Json:
-        """The first user key of this workload, or None when no hook keyed it."""
-        return self.user_keys[0].key if self.user_keys else None
+    @cached_property
+    def patterns(self) -> list[str]:
+        """``paths`` compressed, as stored."""
+        return compress_paths(self.paths)
+
+    @cached_property
+    def label(self) -> str:
+        """Its one path as it is, or for several their patterns (``blocks.[0-49]``)."""
+        return self.paths[0] if len(self.paths) == 1 else ", ".join(self.patterns)
+
+
+def check_links(rows: Sequence[Workload], where: str) -> None:
+    """Every row's ``parent`` (and ``caller``) must name a calling row one level up, and a root
+    has none: a forged link would drop a workload from every check that walks the tree."""
+    depths: dict[str, set[int]] = {}
+    for r in rows:
+        depths.setdefault(r.hash, set()).add(r.depth)
+    for row, r in enumerate(rows):
+        caller = r.caller
+        if r.depth < 0:
+            raise WorkloadDataError(f"{where}, workload {row}: depth {r.depth} is negative")
+        if (r.depth == 0) != (r.parent is None):
+            raise WorkloadDataError(
+                f"{where}, workload {row}: depth {r.depth} with parent {r.parent!r} (a workload "
+                "has a parent exactly when it is not at depth 0)"
+            )
+        if caller is not None:
+            if not 0 <= caller < row:
+                raise WorkloadDataError(
+                    f"{where}, workload {row}: caller {caller} is not an earlier row"
+                )
+            up = rows[caller]
+            if up.hash != r.parent or up.depth != r.depth - 1:
+                raise WorkloadDataError(
+                    f"{where}, workload {row}: parent and depth do not match caller row {caller}"
+                )
+        elif r.parent is not None and r.depth - 1 not in depths.get(r.parent, set()):
+            raise WorkloadDataError(
+                f"{where}, workload {row}: parent {r.parent!r} is not the hash of a workload at "
+                f"depth {r.depth - 1}"
+            )
 
 
 @dataclass(frozen=True)
