@@ -31,7 +31,7 @@ from .._core.strict_json import Json, canonical_json, sha256_hex
 from .costs import Costs
 
 #: Enters every compute hash, so a change of the operation text's grammar is a new version.
-COMPUTE_VERSION = 2
+COMPUTE_VERSION = 1
 #: Ends the text of the operation a call's list stops at.
 FOLLOWS_DATA = " -> follows the data"
 #: Nesting of stored computations a reader follows (a cycle or a forged chain stops there).
