@@ -347,6 +347,6 @@ def test_merge_interrupted_is_one_line_and_exit_130(tmp_path):
     # (closed only now: where another thread of the child took the signal, its main thread
     # sees it once its read returns; the JSON read is "{", never a whole file)
     _, err = child.communicate(timeout=60)
-    assert child.returncode == 130
+    assert child.returncode == 130, err
     assert err == "python -m pytest_workload merge: interrupted\n"
     assert not (tmp_path / "m.json").exists()
