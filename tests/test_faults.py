@@ -339,6 +339,8 @@ def test_merge_interrupted_is_one_line_and_exit_130(tmp_path):
         cwd=tmp_path,
         stderr=subprocess.PIPE,
         text=True,
+        # (a suite started in the background by a shell ignores SIGINT, and so would the child)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     with open(fifo, "w") as writer:  # opens once the child has opened it to read
         writer.write("{")
