@@ -312,7 +312,8 @@ def _workload(
         peak_memory_bytes=None if measured is None else measured.peak_memory_bytes,
         output_signature=identity.output,
         caller=None if caller is None else position[caller.row],
-        measured=measured,
+        # (the workload keeps each number once: its measurement keeps only how it was taken)
+        measured=None if measured is None else Measured(measured.timing, measured.flops),
         compute_hash=None if computation is None else computation.hash,
         data_dependent=entry.life.state is State.DATA_DEPENDENT,
         compute_unknown=None if computation is not None else unknown,

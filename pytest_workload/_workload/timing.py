@@ -233,8 +233,9 @@ class Measured(Record):
     "observed calls" (why it was not replayed, where that has a reason), "off" or "not
     measured" (why); ``flops`` is "first call", "replayed" or "not measured" (why).
 
-    A measurement also carries the numbers it obtained, which the workload keeps as its
-    ``timing``, ``flops`` and ``peak_memory_bytes``: they are not stored here, nor compared."""
+    A measurement in progress also carries the numbers it obtained, which the workload then
+    keeps as its ``timing``, ``flops`` and ``peak_memory_bytes`` (a workload's own ``measured``
+    has none of them): they are never stored here, nor compared."""
 
     timing: Method = field(metadata=_flat("timing"))
     flops: Method = field(metadata=_flat("flops"))
