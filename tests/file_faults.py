@@ -55,7 +55,7 @@ def report_file(tmp_path, mutate=None):
     recorder = WorkloadRecorder("t.py::test", max_depth=1)
     with recorder.recording(all_roots=True):
         TinyNet().eval()(torch.rand(1, 3, 8, 8))
-    text = json.dumps(SessionReport(1, (recorder.workloads(),)).to_dict())
+    text = json.dumps(SessionReport(1, tests=(recorder.workloads(),)).to_dict())
     path = tmp_path / "report.json"
     path.write_text(mutate(text) if mutate else text)
     return path

@@ -101,7 +101,7 @@ def test_faster_is_not_a_regression():
 
 def test_timings_of_other_devices_are_not_compared():
     other = {**ENV, "device": {"kind": "cuda", "name": "GPU", "index": 0}}
-    base = SessionReport(1, (timed(recorded([8]), 0.01),), environment=other)
+    base = SessionReport(1, tests=(timed(recorded([8]), 0.01),), environment=other)
     comparison = compare_reports(base, report(timed(recorded([8]), 0.05)))
     assert [r.verdict for r in comparison.rows] == ["ok"]
     assert "timings not compared" in render_comparison(comparison)[-1]
@@ -131,7 +131,7 @@ def test_a_head_that_only_adds_workloads_does_not_regress(tmp_path, capsys):
 
 def test_other_schemes_are_incomparable():
     with pytest.raises(IncomparableError, match="fingerprint schemes 1 and 2: hashes are not"):
-        compare_reports(report(recorded([8])), SessionReport(2, (), environment=ENV))
+        compare_reports(report(recorded([8])), SessionReport(2, environment=ENV))
 
 
 def test_markdown_is_a_table_with_details():

@@ -177,9 +177,13 @@ def test_versions_are_named_in_one_line_only_when_they_differ():
 def test_compare_names_the_versions_when_hashes_changed():
     base_test = dataclasses.replace(table(deep(2)), libraries={"torch": "2.11.0"})
     head_test = dataclasses.replace(table(deep(2, momentum=0.2)), libraries={"torch": "2.12.1"})
-    same = compare_reports(SessionReport(1, (base_test,)), SessionReport(1, (base_test,)))
+    same = compare_reports(
+        SessionReport(1, tests=(base_test,)), SessionReport(1, tests=(base_test,))
+    )
     assert same.libraries is None
-    changed = compare_reports(SessionReport(1, (base_test,)), SessionReport(1, (head_test,)))
+    changed = compare_reports(
+        SessionReport(1, tests=(base_test,)), SessionReport(1, tests=(head_test,))
+    )
     assert changed.libraries == "written with torch 2.11.0; this run: torch 2.12.1"
     assert changed.libraries in render_comparison(changed)
     assert changed.libraries in render_comparison_markdown(changed)

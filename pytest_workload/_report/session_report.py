@@ -10,10 +10,12 @@ from __future__ import annotations
 import copy
 import json
 import shlex
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
+from .._core.codec import Record, codec
 from .._core.errors import (
     CorruptFileError,
     FutureFormatError,
@@ -28,7 +30,7 @@ from .._core.files import (
     write_text_atomic,
 )
 from .._core.notes import Note
-from .._core.strict_json import Json, load_json, read_count, read_field, read_object
+from .._core.strict_json import Json, load_json, read_count, read_field
 from .._core.text import one_line
 from .._workload.modules import modules_to_dict, read_modules
 from .._workload.timing import Measured
@@ -63,8 +65,51 @@ def count_not_replayed(tests: Sequence[TestWorkloads]) -> int:
     return _count(tests, lambda m: m.unreplayed_for_xdist)
 
 
+def _write_versions(scheme: int) -> dict[str, Json]:
+    return {"schema_version": REPORT_SCHEMA_VERSION, "fingerprint_scheme": scheme}
+
+
+def _read_versions(d: Mapping[str, Any]) -> int:
+    version = read_field(d, "schema_version", int)
+    if version < REPORT_SCHEMA_VERSION:
+        raise OldFormatError(f"report schema_version {version}", str(REPORT_SCHEMA_VERSION))
+    if version != REPORT_SCHEMA_VERSION:
+        raise FutureFormatError(
+            f"report schema_version {version} (this release reads {REPORT_SCHEMA_VERSION}): "
+            "upgrade pytest-workload to read it"
+        )
+    scheme: int = read_count(d, "fingerprint_scheme", 1)
+    if scheme > FINGERPRINT_SCHEME:
+        raise FutureFormatError(
+            f"fingerprint scheme {scheme} (this release computes scheme {FINGERPRINT_SCHEME}): "
+            "upgrade pytest-workload to read it"
+        )
+    return scheme
+
+
+def _write_tests(tests: tuple[TestWorkloads, ...]) -> dict[str, Json]:
+    """The counts (each of them says so in its measured.timing too), the tests, and one module
+    table for all of them."""
+    counts = {"not_timed": count_not_timed(tests), "not_replayed": count_not_replayed(tests)}
+    data: dict[str, Json] = {k: n for k, n in counts.items() if n}
+    data["tests"] = [t.to_dict(modules=False) for t in tests]
+    data["modules"] = modules_to_dict({k: v for t in tests for k, v in t.modules.items()})
+    return data
+
+
+def _read_tests(d: Mapping[str, Any]) -> tuple[TestWorkloads, ...]:
+    modules = read_modules(d.get("modules", {}))
+    tests = tuple(TestWorkloads.from_dict(t, modules) for t in read_field(d, "tests", list))
+    seen: set[str] = set()
+    for test in tests:
+        if test.nodeid in seen:
+            raise WorkloadDataError(f"test {test.nodeid!r} is listed twice")
+        seen.add(test.nodeid)
+    return tests
+
+
 @dataclass(frozen=True)
-class SessionReport:
+class SessionReport(Record):
     """A session's JSON report, as ``--workload-json`` writes it and ``read_report`` reads it.
 
     Example:
@@ -75,20 +120,24 @@ class SessionReport:
 
     Attributes:
         scheme: The fingerprint scheme every hash in it was computed under.
-        tests: Every test that recorded workloads, in the order the session ran them.
         environment: Where the timings were measured (device, torch, threads, CPU, Python,
             platform), as JSON; None when the session imported no torch.
         problems: What the session could not record, one line each (for example the tests of
             a crashed xdist worker).
         notes: What the session noted that failed nothing, with the test each came from (the
             terminal counts them by kind).
+        tests: Every test that recorded workloads, in the order the session ran them.
     """
 
-    scheme: int
-    tests: tuple[TestWorkloads, ...]
+    scheme: int = field(metadata=codec(flatten=True, write=_write_versions, read=_read_versions))
     environment: Json = None
     problems: tuple[str, ...] = ()
     notes: tuple[Note, ...] = ()
+    tests: tuple[TestWorkloads, ...] = field(
+        default=(), metadata=codec(flatten=True, write=_write_tests, read=_read_tests)
+    )
+
+    what: ClassVar[str] = "report"
 
     @property
     def libraries(self) -> dict[str, str]:
@@ -104,55 +153,6 @@ class SessionReport:
     def not_replayed(self) -> int:
         """Top-level workloads not replayed for timing, beside other xdist workers."""
         return count_not_replayed(self.tests)
-
-    def to_dict(self) -> dict[str, Json]:
-        """The report as the JSON file holds it."""
-        data: dict[str, Json] = {
-            "schema_version": REPORT_SCHEMA_VERSION,
-            "fingerprint_scheme": self.scheme,
-            "environment": self.environment,
-            "problems": list(self.problems),
-            "notes": [n.to_dict() for n in self.notes],
-        }
-        for key, count in (("not_timed", self.not_timed), ("not_replayed", self.not_replayed)):
-            if count:  # (each of them says so in its measured.timing too)
-                data[key] = count
-        data["tests"] = [t.to_dict(modules=False) for t in self.tests]
-        data["modules"] = modules_to_dict({k: v for t in self.tests for k, v in t.modules.items()})
-        return data
-
-    @classmethod
-    def from_dict(cls, data: object) -> SessionReport:
-        """Malformed data raises ``WorkloadError`` (a ``ValueError`` too)."""
-        d = read_object(data, "report")
-        version = read_field(d, "schema_version", int)
-        if version < REPORT_SCHEMA_VERSION:
-            raise OldFormatError(f"report schema_version {version}", str(REPORT_SCHEMA_VERSION))
-        if version != REPORT_SCHEMA_VERSION:
-            raise FutureFormatError(
-                f"report schema_version {version} (this release reads {REPORT_SCHEMA_VERSION}): "
-                "upgrade pytest-workload to read it"
-            )
-        scheme = read_count(d, "fingerprint_scheme", 1)
-        if scheme > FINGERPRINT_SCHEME:
-            raise FutureFormatError(
-                f"fingerprint scheme {scheme} (this release computes scheme {FINGERPRINT_SCHEME}): "
-                "upgrade pytest-workload to read it"
-            )
-        modules = read_modules(d.get("modules", {}))
-        tests = tuple(TestWorkloads.from_dict(t, modules) for t in read_field(d, "tests", list))
-        seen: set[str] = set()
-        for test in tests:
-            if test.nodeid in seen:
-                raise WorkloadDataError(f"test {test.nodeid!r} is listed twice")
-            seen.add(test.nodeid)
-        return cls(
-            scheme=scheme,
-            tests=tests,
-            environment=d.get("environment"),
-            problems=tuple(str(p) for p in read_field(d, "problems", list, optional=True) or ()),
-            notes=tuple(map(Note.from_dict, read_field(d, "notes", list, optional=True) or ())),
-        )
 
 
 def _report_text(data: dict[str, Json]) -> str:
