@@ -138,7 +138,7 @@ _FLAGS = (
 )
 
 
-_OPTIONS = (
+OPTIONS = (
     _Option(
         "--workload-record",
         "marked",
@@ -245,7 +245,7 @@ def _read_values(config: pytest.Config) -> dict[str, Any]:
     """The command line if given (argparse checked it), else the ini key, else the default,
     each checked by the same parser."""
     values: dict[str, Any] = {flag: _flag_value(config, flag) for flag, _ in _FLAGS}
-    for option in _OPTIONS:
+    for option in OPTIONS:
         values[option.flag] = config.getoption(option.ini)
         if values[option.flag] is None:
             raw = config.getini(option.ini)
@@ -328,7 +328,7 @@ def add_options(parser: pytest.Parser) -> None:
             help=f"{text} (default: off; ini: {ini})",
         )
         parser.addini(ini, f"default for {flag}", type="bool", default=False)
-    for option in _OPTIONS:
+    for option in OPTIONS:
         shown = option.default or "none"
         group.addoption(
             option.flag,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_workload._options import _OPTIONS
+from pytest_workload._options import OPTIONS
 from tests.pytester_suite import XDIST_MODES
 
 #: A test that leaves a file behind when it runs: a usage error must come before it.
@@ -36,7 +36,7 @@ BAD_VALUES = [
 
 
 def test_every_option_with_a_value_has_a_bad_value_here():
-    assert {o.ini for o in _OPTIONS} - {k for k, _, _ in BAD_VALUES} == {"workload_json"}
+    assert {o.ini for o in OPTIONS} - {k for k, _, _ in BAD_VALUES} == {"workload_json"}
 
 
 def _refused(result: pytest.RunResult, line: str, pytester: pytest.Pytester) -> None:

@@ -57,7 +57,7 @@ def html_pre(text: str) -> str:
     return f"<pre>{html.escape(text)}</pre>"
 
 
-_INDENT = "    "
+INDENT = "    "
 
 
 def format_duration(seconds: float) -> str:
@@ -68,7 +68,7 @@ def format_duration(seconds: float) -> str:
     return f"{seconds:.2f} s"
 
 
-def _count(n: int, what: str) -> str:
+def plural(n: int, what: str) -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
 
 

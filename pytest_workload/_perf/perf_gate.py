@@ -12,7 +12,7 @@ from .._core.errors import CorruptFileError, FileWriteError
 from .._core.files import held, restore
 from .._core.notes import GateResult, Note, NoteKind
 from .._core.strict_json import canonical_json
-from .._core.text import PLAIN, Commands, _count, format_duration, one_line, short
+from .._core.text import PLAIN, Commands, format_duration, one_line, plural, short
 from .._fingerprint.distance import nearest
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
@@ -220,7 +220,7 @@ class PerfGate:
                 kind: NoteKind = "not judged: too few samples"
                 text = (
                     f"{_title(w)}: {drift.figure()}, not judged: timed on "
-                    f"{_count(w.timing.n, 'sample')}{why if cut_short(w.timing) else ''} against "
+                    f"{plural(w.timing.n, 'sample')}{why if cut_short(w.timing) else ''} against "
                     f"the baseline's {baseline.timing.n}, and a verdict needs {MIN_SAMPLES} on "
                     "each side"
                 )
@@ -268,7 +268,7 @@ class PerfGate:
         notes: _Notes,
     ) -> list[str]:
         assert w.timing is not None
-        samples = f"timed on {_count(w.timing.n, 'sample')}"
+        samples = f"timed on {plural(w.timing.n, 'sample')}"
         refused: tuple[NoteKind, str] | None = None
         if self._relaxed is not None:
             refused = ("baseline not written: xdist", self._relaxed)
@@ -329,7 +329,7 @@ class PerfGate:
         if cut_short(w.timing):
             kind = "no baseline: cut short"
             record = (
-                f"timed on {_count(w.timing.n, 'sample')}, cut short by the time budget: record "
+                f"timed on {plural(w.timing.n, 'sample')}, cut short by the time budget: record "
                 f"one with a larger one: {self.commands.raise_budget(larger_budget(w.timing))}"
             )
         notes.append((kind, f"{line}; {record}"))

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 from .._core.notes import Note, NoteKind
 from .._core.text import (
-    _INDENT,
+    INDENT,
     Commands,
-    _count,
     format_duration,
     one_line,
+    plural,
     prefix_length,
     short,
     terminal_text,
@@ -35,7 +35,7 @@ def format_flops(flops: int) -> str:
 def format_timing(t: Timing) -> str:
     where = "recorded calls" if t.source == "recorded calls" else "replayed"
     if t.threads is not None:
-        where += f" on {_count(t.threads, 'thread')}"
+        where += f" on {plural(t.threads, 'thread')}"
     if t.n == 1:
         return f"{format_duration(t.median_s)} (n=1, {where}, {t.device})"
     spread = f"IQR {format_duration(t.iqr_s)}"
@@ -66,10 +66,10 @@ def _tree_blocks(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -
         ),
     ]
     block = [f"{indent}{one_line(w.label)} ({executed})"]
-    block += [f"{indent}{_INDENT}{k + ':':<13}{v}" for k, v in fields if v is not None]
+    block += [f"{indent}{INDENT}{k + ':':<13}{v}" for k, v in fields if v is not None]
     blocks = [block]
     for child in test.children(w):
-        blocks += _tree_blocks(test, child, indent + _INDENT * 2, hash_len)
+        blocks += _tree_blocks(test, child, indent + INDENT * 2, hash_len)
     return blocks
 
 
@@ -85,11 +85,11 @@ def render_session(tests: Sequence[TestWorkloads], fold: int | None = None) -> l
             lines.append("")
         lines.append(one_line(test.nodeid))
         start = len(lines)
-        blocks = [b for root in test.roots() for b in _tree_blocks(test, root, _INDENT, hash_len)]
+        blocks = [b for root in test.roots() for b in _tree_blocks(test, root, INDENT, hash_len)]
         for shown, block in enumerate(blocks):
             if fold is not None and shown and len(lines) - start >= fold:
                 lines.append(
-                    f"{_INDENT}… {_count(len(blocks) - shown, 'more workload')} of this test: "
+                    f"{INDENT}… {plural(len(blocks) - shown, 'more workload')} of this test: "
                     "--workload-report=tree shows every one, --workload-json=PATH every field"
                 )
                 break
@@ -121,22 +121,22 @@ def render_report(
         gate = "workload gate: no test failed it"
     else:
         gate = (
-            f"workload gate: {_count(failed, 'test')} failed it, with "
-            f"{_count(regressions, 'performance regression')}"
+            f"workload gate: {plural(failed, 'test')} failed it, with "
+            f"{plural(regressions, 'performance regression')}"
         )
     workloads = [w for t in recorded for w in t]
     roots = sum(1 for w in workloads if w.parent is None)
     distinct = len({w.hash for w in workloads})
-    found = "no collapse" if not collapses else _count(collapses, "collapse")
+    found = "no collapse" if not collapses else plural(collapses, "collapse")
     hashes = f"{distinct} distinct hash{'' if distinct == 1 else 'es'}"
     unmeasured = count_not_measured(recorded)
     if unmeasured:
         hashes += f", {unmeasured} top-level not timed by a replay"
     stopped = sum(1 for t in recorded if any(w.compute_partial for w in t.roots()))
     if stopped:
-        found += f"; {_count(stopped, 'test')} with a compute hash that stops early (below)"
+        found += f"; {plural(stopped, 'test')} with a compute hash that stops early (below)"
     return [
-        f"{_count(len(recorded), 'test')} recorded {_count(len(workloads), 'workload')} "
+        f"{plural(len(recorded), 'test')} recorded {plural(len(workloads), 'workload')} "
         f"({roots} top-level, {hashes}); {found} across the session",
         gate,
         "each test's tree: --workload-report=tree; every field: --workload-json=PATH",
@@ -151,7 +151,7 @@ def render_stops(tests: Sequence[TestWorkloads]) -> list[str]:
         stops = [w for w in test.roots() if w.compute_partial]
         if stops:
             first = stops[0]
-            more = f" (and {_count(len(stops) - 1, 'more workload')})" if len(stops) > 1 else ""
+            more = f" (and {plural(len(stops) - 1, 'more workload')})" if len(stops) > 1 else ""
             lines.append(
                 f"{one_line(test.nodeid)}: {one_line(first.label)}'s compute hash "
                 f"{one_line(first.compute_partial or '')}{more}; what runs after it is not gated"
@@ -211,7 +211,7 @@ def render_unchecked(
 ) -> str | None:
     """Under the gate syrupy counts the kept ones as passed (they were used, left as they are);
     without it, none is asserted."""
-    snapshots = _count(kept, "workload snapshot")
+    snapshots = plural(kept, "workload snapshot")
     counted = f" (syrupy counts {'it' if kept == 1 else 'them'} as passed)"
     if not gate and update and (recorded or kept):
         left = f"; {snapshots} left as {'it is' if kept == 1 else 'they are'}" if kept else ""
@@ -315,10 +315,10 @@ def render_note_counts(
             count = len(counted[kind])
             words = _NUMBER[count > 1]
             text = text.format(baseline=commands.baseline, run=commands.run, larger=raised, **words)
-            lines.append(f"{_count(count, what)} {text}")
+            lines.append(f"{plural(count, what)} {text}")
     if lines and quiet:
         distinct = len({_counted(n) for n in notes})
-        return [f"{_count(distinct, 'workload performance note')} (shown without -q)"]
+        return [f"{plural(distinct, 'workload performance note')} (shown without -q)"]
     if lines:
         where = "the JSON report" if json else "--workload-json=PATH"
         lines.append(f'each note, with its test and workload: {where} ("notes")')
@@ -336,6 +336,6 @@ def render_notes(notes: Sequence[Note]) -> list[str]:
     lines = []
     for text, nodeids in seen.items():
         more = len(nodeids) - 1
-        where = one_line(nodeids[0]) + (f" (and {_count(more, 'more test')})" if more else "")
+        where = one_line(nodeids[0]) + (f" (and {plural(more, 'more test')})" if more else "")
         lines.append(terminal_text(f"{where}: {text}"))
     return lines

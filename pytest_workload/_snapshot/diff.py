@@ -22,7 +22,7 @@ from .._compile import (
     readiness_lines,
 )
 from .._core.strict_json import Json, canonical_json
-from .._core.text import _INDENT, one_line, prefix_length, short, versions_line
+from .._core.text import INDENT, one_line, prefix_length, short, versions_line
 from .._fingerprint.distance import distance_factor, nearest
 from .._workload.costs import BY_RANK
 from .._workload.signature import label_arg, workload_key
@@ -371,7 +371,7 @@ def _change_lines(change: Change, hash_len: int) -> list[str]:
     else:
         shape = one_line(e.input_signature.format())
         head = f"{change.kind + ':':<9} {title} {short(e.hash, hash_len)}, input {shape}"
-    return [head, *(f"{_INDENT}{one_line(d)}" for d in change.details)]
+    return [head, *(f"{INDENT}{one_line(d)}" for d in change.details)]
 
 
 def render_changes(changes: Sequence[Change]) -> list[str]:
