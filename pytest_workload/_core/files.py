@@ -1,25 +1,10 @@
-"""Files: writing snapshots, baselines and reports without losing or damaging anything.
+"""Files: writing snapshots, baselines and reports without losing or damaging anything, and
+reading them with bounds. What is written where, by what the path is (a regular file, a
+symlink, ``-`` or a FIFO, a directory), is docs/explanation/guarantees.md ("How a file is
+written"); every read goes through :func:`~pytest_workload._core.strict_json.load_json`.
 
-What is written where depends on what the path is:
-
-- a regular file, or nothing yet: a temporary file in the same directory, then ``os.replace``,
-  so an interrupted run leaves the file old or new, never half-written. An existing file keeps
-  its permission bits (and, where the process may, its owner); a new one gets them from the
-  umask, as ``open`` would give them.
-- a symlink: the same, at the file it points to; the link stays a link. A file of the plugin's
-  own trees (snapshots, baselines) is written only inside its root (the rootdir): a symlink, of
-  the file or of a directory above it, that leads outside is a :class:`FileWriteError` naming
-  both paths.
-- ``-``, a FIFO, a character device or a socket: written directly, never replaced.
-- a directory, or anything that cannot be written: a :class:`FileWriteError` naming the path.
-
-Nothing read is ever unpickled, and every read goes through
-:func:`~pytest_workload._core.strict_json.load_json`, which bounds nesting and numbers.
-
-Every format version pytest-workload writes is set below; the first release writes 1 of each.
-Each file records its version and each reader reads its current version only: a newer one is
-left alone (upgrade pytest-workload), an older one is refused in one line that says how to
-regenerate it. A change to a format is a new number, never reused, and says how to migrate.
+Every format version pytest-workload writes is set below (docs/how-to/library-upgrade.md). A
+change to a format is a new number, never reused, and says how to migrate.
 """
 
 from __future__ import annotations
@@ -186,7 +171,8 @@ def decode_text(path: Path, data: bytes) -> str:
         ) from None
 
 
-def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:
+def read_json_file(path: Path, parse: Callable[[object], T], what: str, regenerate: str = "") -> T:
+    """``regenerate``: the command that rewrites a file of an older format, named in its error."""
     text = decode_text(path, read_bytes(path))
     try:
         return parse(load_json(text))
@@ -195,6 +181,7 @@ def read_json_file(path: Path, parse: Callable[[object], T], what: str) -> T:
     except FutureFormatError as exc:
         raise CorruptFileError(str(path), f"is of {exc}", future=True) from None
     except OldFormatError as exc:
-        raise CorruptFileError(str(path), f"is of {exc}", old=True) from None
+        again = f"; regenerate it with `{regenerate}`" if regenerate else ""
+        raise CorruptFileError(str(path), f"is of {exc}{again}", old=True) from None
     except WorkloadDataError as exc:
         raise CorruptFileError(str(path), f"is not a {what}: {exc}") from None

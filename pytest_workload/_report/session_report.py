@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 
 from .._core.codec import Record, codec
 from .._core.errors import (
-    CorruptFileError,
     FutureFormatError,
     OldFormatError,
     WorkloadDataError,
@@ -33,36 +32,28 @@ from .._core.notes import Note
 from .._core.strict_json import Json, load_json, read_count, read_field
 from .._core.text import one_line
 from .._workload.modules import modules_to_dict, read_modules
-from .._workload.timing import Measured
+from .._workload.timing import LeftOut
 from .._workload.workload import TestWorkloads
 from .collapse import Collapse, KeyChecks, render_collapse
 
 
-def _count(tests: Sequence[TestWorkloads], how: Callable[[Measured], bool]) -> int:
-    return sum(1 for t in tests for w in t.workloads if w.measured is not None and how(w.measured))
-
-
-def count_not_timed(tests: Sequence[TestWorkloads]) -> int:
-    return _count(tests, lambda m: m.timing.left_out == "budget")
+def count_left_out(tests: Sequence[TestWorkloads], why: LeftOut) -> int:
+    """Workloads whose timing was left out for ``why``: the session's timing budget, or
+    xdist workers sharing the cores."""
+    return sum(1 for t in tests for w in t if w.measured and w.measured.timing.left_out == why)
 
 
 def count_not_measured(tests: Sequence[TestWorkloads]) -> int:
     """Top-level workloads no replay timed while timing was on, less those that xdist workers
-    did not replay (``count_not_replayed``), so that a suite has one count with and without
-    xdist."""
+    did not replay, so that a suite has one count with and without xdist."""
     return sum(
         1
         for t in tests
-        for w in t.workloads
-        if w.parent is None
-        and w.measured is not None
+        for w in t.roots()
+        if w.measured is not None
         and w.measured.timing.kind not in ("replayed", "off")
         and not w.measured.unreplayed_for_xdist
     )
-
-
-def count_not_replayed(tests: Sequence[TestWorkloads]) -> int:
-    return _count(tests, lambda m: m.unreplayed_for_xdist)
 
 
 def _write_versions(scheme: int) -> dict[str, Json]:
@@ -78,7 +69,7 @@ def _read_versions(d: Mapping[str, Any]) -> int:
             f"report schema_version {version} (this release reads {REPORT_SCHEMA_VERSION}): "
             "upgrade pytest-workload to read it"
         )
-    scheme: int = read_count(d, "fingerprint_scheme", 1)
+    scheme = read_count(d, "fingerprint_scheme", 1)
     if scheme > FINGERPRINT_SCHEME:
         raise FutureFormatError(
             f"fingerprint scheme {scheme} (this release computes scheme {FINGERPRINT_SCHEME}): "
@@ -90,7 +81,10 @@ def _read_versions(d: Mapping[str, Any]) -> int:
 def _write_tests(tests: tuple[TestWorkloads, ...]) -> dict[str, Json]:
     """The counts (each of them says so in its measured.timing too), the tests, and one module
     table for all of them."""
-    counts = {"not_timed": count_not_timed(tests), "not_replayed": count_not_replayed(tests)}
+    counts = {
+        "not_timed": count_left_out(tests, "budget"),
+        "not_replayed": count_left_out(tests, "xdist"),
+    }
     data: dict[str, Json] = {k: n for k, n in counts.items() if n}
     data["tests"] = [t.to_dict(modules=False) for t in tests]
     data["modules"] = modules_to_dict({k: v for t in tests for k, v in t.modules.items()})
@@ -147,12 +141,12 @@ class SessionReport(Record):
     @property
     def not_timed(self) -> int:
         """Workloads the session's timing budget left untimed."""
-        return count_not_timed(self.tests)
+        return count_left_out(self.tests, "budget")
 
     @property
     def not_replayed(self) -> int:
         """Top-level workloads not replayed for timing, beside other xdist workers."""
-        return count_not_replayed(self.tests)
+        return count_left_out(self.tests, "xdist")
 
 
 def _report_text(data: dict[str, Json]) -> str:
@@ -207,14 +201,8 @@ def read_report(path: Path) -> SessionReport:
             an older schema (the message names the command that regenerates it), its
             ``future`` for a newer schema than this release reads.
     """
-    try:
-        return read_json_file(path, SessionReport.from_dict, "workload report")
-    except CorruptFileError as exc:
-        if not exc.old:
-            raise
-        command = shlex.join(["pytest", f"--workload-json={path}"])
-        reason = f"{exc.reason}; regenerate it with `{command}`"
-        raise CorruptFileError(exc.path, reason, old=True) from None
+    command = shlex.join(["pytest", f"--workload-json={path}"])
+    return read_json_file(path, SessionReport.from_dict, "workload report", command)
 
 
 def same_device(base: SessionReport, head: SessionReport) -> bool:

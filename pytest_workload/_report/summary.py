@@ -17,7 +17,7 @@ from .._core.text import (
 )
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
-from .session_report import count_not_measured, count_not_replayed, count_not_timed
+from .session_report import count_left_out, count_not_measured
 
 #: Recorded tests up to which ``--workload-report=auto`` shows every test's tree.
 TREE_TESTS = 20
@@ -173,7 +173,7 @@ def render_counts(
             "model in the test (the fixture can return the model and its inputs) to record and "
             "gate it"
         )
-    untimed, not_replayed = count_not_timed(tests), count_not_replayed(tests)
+    untimed, not_replayed = count_left_out(tests, "budget"), count_left_out(tests, "xdist")
     if untimed and budget_s is not None:
         these = "workload was" if untimed == 1 else "workloads were"
         lines.append(
