@@ -349,16 +349,12 @@ def _is_tolerance(value: object) -> bool:
         return False
 
 
-#: Each marker argument: its default, whether a value is valid, and what it must be.
-_MARK_ARGUMENTS: dict[str, tuple[object, Callable[[Any], bool], str]] = {
-    "max_depth": (
-        0,
-        lambda v: type(v) is not bool and isinstance(v, int) and v >= 0,
-        "an int >= 0",
-    ),
-    "perf_tolerance": (None, lambda v: v is None or _is_tolerance(v), _bound(False)),
-    "record": (True, lambda v: isinstance(v, bool), "True or False"),
-    "compile": (None, lambda v: v is None or v in BACKENDS, " or ".join(map(repr, BACKENDS))),
+#: Each marker argument: whether a value is valid, and what it must be.
+_MARK_ARGUMENTS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "max_depth": (lambda v: type(v) is not bool and isinstance(v, int) and v >= 0, "an int >= 0"),
+    "perf_tolerance": (lambda v: v is None or _is_tolerance(v), _bound(False)),
+    "record": (lambda v: isinstance(v, bool), "True or False"),
+    "compile": (lambda v: v is None or v in BACKENDS, " or ".join(map(repr, BACKENDS))),
 }
 
 
@@ -375,11 +371,11 @@ def parse_mark(item: pytest.Item) -> WorkloadsMark | None:
             f"{where} got unknown argument {', '.join(unknown)} (it takes "
             f"{', '.join(sorted(_MARK_ARGUMENTS))})"
         )
-    values: dict[str, Any] = {}
-    for name, (default, valid, expected) in _MARK_ARGUMENTS.items():
-        value = values[name] = mark.kwargs.get(name, default)
+    values = dict(mark.kwargs)
+    for name, value in values.items():
+        valid, expected = _MARK_ARGUMENTS[name]
         if not valid(value):
             raise pytest.UsageError(f"{where}({name}=...) must be {expected}, got {value!r}")
-    if values["perf_tolerance"] is not None:
+    if values.get("perf_tolerance") is not None:
         values["perf_tolerance"] = float(values["perf_tolerance"])
     return WorkloadsMark(**values)
