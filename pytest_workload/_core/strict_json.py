@@ -1,10 +1,9 @@
 """JSON as pytest-workload stores it: the one canonical serialisation that every hash is taken
 over, and reading with bounds, field by field: every file pytest-workload reads goes through here.
 
-A crafted or damaged file must end in one clear error, never a ``RecursionError``, a
-``ValueError`` from a 5000-digit integer, a silent ``inf`` or a key given twice, of which JSON
-parsers keep the last and a reviewer may read the first: nesting depth, integer length,
-non-finite numbers and duplicate keys are refused here, before any field is looked at.
+A crafted or damaged file ends in one clear error, never a ``RecursionError``, a ``ValueError``
+from a 5000-digit integer, a silent ``inf`` or a key given twice, of which JSON parsers keep the
+last and a reviewer may read the first (docs/explanation/guarantees.md, "Reading").
 """
 
 from __future__ import annotations
@@ -183,10 +182,10 @@ def read_field(data: Mapping[str, Any], name: str, *types: type, optional: bool 
     return value
 
 
-def read_count(data: Mapping[str, Any], name: str, minimum: int, *, optional: bool = False) -> Any:
+def read_count(data: Mapping[str, Any], name: str, minimum: int) -> int:
     """No file this plugin writes holds less, so less is a forged or damaged one."""
-    value = read_field(data, name, int, optional=optional)
-    if value is not None and value < minimum:
+    value: int = read_field(data, name, int)
+    if value < minimum:
         raise WorkloadDataError(f"field {name!r} must be at least {minimum}, got {value}")
     return value
 

@@ -1,10 +1,6 @@
 """Text for people: escaping, durations, short hashes, library versions, and the commands that
-hints give.
-
-What users name (tests, modules, inputs, paths, hook answers) is escaped for each output: no
-name may add a line to the terminal or a text report, move the cursor, clear the screen or set
-the window title there (ESC, OSC, BEL), or add a header, a link or markup to a Markdown summary
-or PR comment. Data stays raw in files and JSON; it is escaped where it is rendered."""
+hints give. What users name is escaped for each output where it is rendered, and stays raw in
+files and JSON (docs/explanation/guarantees.md, "Output")."""
 
 from __future__ import annotations
 
