@@ -122,23 +122,26 @@ class _Option:
         return _dest(self.flag)
 
 
-_FLAGS = (
-    (
+#: Every option; a switch (``parse`` is ``bool``) takes no value and has a ``--no-...`` form.
+OPTIONS = (
+    _Option(
         "--workload-snapshot",
+        "off",
+        bool,
+        "",
         "compare each test's workloads with its syrupy snapshot; fail on collapses, hash, key or "
         "FLOP changes, costs that grew, new or vanished workloads, and timing regressions",
     ),
-    (
+    _Option(
         "--workload-accept-upgrade",
+        "off",
+        bool,
+        "",
         "narrow --snapshot-update to snapshots whose change is only a library upgrade's "
         "(configuration text, attributes, class paths); refuse any change of parameters, "
         "children, inputs, FLOPs or computation; needs --workload-snapshot and "
         "--snapshot-update",
     ),
-)
-
-
-OPTIONS = (
     _Option(
         "--workload-record",
         "marked",
@@ -231,24 +234,17 @@ OPTIONS = (
 )
 
 
-def _flag_value(config: pytest.Config, flag: str) -> bool:
-    given = config.getoption(_dest(flag))
-    if given is not None:
-        return bool(given)
-    try:
-        return bool(config.getini(_dest(flag)))
-    except (ValueError, pytest.UsageError) as exc:  # pytest's names the value, not the key
-        raise pytest.UsageError(f"ini option {_dest(flag)}: {exc}") from None
-
-
 def _read_values(config: pytest.Config) -> dict[str, Any]:
     """The command line if given (argparse checked it), else the ini key, else the default,
     each checked by the same parser."""
-    values: dict[str, Any] = {flag: _flag_value(config, flag) for flag, _ in _FLAGS}
+    values: dict[str, Any] = {}
     for option in OPTIONS:
         values[option.flag] = config.getoption(option.ini)
         if values[option.flag] is None:
-            raw = config.getini(option.ini)
+            try:
+                raw = config.getini(option.ini)
+            except (ValueError, pytest.UsageError) as exc:  # a switch's names the value only
+                raise pytest.UsageError(f"ini option {option.ini}: {exc}") from None
             try:
                 values[option.flag] = option.parse(raw)
             except argparse.ArgumentTypeError as exc:
@@ -319,25 +315,21 @@ def read_settings(config: pytest.Config) -> WorkloadSettings:
 
 def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("workload", "workload fingerprints (pytest-workload)")
-    for flag, text in _FLAGS:
-        ini = _dest(flag)
-        group.addoption(
-            flag,
-            action=argparse.BooleanOptionalAction,  # --no-... turns an ini 'true' off
-            default=None,
-            help=f"{text} (default: off; ini: {ini})",
-        )
-        parser.addini(ini, f"default for {flag}", type="bool", default=False)
     for option in OPTIONS:
-        shown = option.default or "none"
+        how: dict[str, Any] = {"metavar": option.metavar, "type": option.parse}
+        ini: dict[str, Any] = {"default": option.default}
+        if option.parse is bool:  # a switch: --no-... turns an ini 'true' off
+            how, ini = (
+                {"action": argparse.BooleanOptionalAction},
+                {"type": "bool", "default": False},
+            )
         group.addoption(
             option.flag,
-            metavar=option.metavar,
-            type=option.parse,
             default=None,
-            help=f"{option.help} (default: {shown}; ini: {option.ini})",
+            help=f"{option.help} (default: {option.default or 'none'}; ini: {option.ini})",
+            **how,
         )
-        parser.addini(option.ini, f"default for {option.flag}", default=option.default)
+        parser.addini(option.ini, f"default for {option.flag}", **ini)
 
 
 def _is_tolerance(value: object) -> bool:

@@ -36,7 +36,8 @@ BAD_VALUES = [
 
 
 def test_every_option_with_a_value_has_a_bad_value_here():
-    assert {o.ini for o in OPTIONS} - {k for k, _, _ in BAD_VALUES} == {"workload_json"}
+    with_value = {o.ini for o in OPTIONS if o.parse is not bool}
+    assert with_value - {k for k, _, _ in BAD_VALUES} == {"workload_json"}
 
 
 def _refused(result: pytest.RunResult, line: str, pytester: pytest.Pytester) -> None:
