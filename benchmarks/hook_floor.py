@@ -140,8 +140,8 @@ class DesignFloor:
         module._forward_pre_hooks_with_kwargs.pop(self.open_key, None)
         if self.checks:
             same = inputs_key(args, kwargs) == self.raw
-            known = self.cache.known(module, self.key, (args, kwargs))
-            assert same and known is self.identity  # (the model never changes here)
+            keyed = self.cache.key(module, self.key, (args, kwargs)) == self.identity.key
+            assert same and keyed and self.identity.watch.unchanged()  # (it never changes here)
         del self.table[self.watch_key], self.table[self.open_key]
         self.frames.append(module)
         key = self.hook_key

@@ -14,7 +14,6 @@ import hashlib
 import math
 import sys
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from itertools import repeat
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeGuard
 
 from .._core.errors import UndescribableInputError
@@ -211,40 +210,37 @@ def describe_kwargs(
 _SCALARS: Final = frozenset({bool, int, str, type(None)})
 
 
-def _value_key(value: object, tensor: type, depth: int = 0) -> Hashable | None:
-    cls = type(value)
-    if cls is tensor:
-        try:
-            if value.is_quantized:  # type: ignore[attr-defined]  # (its scheme is described)
-                return None
-            return (value.shape, value.dtype, value.layout)  # type: ignore[attr-defined]
-        except RuntimeError:  # a nested tensor has no sizes
-            return None
-    if cls in _SCALARS:
-        return (cls, value)
-    if cls is float:
-        return (cls, value.hex())  # type: ignore[attr-defined]
-    if (cls is tuple or cls is list) and depth < MAX_INPUT_DEPTH:
-        items = []
-        for item in value:  # type: ignore[attr-defined]
-            key = _value_key(item, tensor, depth + 1)
-            if key is None:
-                return None
-            items.append(key)
-        return (cls, tuple(items))
-    return None
-
-
-def inputs_key(args: Sequence[object], kwargs: Mapping[str, object]) -> Hashable | None:
+def inputs_key(
+    args: Sequence[Any], kwargs: Mapping[str, object], depth: int = 0
+) -> Hashable | None:
     """A process-local key of a call's inputs: two calls with equal keys have equal
     descriptions. None where only describing the inputs can tell (anything but plain tensors,
-    Python scalars, and tuples and lists of them). A few attribute reads per argument, so a
-    repeated call is recognised without describing it again."""
+    Python scalars, and tuples and lists of them, keyed at ``depth`` + 1). A few attribute
+    reads per argument, so a repeated call is recognised without describing it again."""
     torch = sys.modules.get("torch")
     if torch is None:
         return None
     names = tuple(sorted(kwargs)) if kwargs else ()
     values = (*args, *map(kwargs.__getitem__, names)) if kwargs else args
-    # (map: no Python frame of its own, on every recorded call)
-    keys = tuple(map(_value_key, values, repeat(torch.Tensor)))
-    return None if None in keys else (len(args), names, keys)
+    keys: list[Hashable] = []
+    for value in values:
+        cls = type(value)
+        if cls is torch.Tensor:
+            try:
+                if value.is_quantized:  # (its scheme is described)
+                    return None
+                keys.append((value.shape, value.dtype, value.layout))
+            except RuntimeError:  # a nested tensor has no sizes
+                return None
+        elif cls in _SCALARS:
+            keys.append((cls, value))
+        elif cls is float:
+            keys.append((cls, value.hex()))
+        elif (cls is tuple or cls is list) and depth < MAX_INPUT_DEPTH:
+            items = inputs_key(value, {}, depth + 1)
+            if items is None:
+                return None
+            keys.append((cls, items))
+        else:
+            return None
+    return (len(args), names, tuple(keys))

@@ -77,6 +77,9 @@ class AttributeWatch:
         return True
 
 
+IdentityKey = tuple[int, bool, object, object, str]
+
+
 @dataclass(frozen=True)
 class Identity:
     """What a (module, train/eval mode, signature) always yields: computed once per test,
@@ -97,9 +100,8 @@ class Identity:
     #: Whether a clock read around a call times its execution: on CUDA or MPS the call
     #: returns once its kernels are launched, long before they finish.
     clocked: bool
-
-
-_IdentityKey = tuple[int, bool, object, object, str]
+    #: what it is cached by (:meth:`IdentityCache.key`)
+    key: IdentityKey
 
 
 class IdentityCache:
@@ -108,7 +110,7 @@ class IdentityCache:
     def __init__(self, describe: Describer | None) -> None:
         self.scheme: FingerprintScheme = CURRENT_SCHEME
         self._describe = describe
-        self._known: dict[_IdentityKey, Identity] = {}
+        self._known: dict[IdentityKey, Identity] = {}
         # by a module's id: the module, and the parameter table and name of its first parameter
         self._first_owner: dict[int, tuple[nn.Module, Table[Parameter | None] | None, str]] = {}
         self._plans: dict[tuple[int, int], tuple[nn.Module, Plan]] = {}
@@ -185,19 +187,20 @@ class IdentityCache:
         is its process-local key, the ``repr`` of ``described``) and ``call`` (as passed),
         computed when (module, mode, parameter dtype, device, inputs) is new; the structure is
         read afresh then, so ``model.half()`` between calls counts."""
-        key, device = self._key(target, inputs, call)
+        key = self.key(target, inputs, call)
         known = self._known.get(key)
         if known is not None and known.target is target and known.watch.unchanged():
             return known
         with untraced():
-            known = self._read(target, InputSignature(*described), result, str(device))
+            known = self._read(target, InputSignature(*described), result, key)
         self._known[key] = known
         return known
 
     def _read(
-        self, target: nn.Module, signature: InputSignature, result: Any, device: str
+        self, target: nn.Module, signature: InputSignature, result: Any, key: IdentityKey
     ) -> Identity:
         self.read = True
+        device = str(key[3])
         memo = self._memo
         structure = self.scheme.structure_hash(target, memo, self.descriptions)
         try:
@@ -220,20 +223,22 @@ class IdentityCache:
             output=output,
             device=device,
             clocked=device_for(device).clocked,
+            key=key,
         )
 
     def known(
         self, target: nn.Module, inputs: str, call: tuple[tuple[Any, ...], dict[str, Any]]
     ) -> Identity | None:
         """The identity of such a call if one was computed already (a cheap look-up)."""
-        known = self._known.get(self._key(target, inputs, call)[0])
+        known = self._known.get(self.key(target, inputs, call))
         if known is None or known.target is not target or not known.watch.unchanged():
             return None
         return known
 
-    def _key(
+    def key(
         self, target: nn.Module, inputs: str, call: tuple[tuple[Any, ...], dict[str, Any]]
-    ) -> tuple[_IdentityKey, object]:
+    ) -> IdentityKey:
+        """The key a call's identity is cached by."""
         # ``next(target.parameters())`` without walking the tree on every call: where it lives
         # is found once, and it is read there afresh (``.half()`` casts it in place, an
         # assignment replaces it there)
@@ -250,7 +255,7 @@ class IdentityCache:
         # a module without parameters runs where its inputs are
         device = device_of(target, *call) if first is None else first.device
         dtype = None if first is None else first.dtype
-        return (id(target), target.training, dtype, device, inputs), device
+        return (id(target), target.training, dtype, device, inputs)
 
     def _names_of_arguments(self, module: nn.Module) -> tuple[str, ...]:
         """``forward``'s positional parameter names, read once per forward function."""

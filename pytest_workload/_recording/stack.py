@@ -23,10 +23,10 @@ from .._fingerprint.describe import Describer, describe_args, describe_kwargs, i
 from .._fingerprint.structure import class_name
 from .._perf import FirstCall
 from .._workload.computation import Computation
-from .identity import IdentityCache
+from .identity import Identity, IdentityCache
 from .naming import call_site
 from .plan import Plan, RootTrace, untraced
-from .rows import Call, RowTable
+from .rows import Call, Entry, RowTable
 from .states import State
 
 if TYPE_CHECKING:
@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
 #: A call's positional and keyword arguments.
 Arguments = tuple[tuple[Any, ...], dict[str, Any]]
+#: A settled root's call, with its row, identity, raw inputs (``inputs_key``) and plan.
+Settled = tuple[Call, Entry, Identity, Hashable, Plan]
 
 
 class CallStack:
@@ -68,8 +70,8 @@ class CallStack:
         self._clock: Callable[[], int] = time.perf_counter_ns if rows.timing else int
         # the descriptions of the inputs seen, by their key (``describe.inputs_key``)
         self._seen: dict[Hashable, tuple[tuple[Any, Any], str]] = {}
-        # each settled root's frame by its module's id, with its raw inputs and plan
-        self._settled: dict[int, tuple[Call, Hashable, Plan]] = {}
+        # each settled root's call by its module's id (which its frame keeps standing)
+        self._settled: dict[int, Settled] = {}
         self._order = itertools.count()
         self.plan: Plan | None = None
         self._trace: RootTrace | None = None
@@ -136,7 +138,6 @@ class CallStack:
         """End a reopened call, counted if it returned and its tree did not change meanwhile."""
         frame = self.frames.pop()
         frame.elapsed_ns = self._clock() - frame.start_ns
-        self.plan = None
         if returned and frame.generation == self._identities.generation:
             self._rows.count_settled(frame)
 
@@ -164,7 +165,8 @@ class CallStack:
         elif self._keyer is None and frame.entry and frame.entry.life.state is State.SETTLED:
             # (not with a key hook: it keys every call, its submodules' too)
             frame.settled = True
-            self._settled[id(module)] = (frame, raw, plan)
+            if raw is not None and not plan.compiled and frame.identity is not None:
+                self._settled[id(module)] = (frame, frame.entry, frame.identity, raw, plan)
         return frame
 
     def _begin_trace(
@@ -315,31 +317,28 @@ def _described(
 
 
 def _settled_again(
-    frames: dict[int, tuple[Call, Hashable, Plan]],
+    settled: dict[int, Settled],
     identities: IdentityCache,
     root: tuple[nn.Module, int],
     call: Arguments,
 ) -> tuple[Call, Plan] | None:
     """The frame of the call that settled a root (``root``: the module and the depth recorded),
-    with its plan, when this call is one more of it: the same raw inputs, and the identity
-    cache's generation, the identity's key and its attribute watch unchanged. Nothing is
-    described, looked up or built. Reopening the same object is safe: a root opens with no
-    call in progress, and its row keeps nothing of the frame."""
-    settled = frames.get(id(root[0]))
-    if settled is None:
+    with its plan, when this call is one more of it: the same depth and raw inputs, and the
+    identity cache's generation, the identity's key and its attribute watch unchanged. Nothing
+    is described, looked up or built. Reopening the same object is safe: a root opens with no
+    call in progress, and its row keeps nothing of the frame. (Not kept: a root whose raw inputs
+    do not tell, or that is compiled, whose calls observe what dynamo compiles.)"""
+    found = settled.get(id(root[0]))
+    if found is None:
         return None
-    frame, raw, plan = settled
-    entry, key = frame.entry, frame.key
-    assert entry is not None and key is not None  # (a settled call has both)
+    frame, entry, identity, raw, plan = found
     if (
-        frame.module is not root[0]
-        or plan.max_depth != root[1]
-        or plan.compiled  # (its calls observe what dynamo compiles)
+        plan.max_depth != root[1]
         or frame.generation != identities.generation
         or entry.life.state is not State.SETTLED
-        or raw is None  # (only describing tells)
         or raw != inputs_key(*call)
-        or identities.known(frame.target, key, call) is not frame.identity
+        or identities.key(frame.target, identity.key[-1], call) != identity.key
+        or not identity.watch.unchanged()
     ):
         return None
     frame.children.clear()  # (its last call raised within a call of itself)
