@@ -21,7 +21,7 @@ import contextlib
 import enum
 import math
 import re
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from types import BuiltinFunctionType, FunctionType
 from typing import TYPE_CHECKING, Final
 
@@ -196,14 +196,9 @@ def structure_node(module: nn.Module, children: list[Json]) -> dict[str, Json]:
     return node
 
 
-#: Builds the description of one module from the module and its children's hashes.
-NodeFunction = Callable[["nn.Module", list[Json]], dict[str, Json]]
-
-
 def structure_hash(
     module: nn.Module,
     memo: StructureMemo | None = None,
-    node: NodeFunction = structure_node,
     descriptions: MutableMapping[str, dict[str, Json]] | None = None,
 ) -> str:
     """The structure hash of a module tree: its architecture, never its weights.
@@ -229,9 +224,7 @@ def structure_hash(
 
     Args:
         module: The root of the tree.
-        memo: Hashes already computed, reused across calls (only ever with one ``node``).
-            The plugin's own; leave it out.
-        node: The function that describes one module. The plugin's own; leave it out.
+        memo: Hashes already computed, reused across calls. The plugin's own; leave it out.
         descriptions: If given, receives each module's description by its hash (give a
             fresh ``memo`` with it). The plugin's own; leave it out.
 
@@ -245,10 +238,10 @@ def structure_hash(
     if cached is not None and cached[0] is target:
         return cached[1]
     children: list[Json] = [
-        [name, None if child is None else structure_hash(child, memo, node, descriptions)]
+        [name, None if child is None else structure_hash(child, memo, descriptions)]
         for name, child in own_children(target).items()
     ]
-    digest, description = _interned(node(target, children))
+    digest, description = _interned(structure_node(target, children))
     if descriptions is not None:
         descriptions[digest] = description
     memo[key] = (target, digest)
@@ -276,12 +269,12 @@ def _interned(description: dict[str, Json]) -> tuple[str, dict[str, Json]]:
 
 
 def child_structure_hashes(
-    module: nn.Module, memo: StructureMemo | None = None, node: NodeFunction = structure_node
+    module: nn.Module, memo: StructureMemo | None = None
 ) -> tuple[tuple[str, str], ...]:
     """For locating changes."""
     target = unwrap(module)
     return tuple(
-        (name, structure_hash(child, memo, node))
+        (name, structure_hash(child, memo))
         for name, child in own_children(target).items()
         if child is not None
     )

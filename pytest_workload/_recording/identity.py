@@ -26,6 +26,7 @@ from .._fingerprint.structure import (
     child_structure_hashes,
     class_name,
     param_stats,
+    structure_hash,
     unwrap,
 )
 from .._perf import device_for, device_of
@@ -199,7 +200,7 @@ class IdentityCache:
     ) -> Identity:
         self.read = True
         memo = self._memo
-        structure = self.scheme.structure_hash(target, memo, self.descriptions)
+        structure = structure_hash(target, memo, self.descriptions)
         try:
             output = describe_args((result,), self._describe)[0]
         except UndescribableInputError:
@@ -216,7 +217,7 @@ class IdentityCache:
             class_name=class_name(target),
             params=param_stats(target, self._stats_memo),
             arg_names=self._names_of_arguments(target),
-            submodules=child_structure_hashes(target, memo, self.scheme.node),
+            submodules=child_structure_hashes(target, memo),
             output=output,
             device=device,
             clocked=device_for(device).clocked,
