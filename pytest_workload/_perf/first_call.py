@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import copy
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._compile import Readiness, ReadyCall, check_readiness
-from .._fingerprint.ecosystem import copy_known, reachable
 from .._torch_internals import compiled_original
+from .._tracing import Trace
 from .device import KINDS, device_for
 
 if TYPE_CHECKING:
     import torch
     from torch import nn
 
-    from .._tracing import FlopCount, Trace
+    from .._tracing import FlopCount
 
 
 @dataclass(frozen=True)
@@ -140,23 +140,56 @@ def _enters(value: object) -> bool:
     return not isinstance(value, (type, types.ModuleType, *_PLAIN)) and not callable(value)
 
 
+def reachable(value: object) -> list[object]:
+    """Every tensor reachable from ``value`` through lists, tuples, dicts and the attributes of
+    the objects it :func:`_enters`, and those objects: each once, in the order first met."""
+    import torch
+
+    found: dict[int, object] = {}
+    seen: set[int] = set()
+
+    def walk(value: object) -> None:
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        items: Iterable[object]
+        if isinstance(value, torch.Tensor):
+            found[id(value)] = value
+            return
+        if isinstance(value, (list, tuple)):
+            items = value
+        elif isinstance(value, dict):
+            items = value.values()
+        elif hasattr(value, "__dict__") and _enters(value):
+            found[id(value)] = value
+            items = vars(value).values()
+        else:
+            return
+        for item in items:
+            walk(item)
+
+    walk(value)
+    return list(found.values())
+
+
 def input_objects(values: object) -> list[object]:
     """The objects with attributes among ``values`` (a dataclass, a KV cache): what a forward
     may change in an input it is given, so a replay puts their attributes back after each call."""
     import torch
 
-    return [v for v in reachable(values, _enters) if not isinstance(v, torch.Tensor)]
+    return [v for v in reachable(values) if not isinstance(v, torch.Tensor)]
 
 
 def _copy_object(value: object) -> tuple[Any, Missing]:
-    """A deep copy of an object of another type (a dataclass, a KV cache), its tensors cloned;
-    not copied when it is a module, or when a deep copy fails (a stream, a lock)."""
+    """A deep copy of an object of another type (a dataclass, a KV cache, an ``ImageList``),
+    its tensors detached and cloned first (``deepcopy`` refuses a tensor with a history); not
+    copied when it is a module, or when a deep copy fails (a stream, a lock)."""
     import torch
 
     if isinstance(value, torch.nn.Module):
         return value, (_qualified(value),)
     memo: dict[int, Any] = {}
-    for part in reachable(value, _enters):
+    for part in reachable(value):
         if isinstance(part, torch.Tensor):
             memo[id(part)] = part.detach().clone().requires_grad_(part.requires_grad)
     try:
@@ -182,11 +215,7 @@ def copy_inputs(value: Any) -> tuple[Any, Missing]:
         return _copy_mapping(value)
     if isinstance(value, (*_PLAIN, torch.dtype, torch.device, torch.Size)):
         return value, ()
-    known = copy_known(value)
-    if known is None:
-        return _copy_object(value)
-    copied, ok = known
-    return copied, () if ok else (_qualified(value),)
+    return _copy_object(value)
 
 
 class FirstCall:
@@ -239,9 +268,8 @@ class FirstCall:
 
     @property
     def flops(self) -> int | None:
-        if self.counts is None or self.counts.failed is not None:
-            return None
-        return self.counts.flops
+        failed = isinstance(self.counts, Trace) and self.counts.failed is not None
+        return None if self.counts is None or failed else self.counts.flops
 
     def end(self, *, returned: bool) -> None:
         if self.ended:
