@@ -70,11 +70,12 @@ def unwrap(module: nn.Module) -> nn.Module:
             return module
 
 
-def class_name(module: nn.Module) -> str:
-    """Scripted modules report the class they were scripted from."""
+def class_name(module: nn.Module, *, short: bool = False) -> str:
+    """Qualified by its module unless ``short``; a scripted module reports the class it was
+    scripted from."""
     if is_scripted(module):
-        return f"{getattr(module, 'original_name', type(module).__qualname__)} (scripted)"
-    return qualified_name(type(module))
+        return f"{getattr(module, 'original_name', type(module).__name__)} (scripted)"
+    return type(module).__qualname__ if short else qualified_name(type(module))
 
 
 #: Public attributes that are not architecture: they choose a kernel (``fused_attn``, which
@@ -144,12 +145,6 @@ def tensor_entries(table: Table[torch.Tensor | None]) -> list[Json]:
     return entries
 
 
-def _short_class(module: nn.Module) -> str:
-    if is_scripted(module):
-        return f"{getattr(module, 'original_name', type(module).__name__)} (scripted)"
-    return type(module).__qualname__
-
-
 #: TorchScript numbers the names it mangles by how much the process scripted before.
 _MANGLED: Final = re.compile(r"___torch_mangle_\d+")
 #: A name with a number at its end, not an attribute: TorchScript numbers the values it names
@@ -179,20 +174,21 @@ def canonical_code(code: str) -> str:
 def structure_node(module: nn.Module, children: list[Json]) -> dict[str, Json]:
     """One module's description (its children given as hashes): every key enters its hash
     except those in :data:`~pytest_workload._workload.modules.DESCRIPTION_ONLY`."""
-    scripted, code = is_scripted(module), None
-    if scripted:  # its TorchScript code is its computation, which no hook can see
+    node: dict[str, Json] = {
+        "class": class_name(module, short=True),
+        "class_path": class_name(module),
+        "attributes": _attributes(module),
+        "training": module.training,
+        "parameters": tensor_entries(own_parameters(module)),
+        "buffers": tensor_entries(own_buffers(module)),
+        "children": children,
+    }
+    if is_scripted(module):  # its TorchScript code is its computation, which no hook can see
         # A scripted module without forward has no code: older torch raises a RuntimeError,
         # torch 2.14 an AttributeError (a container such as torchvision's IntermediateLayerGetter).
+        node["code"] = None
         with contextlib.suppress(RuntimeError, AttributeError):
-            code = str(module.code)
-    node: dict[str, Json] = {"class": _short_class(module), "class_path": class_name(module)}
-    node["attributes"] = _attributes(module)
-    node["training"] = module.training
-    node["parameters"] = tensor_entries(own_parameters(module))
-    node["buffers"] = tensor_entries(own_buffers(module))
-    node["children"] = children
-    if scripted:
-        node["code"] = None if code is None else canonical_code(code)
+            node["code"] = canonical_code(str(module.code))
     return node
 
 
