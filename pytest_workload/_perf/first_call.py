@@ -315,18 +315,14 @@ def check_compile(
     """Each call's readiness (None: not checked), and a line per call saying why one was
     not."""
     skipped = [_skipped(call) for call in calls]
-    checked = [call for call, why in zip(calls, skipped, strict=True) if why is None]
-    found: list[Readiness] | str = []
-    if checked:
-        found = check_readiness([_ready_call(c) for c in checked], backend, rootdir)
+    checked = [_ready_call(c) for c, why in zip(calls, skipped, strict=True) if why is None]
+    found = check_readiness(checked, backend, rootdir) if checked else []
+    answers = iter(found if isinstance(found, list) else ())
     results: list[Readiness | None] = []
     lines = []
-    answers = iter(found if isinstance(found, list) else ())
     for call, why in zip(calls, skipped, strict=True):
-        if why is None and isinstance(found, list):
-            results.append(next(answers))
-            continue
-        results.append(None)
-        reason = f"not checked: {why}" if why is not None else str(found)
-        lines.append(f"{call.name} ({call.class_name}): compile readiness {reason}")
+        results.append(next(answers) if why is None and isinstance(found, list) else None)
+        if results[-1] is None:
+            reason = f"not checked: {why}" if why is not None else str(found)
+            lines.append(f"{call.name} ({call.class_name}): compile readiness {reason}")
     return results, lines
