@@ -204,7 +204,6 @@ def replay(
     (unless ``policy`` is None) on ``module``, so a compiled model is timed compiled."""
     context = capture(target) if context is None else context
     device = device_for(device_of(target, args, kwargs))
-    reference = None if policy is None else device.calibration()
     flops = peak = timing = None
     problem: str | None = None
     try:
@@ -226,7 +225,8 @@ def replay(
                 peak_of.begin()
                 call()
                 peak = peak_of.end()
-            if policy is not None and reference is not None:
+            if policy is not None:
+                reference = device.calibration()
                 with device.timing():
                     timing = time_call(call, device.lap, policy, str(device.device), reference)
                 timing = replace(timing, threads=device.threads)
