@@ -1,18 +1,7 @@
 """Structure hashes: the module-tree half of a workload's identity (what enters one:
-:func:`structure_hash`).
-
-Text that only restates those fields stays out, so that a library release that rewords it
-does not change a hash (measured in docs/benchmarks.md, section 9): the ``extra_repr()``
-text (torch 2.12 added ``bias=True`` to every norm layer's), the module path of the class
-(timm moves classes between modules; it is kept beside the hash as ``class_path``, for
-explanations), attributes that only choose a kernel or an initialisation or restate a
-parameter shape (:data:`NOT_ARCHITECTURE`), and attributes whose value is ``None`` or
-``False`` (a release that adds ``gate = None`` or ``fix_init = False`` to a class changes
-nothing; within one class, *off* and *absent* cannot both occur). The computation
-fingerprint (``compute_hash``) sees what these fields would have guessed at.
-
-A child's hash feeds its parent's, so shared submodules are hashed once and a changed layer is
-located by comparing children.
+:func:`structure_hash`; what stays out, and why: docs/explanation/hashes.md, "What stays
+out"). A child's hash feeds its parent's, so shared submodules are hashed once and a changed
+layer is located by comparing children.
 """
 
 from __future__ import annotations
@@ -78,10 +67,8 @@ def class_name(module: nn.Module, *, short: bool = False) -> str:
     return type(module).__qualname__ if short else qualified_name(type(module))
 
 
-#: Public attributes that are not architecture: they choose a kernel (``fused_attn``, which
-#: ``TIMM_FUSED_ATTN=0`` turns off; ``inplace``), memory use (``grad_checkpointing``) or an
-#: initialisation (``fix_init``, ``weight_init_mode``, ``gain_init``), or restate what the
-#: parameter shapes show (``in_chans``, ``attn_dim``).
+#: Public attributes that are not architecture: they choose a kernel, memory use or an
+#: initialisation, or restate a parameter shape (docs/explanation/hashes.md).
 NOT_ARCHITECTURE: Final = frozenset(
     {"fused_attn", "inplace", "grad_checkpointing", "fix_init", "weight_init_mode", "gain_init",
      "in_chans", "attn_dim"}
