@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from .._compile import Readiness, ReadyCall, check_readiness
 from .._torch_internals import compiled_original
 from .._tracing import Trace
+from .._workload.signature import dtype_name
 from .device import KINDS, device_for
 
 if TYPE_CHECKING:
-    import torch
     from torch import nn
 
     from .._tracing import FlopCount
@@ -43,18 +43,14 @@ class CallContext:
 
 def _tensors(target: nn.Module) -> tuple[tuple[str, str, str], ...]:
     named = (*target.named_parameters(), *target.named_buffers())
-    return tuple((name, _name(t.dtype), str(t.device)) for name, t in named)
-
-
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+    return tuple((name, dtype_name(t.dtype), str(t.device)) for name, t in named)
 
 
 def capture(target: nn.Module) -> CallContext:
     import torch
 
     autocast = tuple(
-        (k.kind, torch.is_autocast_enabled(k.kind), _name(torch.get_autocast_dtype(k.kind)))
+        (k.kind, torch.is_autocast_enabled(k.kind), dtype_name(torch.get_autocast_dtype(k.kind)))
         for k in KINDS
         if k.autocast
     )
