@@ -135,14 +135,11 @@ def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tens
 
     if tensor.is_meta:
         return  # (no values)
-    if version is None:  # an inference tensor: no version counter, writable in inference mode
-        with torch.inference_mode():
-            if not torch.equal(tensor, copy):
-                tensor.copy_(copy)
-        return
-    if tensor_version(tensor) != version or not torch.equal(tensor, copy):
-        with torch.no_grad():
-            tensor.copy_(copy)
+    # (an inference tensor: no version counter, writable in inference mode)
+    with torch.inference_mode() if version is None else torch.no_grad():
+        if (version is None or tensor_version(tensor) == version) and torch.equal(tensor, copy):
+            return
+        tensor.copy_(copy)
 
 
 @contextmanager
