@@ -287,14 +287,11 @@ def _subtree_params(module: nn.Module, memo: StatsMemo) -> _Params:
     found = dict(own)
     for part in parts:
         found.update(part[1])
-    if len(found) == len(own) + sum(len(part[1]) for part in parts):
-        # (no parameter is shared between the parts: their sums add up)
-        count = sum(p.numel() for p in own.values()) + sum(part[2] for part in parts)
-        size = sum(p.numel() * p.element_size() for p in own.values()) + sum(p[3] for p in parts)
-        dtypes = frozenset(dtype_name(p.dtype) for p in own.values()).union(*(p[4] for p in parts))
-    else:
-        count = sum(p.numel() for p in found.values())
-        size = sum(p.numel() * p.element_size() for p in found.values())
-        dtypes = frozenset(dtype_name(p.dtype) for p in found.values())
+    # where no parameter is shared between the parts, their sums add up; else all are read
+    shared = len(found) != len(own) + sum(len(part[1]) for part in parts)
+    mine, rest = (found, []) if shared else (own, parts)
+    count = sum(p.numel() for p in mine.values()) + sum(part[2] for part in rest)
+    size = sum(p.numel() * p.element_size() for p in mine.values()) + sum(p[3] for p in rest)
+    dtypes = frozenset(dtype_name(p.dtype) for p in mine.values()).union(*(p[4] for p in rest))
     memo[id(module)] = result = (module, found, count, size, dtypes)
     return result
