@@ -199,11 +199,8 @@ def structure_hash(
         >>> len(structure_hash(a))
         64
 
-    What enters it: each module's class, the plain attributes that choose the architecture,
-    its train/eval mode, the names, shapes and dtypes of its parameters and buffers, and its
-    children's hashes. A wrapper (``torch.compile``, ``DataParallel``,
-    ``DistributedDataParallel``) hashes as the module it wraps. It is the first part of a
-    workload's key, ``[structure_hash, args, kwargs]``, under the current fingerprint scheme.
+    What enters it (and what stays out): docs/explanation/hashes.md. It is the first part of
+    a workload's key, ``[structure_hash, args, kwargs]``.
 
     Args:
         module: The root of the tree.
