@@ -5,11 +5,6 @@ already imported (a test that passes one has imported it), so a session without 
 nothing. ``ModelOutput`` needs nothing here: it is a dataclass. The ``pytest_workload_describe``
 hook is asked first, so a project can describe these its own way.
 
-A cache is copied as any object of its own type is (``_perf.first_call``), as Hugging Face's
-documentation copies one to reuse it (``copy.deepcopy``). A forward grows the cache it is given
-by rebinding its layers' tensors, so a replay puts the attributes of its inputs' objects back
-after each call (``_perf.first_call.input_objects``).
-
 Library versions are recorded beside the hashes (never in them), so that a failure after an
 upgrade can say which libraries changed since the snapshot was written.
 """

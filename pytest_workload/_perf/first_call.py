@@ -169,8 +169,9 @@ def reachable(value: object) -> list[object]:
 
 
 def input_objects(values: object) -> list[object]:
-    """The objects with attributes among ``values`` (a dataclass, a KV cache): what a forward
-    may change in an input it is given, so a replay puts their attributes back after each call."""
+    """The objects with attributes among ``values`` (a dataclass, a KV cache, whose layers'
+    tensors a forward rebinds as it grows it): what a forward may change in an input it is
+    given, so a replay puts their attributes back after each call."""
     import torch
 
     return [v for v in reachable(values) if not isinstance(v, torch.Tensor)]
