@@ -101,9 +101,9 @@ def _library_models() -> dict[str, Callable[[], tuple[Any, tuple[Any, ...]]]]:
 
 def _modules_described(model: Any) -> dict[str, dict[str, Any]]:
     """Each module's description (children left out), by path."""
-    from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
+    from pytest_workload._fingerprint.structure import structure_node
 
-    return {path: CURRENT_SCHEME.node(module, []) for path, module in model.named_modules()}
+    return {path: structure_node(module, []) for path, module in model.named_modules()}
 
 
 def probe(names: list[str]) -> dict[str, Any]:

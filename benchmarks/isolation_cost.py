@@ -28,7 +28,7 @@ import torch
 from _common import fmt_time, markdown_table, median, print_header
 
 from pytest_workload._perf.first_call import FirstCall, applied, capture
-from pytest_workload._perf.isolation import isolated
+from pytest_workload._perf.replay import isolated
 from pytest_workload._tracing.tracer import tracing
 
 MODELS = [

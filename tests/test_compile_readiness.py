@@ -162,7 +162,7 @@ def test_a_plain_marker_imports_no_dynamo(pytester):
 
 
 def _with(*, graphs: int = 1, breaks: int = 0, backend: str = "eager") -> Readiness:
-    from pytest_workload._compile import GraphBreak
+    from pytest_workload._compile.health import GraphBreak
 
     found = tuple(
         GraphBreak(f"net.py:{10 + n}", "forward", "GB0059", "Failed to trace builtin operator")

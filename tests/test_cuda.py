@@ -24,8 +24,7 @@ from pytest_workload._perf.device import (
     device_for,
     resolve_device,
 )
-from pytest_workload._perf.isolation import isolated
-from pytest_workload._perf.replay import replay
+from pytest_workload._perf.replay import isolated, replay
 from pytest_workload._perf.stopwatch import Lap, TimingPolicy
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

@@ -10,8 +10,8 @@ import torch
 from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._perf.baseline import Baseline
-from pytest_workload._perf.device import DeviceIdentity
-from pytest_workload._perf.drift import KERNEL_LIMIT, judge, worth_retiming
+from pytest_workload._perf.device import CpuDevice, DeviceIdentity
+from pytest_workload._perf.drift import judge, worth_retiming
 from pytest_workload._perf.perf_gate import PerfGate
 from pytest_workload._perf.stopwatch import Lap, TimingPolicy, measure, summarize, time_call
 from pytest_workload._report.summary import format_timing
@@ -250,9 +250,9 @@ def test_a_kernel_far_from_its_baseline_makes_the_timings_not_comparable():
     assert drift.kind == "not comparable" and drift.machine_ratio == pytest.approx(0.01)
     assert not worth_retiming(drift)
     assert judge(timed(0.05, wall=3e-3, kernel=0.1), BASE).kind == "not comparable"
-    # within KERNEL_LIMIT either way, the calibrated ratio decides
-    assert judge(timed(1.4, kernel=1.01e-3 / KERNEL_LIMIT), BASE).kind == "regression"
-    assert judge(timed(1.4, kernel=0.99e-3 * KERNEL_LIMIT), BASE).kind == "regression"
+    # within the CPU's kernel limit either way, the calibrated ratio decides
+    assert judge(timed(1.4, kernel=1.01e-3 / CpuDevice.kernel_limit), BASE).kind == "regression"
+    assert judge(timed(1.4, kernel=0.99e-3 * CpuDevice.kernel_limit), BASE).kind == "regression"
     # FLOPs still decide
     # a device's ratio clock is its own events: a shared device slows kernel and workload alike
     on_gpu = [dataclasses.replace(t, device="cuda:0") for t in (timed(30.0, kernel=1e-5), BASE)]

@@ -339,7 +339,7 @@ def test_a_count_that_cannot_be_copied_refuses_the_replay_and_is_left_as_it_was(
 
     from torch import nn
 
-    from pytest_workload._perf.isolation import NotIsolableError, isolated
+    from pytest_workload._perf.replay import NotIsolableError, isolated
 
     module = nn.Module()
     module.counter = counter = itertools.count(Fraction(1, 2))

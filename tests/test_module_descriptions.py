@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from pytest_workload import structure_hash
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._core.text import versions_line
 from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
@@ -56,7 +57,7 @@ def test_every_row_s_tree_is_described_when_submodules_were_hashed_first():
     hash reuses theirs: the descriptions still cover every row's whole tree, on every call."""
     model = nn.Sequential(deep(2), nn.Sequential(deep(1), nn.ReLU()))
     t = record(lambda: [model(torch.rand(1, 4, 4, 4)) for _ in range(3)], max_depth=1, timing=False)
-    distinct = {CURRENT_SCHEME.structure_hash(m) for m in model.modules()}
+    distinct = {structure_hash(m) for m in model.modules()}
     assert set(t.modules) == distinct
     assert {w.structure_hash for w in t.workloads} <= distinct
     read_modules(json.loads(json.dumps(dict(t.modules))))  # (every child it names is there)

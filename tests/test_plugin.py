@@ -169,7 +169,7 @@ def test_vanished_workload_fails(pytester, suite):
 
 SHAPE_BLIND = """
 import pytest
-from pytest_workload._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
+from pytest_workload._fingerprint.scheme import FingerprintScheme
 from pytest_workload._core.strict_json import sha256_hex
 from pytest_workload.plugin import SESSION_KEY
 
@@ -182,7 +182,7 @@ class ShapeBlind(FingerprintScheme):
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
-    config.stash[SESSION_KEY].scheme = ShapeBlind(1, CURRENT_SCHEME.node)
+    config.stash[SESSION_KEY].scheme = ShapeBlind(1)
 """
 
 

@@ -4,7 +4,6 @@ import torch
 from torch import nn
 
 from pytest_workload._fingerprint.scheme import FingerprintScheme
-from pytest_workload._fingerprint.structure import structure_node
 from pytest_workload._workload.signature import InputSignature
 from tests.models import twins
 from tests.recording import record
@@ -149,7 +148,7 @@ class KwargBlindScheme(FingerprintScheme):
 
 
 def test_callers_that_share_a_hash_do_not_share_children(tiny):
-    scheme = KwargBlindScheme(1, structure_node)
+    scheme = KwargBlindScheme(1)
     x = torch.rand(1, 3, 8, 8)
     table = record(lambda: [tiny(x, scale=1.0), tiny(x, scale=2.0)], max_depth=1, scheme=scheme)
     first, second = table.roots()

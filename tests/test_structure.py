@@ -19,7 +19,8 @@ from pytest_workload._fingerprint.structure import (
     structure_node,
 )
 from pytest_workload._fingerprint.structure import structure_hash as _structure_hash
-from pytest_workload._workload.modules import hash_without_dtypes
+from pytest_workload._torch_internals import own_children
+from pytest_workload._workload.modules import description_hash, hash_without_dtypes
 from tests.models import TinyNet
 
 
@@ -90,7 +91,7 @@ def _block_in(module_path: str) -> type[nn.Module]:
 def test_the_class_enters_by_name_and_its_path_is_kept_beside_the_hash():
     moved, kept = _block_in("timm.layers.old_home")(), _block_in("timm.layers.new_home")()
     assert structure_hash(moved) == structure_hash(kept)
-    assert CURRENT_SCHEME.node(kept, [])["class_path"] == "timm.layers.new_home.Block"
+    assert structure_node(kept, [])["class_path"] == "timm.layers.new_home.Block"
     assert structure_hash(_block_in("x")()) != structure_hash(nn.Identity())
 
 
@@ -125,7 +126,7 @@ def test_scripted_modules_keep_their_code_in_the_description():
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return x * 2.0
 
-    node = CURRENT_SCHEME.node(torch.jit.script(Doubled()), [])
+    node = structure_node(torch.jit.script(Doubled()), [])
     assert node["class"] == "Doubled (scripted)"
     assert "torch.mul(x, 2.)" in str(node["code"])
 
@@ -146,7 +147,7 @@ def test_a_scripted_container_without_forward_hashes_without_code():
             return x
 
     scripted = torch.jit.script(Branches())
-    assert CURRENT_SCHEME.node(scripted.convs, [])["code"] is None
+    assert structure_node(scripted.convs, [])["code"] is None
     assert structure_hash(scripted) == structure_hash(torch.jit.script(Branches()))
 
 
@@ -336,7 +337,7 @@ def test_hash_is_identical_across_processes_and_hash_seeds():
 
 def test_scheme_1_hashes_what_it_always_did():
     # a change to what enters a hash is a new scheme: every stored snapshot would fail
-    assert CURRENT_SCHEME.structure_hash(nn.Linear(4, 2)) == (
+    assert structure_hash(nn.Linear(4, 2)) == (
         "bbdbd3edda6349182d1f72e4ab06491b1eae0018b70f6521ed13110bec54319c"
     )
     assert CURRENT_SCHEME.version == 1
@@ -346,13 +347,14 @@ def _walk_without_dtypes(module: nn.Module) -> str:
     """The structure hash taken by walking the tree with dtypes dropped from each node (the
     reference for the hash read from the descriptions)."""
 
-    def node(m, children):
-        described = structure_node(m, children)
-        for key in ("parameters", "buffers"):
-            described[key] = [e[:2] for e in described[key]]
-        return described
-
-    return structure_hash(module, None, node)
+    children = [
+        [name, None if child is None else _walk_without_dtypes(child)]
+        for name, child in own_children(module).items()
+    ]
+    described = structure_node(module, children)
+    for key in ("parameters", "buffers"):
+        described[key] = [e[:2] for e in described[key]]
+    return description_hash(described)
 
 
 @pytest.mark.parametrize(
@@ -369,14 +371,14 @@ def test_the_hash_without_dtypes_read_from_descriptions_is_that_of_the_tree(make
     for cast in (lambda m: m, lambda m: m.to(torch.bfloat16)):
         tree = cast(model)
         table: dict = {}
-        full = _structure_hash(tree, {}, structure_node, table)
+        full = _structure_hash(tree, {}, table)
         assert hash_without_dtypes(table, full, {}) == _walk_without_dtypes(tree)
 
 
 def test_only_dtypes_are_left_out_of_the_hash_without_dtypes():
     def without(model):
         table: dict = {}
-        return hash_without_dtypes(table, _structure_hash(model, {}, structure_node, table), {})
+        return hash_without_dtypes(table, _structure_hash(model, {}, table), {})
 
     assert without(net(0)) == without(net(0).to(torch.bfloat16))
     assert without(net(0)) != without(net(0, channels=8))

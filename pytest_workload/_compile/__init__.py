@@ -2,10 +2,11 @@
 breaks, recompiles), observed during the recorded calls and gated with the snapshot; and
 compile readiness, the same figures for an eager model compiled on request in a forked child."""
 
-from .health import CompileHealth, GraphBreak, Recompile, health_agrees, health_lines, merge_health
-from .observe import CallObservation, CompileWatch
-from .readiness import (
+from .health import CompileHealth, health_agrees, health_lines, merge_health
+from .observe import (
     BACKENDS,
+    CallObservation,
+    CompileWatch,
     Readiness,
     ReadyCall,
     check_readiness,
@@ -18,10 +19,8 @@ __all__ = [
     "CallObservation",
     "CompileHealth",
     "CompileWatch",
-    "GraphBreak",
     "Readiness",
     "ReadyCall",
-    "Recompile",
     "check_readiness",
     "health_agrees",
     "health_lines",

@@ -109,17 +109,13 @@ def merge_health(a: CompileHealth | None, b: CompileHealth | None) -> CompileHea
     )
 
 
-def _counts(items: Iterable[_Item]) -> dict[tuple[str, str], int]:
-    return {item.key: item.count for item in items}
-
-
 def _moved(
     label: str, noun: str, first: str, old: tuple[_Item, ...], new: tuple[_Item, ...]
 ) -> Iterator[tuple[bool, str]]:
     """Per key whose count changed, whether it grew and a line: ``graph breaks 1 -> 2: new
     break at ...``."""
     head = f"{label} {sum(i.count for i in old)} -> {sum(i.count for i in new)}"
-    before, after = _counts(old), _counts(new)
+    before, after = ({i.key: i.count for i in items} for items in (old, new))
     for item in new:
         was = before.get(item.key, 0)
         if item.count > was:

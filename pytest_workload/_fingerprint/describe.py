@@ -1,9 +1,5 @@
-"""Input signatures: the call-argument half of a workload's identity.
-
-Tensors and arrays are described by shape and dtype, never by value or device; plain scalars by
-value, so ``use_cache=True`` and ``use_cache=False`` are two workloads. Nothing is ever
-described by ``id()`` or address: an object this module cannot describe is an error naming its
-path.
+"""Input signatures: the call-argument half of a workload's identity, never by value (but for
+scalars), device, ``id()`` or address (docs/explanation/hashes.md, "Input signature").
 """
 
 from __future__ import annotations

@@ -111,12 +111,8 @@ def distance_factor(target_key: Json, candidate_key: Json) -> float:
         >>> distance_factor(key(1, 3, 112, 112), key(8, 3, 224, 224))
         inf
 
-    The keys are compatible when their structure hashes are equal, every non-integer part is
-    equal and every integer of the target is divisible by the candidate's; the factor is then
-    the product of target/candidate over every integer. Otherwise it is ``inf``. It is
-    asymmetric and never below 1. Tensor boundaries are kept (``[1, 1], [3, 4]`` is not
-    ``[1, 1, 3], [4]``), ``bool`` is a value and not an integer, zeros must be equal, and
-    negative or symbolic tensor dimensions are incompatible.
+    The rules (compatible keys, the product of target over candidate, what gives ``inf``) are
+    docs/reference/api.md's "Distance factor".
 
     Args:
         target_key: The key of the workload to serve, ``[structure_hash, args, kwargs]``
@@ -124,9 +120,8 @@ def distance_factor(target_key: Json, candidate_key: Json) -> float:
         candidate_key: The key of the workload whose artifact might serve it.
 
     Returns:
-        The factor, ``1.0`` for identical keys. ``inf`` for incompatible keys, for malformed
-        keys or keys that have no canonical JSON (it never raises), and for a factor too large
-        for a float.
+        The factor, ``1.0`` for identical keys, ``inf`` where the rules say so (it never
+        raises).
     """
     if not (
         isinstance(target_key, list)

@@ -5,18 +5,12 @@ already imported (a test that passes one has imported it), so a session without 
 nothing. ``ModelOutput`` needs nothing here: it is a dataclass. The ``pytest_workload_describe``
 hook is asked first, so a project can describe these its own way.
 
-A cache is copied as Hugging Face's documentation copies one to reuse it (``copy.deepcopy``),
-with its tensors detached and cloned first (``deepcopy`` refuses a tensor with a history). A
-forward grows the cache it is given by rebinding its layers' tensors, so a replay puts the
-attributes of its inputs' objects back after each call (``_perf.first_call.input_objects``).
-
 Library versions are recorded beside the hashes (never in them), so that a failure after an
 upgrade can say which libraries changed since the snapshot was written.
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import importlib.metadata
 import sys
@@ -91,60 +85,6 @@ def describe_known(value: object, nested: Nested, path: str) -> Json | None:
     else:
         return None
     return {"builtin": qualified_name(type(value)), "fields": fields}
-
-
-def reachable(value: object, enters: Callable[[object], bool]) -> list[object]:
-    """Every tensor reachable from ``value`` through lists, tuples, dicts and the attributes of
-    the objects ``enters`` accepts, and those objects: each once, in the order first met."""
-    import torch
-
-    found: dict[int, object] = {}
-    seen: set[int] = set()
-
-    def walk(value: object) -> None:
-        if id(value) in seen:
-            return
-        seen.add(id(value))
-        items: Iterable[object]
-        if isinstance(value, torch.Tensor):
-            found[id(value)] = value
-            return
-        if isinstance(value, (list, tuple)):
-            items = value
-        elif isinstance(value, dict):
-            items = value.values()
-        elif hasattr(value, "__dict__") and enters(value):
-            found[id(value)] = value
-            items = vars(value).values()
-        else:
-            return
-        for item in items:
-            walk(item)
-
-    walk(value)
-    return list(found.values())
-
-
-def copy_known(value: Any) -> tuple[Any, bool] | None:
-    """The copy, and whether it could be copied; None for a value of no known type."""
-    import torch
-
-    cache = _loaded(_CACHE)
-    if cache is not None and isinstance(value, cache):
-        memo: dict[int, Any] = {}
-        for part in reachable(value, lambda v: type(v).__module__.startswith("transformers.")):
-            if isinstance(part, torch.Tensor):
-                clone = part.detach().clone()
-                memo[id(part)] = clone.requires_grad_(part.requires_grad)
-        try:
-            return copy.deepcopy(value, memo), True
-        except Exception:  # (an offloading cache holds a stream, which cannot be copied)
-            return value, False
-    image_list = _loaded(_IMAGE_LIST)
-    if image_list is not None and isinstance(value, image_list):
-        images: Any = value
-        return type(images)(images.tensors.detach().clone(), list(images.image_sizes)), True
-    return None
 
 
 _INSTALLED = ("site-packages", "dist-packages")

@@ -1,18 +1,7 @@
 """Structure hashes: the module-tree half of a workload's identity (what enters one:
-:func:`structure_hash`).
-
-Text that only restates those fields stays out, so that a library release that rewords it
-does not change a hash (measured in docs/benchmarks.md, section 9): the ``extra_repr()``
-text (torch 2.12 added ``bias=True`` to every norm layer's), the module path of the class
-(timm moves classes between modules; it is kept beside the hash as ``class_path``, for
-explanations), attributes that only choose a kernel or an initialisation or restate a
-parameter shape (:data:`NOT_ARCHITECTURE`), and attributes whose value is ``None`` or
-``False`` (a release that adds ``gate = None`` or ``fix_init = False`` to a class changes
-nothing; within one class, *off* and *absent* cannot both occur). The computation
-fingerprint (``compute_hash``) sees what these fields would have guessed at.
-
-A child's hash feeds its parent's, so shared submodules are hashed once and a changed layer is
-located by comparing children.
+:func:`structure_hash`; what stays out, and why: docs/explanation/hashes.md, "What stays
+out"). A child's hash feeds its parent's, so shared submodules are hashed once and a changed
+layer is located by comparing children.
 """
 
 from __future__ import annotations
@@ -21,7 +10,7 @@ import contextlib
 import enum
 import math
 import re
-from collections.abc import Callable, MutableMapping
+from collections.abc import MutableMapping
 from types import BuiltinFunctionType, FunctionType
 from typing import TYPE_CHECKING, Final
 
@@ -70,17 +59,16 @@ def unwrap(module: nn.Module) -> nn.Module:
             return module
 
 
-def class_name(module: nn.Module) -> str:
-    """Scripted modules report the class they were scripted from."""
+def class_name(module: nn.Module, *, short: bool = False) -> str:
+    """Qualified by its module unless ``short``; a scripted module reports the class it was
+    scripted from."""
     if is_scripted(module):
-        return f"{getattr(module, 'original_name', type(module).__qualname__)} (scripted)"
-    return qualified_name(type(module))
+        return f"{getattr(module, 'original_name', type(module).__name__)} (scripted)"
+    return type(module).__qualname__ if short else qualified_name(type(module))
 
 
-#: Public attributes that are not architecture: they choose a kernel (``fused_attn``, which
-#: ``TIMM_FUSED_ATTN=0`` turns off; ``inplace``), memory use (``grad_checkpointing``) or an
-#: initialisation (``fix_init``, ``weight_init_mode``, ``gain_init``), or restate what the
-#: parameter shapes show (``in_chans``, ``attn_dim``).
+#: Public attributes that are not architecture: they choose a kernel, memory use or an
+#: initialisation, or restate a parameter shape (docs/explanation/hashes.md).
 NOT_ARCHITECTURE: Final = frozenset(
     {"fused_attn", "inplace", "grad_checkpointing", "fix_init", "weight_init_mode", "gain_init",
      "in_chans", "attn_dim"}
@@ -144,12 +132,6 @@ def tensor_entries(table: Table[torch.Tensor | None]) -> list[Json]:
     return entries
 
 
-def _short_class(module: nn.Module) -> str:
-    if is_scripted(module):
-        return f"{getattr(module, 'original_name', type(module).__name__)} (scripted)"
-    return type(module).__qualname__
-
-
 #: TorchScript numbers the names it mangles by how much the process scripted before.
 _MANGLED: Final = re.compile(r"___torch_mangle_\d+")
 #: A name with a number at its end, not an attribute: TorchScript numbers the values it names
@@ -179,31 +161,27 @@ def canonical_code(code: str) -> str:
 def structure_node(module: nn.Module, children: list[Json]) -> dict[str, Json]:
     """One module's description (its children given as hashes): every key enters its hash
     except those in :data:`~pytest_workload._workload.modules.DESCRIPTION_ONLY`."""
-    scripted, code = is_scripted(module), None
-    if scripted:  # its TorchScript code is its computation, which no hook can see
+    node: dict[str, Json] = {
+        "class": class_name(module, short=True),
+        "class_path": class_name(module),
+        "attributes": _attributes(module),
+        "training": module.training,
+        "parameters": tensor_entries(own_parameters(module)),
+        "buffers": tensor_entries(own_buffers(module)),
+        "children": children,
+    }
+    if is_scripted(module):  # its TorchScript code is its computation, which no hook can see
         # A scripted module without forward has no code: older torch raises a RuntimeError,
         # torch 2.14 an AttributeError (a container such as torchvision's IntermediateLayerGetter).
+        node["code"] = None
         with contextlib.suppress(RuntimeError, AttributeError):
-            code = str(module.code)
-    node: dict[str, Json] = {"class": _short_class(module), "class_path": class_name(module)}
-    node["attributes"] = _attributes(module)
-    node["training"] = module.training
-    node["parameters"] = tensor_entries(own_parameters(module))
-    node["buffers"] = tensor_entries(own_buffers(module))
-    node["children"] = children
-    if scripted:
-        node["code"] = None if code is None else canonical_code(code)
+            node["code"] = canonical_code(str(module.code))
     return node
-
-
-#: Builds the description of one module from the module and its children's hashes.
-NodeFunction = Callable[["nn.Module", list[Json]], dict[str, Json]]
 
 
 def structure_hash(
     module: nn.Module,
     memo: StructureMemo | None = None,
-    node: NodeFunction = structure_node,
     descriptions: MutableMapping[str, dict[str, Json]] | None = None,
 ) -> str:
     """The structure hash of a module tree: its architecture, never its weights.
@@ -221,17 +199,12 @@ def structure_hash(
         >>> len(structure_hash(a))
         64
 
-    What enters it: each module's class, the plain attributes that choose the architecture,
-    its train/eval mode, the names, shapes and dtypes of its parameters and buffers, and its
-    children's hashes. A wrapper (``torch.compile``, ``DataParallel``,
-    ``DistributedDataParallel``) hashes as the module it wraps. It is the first part of a
-    workload's key, ``[structure_hash, args, kwargs]``, under the current fingerprint scheme.
+    What enters it (and what stays out): docs/explanation/hashes.md. It is the first part of
+    a workload's key, ``[structure_hash, args, kwargs]``.
 
     Args:
         module: The root of the tree.
-        memo: Hashes already computed, reused across calls (only ever with one ``node``).
-            The plugin's own; leave it out.
-        node: The function that describes one module. The plugin's own; leave it out.
+        memo: Hashes already computed, reused across calls. The plugin's own; leave it out.
         descriptions: If given, receives each module's description by its hash (give a
             fresh ``memo`` with it). The plugin's own; leave it out.
 
@@ -245,10 +218,10 @@ def structure_hash(
     if cached is not None and cached[0] is target:
         return cached[1]
     children: list[Json] = [
-        [name, None if child is None else structure_hash(child, memo, node, descriptions)]
+        [name, None if child is None else structure_hash(child, memo, descriptions)]
         for name, child in own_children(target).items()
     ]
-    digest, description = _interned(node(target, children))
+    digest, description = _interned(structure_node(target, children))
     if descriptions is not None:
         descriptions[digest] = description
     memo[key] = (target, digest)
@@ -276,12 +249,12 @@ def _interned(description: dict[str, Json]) -> tuple[str, dict[str, Json]]:
 
 
 def child_structure_hashes(
-    module: nn.Module, memo: StructureMemo | None = None, node: NodeFunction = structure_node
+    module: nn.Module, memo: StructureMemo | None = None
 ) -> tuple[tuple[str, str], ...]:
     """For locating changes."""
     target = unwrap(module)
     return tuple(
-        (name, structure_hash(child, memo, node))
+        (name, structure_hash(child, memo))
         for name, child in own_children(target).items()
         if child is not None
     )
@@ -311,14 +284,11 @@ def _subtree_params(module: nn.Module, memo: StatsMemo) -> _Params:
     found = dict(own)
     for part in parts:
         found.update(part[1])
-    if len(found) == len(own) + sum(len(part[1]) for part in parts):
-        # (no parameter is shared between the parts: their sums add up)
-        count = sum(p.numel() for p in own.values()) + sum(part[2] for part in parts)
-        size = sum(p.numel() * p.element_size() for p in own.values()) + sum(p[3] for p in parts)
-        dtypes = frozenset(dtype_name(p.dtype) for p in own.values()).union(*(p[4] for p in parts))
-    else:
-        count = sum(p.numel() for p in found.values())
-        size = sum(p.numel() * p.element_size() for p in found.values())
-        dtypes = frozenset(dtype_name(p.dtype) for p in found.values())
+    # where no parameter is shared between the parts, their sums add up; else all are read
+    shared = len(found) != len(own) + sum(len(part[1]) for part in parts)
+    mine, rest = (found, []) if shared else (own, parts)
+    count = sum(p.numel() for p in mine.values()) + sum(part[2] for part in rest)
+    size = sum(p.numel() * p.element_size() for p in mine.values()) + sum(p[3] for p in rest)
+    dtypes = frozenset(dtype_name(p.dtype) for p in mine.values()).union(*(p[4] for p in rest))
     memo[id(module)] = result = (module, found, count, size, dtypes)
     return result

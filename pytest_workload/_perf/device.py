@@ -164,6 +164,9 @@ class Device:
     unforkable: ClassVar[str | None] = None
     #: The intra-op threads :meth:`timing` runs on (None: torch's count, as it is).
     threads: ClassVar[int | None] = None
+    #: How far the calibration kernel's time may move from its baseline's, either way, before
+    #: two timings are not compared (None: no limit).
+    kernel_limit: ClassVar[float | None] = None
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
@@ -203,6 +206,8 @@ class CpuDevice(Device):
     autocast = True
     #: whatever torch's default here: docs/explanation/timing.md, "On one intra-op thread"
     threads: ClassVar[int] = 1
+    #: one machine's phases and loads move the kernel's CPU time by tens of percent
+    kernel_limit = 3.0
 
     @contextmanager
     def timing(self) -> Iterator[None]:

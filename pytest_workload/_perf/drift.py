@@ -10,13 +10,10 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from .._workload.timing import Timing
+from .device import device_for
 
 #: Relative slowdown allowed before the gate fails (0.15 = 15% slower).
 DEFAULT_TOLERANCE: Final = 0.15
-
-#: How far the calibration kernel's CPU time may move from its baseline's, either way, before
-#: the two timings are not compared: one machine's phases and loads move it by tens of percent.
-KERNEL_LIMIT: Final = 3.0
 
 
 DriftKind = Literal["regression", "faster", "unchanged", "too few samples", "not comparable"]
@@ -52,28 +49,25 @@ class Drift:
 def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANCE) -> Drift:
     """Compare a timing with its baseline; ``ratio`` > 1 means slower."""
     wall = current.median_s / baseline.median_s
-    machine = None
-    if current.calibration_s is not None and baseline.calibration_s is not None:
-        machine = current.calibration_s / baseline.calibration_s
     low, high = current.ci_s[0] / baseline.ci_s[1], current.ci_s[1] / baseline.ci_s[0]
-    ratio = wall
-    evidence: Evidence = "wall"
+    drift = Drift("unchanged", wall, low, high, tolerance, "wall", wall)
     # both at the machine speed of the baseline (its kernel's time)
     kernel = baseline.calibration_s
     now = None if kernel is None else current.calibrated(kernel)
     then = None if kernel is None else baseline.calibrated(kernel)
-    if now is not None and then is not None:
+    if now is not None and then is not None and current.calibration_s is not None:
+        assert kernel is not None
         (cur, cur_low, cur_high), (base, base_low, base_high) = now, then
-        ratio, low, high = cur / base, cur_low / base_high, cur_high / base_low
-        evidence = "calibrated"
-    drift = Drift("unchanged", ratio, low, high, tolerance, evidence, wall, machine)
+        machine = current.calibration_s / kernel
+        ratios = (cur / base, cur_low / base_high, cur_high / base_low)
+        drift = Drift("unchanged", *ratios, tolerance, "calibrated", wall, machine)
     if not (current.has_interval and baseline.has_interval):
         return replace(drift, kind="too few samples")
+    machine_limit = device_for(current.device).kernel_limit
     if (
-        evidence == "calibrated"
-        and current.device == "cpu"
-        and machine is not None
-        and not 1 / KERNEL_LIMIT <= machine <= KERNEL_LIMIT
+        drift.machine_ratio is not None
+        and machine_limit is not None
+        and not 1 / machine_limit <= drift.machine_ratio <= machine_limit
     ):
         return replace(drift, kind="not comparable")
     limit = 1 + tolerance

@@ -10,21 +10,21 @@ from __future__ import annotations
 
 import copy
 import types
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._compile import Readiness, ReadyCall, check_readiness
-from .._fingerprint.ecosystem import copy_known, reachable
 from .._torch_internals import compiled_original
+from .._tracing import Trace
+from .._workload.signature import dtype_name
 from .device import KINDS, device_for
 
 if TYPE_CHECKING:
-    import torch
     from torch import nn
 
-    from .._tracing import FlopCount, Trace
+    from .._tracing import FlopCount
 
 
 @dataclass(frozen=True)
@@ -43,18 +43,14 @@ class CallContext:
 
 def _tensors(target: nn.Module) -> tuple[tuple[str, str, str], ...]:
     named = (*target.named_parameters(), *target.named_buffers())
-    return tuple((name, _name(t.dtype), str(t.device)) for name, t in named)
-
-
-def _name(dtype: torch.dtype) -> str:
-    return str(dtype).removeprefix("torch.")
+    return tuple((name, dtype_name(t.dtype), str(t.device)) for name, t in named)
 
 
 def capture(target: nn.Module) -> CallContext:
     import torch
 
     autocast = tuple(
-        (k.kind, torch.is_autocast_enabled(k.kind), _name(torch.get_autocast_dtype(k.kind)))
+        (k.kind, torch.is_autocast_enabled(k.kind), dtype_name(torch.get_autocast_dtype(k.kind)))
         for k in KINDS
         if k.autocast
     )
@@ -140,23 +136,57 @@ def _enters(value: object) -> bool:
     return not isinstance(value, (type, types.ModuleType, *_PLAIN)) and not callable(value)
 
 
-def input_objects(values: object) -> list[object]:
-    """The objects with attributes among ``values`` (a dataclass, a KV cache): what a forward
-    may change in an input it is given, so a replay puts their attributes back after each call."""
+def reachable(value: object) -> list[object]:
+    """Every tensor reachable from ``value`` through lists, tuples, dicts and the attributes of
+    the objects it :func:`_enters`, and those objects: each once, in the order first met."""
     import torch
 
-    return [v for v in reachable(values, _enters) if not isinstance(v, torch.Tensor)]
+    found: dict[int, object] = {}
+    seen: set[int] = set()
+
+    def walk(value: object) -> None:
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        items: Iterable[object]
+        if isinstance(value, torch.Tensor):
+            found[id(value)] = value
+            return
+        if isinstance(value, (list, tuple)):
+            items = value
+        elif isinstance(value, dict):
+            items = value.values()
+        elif hasattr(value, "__dict__") and _enters(value):
+            found[id(value)] = value
+            items = vars(value).values()
+        else:
+            return
+        for item in items:
+            walk(item)
+
+    walk(value)
+    return list(found.values())
+
+
+def input_objects(values: object) -> list[object]:
+    """The objects with attributes among ``values`` (a dataclass, a KV cache, whose layers'
+    tensors a forward rebinds as it grows it): what a forward may change in an input it is
+    given, so a replay puts their attributes back after each call."""
+    import torch
+
+    return [v for v in reachable(values) if not isinstance(v, torch.Tensor)]
 
 
 def _copy_object(value: object) -> tuple[Any, Missing]:
-    """A deep copy of an object of another type (a dataclass, a KV cache), its tensors cloned;
-    not copied when it is a module, or when a deep copy fails (a stream, a lock)."""
+    """A deep copy of an object of another type (a dataclass, a KV cache, an ``ImageList``),
+    its tensors detached and cloned first (``deepcopy`` refuses a tensor with a history); not
+    copied when it is a module, or when a deep copy fails (a stream, a lock)."""
     import torch
 
     if isinstance(value, torch.nn.Module):
         return value, (_qualified(value),)
     memo: dict[int, Any] = {}
-    for part in reachable(value, _enters):
+    for part in reachable(value):
         if isinstance(part, torch.Tensor):
             memo[id(part)] = part.detach().clone().requires_grad_(part.requires_grad)
     try:
@@ -182,11 +212,7 @@ def copy_inputs(value: Any) -> tuple[Any, Missing]:
         return _copy_mapping(value)
     if isinstance(value, (*_PLAIN, torch.dtype, torch.device, torch.Size)):
         return value, ()
-    known = copy_known(value)
-    if known is None:
-        return _copy_object(value)
-    copied, ok = known
-    return copied, () if ok else (_qualified(value),)
+    return _copy_object(value)
 
 
 class FirstCall:
@@ -239,9 +265,8 @@ class FirstCall:
 
     @property
     def flops(self) -> int | None:
-        if self.counts is None or self.counts.failed is not None:
-            return None
-        return self.counts.flops
+        failed = isinstance(self.counts, Trace) and self.counts.failed is not None
+        return None if self.counts is None or failed else self.counts.flops
 
     def end(self, *, returned: bool) -> None:
         if self.ended:
@@ -287,18 +312,14 @@ def check_compile(
     """Each call's readiness (None: not checked), and a line per call saying why one was
     not."""
     skipped = [_skipped(call) for call in calls]
-    checked = [call for call, why in zip(calls, skipped, strict=True) if why is None]
-    found: list[Readiness] | str = []
-    if checked:
-        found = check_readiness([_ready_call(c) for c in checked], backend, rootdir)
+    checked = [_ready_call(c) for c, why in zip(calls, skipped, strict=True) if why is None]
+    found = check_readiness(checked, backend, rootdir) if checked else []
+    answers = iter(found if isinstance(found, list) else ())
     results: list[Readiness | None] = []
     lines = []
-    answers = iter(found if isinstance(found, list) else ())
     for call, why in zip(calls, skipped, strict=True):
-        if why is None and isinstance(found, list):
-            results.append(next(answers))
-            continue
-        results.append(None)
-        reason = f"not checked: {why}" if why is not None else str(found)
-        lines.append(f"{call.name} ({call.class_name}): compile readiness {reason}")
+        results.append(next(answers) if why is None and isinstance(found, list) else None)
+        if results[-1] is None:
+            reason = f"not checked: {why}" if why is not None else str(found)
+            lines.append(f"{call.name} ({call.class_name}): compile readiness {reason}")
     return results, lines

@@ -313,7 +313,7 @@ class PerfGate:
             f"no timing baseline for {workload}, hash {short(w.hash)} on {store.device.describe()}"
         )
         others = {canonical_json(b.key): b for b in stored if b.hash != w.hash}
-        found = nearest(w.key, [b.key for b in others.values()])
+        found = None if other else nearest(w.key, [b.key for b in others.values()])
         if other is not None:
             line += f" (this test's baseline timed another computation: {other})"
         elif found is not None:

@@ -1,25 +1,188 @@
 """Measuring a top-level workload by replaying its first call after the test.
 
-A replay runs under the state the call was made in, on a copy of its inputs, isolated from the
-program (:mod:`.isolation`); a Hugging Face cache among the inputs is put back after every
-call. An exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a
-problem, never raised; only ``KeyboardInterrupt`` goes through.
+A replay runs under the state the call was made in, on a copy of its inputs, and leaves no
+trace: the tensors of every module in the tree (values and identity), each module's attributes
+(and the contents of its containers), the global RNGs and each generator a module holds are put
+back (an ``itertools.count``, which cannot be rewound, is replaced by an equal one during the
+replay); a Hugging Face cache among the inputs is put back after every call. User hooks are
+suspended, so they neither fire nor count in its timing. What the forward reaches through a
+global cannot be put back: a first call that wrote to a tensor there is never replayed. An
+exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a problem, never
+raised; only ``KeyboardInterrupt`` goes through.
 """
 
 from __future__ import annotations
 
+import ast
+import itertools
+import random
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from .._tracing import count_flops
+from .._torch_internals import global_hook_tables, module_hook_tables, tensor_version
+from .._tracing import count_flops, own_tensors
 from .._workload.timing import OFF, REPLAYED, Measured, not_measured
-from .device import device_for, device_of
+from .device import KINDS, device_for, device_of
 from .first_call import CallContext, applied, capture, copy_inputs, input_objects
-from .isolation import AttributeState, isolated
 from .stopwatch import TimingPolicy, Unmeasured, time_call
 
 if TYPE_CHECKING:
+    import torch
     from torch import nn
+
+
+def _put_back(container: Any, saved: Any) -> None:
+    """Refill ``container`` with ``saved`` (None: empty) unless it holds the same elements by
+    identity (``==`` would compare tensors' values)."""
+    if saved is None:
+        same = not container
+    elif isinstance(container, dict):
+        same = container.keys() == saved.keys() and all(v is saved[k] for k, v in container.items())
+    elif isinstance(container, list):
+        same = list(map(id, container)) == list(map(id, saved))
+    else:
+        same = bool(container == saved)
+    if not same:
+        container.clear()
+        if isinstance(container, list):
+            container.extend(saved or ())
+        else:
+            container.update(saved or ())
+
+
+class NotIsolableError(Exception):
+    """A replay would change something it cannot put back; it is not run."""
+
+
+def _generator_restorer(value: Any) -> Callable[[], None] | None:
+    """What puts a generator's state back in place (other code holds its identity)."""
+    if isinstance(value, random.Random):
+        state = value.getstate()
+        return lambda: value.setstate(state)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.random.Generator):
+        bits = value.bit_generator
+        numpy_state = bits.state
+        return lambda: setattr(bits, "state", numpy_state)
+    if numpy is not None and isinstance(value, numpy.random.RandomState):
+        legacy_state = value.get_state()
+        return lambda: value.set_state(legacy_state)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Generator):
+        torch_state = value.get_state()
+        return lambda: value.set_state(torch_state)
+    return None
+
+
+def _equal_count(name: str, counter: Any) -> Any:
+    """A fresh ``itertools.count`` at the same place: one cannot be rewound, so the replay
+    advances this one and the module gets its own back untouched."""
+    try:
+        start_step = ast.literal_eval(f"[{repr(counter)[len('count(') : -1]}]")
+    except (ValueError, SyntaxError):
+        raise NotIsolableError(
+            f"attribute {name} is {counter!r}, an itertools.count the replay would advance"
+        ) from None
+    return itertools.count(*start_step)
+
+
+class AttributeState:
+    """One object's attributes, and the contents of its containers, to put back."""
+
+    def __init__(self, owner: object) -> None:
+        self.owner = owner
+        self.attributes = dict(vars(owner))
+        # (most of a module's containers are empty hook tables: nothing to copy)
+        self.contents = {
+            name: value.copy() if value else None
+            for name, value in self.attributes.items()
+            if type(value) in (list, set) or isinstance(value, dict)
+        }
+        self.generators = [
+            r for r in map(_generator_restorer, self.attributes.values()) if r is not None
+        ]
+
+    def stand_in_counts(self, memo: dict[int, Any]) -> None:
+        """Bind an equal count in place of each count attribute (one per shared count)."""
+        attributes = vars(self.owner)
+        for name, value in self.attributes.items():
+            if type(value) is itertools.count:
+                if id(value) not in memo:
+                    memo[id(value)] = _equal_count(name, value)
+                attributes[name] = memo[id(value)]
+
+    def restore(self) -> None:
+        attributes = vars(self.owner)
+        for name in [n for n in attributes if n not in self.attributes]:
+            del attributes[name]
+        for name, value in self.attributes.items():
+            if attributes.get(name, self) is not value:
+                attributes[name] = value
+        for name, saved in self.contents.items():
+            _put_back(self.attributes[name], saved)
+        for restore in self.generators:
+            restore()
+
+
+def _put_tensor_back(tensor: torch.Tensor, version: int | None, copy: torch.Tensor) -> None:
+    """Copy the saved values back where they changed. Kernels that update state in place
+    (batch norm's running statistics) do not always move the version counter, so values are
+    compared too."""
+    import torch
+
+    if tensor.is_meta:
+        return  # (no values)
+    # (an inference tensor: no version counter, writable in inference mode)
+    with torch.inference_mode() if version is None else torch.no_grad():
+        if (version is None or tensor_version(tensor) == version) and torch.equal(tensor, copy):
+            return
+        tensor.copy_(copy)
+
+
+@contextmanager
+def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
+    """Run the block, then put the module trees under ``roots`` and the RNGs back."""
+    import torch
+
+    modules = list({id(m): m for root in roots for m in root.modules()}.values())
+    states = [AttributeState(m) for m in modules]
+    unique = {id(t): t for m in modules for t in own_tensors(m)}
+    with torch.no_grad():
+        saved = [
+            (t, None if t.is_inference() else tensor_version(t), t.detach().clone())
+            for t in unique.values()
+        ]
+    # the global RNGs: torch's of each device kind, ``random``'s, NumPy's
+    torch_rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
+    python, numpy = random.getstate(), sys.modules.get("numpy")
+    legacy = None if numpy is None else numpy.random.get_state()
+    # (a module's empty hook table has nothing to suspend; what the replay adds to it, the
+    # module's restored state takes out)
+    tables = global_hook_tables() + [t for m in modules for t in module_hook_tables(m) if t]
+    hooks = [table.copy() for table in tables]
+    try:
+        counts: dict[int, Any] = {}
+        for state in states:
+            state.stand_in_counts(counts)
+        for table in tables:
+            table.clear()
+        yield
+    finally:
+        for table, saved_hooks in zip(tables, hooks, strict=True):
+            table.clear()
+            table.update(saved_hooks)
+        for state in states:
+            state.restore()
+        for tensor, version, copy in saved:
+            _put_tensor_back(tensor, version, copy)
+        for torch_rng in torch_rngs:
+            torch_rng()
+        random.setstate(python)
+        if numpy is not None:
+            numpy.random.set_state(legacy)
 
 
 def replay(
@@ -38,7 +201,6 @@ def replay(
     (unless ``policy`` is None) on ``module``, so a compiled model is timed compiled."""
     context = capture(target) if context is None else context
     device = device_for(device_of(target, args, kwargs))
-    reference = None if policy is None else device.calibration()
     flops = peak = timing = None
     problem: str | None = None
     try:
@@ -60,7 +222,8 @@ def replay(
                 peak_of.begin()
                 call()
                 peak = peak_of.end()
-            if policy is not None and reference is not None:
+            if policy is not None:
+                reference = device.calibration()
                 with device.timing():
                     timing = time_call(call, device.lap, policy, str(device.device), reference)
                 timing = replace(timing, threads=device.threads)

@@ -26,6 +26,7 @@ from .._fingerprint.structure import (
     child_structure_hashes,
     class_name,
     param_stats,
+    structure_hash,
     unwrap,
 )
 from .._perf import device_for, device_of
@@ -202,7 +203,7 @@ class IdentityCache:
         self.read = True
         device = str(key[3])
         memo = self._memo
-        structure = self.scheme.structure_hash(target, memo, self.descriptions)
+        structure = structure_hash(target, memo, self.descriptions)
         try:
             output = describe_args((result,), self._describe)[0]
         except UndescribableInputError:
@@ -219,7 +220,7 @@ class IdentityCache:
             class_name=class_name(target),
             params=param_stats(target, self._stats_memo),
             arg_names=self._names_of_arguments(target),
-            submodules=child_structure_hashes(target, memo, self.scheme.node),
+            submodules=child_structure_hashes(target, memo),
             output=output,
             device=device,
             clocked=device_for(device).clocked,

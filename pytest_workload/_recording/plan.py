@@ -127,9 +127,7 @@ class RootTrace:
     @property
     def unknown(self) -> str | None:
         """Why the call's workloads have no compute hash (None: they have one)."""
-        if self.opaque is not None:
-            return self.opaque
-        return None if self.counts is None else self.counts.failed
+        return self.opaque if self._trace is None else self._trace.failed
 
     def open_span(self, path: str) -> bool:
         if self._trace is None:

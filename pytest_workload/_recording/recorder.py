@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 from .._compile import Readiness
 from .._fingerprint.describe import Describer
 from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
+from .._fingerprint.structure import structure_hash
 from .._perf import (
     FirstCall,
     Replays,
@@ -110,7 +111,6 @@ class WorkloadRecorder:
         self.replays = replays
         self.max_depth = max_depth
         self.timing = timing
-        self._scheme = scheme
         self._rootdir = None if rootdir is None else str(rootdir)
         #: the plugin's own: each new root is compiled with this backend after the test, in a
         #: forked child, for its compile readiness (the marker's ``compile=``; None: never)
@@ -254,7 +254,7 @@ class WorkloadRecorder:
         # (never replayed: its own calls were timed as they ran, whatever changed since)
         if self.replays and first.changed is None:
             with trained_as(first.captured, first.target):
-                if self._scheme.structure_hash(first.target) != identity.structure_hash:
+                if structure_hash(first.target) != identity.structure_hash:
                     first.changed = "its structure differs"
         first.name = entry.done.name
         first.class_name = identity.class_name

@@ -80,7 +80,6 @@ class FlopCount:
 
     flops: int = 0
     foreign_write: str | None = None
-    failed: str | None = None  # (the aten level reads every operation)
 
 
 @functools.cache

@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .._workload.signature import dtype_name
 from .cost_count import tensor_list, torch_api
 
 #: A tensor's path in the traced tree (None: not a parameter or buffer of it).
@@ -47,9 +48,9 @@ def op_name(func: Any) -> str:
 @functools.lru_cache(maxsize=8192)  # (a suite's operations repeat a few shapes)
 def _tensor_text(dtype: Any, shape: Any, layout: Any) -> str:
     torch = torch_api()[0]
-    layout_text = "" if layout == torch.strided else f", {str(layout).removeprefix('torch.')}"
+    layout_text = "" if layout == torch.strided else f", {dtype_name(layout)}"
     shape_text = ", ".join(str(int(s)) for s in shape)
-    return f"{str(dtype).removeprefix('torch.')}[{shape_text}{layout_text}]"
+    return f"{dtype_name(dtype)}[{shape_text}{layout_text}]"
 
 
 def _sequence(values: Any, opening: str, closing: str, refer: Refer) -> str:
@@ -84,7 +85,7 @@ def describe_value(value: Any, refer: Refer) -> str:
         shown = (f"{k!r}: {describe_value(v, refer)}" for k, v in value.items())
         return "{" + ", ".join(shown) + "}"
     if isinstance(value, (torch.dtype, torch.layout, torch.memory_format)):
-        return str(value).removeprefix("torch.")
+        return dtype_name(value)
     if isinstance(value, torch.device):
         return "device"  # (a device never enters a fingerprint: CPU and CUDA share it)
     if isinstance(value, slice):

@@ -11,7 +11,7 @@ from functools import cached_property
 from typing import ClassVar, Final
 
 from .._compile.health import CompileHealth
-from .._compile.readiness import Readiness
+from .._compile.observe import Readiness
 from .._core.codec import Record, codec
 from .._core.errors import WorkloadDataError
 from .._core.strict_json import (
