@@ -207,9 +207,7 @@ class WorkloadSession:
             self.snapshots.keep(snapshot)
         elif snapshot is not None:
             # a test that is not replayed is one recorded only by --workload-record=all
-            verdict, text = self.snapshots.check(
-                snapshot, test, self.scheme.version, judge_signatures=recorder.replays
-            )
+            verdict, text = self.snapshots.check(snapshot, test, judge_signatures=recorder.replays)
             if text is not None and verdict.fails:
                 failures.append(text)
             elif text is not None:

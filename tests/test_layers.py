@@ -213,7 +213,6 @@ HAND_WRITTEN = {
     ("pytest_workload._workload.signature", "InputSignature"): "values read by their tags",
     ("pytest_workload._workload.workload", "TestWorkloads"): "rows checked against each other",
     ("pytest_workload._report.session_report", "SessionReport"): "one module table for all tests",
-    ("pytest_workload._snapshot.document", "SnapshotDocument"): "the tables of a file",
 }
 
 
