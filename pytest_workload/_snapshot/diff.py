@@ -68,7 +68,8 @@ def _key(e: Workload) -> list[Json]:
 def tables_match(old: TestWorkloads, new: TestWorkloads, tolerance: float = 0.0) -> bool:
     """The same workloads under the same callers (order does not matter), whose costs grew
     by no more than ``tolerance``: folded tables of one scheme (the reader refuses another)."""
-    return len(old) == len(new) and not unmatched(old.workloads, new.workloads, tolerance)
+    same_count = len(old.workloads) == len(new.workloads)
+    return same_count and not unmatched(old.workloads, new.workloads, tolerance)
 
 
 def paths_agree(a: Workload, b: Workload) -> bool:

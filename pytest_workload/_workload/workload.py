@@ -295,7 +295,7 @@ class TestWorkloads:
         )
 
     def folded(self) -> TestWorkloads:
-        """The table as its snapshot keeps it (see :func:`fold`)."""
+        """The table as its snapshot keeps it: rows differing only in paths and callers as one."""
         return replace(self, workloads=fold(self.workloads))
 
     def to_dict(self, modules: bool = True) -> dict[str, Json]:
