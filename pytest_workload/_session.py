@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._core.errors import FileWriteError
-from ._core.notes import Note
+from ._core.notes import GateResult, Note
 from ._core.strict_json import Json, read_field
 from ._core.text import PLAIN, Commands, one_line
 from ._fingerprint.describe import Describer
@@ -65,16 +65,6 @@ class WorkloadSettings:
     record_all: bool = False
     #: the terminal section (``--workload-report``)
     report: ReportMode = "auto"
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What the session says of one test: its workloads, why it fails, and what it only warns
-    about."""
-
-    test: TestWorkloads
-    failures: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
 
 
 def _baseline_root(settings: WorkloadSettings) -> Path | None:
@@ -171,9 +161,10 @@ class WorkloadSession:
         passed: bool,
         tolerance: float | None = None,
         fixtures: Sequence[str] = (),
-    ) -> Outcome:
-        """Measure and keep the test's workloads; say why the test fails, or what it warns
-        of: without the gate nothing fails a test, so what could not be recorded warns.
+    ) -> GateResult:
+        """Measure and keep the test's workloads; the gates' verdict on it (the session keeps
+        their notes): why it fails, or what it warns of: without the gate nothing fails a
+        test, so what could not be recorded warns.
         ``fixtures``: those the test used that ran a model in their setup."""
         recorder.stop()
         tolerance = self.settings.tolerance if tolerance is None else tolerance
@@ -193,12 +184,12 @@ class WorkloadSession:
         elif snapshot is not None and not passed:
             self.snapshots.keep(snapshot)  # a failed test's table says nothing
         if not passed:
-            return Outcome(test)
+            return GateResult()
         collapses = [render_collapse(c) for c in self.keys.check(test)]
         errors = [f"pytest-workload could not record: {one_line(e)}" for e in recorder.errors]
         if not self.settings.snapshot:
             where = one_line(recorder.nodeid)
-            return Outcome(test, warnings=(f"{where}: " + "\n".join(errors),) if errors else ())
+            return GateResult(warnings=(f"{where}: " + "\n".join(errors),) if errors else ())
         failures = errors + collapses
         # Under --snapshot-update a test that fails writes nothing: its table (partial, or
         # collapsed) would replace a good one.
@@ -207,9 +198,7 @@ class WorkloadSession:
             self.snapshots.keep(snapshot)
         elif snapshot is not None:
             # a test that is not replayed is one recorded only by --workload-record=all
-            verdict, text = self.snapshots.check(
-                snapshot, test, self.scheme.version, judge_signatures=recorder.replays
-            )
+            verdict, text = self.snapshots.check(snapshot, test, judge_signatures=recorder.replays)
             if text is not None and verdict.fails:
                 failures.append(text)
             elif text is not None:
@@ -223,11 +212,15 @@ class WorkloadSession:
         if failures:
             self.gate_failed += 1
             self.regressions += regressions
-        return Outcome(test, failures=tuple(failures))
+        return GateResult(tuple(failures), regressions=regressions)
 
     def torn_down(self, nodeid: str, *, failed: bool) -> None:
         for gate in (self.snapshots, self.perf):  # (a test that erred did not pass)
             self.notes += gate.torn_down(nodeid, failed=failed)
+
+    def test(self, nodeid: str) -> TestWorkloads:
+        """The table of a test that finished here."""
+        return self._tests[nodeid]
 
     def add(self, test: TestWorkloads) -> None:
         self._tests[test.nodeid] = test

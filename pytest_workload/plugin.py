@@ -253,18 +253,18 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Any, Any]:
 
 def _finish(item: pytest.Item, recorder: WorkloadRecorder, *, passed: bool) -> None:
     session, mark = item.config.stash[SESSION_KEY], item.stash.get(MARK_KEY, None)
-    outcome = session.finish_test(
+    verdict = session.finish_test(
         recorder,
         item.stash.get(SNAPSHOT_KEY, None),
         passed=passed,
         tolerance=None if mark is None else mark.perf_tolerance,
         fixtures=_model_fixtures(item),
     )
-    item.user_properties.extend(junit_properties(outcome.test))
-    for warning in outcome.warnings:
+    item.user_properties.extend(junit_properties(session.test(recorder.nodeid)))
+    for warning in verdict.warnings:
         item.warn(WorkloadWarning(terminal_text(warning)))
-    if outcome.failures:
-        pytest.fail(terminal_text("\n\n".join(outcome.failures)), pytrace=False)
+    if verdict.failures:
+        pytest.fail(terminal_text("\n\n".join(verdict.failures)), pytrace=False)
 
 
 def _write(

@@ -5,11 +5,12 @@ import torch
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._core.strict_json import load_json
 from pytest_workload._core.text import prefix_length
 from pytest_workload._report.collapse import KeyChecks, render_collapse
 from pytest_workload._report.summary import render_session
-from pytest_workload._snapshot.diff import compare_documents, documents_match
-from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._snapshot.diff import compare_tables, tables_match
+from pytest_workload._snapshot.snapshot_files import snapshot_text
 from tests.models import TinyNet, twins
 
 
@@ -155,19 +156,44 @@ def test_a_caller_must_be_an_earlier_row(caller):
 
 
 def test_snapshot_of_identical_siblings_matches_itself_only():
-    def document(table: TestWorkloads) -> SnapshotDocument:
-        return SnapshotDocument.of(1, table)
-
-    full = document(twins_table())
-    assert [e.label for e in full.entries] == ["model", "a, b", "a.0, b.0", "a.1, b.1"]
-    assert documents_match(full, document(twins_table()))
-    assert compare_documents(full, document(twins_table())) == []
-    a0 = dataclasses.replace(full.entries[2], paths=("a.0",))
-    missing_b0 = SnapshotDocument(1, (*full.entries[:2], a0, full.entries[3]), full.computations)
-    assert not documents_match(full, missing_b0)
-    assert [(c.kind, c.entry.label, c.details) for c in compare_documents(full, missing_b0)] == [
+    full = twins_table().folded()
+    assert [e.label for e in full] == ["model", "a, b", "a.0, b.0", "a.1, b.1"]
+    assert tables_match(full, twins_table().folded())
+    assert compare_tables(full, twins_table().folded()) == []
+    a0 = dataclasses.replace(full.workloads[2], paths=("a.0",))
+    missing_b0 = dataclasses.replace(full, workloads=(*full.workloads[:2], a0, full.workloads[3]))
+    assert not tables_match(full, missing_b0)
+    assert [(c.kind, c.entry.label, c.details) for c in compare_tables(full, missing_b0)] == [
         ("changed", "a.0", ("paths a.0, b.0 -> a.0",))
     ]
+
+
+class Wrap(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def tree(table: TestWorkloads, rows) -> list:
+    return [(w.label, tree(table, table.children(w))) for w in rows]
+
+
+def test_a_table_read_from_its_snapshot_walks_as_the_folded_one():
+    """A snapshot folds rows that only their callers' rows told apart (one ``lin`` under two
+    ``Wrap`` rows of one hash) and keeps no caller: its rows are linked by hash and depth."""
+    a, b = torch.nn.Sequential(Wrap()), torch.nn.Sequential(Wrap(), torch.nn.ReLU())
+    model = torch.nn.Sequential(a, b)
+    table = recorded(lambda: model(torch.rand(2, 4)), max_depth=3, timing=False)
+    assert [w.label for w in table if w.class_name.endswith("Linear")] == ["0.0.lin", "1.0.lin"]
+    read = TestWorkloads.from_snapshot(load_json(snapshot_text(table)))
+    assert read.nodeid == "" and all(w.caller is None for w in read)
+    lin = ("[0-1].0.lin", [])
+    walked = [("model", [("0", [("0.0", [lin])]), ("1", [("1.0", [lin]), ("1.1", [])])])]
+    assert tree(read, read.roots()) == tree(table.folded(), table.folded().roots()) == walked
+    assert tree(table, table.roots())[0][1][0] == ("0", [("0.0", [("0.0.lin", [])])])
 
 
 def test_a_long_tree_folds_in_auto_mode_and_shows_whole_in_tree_mode():

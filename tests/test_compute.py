@@ -15,11 +15,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from pytest_workload import Workload, WorkloadRecorder
+from pytest_workload import TestWorkloads, Workload, WorkloadRecorder
 from pytest_workload._core.errors import WorkloadDataError
-from pytest_workload._snapshot.diff import compare_documents
-from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._core.strict_json import load_json
+from pytest_workload._snapshot.diff import compare_tables
 from pytest_workload._snapshot.part_diff import diff_operations
+from pytest_workload._snapshot.snapshot_files import snapshot_text
 from pytest_workload._tracing.cost_count import counting
 from pytest_workload._tracing.operations import call_text, op_name
 from pytest_workload._tracing.tracer import count_flops, tracing
@@ -482,10 +483,13 @@ def test_the_diff_names_the_submodule_and_the_operation():
 def test_a_snapshot_keeps_each_distinct_computation_once():
     model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(6)])
     rows = recorded(lambda: model(torch.rand(2, 4)), max_depth=1)
-    doc = SnapshotDocument.of(1, rows)
-    assert [e.patterns for e in doc.entries] == [["model"], ["[0-5]"]]
-    assert len(doc.computations) == 2
-    assert SnapshotDocument.from_text(doc.to_text()).computations.keys() == doc.computations.keys()
+    doc = TestWorkloads("t", rows).folded()
+    assert [e.patterns for e in doc] == [["model"], ["[0-5]"]]
+    stored = doc.to_snapshot()["computations"]
+    assert isinstance(stored, dict) and len(stored) == 2
+    read = TestWorkloads.from_snapshot(load_json(snapshot_text(doc)))
+    assert read.to_snapshot()["computations"] == stored
+    assert [e.computation for e in read] == [e.computation for e in doc]
 
 
 ACTIVATION = {"act": F.relu}
@@ -505,11 +509,11 @@ def test_reports_compared_by_compute_hash_say_the_computation_changed(monkeypatc
         rows[act] = recorded(lambda: model(x))
     # (through the JSON report: its rows keep the hash, not the operations)
     base, head = (
-        SnapshotDocument.of(1, [Workload.from_dict(w.to_dict()) for w in found])
+        TestWorkloads("t", tuple(Workload.from_dict(w.to_dict()) for w in found)).folded()
         for found in rows.values()
     )
-    assert base.computations == {} and head.computations == {}
-    (change,) = compare_documents(base, head)
+    assert all(e.computation is None for e in (*base, *head))
+    (change,) = compare_tables(base, head)
     assert change.kind == "changed"
     line, costs = change.details
     assert line.startswith("computation changed (compute hash ")

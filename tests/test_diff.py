@@ -5,19 +5,20 @@ from torch import nn
 
 from pytest_workload import WorkloadRecorder
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
-from pytest_workload._snapshot.diff import compare_documents, documents_match
-from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._snapshot.diff import compare_tables, tables_match
 from pytest_workload._snapshot.part_diff import diff_signatures
 from pytest_workload._snapshot.verdict import signature_changes
 from pytest_workload._workload.signature import InputSignature
+from pytest_workload._workload.workload import TestWorkloads
 from tests.models import TinyNet
 
 
-def document(calls, max_depth=1, scheme=1):
+def document(calls, max_depth=1):
+    """The folded table, without module descriptions: changes are worded from the rows."""
     recorder = WorkloadRecorder("t", max_depth=max_depth)
     with recorder.recording(all_roots=True):
         calls()
-    return SnapshotDocument.of(scheme, recorder)
+    return replace(recorder.workloads().folded(), modules={})
 
 
 def sig(*args, **kwargs):
@@ -25,12 +26,10 @@ def sig(*args, **kwargs):
 
 
 def with_flops(doc, *flops):
-    """The document's entries, repeated as needed, with the given FLOP counts."""
-    entries = (doc.entries * len(flops))[: len(flops)]
-    return SnapshotDocument(
-        doc.scheme,
-        tuple(replace(e, flops=f) for e, f in zip(entries, flops, strict=True)),
-        doc.computations,
+    """The table's rows, repeated as needed, with the given FLOP counts."""
+    entries = (doc.workloads * len(flops))[: len(flops)]
+    return replace(
+        doc, workloads=tuple(replace(e, flops=f) for e, f in zip(entries, flops, strict=True))
     )
 
 
@@ -38,20 +37,15 @@ def test_identical_tables_match_in_any_order():
     model, x, y = TinyNet().eval(), torch.rand(1, 3, 8, 8), torch.rand(1, 3, 4, 4)
     a = document(lambda: [model(x), model(y)])
     b = document(lambda: [model(y), model(x)])
-    assert documents_match(a, b)
-    assert compare_documents(a, b) == []
-
-
-def test_another_scheme_never_matches():
-    model, x = TinyNet().eval(), torch.rand(1, 3, 8, 8)
-    assert not documents_match(document(lambda: model(x)), document(lambda: model(x), scheme=2))
+    assert tables_match(a, b)
+    assert compare_tables(a, b) == []
 
 
 def test_shape_change_names_the_argument_and_both_shapes():
     model = TinyNet().eval()
     old = document(lambda: model(torch.rand(1, 3, 8, 8)), max_depth=0)
     new = document(lambda: model(torch.rand(1, 3, 16, 8)), max_depth=0)
-    (change,) = compare_documents(old, new)
+    (change,) = compare_tables(old, new)
     assert change.kind == "changed"
     assert change.details == (
         "same structure at a scaled shape: 2x the stored workload (distance factor 2)",
@@ -65,7 +59,7 @@ def test_structure_change_lists_the_changed_submodule_paths():
     changed = TinyNet().eval()
     changed.blocks[1] = nn.GELU()
     new = document(lambda: changed(x), max_depth=1)
-    changes = {c.entry.name: c for c in compare_documents(old, new)}
+    changes = {c.entry.name: c for c in compare_tables(old, new)}
     assert set(changes) == {"changed", "blocks"}
     root = changes["changed"]  # the root is named after its variable
     assert root.details[0].startswith("structure changed (structure hash ")
@@ -76,7 +70,7 @@ def test_unchanged_child_under_a_changed_caller_is_not_reported():
     model = TinyNet().eval()
     old = document(lambda: model(torch.rand(1, 3, 8, 8), scale=1.0))
     new = document(lambda: model(torch.rand(1, 3, 8, 8), scale=2.0))
-    changes = compare_documents(old, new)
+    changes = compare_tables(old, new)
     assert [c.entry.name for c in changes] == ["model"]
     assert changes[0].details == ("input kwargs['scale']: 1.0 -> 2.0",)
 
@@ -85,7 +79,7 @@ def test_appeared_and_vanished():
     a, b = nn.Linear(2, 2), nn.Linear(3, 3)
     old = document(lambda: a(torch.rand(1, 2)))
     new = document(lambda: b(torch.rand(1, 3)))
-    kinds = sorted((c.kind, c.entry.name) for c in compare_documents(old, new))
+    kinds = sorted((c.kind, c.entry.name) for c in compare_tables(old, new))
     assert kinds == [("appeared", "b"), ("vanished", "a")]
 
 
@@ -108,22 +102,22 @@ def test_an_unknown_flop_count_is_a_difference():
     model = TinyNet().eval()
     table = document(lambda: model(torch.rand(1, 3, 8, 8)), max_depth=0)
     known, unknown = with_flops(table, 32), with_flops(table, None)
-    assert not documents_match(known, unknown) and not documents_match(unknown, known)
-    (change,) = compare_documents(known, unknown)
+    assert not tables_match(known, unknown) and not tables_match(unknown, known)
+    (change,) = compare_tables(known, unknown)
     assert change.kind == "changed" and change.details == ("FLOPs 32 -> unknown",)
-    assert documents_match(unknown, with_flops(table, None))
+    assert tables_match(unknown, with_flops(table, None))
     doubled = with_flops(table, 64)
-    assert not documents_match(known, doubled)
-    (change,) = compare_documents(known, doubled)
+    assert not tables_match(known, doubled)
+    (change,) = compare_tables(known, doubled)
     assert change.kind == "changed" and change.details == ("FLOPs 32 -> 64",)
 
 
 def test_flop_counts_pair_up_equal_counts_in_any_order():
     model = TinyNet().eval()
     table = document(lambda: model(torch.rand(1, 3, 8, 8)), max_depth=0)
-    assert documents_match(with_flops(table, 32, 64), with_flops(table, 64, 32))
-    assert not documents_match(with_flops(table, 32, None), with_flops(table, None, 64))
-    assert not documents_match(with_flops(table, 32, 32), with_flops(table, 64, 32))
+    assert tables_match(with_flops(table, 32, 64), with_flops(table, 64, 32))
+    assert not tables_match(with_flops(table, 32, None), with_flops(table, None, 64))
+    assert not tables_match(with_flops(table, 32, 32), with_flops(table, 64, 32))
 
 
 def test_a_parameter_dtype_change_is_named_as_one():
@@ -131,7 +125,7 @@ def test_a_parameter_dtype_change_is_named_as_one():
     old = document(lambda: model(x), max_depth=0)
     model.to(torch.bfloat16)
     new = document(lambda: model(x.to(torch.bfloat16)), max_depth=0)
-    (change,) = compare_documents(old, new)
+    (change,) = compare_tables(old, new)
     assert change.details == (
         "parameter dtype float32 -> bfloat16 (structure otherwise the same)",
         "input args[0] (x): dtype float32 -> bfloat16",
@@ -143,7 +137,7 @@ def test_a_dtype_change_beside_another_change_is_a_structure_change():
     model, x = TinyNet().eval(), torch.rand(1, 3, 8, 8)
     old = document(lambda: model(x), max_depth=0)
     model = TinyNet(kernel=5).eval().to(torch.bfloat16)
-    (change,) = compare_documents(old, document(lambda: model(x.bfloat16()), max_depth=0))
+    (change,) = compare_tables(old, document(lambda: model(x.bfloat16()), max_depth=0))
     assert change.details[0].startswith("structure changed (structure hash ")
     assert change.details[1:3] == (
         "submodules whose structure changed: blocks, head, stem",
@@ -154,13 +148,13 @@ def test_a_dtype_change_beside_another_change_is_a_structure_change():
 def test_a_snapshot_without_dtypes_says_structure_changed():
     model, x = TinyNet().eval(), torch.rand(1, 3, 8, 8)
     stored = document(lambda: model(x), max_depth=0)
-    data = stored.to_dict()
+    data = stored.to_snapshot()
     for entry in data["workloads"]:
         entry["params"]["dtypes"] = entry["structure_hash_without_dtypes"] = None
-    older = SnapshotDocument.from_dict(data)
-    assert older.entries[0].params.dtypes is None
+    older = TestWorkloads.from_snapshot(data)
+    assert older.workloads[0].params.dtypes is None
     model.to(torch.bfloat16)
-    (change,) = compare_documents(older, document(lambda: model(x.bfloat16()), max_depth=0))
+    (change,) = compare_tables(older, document(lambda: model(x.bfloat16()), max_depth=0))
     assert change.details[0].startswith("structure changed (structure hash ")
 
 
@@ -179,7 +173,7 @@ def test_identical_stacks_under_two_names_are_one_entry_with_two_patterns():
 
     model = Two()
     doc = document(lambda: model(torch.rand(2, 4)), max_depth=2)
-    assert [e.label for e in doc.entries] == ["model", "a, b", "a.[0-1], b.[0-1]"]
+    assert [e.label for e in doc.workloads] == ["model", "a, b", "a.[0-1], b.[0-1]"]
 
 
 def root_document(*kwargs_per_call, model=None):
@@ -192,7 +186,7 @@ def root_document(*kwargs_per_call, model=None):
 
 def test_a_signature_that_followed_the_data_is_named_both_ways():
     plain, scaled = root_document({}), root_document({"scale": 2.0})
-    assert not documents_match(plain, scaled)
+    assert not tables_match(plain, scaled)
     assert signature_changes(plain, scaled) == [
         "model (tests.models.TinyNet): input kwargs['scale'] added: 2.0"
     ]
@@ -236,23 +230,11 @@ def test_a_workload_whose_structure_the_other_side_lacks_is_more_than_a_signatur
 
 def test_a_computation_change_on_both_sides_is_more_than_a_signature_change():
     old, new = root_document({}), root_document({}, {"scale": 2.0})
-    kept = next(e for e in new.entries if not e.input_signature.kwargs)
+    kept = next(e for e in new if not e.input_signature.kwargs)
     changed = replace(kept, compute_hash="0" * 64)
-    edited = SnapshotDocument(
-        new.scheme,
-        tuple(changed if e is kept else e for e in new.entries),
-        new.computations,
-    )
+    edited = replace(new, workloads=tuple(changed if e is kept else e for e in new))
     assert signature_changes(old, new) is not None
     assert signature_changes(old, edited) is None
-
-
-def test_another_scheme_is_more_than_a_signature_change():
-    model = TinyNet().eval()
-    x = torch.rand(1, 3, 8, 8)
-    old = document(lambda: model(x), max_depth=0)
-    new = document(lambda: model(x, scale=2.0), max_depth=0, scheme=2)
-    assert signature_changes(old, new) is None
 
 
 def test_each_signature_is_set_against_the_stored_one_it_differs_least_from():

@@ -13,15 +13,14 @@ from typing import Any
 import pytest
 import torch
 
+from pytest_workload import TestWorkloads
 from pytest_workload.__main__ import main
 from pytest_workload._core.errors import UndescribableInputError
 from pytest_workload._core.files import MAX_FILE_BYTES
 from pytest_workload._core.strict_json import MAX_JSON_DEPTH
 from pytest_workload._core.text import PLAIN
 from pytest_workload._fingerprint.describe import describe_args
-from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
-from pytest_workload._snapshot.diff import documents_match
-from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._snapshot.diff import tables_match
 from pytest_workload._snapshot.snapshot_files import read_stored
 from pytest_workload._snapshot.verdict import Verdict, judge
 from tests.file_faults import GATE, UPDATE, nest, report_file, snapshots, stored
@@ -352,10 +351,9 @@ class _Activated(torch.nn.Module):
         return self.activation(self.lin(x))
 
 
-def _table(activation) -> SnapshotDocument:
+def _table(activation) -> TestWorkloads:
     model = _Activated(activation)
-    test = record(lambda: model(torch.rand(2, 4)), max_depth=1, timing=False)
-    return SnapshotDocument.of(CURRENT_SCHEME.version, test, test.modules, test.libraries)
+    return record(lambda: model(torch.rand(2, 4)), max_depth=1, timing=False).folded()
 
 
 _MISSING = object()
@@ -382,7 +380,7 @@ def test_no_type_tampered_snapshot_passes_a_changed_workload(tmp_path):
     that is left out, null or of the wrong type must refuse the file (naming the field) or
     still fail the change, never read as a table that passes it."""
     stored, changed = _table(torch.relu), _table(torch.nn.functional.gelu)
-    assert not documents_match(stored, changed)
+    assert not tables_match(stored, changed)
     location = tmp_path / "t.workloads"
     tried = 0
     #: written as null when unknown, not observed or not checked (left out, read as null)
@@ -390,8 +388,8 @@ def test_no_type_tampered_snapshot_passes_a_changed_workload(tmp_path):
         "parent", "structure_hash_without_dtypes", "flops", "costs", "compute_hash", "compile",
         "compile_readiness",
     }  # fmt: skip
-    for where, key, swap in _tamperings(stored.to_dict()):
-        data = stored.to_dict()
+    for where, key, swap in _tamperings(stored.to_snapshot()):
+        data = stored.to_snapshot()
         fields = data if where == "the file" else data["workloads"][int(where[10:-1])]
         if swap is _MISSING:
             del fields[key]
@@ -405,8 +403,8 @@ def test_no_type_tampered_snapshot_passes_a_changed_workload(tmp_path):
         if verdict is Verdict.REFUSED:
             assert text is not None and text.count("\n") == 0, what
             continue
-        assert read.document is not None, what
-        assert not documents_match(read.document, changed), f"{what} passes the gate"
+        assert read.table is not None, what
+        assert not tables_match(read.table, changed), f"{what} passes the gate"
         # read as a table only where the writer itself writes such a value (or none)
         legitimate = (
             (where == "the file" and key in ("libraries", "modules"))  # display only

@@ -212,7 +212,6 @@ HAND_WRITTEN = {
     ("pytest_workload._core.codec", "Record"): "the codec itself",
     ("pytest_workload._workload.signature", "InputSignature"): "values read by their tags",
     ("pytest_workload._workload.workload", "TestWorkloads"): "rows checked against each other",
-    ("pytest_workload._snapshot.document", "SnapshotDocument"): "the tables of a file",
 }
 
 

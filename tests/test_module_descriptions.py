@@ -10,19 +10,19 @@ import pytest
 import torch
 from torch import nn
 
-from pytest_workload import structure_hash
+from pytest_workload import TestWorkloads, structure_hash
 from pytest_workload._core.errors import WorkloadDataError
+from pytest_workload._core.strict_json import load_json
 from pytest_workload._core.text import versions_line
-from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
 from pytest_workload._report.compare import (
     compare_reports,
     render_comparison,
     render_comparison_markdown,
 )
 from pytest_workload._report.session_report import SessionReport
-from pytest_workload._snapshot.diff import compare_documents
-from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._snapshot.diff import compare_tables
 from pytest_workload._snapshot.part_diff import field_changes, grouped_lines, own_changes
+from pytest_workload._snapshot.snapshot_files import snapshot_text
 from pytest_workload._snapshot.verdict import upgrade_refusals
 from pytest_workload._workload.modules import description_hash, read_modules
 from tests.recording import record
@@ -39,9 +39,8 @@ def table(model: nn.Module, max_depth: int = 0):
     return record(lambda: model(torch.rand(1, 4, 4, 4)), max_depth=max_depth, timing=False)
 
 
-def document(model: nn.Module, max_depth: int = 0) -> SnapshotDocument:
-    t = table(model, max_depth)
-    return SnapshotDocument.of(CURRENT_SCHEME.version, t, t.modules, t.libraries)
+def document(model: nn.Module, max_depth: int = 0) -> TestWorkloads:
+    return table(model, max_depth).folded()
 
 
 def test_each_distinct_description_is_stored_once_whatever_the_tree_size():
@@ -49,7 +48,7 @@ def test_each_distinct_description_is_stored_once_whatever_the_tree_size():
     # root, one block, its conv and its norm: the root differs, the block is shared
     assert len(small.modules) == len(large.modules) == 4
     assert all(description_hash(d) == k for k, d in large.modules.items())
-    assert large.entries[0].structure_hash in large.modules
+    assert large.workloads[0].structure_hash in large.modules
 
 
 def test_every_row_s_tree_is_described_when_submodules_were_hashed_first():
@@ -65,7 +64,7 @@ def test_every_row_s_tree_is_described_when_submodules_were_hashed_first():
 
 def test_a_snapshot_keeps_descriptions_and_libraries_through_its_text():
     doc = document(deep(3))
-    back = SnapshotDocument.from_text(doc.to_text())
+    back = TestWorkloads.from_snapshot(load_json(snapshot_text(doc)))
     assert back.modules == doc.modules
     assert back.libraries == doc.libraries and "torch" in back.libraries
 
@@ -81,7 +80,7 @@ def test_a_report_stores_each_description_once_for_all_its_tests():
 
 
 def test_an_edited_description_or_a_missing_child_is_refused():
-    stored = json.loads(json.dumps(document(deep(2)).to_dict()["modules"]))
+    stored = json.loads(json.dumps(document(deep(2)).to_snapshot()["modules"]))
     edited = dict(stored)
     key = next(iter(edited))
     edited[key] = {**edited[key], "config": "edited"}
@@ -95,13 +94,17 @@ def test_an_edited_description_or_a_missing_child_is_refused():
 def test_changed_fields_are_named_and_grouped_across_modules():
     old, new = document(deep(20)), document(deep(20, momentum=0.2))
     changes = field_changes(
-        old.modules, new.modules, old.entries[0].structure_hash, new.entries[0].structure_hash, ""
+        old.modules,
+        new.modules,
+        old.workloads[0].structure_hash,
+        new.workloads[0].structure_hash,
+        "",
     )
     assert changes is not None
     lines = grouped_lines(changes, "model")
     # no extra_repr text enters a hash, so the attribute is the one changed field
     assert lines == ["BatchNorm2d attribute momentum 0.1 -> 0.2 (20 modules: 0.1, 1.1, 2.1, ...)"]
-    (change,) = compare_documents(old, new)
+    (change,) = compare_tables(old, new)
     assert lines[0] in change.details
 
 
@@ -136,9 +139,9 @@ def test_own_changes_name_each_kind_of_field():
 def test_without_descriptions_no_field_is_guessed():
     old, new = document(deep(2)), document(deep(2, momentum=0.2))
     bare = dataclasses.replace(old, modules={})
-    h = (old.entries[0].structure_hash, new.entries[0].structure_hash)
+    h = (old.workloads[0].structure_hash, new.workloads[0].structure_hash)
     assert field_changes(bare.modules, new.modules, *h, "") is None
-    (change,) = compare_documents(bare, new)
+    (change,) = compare_tables(bare, new)
     assert not any("momentum" in d for d in change.details)
 
 
@@ -148,7 +151,7 @@ def test_an_upgrade_changes_only_wording():
         if isinstance(m, nn.BatchNorm2d):
             m.variant = "b"  # a release adds an attribute the computation does not read
     reworded = document(model)
-    assert reworded.entries[0].hash != old.entries[0].hash
+    assert reworded.workloads[0].hash != old.workloads[0].hash
     assert upgrade_refusals(old, reworded) == []
     assert upgrade_refusals(dataclasses.replace(old, modules={}), reworded)
 

@@ -25,8 +25,10 @@ import timm  # noqa: F401 (imported once here, so inner runs do not import it ag
 import torch
 from torchvision.models.detection.image_list import ImageList
 
+from pytest_workload import TestWorkloads
+from pytest_workload._core.strict_json import load_json
 from pytest_workload._fingerprint.describe import describe_args
-from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._snapshot.snapshot_files import snapshot_text
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The README and every documentation page, by path from the repository root.
@@ -311,5 +313,5 @@ def test_the_committed_example_snapshots_hold_every_field():
     stored = sorted((ROOT / "examples").rglob("*.workloads"))
     assert stored
     for path in stored:
-        document = SnapshotDocument.from_text(path.read_text(encoding="utf-8"))
-        assert document.to_text() == path.read_text(encoding="utf-8"), path
+        text = path.read_text(encoding="utf-8")
+        assert snapshot_text(TestWorkloads.from_snapshot(load_json(text))) == text, path

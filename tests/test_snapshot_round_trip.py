@@ -15,8 +15,9 @@ import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._core.strict_json import MAX_INPUT_DEPTH, MAX_JSON_DEPTH
-from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._core.strict_json import MAX_INPUT_DEPTH, MAX_JSON_DEPTH, load_json
+from pytest_workload._snapshot.snapshot_files import snapshot_text
+from pytest_workload._workload.workload import TestWorkloads
 
 DEPTHS = (
     0,
@@ -104,5 +105,5 @@ def test_a_recording_either_refuses_a_value_or_reads_back_as_written(seed: int):
     test = recorder.workloads()
     for error in recorder.errors:
         assert "\n" not in error
-    text = SnapshotDocument.of(1, test, test.modules, test.libraries).to_text()
-    assert SnapshotDocument.from_text(text).to_text() == text
+    text = snapshot_text(test)
+    assert snapshot_text(TestWorkloads.from_snapshot(load_json(text))) == text

@@ -1,5 +1,6 @@
 import json
 import os
+import re
 
 import pytest
 import torch
@@ -10,10 +11,16 @@ from pytest_workload import (
     WorkloadRecorder,
     read_report,
 )
-from pytest_workload._core.errors import CorruptFileError, WorkloadDataError
+from pytest_workload._core.errors import (
+    CorruptFileError,
+    FutureFormatError,
+    OldFormatError,
+    WorkloadDataError,
+)
 from pytest_workload._core.files import write_text_atomic
+from pytest_workload._core.strict_json import load_json
 from pytest_workload._report.session_report import write_report
-from pytest_workload._snapshot.document import SnapshotDocument
+from pytest_workload._snapshot.snapshot_files import snapshot_text
 from tests.models import TinyNet
 
 
@@ -26,31 +33,43 @@ def table():
     return recorder.workloads()
 
 
-def test_snapshot_document_round_trips_and_is_valid_json(table):
-    doc = SnapshotDocument.of(1, table)
-    text = doc.to_text()
+def test_snapshot_round_trips_and_is_valid_json(table):
+    text = snapshot_text(table)
     assert json.loads(text)["fingerprint_scheme"] == 1
-    assert SnapshotDocument.from_text(text).to_text() == text
+    assert snapshot_text(TestWorkloads.from_snapshot(load_json(text))) == text
     assert '"input": "(float32[1, 3, 8, 8], scale=2.0)"' in text
     assert "time" not in text and "calls" not in text
 
 
-def test_snapshot_document_rejects_broken_files(table):
-    doc = SnapshotDocument.of(1, table)
+def test_a_snapshot_with_a_broken_field_is_refused(table):
     with pytest.raises(WorkloadDataError, match="not valid JSON"):
-        SnapshotDocument.from_text(doc.to_text()[:-10])
-    broken = json.loads(doc.to_text())
+        load_json(snapshot_text(table)[:-10])
+    broken = table.to_snapshot()
     del broken["workloads"][0]["hash"]
     with pytest.raises(WorkloadDataError, match="missing field 'hash'"):
-        SnapshotDocument.from_dict(broken)
-    broken = json.loads(doc.to_text())
-    broken["pytest_workload_snapshot"] = 99
-    with pytest.raises(WorkloadDataError, match="snapshot format 99 is not supported"):
-        SnapshotDocument.from_dict(broken)
-    broken = json.loads(doc.to_text())
+        TestWorkloads.from_snapshot(broken)
+    broken = table.to_snapshot()
     broken["workloads"][0]["params"]["dtypes"] = ["float32", 16]
     with pytest.raises(WorkloadDataError, match="params: field 'dtypes' must be a list of strings"):
-        SnapshotDocument.from_dict(broken)
+        TestWorkloads.from_snapshot(broken)
+
+
+@pytest.mark.parametrize(
+    ("field", "found", "error", "says"),
+    [
+        ("pytest_workload_snapshot", 99, FutureFormatError, "snapshot format 99 (this release "),
+        ("pytest_workload_snapshot", 0, OldFormatError, "snapshot format 0, older than"),
+        ("fingerprint_scheme", 2, FutureFormatError, "fingerprint scheme 2 (this release "),
+        ("fingerprint_scheme", 0, OldFormatError, "fingerprint scheme 0, older than"),
+    ],
+)
+def test_a_snapshot_of_another_format_or_scheme_is_refused_before_its_rows(
+    table, field, found, error, says
+):
+    """A table of another scheme is never compared: its hashes mean nothing in this one."""
+    other = {**table.to_snapshot(), field: found, "workloads": [None]}
+    with pytest.raises(error, match=re.escape(says)):
+        TestWorkloads.from_snapshot(other)
 
 
 def test_session_report_round_trips(table, tmp_path):

@@ -8,27 +8,26 @@ from pathlib import Path
 import pytest
 import torch
 
-from pytest_workload import WorkloadRecorder
+from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._core.text import PLAIN
-from pytest_workload._snapshot.document import SnapshotDocument
-from pytest_workload._snapshot.snapshot_files import Stored, read_stored
+from pytest_workload._snapshot.snapshot_files import Stored, read_stored, snapshot_text
 from pytest_workload._snapshot.verdict import Verdict, judge
 from tests.models import TinyNet
 
 
-def _document(size: int) -> SnapshotDocument:
+def _document(size: int) -> TestWorkloads:
     model, recorder = TinyNet().eval(), WorkloadRecorder("t", max_depth=0)
     with recorder.recording(all_roots=True):
         model(torch.rand(1, 3, size, size))
-    return SnapshotDocument.of(1, recorder)
+    return recorder.workloads().folded()
 
 
 RECORDED = _document(8)
 #: What the file holds, by name: written to disk and read back as the extension reads it.
 FILES = {
     "none": None,
-    "same": RECORDED.to_text(),
-    "other": _document(16).to_text(),
+    "same": snapshot_text(RECORDED),
+    "other": snapshot_text(_document(16)),
     "too new": json.dumps({"pytest_workload_snapshot": 99, "fingerprint_scheme": 1}),
     "corrupt": "{not json",
 }
@@ -73,7 +72,7 @@ def test_a_rewritten_corrupt_file_is_a_note_not_a_failure(tmp_path):
 
 
 def test_nothing_recorded_and_nothing_stored_is_nothing_to_check(tmp_path):
-    empty = SnapshotDocument(1, ())
+    empty = TestWorkloads("t", ())
     judged = judge(
         read_stored(tmp_path / "none.workloads"),
         empty,

@@ -45,9 +45,12 @@ class Note(Record):
 
 @dataclass(frozen=True)
 class GateResult:
-    """One gate's verdict on one test; empty when it has nothing to say."""
+    """A verdict on one test, one gate's or the session's over them all; empty when it has
+    nothing to say."""
 
     failures: tuple[str, ...] = ()
     notes: tuple[Note, ...] = ()
     #: How many of ``failures`` are performance regressions (the session summary counts them).
     regressions: int = 0
+    #: What fails nothing but is said at the test itself (a pytest warning).
+    warnings: tuple[str, ...] = ()

@@ -1,6 +1,6 @@
 """Comparing two ``--workload-json`` reports: what CI shows on a pull request.
 
-Hash changes are decided by :func:`.diff.compare_documents` and timings by
+Hash changes are decided by :func:`.diff.compare_tables` and timings by
 :func:`.drift.judge`, the same verdicts the snapshot gate uses.
 """
 
@@ -23,7 +23,7 @@ from .._core.text import (
     versions_line,
 )
 from .._perf import DEFAULT_TOLERANCE, Drift, judge
-from .._snapshot import Change, SnapshotDocument, compare_documents
+from .._snapshot import Change, compare_tables
 from .._workload.timing import Timing
 from .._workload.workload import TestWorkloads, Workload
 from .collapse import Collapse, KeyChecks, render_collapse
@@ -73,10 +73,6 @@ class Comparison:
     @property
     def regressed(self) -> bool:
         return bool(self.collapses) or any(r.verdict in REGRESSIONS for r in self.rows)
-
-
-def _document(test: TestWorkloads, scheme: int) -> SnapshotDocument:
-    return SnapshotDocument.of(scheme, test.workloads, test.modules, test.libraries)
 
 
 #: A row's verdict from a hash change's kind or a timing drift's.
@@ -143,7 +139,7 @@ def compare_reports(
     # head's tests in its order, then those only the base had
     for nodeid in [*head_tests, *(k for k in base_tests if k not in head_tests)]:
         b, h = base_tests.get(nodeid, absent), head_tests.get(nodeid, absent)
-        changes = compare_documents(_document(b, base.scheme), _document(h, head.scheme))
+        changes = compare_tables(b.folded(), h.folded())
         rows += [_change_row(nodeid, c) for c in changes]
         changed = {c.new.hash for c in changes if c.new is not None}
         base_times = {w.hash: w.timing for w in b.roots() if timed and w.timing is not None}

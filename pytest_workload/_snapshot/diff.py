@@ -26,8 +26,7 @@ from .._core.text import INDENT, one_line, prefix_length, short, versions_line
 from .._fingerprint.distance import distance_factor, nearest
 from .._workload.costs import BY_RANK
 from .._workload.signature import label_arg, workload_key
-from .._workload.workload import Workload
-from .document import SnapshotDocument
+from .._workload.workload import TestWorkloads, Workload
 from .part_diff import (
     changed_submodules,
     diff_operations,
@@ -66,14 +65,11 @@ def _key(e: Workload) -> list[Json]:
     return workload_key(e.structure_hash, e.input_signature)
 
 
-def documents_match(old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0) -> bool:
-    """Same scheme and the same workloads under the same callers (order does not matter),
-    whose costs grew by no more than ``tolerance``."""
-    return (
-        old.scheme == new.scheme
-        and len(old.entries) == len(new.entries)
-        and not unmatched(old.entries, new.entries, tolerance)
-    )
+def tables_match(old: TestWorkloads, new: TestWorkloads, tolerance: float = 0.0) -> bool:
+    """The same workloads under the same callers (order does not matter), whose costs grew
+    by no more than ``tolerance``: folded tables of one scheme (the reader refuses another)."""
+    same_count = len(old.workloads) == len(new.workloads)
+    return same_count and not unmatched(old.workloads, new.workloads, tolerance)
 
 
 def paths_agree(a: Workload, b: Workload) -> bool:
@@ -180,14 +176,12 @@ def _new_readiness(readiness: Readiness | None) -> list[str]:
     return readiness_lines(Readiness(readiness.backend, CompileHealth()), readiness)
 
 
-def compare_documents(
-    old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0
-) -> list[Change]:
+def compare_tables(old: TestWorkloads, new: TestWorkloads, tolerance: float = 0.0) -> list[Change]:
     """Pair up what differs and say how; an unchanged workload under a changed caller is
     not a change of its own (its caller's change explains it)."""
-    unmatched_old = unmatched(old.entries, new.entries, tolerance)
+    unmatched_old = unmatched(old.workloads, new.workloads, tolerance)
     changes: list[Change] = []
-    for entry in unmatched(new.entries, old.entries, tolerance, recorded=True):
+    for entry in unmatched(new.workloads, old.workloads, tolerance, recorded=True):
         best = max(unmatched_old, key=lambda o: _pair_score(o, entry), default=None)
         if best is None or _pair_score(best, entry) == 0:
             # (its breaks and recompiles say what dynamo made of it: a guard that failed)
@@ -229,10 +223,10 @@ def scaling(old: Workload, new: Workload) -> str | None:
     return None
 
 
-def _nearest_stored(entry: Workload, old: SnapshotDocument) -> list[str]:
+def _nearest_stored(entry: Workload, old: TestWorkloads) -> list[str]:
     """Name the stored workload an appeared one is a scaled version of, if there is one."""
-    stored = {canonical_json(_key(e)): e for e in old.entries}
-    found = nearest(_key(entry), [_key(e) for e in old.entries])
+    stored = {canonical_json(_key(e)): e for e in old.workloads}
+    found = nearest(_key(entry), [_key(e) for e in old.workloads])
     if found is not None:
         e, how = stored[canonical_json(found[0])], f" at distance factor {found[1]:g}"
     else:
@@ -245,7 +239,7 @@ def _nearest_stored(entry: Workload, old: SnapshotDocument) -> list[str]:
 
 
 def explain_entry(
-    old: Workload, new: Workload, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+    old: Workload, new: Workload, old_table: TestWorkloads, new_table: TestWorkloads
 ) -> list[str]:
     """Say in words why two entries paired up by name have different hashes."""
     lines: list[str] = []
@@ -257,7 +251,7 @@ def explain_entry(
     if old.class_name != new.class_name:
         lines.append(f"class {old.class_name} -> {new.class_name}")
     if old.structure_hash != new.structure_hash:
-        lines.extend(_structure_lines(old, new, old_doc, new_doc))
+        lines.extend(_structure_lines(old, new, old_table, new_table))
     lines.extend(signature_lines(old, new))
     if old.flops != new.flops:
         lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
@@ -266,7 +260,7 @@ def explain_entry(
     if not paths_agree(old, new):
         lines.append(f"paths {old.label} -> {new.label}")
     if not computes_agree(old, new):
-        lines.extend(compute_lines(old, new, old_doc, new_doc))
+        lines.extend(compute_lines(old, new))
     if old.hash == new.hash:  # (another structure or input has other costs: not news)
         lines.extend(cost_lines(old, new))
     lines.extend(health_lines(old.compile_health, new.compile_health))
@@ -276,9 +270,7 @@ def explain_entry(
     return lines
 
 
-def compute_lines(
-    old: Workload, new: Workload, old_doc: SnapshotDocument, new_doc: SnapshotDocument
-) -> list[str]:
+def compute_lines(old: Workload, new: Workload) -> list[str]:
     """``computation changed (...)`` and the operations that differ, by submodule path. Where
     the structure or inputs changed too (another hash), that change explains operations that
     only see other shapes: only other operations are shown, and nothing when there are none."""
@@ -294,8 +286,7 @@ def compute_lines(
         return [f"computation changed: its operations {was} the data -> {now}"]
     hashes = f"{short(old.compute_hash)} -> {short(new.compute_hash)}"
     head = f"computation changed (compute hash {hashes})"
-    a = old_doc.computations.get(old.compute_hash)
-    b = new_doc.computations.get(new.compute_hash)
+    a, b = old.computation, new.computation
     names_only = old.hash != new.hash
     if a is None or b is None:
         return [] if names_only else [f"{head}; the operations are not stored on both sides"]
@@ -335,7 +326,7 @@ def cost_lines(old: Workload, new: Workload) -> Iterator[str]:
 
 
 def _structure_lines(
-    old: Workload, new: Workload, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+    old: Workload, new: Workload, old_table: TestWorkloads, new_table: TestWorkloads
 ) -> list[str]:
     """A structure change, or a dtype change where the entries show it is nothing else."""
     dtypes = param_dtype_change(old, new)
@@ -346,12 +337,12 @@ def _structure_lines(
     lines = [f"structure changed (structure hash {hashes})"]
     path = new.name if new.depth else ""
     fields = field_changes(
-        old_doc.modules, new_doc.modules, old.structure_hash, new.structure_hash, path
+        old_table.modules, new_table.modules, old.structure_hash, new.structure_hash, path
     )
     if fields:
         lines.extend(grouped_lines(fields, new.name))
         return lines
-    paths = changed_submodules(old, new, old_doc, new_doc)
+    paths = changed_submodules(old, new, old_table, new_table)
     if paths:
         lines.append("submodules whose structure changed: " + ", ".join(paths))
     return lines + ([dtypes] if dtypes else [])
@@ -388,13 +379,9 @@ def render_changes(changes: Sequence[Change]) -> list[str]:
     return lines
 
 
-def mismatch_lines(
-    stored: SnapshotDocument, document: SnapshotDocument, tolerance: float
-) -> list[str]:
+def mismatch_lines(stored: TestWorkloads, document: TestWorkloads, tolerance: float) -> list[str]:
     """What a stored table that does not match the recorded one says: the library versions
     that moved, then each change."""
     versions = versions_line(stored.libraries, document.libraries)
     lines = [f"  {one_line(versions)}"] if versions else []
-    return lines + [
-        f"  {c}" for c in render_changes(compare_documents(stored, document, tolerance))
-    ]
+    return lines + [f"  {c}" for c in render_changes(compare_tables(stored, document, tolerance))]

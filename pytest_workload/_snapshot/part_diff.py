@@ -10,8 +10,8 @@ from .._core.strict_json import Json, canonical_json
 from .._workload.computation import Computation, SubCall, join_path
 from .._workload.modules import ModuleTable, child_links
 from .._workload.signature import InputSignature, diff_node, format_node
-from .._workload.workload import Workload
-from .document import SnapshotDocument, inline_json
+from .._workload.workload import TestWorkloads, Workload
+from .snapshot_files import inline_json
 
 #: Paths named per grouped change before the rest are counted.
 MAX_PATHS = 3
@@ -203,19 +203,15 @@ def grouped_lines(changes: list[FieldChange], root: str) -> list[str]:
     return lines
 
 
-def _children(doc: SnapshotDocument, parent: Workload) -> dict[str, Workload]:
-    """Recorded children of ``parent``: linked by its hash, and below depth 1 also by path,
-    since two layers of one kind share a hash (``a`` must not adopt ``b.0``)."""
+def _children(table: TestWorkloads, parent: Workload) -> dict[str, Workload]:
+    """Recorded children of ``parent``, below depth 1 only those under its paths: two layers
+    of one kind share a hash (``a`` must not adopt ``b.0``)."""
     prefixes = tuple(f"{p}." for p in parent.paths) if parent.depth else ("",)
-    return {
-        e.name: e
-        for e in doc.entries
-        if e.parent == parent.hash and e.depth == parent.depth + 1 and e.name.startswith(prefixes)
-    }
+    return {e.name: e for e in table.children(parent) if e.name.startswith(prefixes)}
 
 
 def changed_submodules(
-    old: Workload, new: Workload, old_doc: SnapshotDocument, new_doc: SnapshotDocument
+    old: Workload, new: Workload, old_table: TestWorkloads, new_table: TestWorkloads
 ) -> list[str]:
     """Submodule paths whose structure differs: direct children, then recorded descendants."""
     paths: list[str] = []
@@ -227,10 +223,10 @@ def changed_submodules(
             paths.append(f"{name} (removed)")
         elif before[name] != after[name]:
             paths.append(name)
-    old_children, new_children = _children(old_doc, old), _children(new_doc, new)
+    old_children, new_children = _children(old_table, old), _children(new_table, new)
     for name in sorted(old_children.keys() & new_children.keys()):
         o, n = old_children[name], new_children[name]
         if o.structure_hash != n.structure_hash:
-            deeper = changed_submodules(o, n, old_doc, new_doc)
+            deeper = changed_submodules(o, n, old_table, new_table)
             paths.extend(p for p in (f"{name}.{d}" for d in deeper) if p not in paths)
     return paths

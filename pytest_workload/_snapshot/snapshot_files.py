@@ -1,21 +1,24 @@
-"""A workload snapshot file on disk: its injective name, what it holds before it is compared
-(too new to read, corrupt, or edited by hand so that a hash no longer matches what it claims to
-hash), read once for the extension. Nothing here writes it; no syrupy here."""
+"""A workload snapshot file on disk: its injective name, its text (a test's folded table as
+review-friendly JSON), and what it holds before it is compared (too new to read, corrupt, or
+edited by hand so that a hash no longer matches what it claims to hash), read once for the
+extension. Nothing here writes it; no syrupy here."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import string
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
-from .._core.errors import CorruptFileError, OldFormatError, WorkloadDataError
-from .._core.files import SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY, decode_text, read_bytes
-from .._core.strict_json import load_json
+from .._core.errors import CorruptFileError, FutureFormatError, OldFormatError, WorkloadDataError
+from .._core.files import decode_text, read_bytes
+from .._core.strict_json import Json, load_json
 from .._core.text import short
 from .._fingerprint.scheme import CURRENT_SCHEME
-from .document import SnapshotDocument
+from .._workload.workload import TestWorkloads
 
 #: Where workload snapshots live, beside each test module: not syrupy's ``__snapshots__``.
 SNAPSHOT_DIRNAME: Final = "__workload_snapshots__"
@@ -46,29 +49,61 @@ def snapshot_stem(name: str) -> str:
     return f"{kept}{_SHORTENED}{digest}"
 
 
-def _too_new(data: object) -> str | None:
-    if not isinstance(data, dict):
-        return None
-    layout, stored_scheme = data.get(SNAPSHOT_FORMAT_KEY), data.get("fingerprint_scheme")
-    if isinstance(layout, int) and layout > SNAPSHOT_FORMAT:
-        return f"snapshot format {layout} (this release reads format {SNAPSHOT_FORMAT})"
-    scheme = CURRENT_SCHEME.version
-    if isinstance(stored_scheme, int) and stored_scheme > scheme:
-        return f"fingerprint scheme {stored_scheme} (this release computes scheme {scheme})"
-    return None
+def snapshot_text(test: TestWorkloads) -> str:
+    """One field per line, signatures kept on one line, and one operation and one module
+    description per line, so a change is one changed line."""
+    fields = (f"{inline_json(k)}: {_render(k, v, 4)}" for k, v in test.to_snapshot().items())
+    return _block(fields, 2) + "\n"
 
 
-def _unverified(stored: SnapshotDocument) -> str | None:
+def inline_json(value: Any) -> str:
+    """JSON on one line, as the snapshot text and the messages show a value."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _block(rows: Iterable[str], indent: int, brackets: str = "{}") -> str:
+    """``rows`` one per line at ``indent`` spaces, inside brackets that close two spaces left."""
+    pad = " " * indent
+    return f"{brackets[0]}\n" + ",\n".join(pad + r for r in rows) + f"\n{pad[:-2]}{brackets[1]}"
+
+
+def _render(key: str, value: Json, indent: int) -> str:
+    """A field's value: each workload, operation, module description and submodule on its
+    own line, anything else inline."""
+    if key == "workloads" and isinstance(value, list) and value:
+        rows = (
+            _block(
+                (f"{inline_json(k)}: {_render(k, v, indent + 4)}" for k, v in e.items()), indent + 2
+            )
+            for e in value
+            if isinstance(e, dict)
+        )
+        return _block(rows, indent, "[]")
+    if key in ("computations", "modules", "submodules") and isinstance(value, dict) and value:
+        nested = key == "computations"
+        return _block(
+            (
+                f"{inline_json(k)}: {_render('operations' if nested else '', v, indent + 2)}"
+                for k, v in value.items()
+            ),
+            indent,
+        )
+    if key == "operations" and isinstance(value, list) and value:
+        return _block((inline_json(v) for v in value), indent, "[]")
+    return inline_json(value)
+
+
+def _unverified(stored: TestWorkloads) -> str | None:
     """Why a stored table is not what it claims: an entry whose hash is not the hash of its
     own structure hash and input under the scheme the file names (this release's: one of
     another is refused before)."""
-    for i, e in enumerate(stored.entries):
+    for i, e in enumerate(stored):
         computed = CURRENT_SCHEME.workload_hash(e.structure_hash, e.input_signature)
         if computed != e.hash:
             return (
                 f"workload {i} ({e.label}) stores hash {short(e.hash)}, but its structure hash "
                 f"and input {e.input_signature.format()} give {short(computed)} under "
-                f"fingerprint scheme {stored.scheme}"
+                f"fingerprint scheme {CURRENT_SCHEME.version}"
             )
     return None
 
@@ -91,7 +126,7 @@ class Stored:
     #: The release that wrote it is newer than this one: it is left as it is.
     too_new: str | None = None
     #: The stored table, where it reads (also when ``corrupt`` says a hash is not verified).
-    document: SnapshotDocument | None = None
+    table: TestWorkloads | None = None
 
 
 def read_stored(path: Path) -> Stored:
@@ -109,17 +144,12 @@ def read_stored(path: Path) -> Stored:
         return replace(found, corrupt=exc.reason.removeprefix("is corrupt: "))
     except WorkloadDataError as exc:
         return replace(found, corrupt=str(exc))
-    too_new = _too_new(data)
-    if too_new is not None:
-        return replace(found, too_new=too_new)
     try:
-        stored = SnapshotDocument.from_dict(data)
+        stored = TestWorkloads.from_snapshot(data)
+    except FutureFormatError as exc:
+        return replace(found, too_new=str(exc))
     except OldFormatError as exc:
         return replace(found, corrupt=str(exc), old=True)
     except WorkloadDataError as exc:
         return replace(found, corrupt=str(exc))
-    scheme = CURRENT_SCHEME.version
-    if stored.scheme < scheme:
-        old = OldFormatError(f"fingerprint scheme {stored.scheme}", f"scheme {scheme}")
-        return replace(found, corrupt=str(old), old=True)
-    return replace(found, corrupt=_unverified(stored), document=stored)
+    return replace(found, corrupt=_unverified(stored), table=stored)

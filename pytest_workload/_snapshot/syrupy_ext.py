@@ -26,8 +26,14 @@ from .._core.files import held, outside, restore, write_text_atomic
 from .._core.notes import Note
 from .._core.text import PLAIN, Commands, one_line
 from .._workload.workload import TestWorkloads
-from .document import SnapshotDocument
-from .snapshot_files import SNAPSHOT_DIRNAME, SNAPSHOT_SUFFIX, Stored, read_stored, snapshot_stem
+from .snapshot_files import (
+    SNAPSHOT_DIRNAME,
+    SNAPSHOT_SUFFIX,
+    Stored,
+    read_stored,
+    snapshot_stem,
+    snapshot_text,
+)
 from .verdict import Verdict, judge
 
 if TYPE_CHECKING:
@@ -92,11 +98,11 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
         return stored.text if stored.exists else None
 
     def serialize(self, data: Any, **_: Any) -> str:
-        if isinstance(data, SnapshotDocument):
-            return data.to_text()
+        if isinstance(data, TestWorkloads):
+            return snapshot_text(data)
         if data == KEEP:
             return KEEP
-        raise TypeError(f"expected a SnapshotDocument, got {type(data).__qualname__}")
+        raise TypeError(f"expected a test's TestWorkloads, got {type(data).__qualname__}")
 
     def matches(self, *, serialized_data: Any, snapshot_data: Any) -> bool:
         """A stored table that stays as it is (:data:`KEEP`), or one whose text is the
@@ -144,9 +150,9 @@ def _stored(assertion: SnapshotAssertion, location: str) -> Stored:
 
 @dataclasses.dataclass
 class SnapshotGate:
-    """Compares each test's table, recorded under the session's scheme (under
-    ``--snapshot-update``, syrupy writes the ones that differ); ``accept_upgrade`` narrows the
-    update to tables whose change is only a library upgrade's."""
+    """Compares each test's table (under ``--snapshot-update``, syrupy writes the ones that
+    differ); ``accept_upgrade`` narrows the update to tables whose change is only a library
+    upgrade's."""
 
     accept_upgrade: bool = False
     rootdir: Path | None = None
@@ -201,12 +207,12 @@ class SnapshotGate:
             self.kept.append(location)
 
     def check(
-        self, snapshot: Snapshot, test: TestWorkloads, scheme: int, *, judge_signatures: bool = True
+        self, snapshot: Snapshot, test: TestWorkloads, *, judge_signatures: bool = True
     ) -> tuple[Verdict, str | None]:
         """Judge a test's table, then do what the verdict names: use the stored table as it
         is, or assert the recorded one (under ``--snapshot-update``, syrupy writes it). The
         verdict, and what it says."""
-        document = SnapshotDocument.of(scheme, test.workloads, test.modules, test.libraries)
+        document = test.folded()
         assertion, location = _assertion(snapshot)
         shown = _display(location, self.rootdir)
         real = None if self.rootdir is None else outside(Path(location), self.rootdir)

@@ -19,19 +19,18 @@ from .._compile import (
 from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._core.text import Commands, one_line, short, versions_line
 from .._workload.modules import ModuleTable, child_links
-from .._workload.workload import Workload
+from .._workload.workload import TestWorkloads, Workload
 from .diff import (
     cost_lines,
     costs_agree,
-    documents_match,
     identity,
     mismatch_lines,
     paths_agree,
     signature_lines,
+    tables_match,
     unmatched,
     user_keys,
 )
-from .document import SnapshotDocument
 from .snapshot_files import Stored
 
 #: Description fields an upgrade may change: the wording, never the computation.
@@ -64,7 +63,7 @@ class Verdict(enum.Enum):
 
 def judge(
     stored: Stored,
-    recorded: SnapshotDocument,
+    recorded: TestWorkloads,
     shown: str,
     *,
     updating: bool,
@@ -79,7 +78,7 @@ def judge(
     ``--workload-record=all``: its inputs may follow its data), a change in call signatures
     alone is a note, and the stored table is kept as it is, unless ``--snapshot-update``
     rewrites it."""
-    if not recorded.entries and not stored.exists:
+    if not recorded.workloads and not stored.exists:
         return Verdict.NOTHING, None
     if stored.too_new is not None:
         return (
@@ -99,8 +98,8 @@ def judge(
             f"corrupt workload snapshot {shown}: {one_line(corrupt)}. It is left as it is; "
             f"fix it or regenerate it with {fix}",
         )
-    old = stored.document
-    matching = old is not None and documents_match(old, recorded, tolerance)
+    old = stored.table
+    matching = old is not None and tables_match(old, recorded, tolerance)
     if not judge_signatures and old is not None and (accept_upgrade or not updating):
         changes = signature_changes(old, recorded, tolerance)
         if changes:
@@ -156,7 +155,7 @@ def shrunk_note(shown: str, lines: Sequence[str], updating: bool) -> str | None:
 
 
 def upgrade_verdict(
-    stored: SnapshotDocument, shown: str, document: SnapshotDocument, commands: Commands
+    stored: TestWorkloads, shown: str, document: TestWorkloads, commands: Commands
 ) -> tuple[str | None, str | None]:
     """Whether a snapshot whose tables differ may be rewritten as a library upgrade's: why
     not, or the note that it was."""
@@ -171,7 +170,9 @@ def upgrade_verdict(
         lines += [f"  {one_line(versions)}"] if versions else []
         lines.append(f"review the change, then accept it with {commands.accept}")
         return "\n".join(lines), None
-    count = sum(o.hash != n.hash for o, n in zip(stored.entries, document.entries, strict=False))
+    count = sum(
+        o.hash != n.hash for o, n in zip(stored.workloads, document.workloads, strict=False)
+    )
     return None, (
         f"accepted a library upgrade in {shown}: {count} workload "
         f"{'hash' if count == 1 else 'hashes'} rewritten; parameters, children, inputs, FLOPs "
@@ -182,14 +183,14 @@ def upgrade_verdict(
 def explain_mismatch(
     location: str,
     changes: list[str],
-    stored: SnapshotDocument,
-    document: SnapshotDocument,
+    stored: TestWorkloads,
+    document: TestWorkloads,
     commands: Commands,
 ) -> str:
     """The failure message for a stored table that does not match the recorded one, whose
     ``changes`` :func:`.diff.mismatch_lines` words."""
     lines = [f"workload snapshot mismatch ({location}):", *changes]
-    if len(stored.entries) == len(document.entries) and not any(
+    if len(stored.workloads) == len(document.workloads) and not any(
         _upgrade_refusals(stored, document)
     ):
         lines.append(
@@ -248,13 +249,13 @@ def _entry_refusal(
 
 
 def _upgrade_refusals(
-    stored: SnapshotDocument, recorded: SnapshotDocument
+    stored: TestWorkloads, recorded: TestWorkloads
 ) -> Iterator[tuple[Workload, Workload, str | None]]:
     """Tables of as many workloads, paired in order (an upgrade changes hashes, never which
     calls ran): each reason a pair is more than an upgrade's, None where they are not the
     same workload. Reasons, not sentences: whether it is an upgrade needs no labels."""
     before, after = _skeletons(stored.modules), _skeletons(recorded.modules)
-    for old, new in zip(stored.entries, recorded.entries, strict=True):
+    for old, new in zip(stored.workloads, recorded.workloads, strict=True):
         if (old.name, old.depth) != (new.name, new.depth):
             yield old, new, None
             continue
@@ -262,10 +263,10 @@ def _upgrade_refusals(
         yield from ((old, new, what) for what in _entry_refusal(old, new, skeletons))
 
 
-def upgrade_refusals(stored: SnapshotDocument, recorded: SnapshotDocument) -> list[str]:
+def upgrade_refusals(stored: TestWorkloads, recorded: TestWorkloads) -> list[str]:
     """Why the recorded table is more than an upgrade of the stored one (empty: it is not)."""
-    if len(stored.entries) != len(recorded.entries):
-        return [f"{len(stored.entries)} workloads stored, {len(recorded.entries)} recorded"]
+    if len(stored.workloads) != len(recorded.workloads):
+        return [f"{len(stored.workloads)} workloads stored, {len(recorded.workloads)} recorded"]
     return [
         f"{new.label} ({new.class_name}): {what}"
         if what is not None
@@ -275,27 +276,25 @@ def upgrade_refusals(stored: SnapshotDocument, recorded: SnapshotDocument) -> li
 
 
 def signature_changes(
-    old: SnapshotDocument, new: SnapshotDocument, tolerance: float = 0.0
+    old: TestWorkloads, new: TestWorkloads, tolerance: float = 0.0
 ) -> list[str] | None:
     """What the call signatures changed, where the tables differ only in that (each one-sided
     workload has its structure on the other side, at its depth, under another signature): one
     line per change; empty where the tables match; None where they differ in anything else."""
-    if old.scheme != new.scheme:
-        return None
-    one_sided_old = unmatched(old.entries, new.entries, tolerance)
-    one_sided_new = unmatched(new.entries, old.entries, tolerance, recorded=True)
+    one_sided_old = unmatched(old.workloads, new.workloads, tolerance)
+    one_sided_new = unmatched(new.workloads, old.workloads, tolerance, recorded=True)
     lines: dict[str, None] = {}
     for entry, other, other_one_sided in (
         *((e, new, one_sided_new) for e in one_sided_old),
         *((e, old, one_sided_old) for e in one_sided_new),
     ):
-        if identity(entry) in {identity(o) for o in other.entries}:
+        if identity(entry) in {identity(o) for o in other.workloads}:
             return None
         # the counterpart of the same structure that differs least; a one-sided one first
         counterparts = sorted(
             (
                 o
-                for o in other.entries
+                for o in other.workloads
                 if o.structure_hash == entry.structure_hash
                 and o.depth == entry.depth
                 and o.input_signature != entry.input_signature
@@ -316,12 +315,12 @@ def signature_changes(
     return list(lines)
 
 
-def shrunk(old: SnapshotDocument, new: SnapshotDocument) -> list[str]:
+def shrunk(old: TestWorkloads, new: TestWorkloads) -> list[str]:
     """For each recorded workload whose stored costs were higher, or which broke or
     recompiled less than stored, what shrank (a note: the gate passes it)."""
-    stored = {(e.parent, e.hash, e.depth): e for e in old.entries}
+    stored = {(e.parent, e.hash, e.depth): e for e in old.workloads}
     lines = []
-    for entry in new.entries:
+    for entry in new.workloads:
         before = stored.get((entry.parent, entry.hash, entry.depth))
         if before is None:
             continue

@@ -1,32 +1,32 @@
-"""The recorded data: frozen dataclasses with ``to_dict``/``from_dict``, nothing else.
-
-These are what crosses process boundaries (xdist workers) and what the JSON report holds.
-"""
+"""The recorded data: frozen dataclasses that cross process boundaries (xdist workers), in
+their two JSON forms, the report's and a snapshot file's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import ClassVar, Final
 
 from .._compile.health import CompileHealth
 from .._compile.observe import Readiness
-from .._core.codec import Record, codec
-from .._core.errors import WorkloadDataError
-from .._core.strict_json import (
-    Json,
-    read_field,
-    read_object,
-)
-from .computation import Computation
+from .._core.codec import Record, codec, snapshot_fields
+from .._core.errors import FutureFormatError, OldFormatError, WorkloadDataError
+from .._core.files import FINGERPRINT_SCHEME, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
+from .._core.strict_json import Json, canonical_json, read_field, read_object
+from .computation import Computation, computation_table, read_computations
 from .costs import Costs
 from .modules import ModuleTable, closure, modules_to_dict, read_modules
-from .paths import PATHS, SUBMODULES, compress_paths
+from .paths import PATHS, SUBMODULES, compress_paths, name_first
 from .signature import InputSignature, workload_key
 from .timing import Measured, Timing
 
 _COUNT: Final = codec(minimum=0)
+#: A snapshot file's versions, checked first: its key, its name, what this release does.
+_VERSIONS: Final = (
+    (SNAPSHOT_FORMAT_KEY, "snapshot format", "reads format", SNAPSHOT_FORMAT),
+    ("fingerprint_scheme", "fingerprint scheme", "computes scheme", FINGERPRINT_SCHEME),
+)
 #: What depends on the run (timings, call counts, call sites): the report's, not the snapshot's.
 _RUN: Final = codec(snapshot=False)
 
@@ -69,9 +69,6 @@ class Workload(Record):
     counts and times are over all of them. ``parent`` and ``caller`` are None for a root, and
     only for a root.
 
-    A snapshot keeps a workload without what depends on the run (its call counts, call site,
-    timings, output and how they were measured): read from one, those hold their defaults.
-
     Attributes:
         name: The first path that ran it (a root: its call site's name).
         paths: Every path that ran it, ``name`` first, the others in natural order.
@@ -106,8 +103,8 @@ class Workload(Record):
         compute_unknown: Why ``compute_hash`` is None.
         compute_partial: What the compute hash leaves out (the operations from the first that
             follows the data on), in a line; None when it covers every operation.
-        computation: The operations themselves, in this process only (the snapshot stores
-            them, the JSON report only their hash).
+        computation: The operations themselves, where known (a snapshot stores them, the
+            JSON report only their hash).
         costs: Bytes read and written, operation counts and peak allocation of its traced
             call, over the operations the compute hash covers; None when not traced.
         compile_health: What dynamo compiled over the calls of a root the test compiled
@@ -209,6 +206,34 @@ def check_links(rows: Sequence[Workload], where: str) -> None:
             )
 
 
+def _fold_key(row: Workload, kept: tuple[str, ...]) -> tuple[object, ...]:
+    """Every field the snapshot keeps but the paths (user keys by their JSON: 1 is not True)."""
+    return tuple(
+        tuple(canonical_json(k.key) for k in row.user_keys)
+        if name == "user_keys"
+        else getattr(row, name)
+        for name in kept
+        if name not in ("name", "paths")
+    )
+
+
+def fold(rows: Iterable[Workload]) -> tuple[Workload, ...]:
+    """The rows as a snapshot keeps them: rows equal in every stored field but their paths
+    (identical layers) as the first of them with every path, none naming its caller's row."""
+    kept = snapshot_fields(Workload)
+    folded: dict[tuple[object, ...], list[Workload]] = {}
+    for row in rows:
+        folded.setdefault(_fold_key(row, kept), []).append(row)
+    return tuple(
+        same[0]
+        if len(same) == 1 and same[0].caller is None
+        else replace(
+            same[0], caller=None, paths=name_first(same[0].name, (p for e in same for p in e.paths))
+        )
+        for same in folded.values()
+    )
+
+
 @dataclass(frozen=True)
 class TestWorkloads:
     """Every workload one test recorded, in order of first call (parents before children).
@@ -224,7 +249,8 @@ class TestWorkloads:
         ```
 
     Attributes:
-        nodeid: The test's pytest node id.
+        nodeid: The test's pytest node id; empty for a table read from a snapshot file, which
+            is named after its test.
         workloads: Its rows (``len()`` and iteration go over them).
         modules: The description of every module in the recorded trees, by structure hash.
         libraries: torch's version and those of the distributions that define the trees'
@@ -256,11 +282,21 @@ class TestWorkloads:
         return {id(w): row for row, w in enumerate(self.workloads)}
 
     def children(self, parent: Workload) -> tuple[Workload, ...]:
-        """The rows ``parent`` (one of this table's rows, or a row equal to it) called."""
+        """The rows ``parent`` (one of this table's rows, or a row equal to it) called: by
+        row where a row names its caller, else (a folded table) by hash one level down."""
         row = self._rows.get(id(parent))
         if row is None:
             row = self.workloads.index(parent)
-        return tuple(w for w in self.workloads if w.caller == row)
+        return tuple(
+            w
+            for w in self.workloads
+            if w.caller == row
+            or (w.caller is None and w.parent == parent.hash and w.depth == parent.depth + 1)
+        )
+
+    def folded(self) -> TestWorkloads:
+        """The table as its snapshot keeps it: rows differing only in paths and callers as one."""
+        return replace(self, workloads=fold(self.workloads))
 
     def to_dict(self, modules: bool = True) -> dict[str, Json]:
         """With ``modules=False`` (the JSON report, which keeps one table for all its tests),
@@ -309,3 +345,55 @@ class TestWorkloads:
             libraries=libraries,
             fixtures=tuple(fixtures),
         )
+
+    def to_snapshot(self) -> dict[str, Json]:
+        """The folded table as its snapshot file holds it, with each computation and module
+        description once."""
+        rows = fold(self.workloads)
+        out: dict[str, Json] = {
+            SNAPSHOT_FORMAT_KEY: SNAPSHOT_FORMAT,
+            "fingerprint_scheme": FINGERPRINT_SCHEME,
+        }
+        if self.libraries:
+            out["libraries"] = dict(sorted(self.libraries.items()))
+        out["workloads"] = [w.to_snapshot() for w in rows]
+        computations = computation_table([w.computation for w in rows if w.computation])
+        if computations:
+            out["computations"] = dict(computations)
+        modules = closure(self.modules, (w.structure_hash for w in rows))
+        if modules:
+            out["modules"] = modules_to_dict(modules)
+        return out
+
+    @classmethod
+    def from_snapshot(cls, data: object) -> TestWorkloads:
+        """A snapshot file's table; one of another format or scheme raises
+        :class:`.FutureFormatError` or :class:`.OldFormatError` before its rows are read."""
+        d = read_object(data, "snapshot")
+        for key, what, does, reads in _VERSIONS:
+            found = read_field(d, key, int)
+            if found > reads:
+                raise FutureFormatError(f"{what} {found} (this release {does} {reads})")
+            if found != reads:
+                raise OldFormatError(f"{what} {found}", f"{does.split()[1]} {reads}")
+        rows = []
+        for row, data in enumerate(read_field(d, "workloads", list)):
+            try:
+                rows.append(Workload.from_snapshot(data))
+            except WorkloadDataError as exc:
+                raise WorkloadDataError(f"workload {row}: {exc}") from None
+        check_links(rows, "snapshot")
+        computations = read_computations(d.get("computations", {}))
+        for row, w in enumerate(rows):
+            if w.compute_hash is None:
+                continue
+            if w.compute_hash not in computations:
+                raise WorkloadDataError(
+                    f"workload {row}: compute_hash {w.compute_hash[:16]!r} has no stored "
+                    "operations in 'computations'"
+                )
+            rows[row] = replace(w, computation=computations[w.compute_hash])
+        libraries = read_field(d, "libraries", dict, optional=True) or {}
+        if not all(isinstance(v, str) for v in libraries.values()):
+            raise WorkloadDataError("libraries must map distribution names to versions")
+        return cls("", tuple(rows), read_modules(d.get("modules", {})), libraries)
