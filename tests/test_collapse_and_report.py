@@ -194,6 +194,10 @@ def test_a_table_read_from_its_snapshot_walks_as_the_folded_one():
     walked = [("model", [("0", [("0.0", [lin])]), ("1", [("1.0", [lin]), ("1.1", [])])])]
     assert tree(read, read.roots()) == tree(table.folded(), table.folded().roots()) == walked
     assert tree(table, table.roots())[0][1][0] == ("0", [("0.0", [("0.0.lin", [])])])
+    rebuilt = [dataclasses.replace(w) for w in table.folded()]
+    assert [(w.input, w.key, w.label) for w in rebuilt] == [
+        (w.input, w.key, w.label) for w in table.folded()
+    ]
 
 
 def test_a_long_tree_folds_in_auto_mode_and_shows_whole_in_tree_mode():

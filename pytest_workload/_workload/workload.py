@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from operator import attrgetter
 from typing import ClassVar, Final
 
 from .._compile.health import CompileHealth
@@ -206,32 +207,38 @@ def check_links(rows: Sequence[Workload], where: str) -> None:
             )
 
 
-def _fold_key(row: Workload, kept: tuple[str, ...]) -> tuple[object, ...]:
-    """Every field the snapshot keeps but the paths (user keys by their JSON: 1 is not True)."""
-    return tuple(
-        tuple(canonical_json(k.key) for k in row.user_keys)
-        if name == "user_keys"
-        else getattr(row, name)
-        for name in kept
-        if name not in ("name", "paths")
-    )
-
-
 def fold(rows: Iterable[Workload]) -> tuple[Workload, ...]:
     """The rows as a snapshot keeps them: rows equal in every stored field but their paths
     (identical layers) as the first of them with every path, none naming its caller's row."""
-    kept = snapshot_fields(Workload)
+    others = (n for n in snapshot_fields(Workload) if n not in ("name", "paths", "user_keys"))
+    kept = attrgetter(*others)
     folded: dict[tuple[object, ...], list[Workload]] = {}
     for row in rows:
-        folded.setdefault(_fold_key(row, kept), []).append(row)
+        # (user keys by their JSON: 1 is not True)
+        key = (kept(row), tuple(canonical_json(k.key) for k in row.user_keys))
+        folded.setdefault(key, []).append(row)
     return tuple(
-        same[0]
-        if len(same) == 1 and same[0].caller is None
-        else replace(
-            same[0], caller=None, paths=name_first(same[0].name, (p for e in same for p in e.paths))
-        )
+        same[0] if len(same) == 1 and same[0].caller is None else _copied(same)
         for same in folded.values()
     )
+
+
+def _copied(same: list[Workload]) -> Workload:
+    """The first of ``same`` with every path and no caller, copied: built anew, it would derive
+    its ``input`` and ``key`` again."""
+    paths = name_first(same[0].name, (p for e in same for p in e.paths))
+    out = object.__new__(Workload)
+    vars(out).update(vars(same[0]), caller=None, paths=paths)
+    for view in ("patterns", "label"):  # (cached from the first's paths)
+        vars(out).pop(view, None)
+    return out
+
+
+def _libraries(d: Mapping[str, Json], where: str) -> dict[str, str]:
+    libraries = read_field(d, "libraries", dict, optional=True) or {}
+    if not all(isinstance(v, str) for v in libraries.values()):
+        raise WorkloadDataError(f"{where}libraries must map distribution names to versions")
+    return libraries
 
 
 @dataclass(frozen=True)
@@ -284,9 +291,8 @@ class TestWorkloads:
     def children(self, parent: Workload) -> tuple[Workload, ...]:
         """The rows ``parent`` (one of this table's rows, or a row equal to it) called: by
         row where a row names its caller, else (a folded table) by hash one level down."""
-        row = self._rows.get(id(parent))
-        if row is None:
-            row = self.workloads.index(parent)
+        found = self._rows.get(id(parent))
+        row = self.workloads.index(parent) if found is None else found
         return tuple(
             w
             for w in self.workloads
@@ -332,9 +338,6 @@ class TestWorkloads:
         for row, w in enumerate(workloads):
             if w.parent is not None and w.caller is None:
                 raise WorkloadDataError(f"test {nodeid!r}, workload {row}: no 'caller'")
-        libraries = read_field(d, "libraries", dict, optional=True) or {}
-        if not all(isinstance(v, str) for v in libraries.values()):
-            raise WorkloadDataError(f"test {nodeid!r}: libraries must map names to versions")
         fixtures = read_field(d, "fixtures", list, optional=True) or []
         if not all(isinstance(f, str) for f in fixtures):
             raise WorkloadDataError(f"test {nodeid!r}: fixtures must be a list of names")
@@ -342,7 +345,7 @@ class TestWorkloads:
             nodeid=nodeid,
             workloads=tuple(workloads),
             modules=closure(table or {}, (w.structure_hash for w in workloads)),
-            libraries=libraries,
+            libraries=_libraries(d, f"test {nodeid!r}: "),
             fixtures=tuple(fixtures),
         )
 
@@ -393,7 +396,4 @@ class TestWorkloads:
                     "operations in 'computations'"
                 )
             rows[row] = replace(w, computation=computations[w.compute_hash])
-        libraries = read_field(d, "libraries", dict, optional=True) or {}
-        if not all(isinstance(v, str) for v in libraries.values()):
-            raise WorkloadDataError("libraries must map distribution names to versions")
-        return cls("", tuple(rows), read_modules(d.get("modules", {})), libraries)
+        return cls("", tuple(rows), read_modules(d.get("modules", {})), _libraries(d, ""))
