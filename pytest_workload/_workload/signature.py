@@ -181,14 +181,18 @@ def _format_pair(pair: Json) -> str:
     return f"{format_node(pair[0])}: {format_node(pair[1])}"
 
 
+#: The tags of a value described by its type's name and its fields.
+_TYPED: Final = ("namedtuple", "dataclass", "builtin")
+
+
 def _type_name(node: dict[str, Json]) -> Json:
-    return node.get("namedtuple", node.get("dataclass", node.get("builtin")))
+    return next((node[tag] for tag in _TYPED if tag in node), None)
 
 
 def _check_fields(node: dict[str, Json], where: str) -> None:
     fields = node["fields"]
     if not isinstance(_type_name(node), str) or not isinstance(fields, dict):
-        tag = next(t for t in ("namedtuple", "dataclass", "builtin") if t in node)
+        tag = next(t for t in _TYPED if t in node)
         raise _bad(where, f"{tag!r} must be a type name with an object of 'fields'")
     for name, field in fields.items():
         check_node(field, f"{where}.{name}")
@@ -257,21 +261,12 @@ class Tag:
 
 #: Every tag an input description may carry, one entry each.
 TAGS = (
-    Tag(
-        (_TENSOR_TAG, "dtype"),
-        _check_shaped,
-        _format_shaped,
-        frozenset({"layout", "qscheme", "axis", "subclass"}),
-        _diff_shaped,
-        shaped=True,
-    ),
-    Tag(
-        (_NDARRAY_TAG, "dtype"),
-        _check_shaped,
-        _format_shaped,
-        frozenset({"layout"}),
-        _diff_shaped,
-        shaped=True,
+    *(
+        Tag((tag, "dtype"), _check_shaped, _format_shaped, optional, _diff_shaped, shaped=True)
+        for tag, optional in (
+            (_TENSOR_TAG, frozenset({"layout", "qscheme", "axis", "subclass"})),
+            (_NDARRAY_TAG, frozenset({"layout"})),
+        )
     ),
     Tag(
         ("tuple",),
@@ -280,9 +275,7 @@ TAGS = (
         diff=lambda p, a, b: diff_node(p, a["tuple"], b["tuple"]),
     ),
     Tag(("dict",), _check_dict, _format_dict),
-    Tag(("namedtuple", "fields"), _check_fields, _format_fields, diff=_diff_fields),
-    Tag(("dataclass", "fields"), _check_fields, _format_fields, diff=_diff_fields),
-    Tag(("builtin", "fields"), _check_fields, _format_fields, diff=_diff_fields),
+    *(Tag((tag, "fields"), _check_fields, _format_fields, diff=_diff_fields) for tag in _TYPED),
     Tag(("enum",), _typed("enum"), lambda n: ".".join(str(n["enum"]).rsplit(".", 2)[-2:])),
     Tag(("dtype",), _typed("dtype"), lambda n: f"torch.{n['dtype']}"),
     Tag(
