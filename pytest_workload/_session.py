@@ -23,7 +23,8 @@ from ._perf.drift import DEFAULT_TOLERANCE
 from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode, larger_budget_for
 from ._perf.stopwatch import LIMIT_BUDGETS, TimingPolicy
-from ._recording.recorder import Keyer, WorkloadRecorder
+from ._recording.recorder import WorkloadRecorder
+from ._recording.stack import Keyer
 from ._report.collapse import KeyChecks, render_collapse
 from ._report.session_report import SessionReport, write_report
 from ._report.summary import render_note_counts, render_notes, render_unchecked

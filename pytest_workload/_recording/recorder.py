@@ -41,8 +41,6 @@ from .stack import CallStack, Keyer
 if TYPE_CHECKING:
     from torch import nn
 
-__all__ = ["Keyer", "WorkloadRecorder"]
-
 M = TypeVar("M", bound="nn.Module")
 
 COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"

@@ -96,7 +96,7 @@ class Metric:
             return None if self.absent == "unknown" else self.zero
         if self.sites:
             return _counts(data[self.field], self.field)
-        return int(read_count(data, self.field, 0))
+        return read_count(data, self.field, 0)
 
     def grew(self, old: Value | None, new: Value | None, tolerance: float) -> bool:
         """More than ``tolerance`` (a fraction) above the stored value; a count on one side
