@@ -49,6 +49,7 @@ from torch.utils.hooks import RemovableHandle
 
 from pytest_workload import WorkloadRecorder
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs, inputs_key
+from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
 from pytest_workload._recording.identity import IdentityCache
 from pytest_workload._torch_internals import compiling_check, tracing_checks
 
@@ -107,7 +108,7 @@ class DesignFloor:
         self.checks = checks
         self.frames: list[nn.Module] = []
         self.thread, self.compiling, self.tracing = threading.get_ident(), compiling_check(), None
-        self.cache = IdentityCache(None)
+        self.cache = IdentityCache(None, CURRENT_SCHEME)
         self.key = repr((describe_args((x,)), describe_kwargs({})))
         self.raw = inputs_key((x,), {})
         self.identity = self.cache.identity(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._core.errors import UndescribableInputError
 from .._core.strict_json import Json
 from .._fingerprint.describe import Describer, describe_args
-from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
+from .._fingerprint.scheme import FingerprintScheme
 from .._fingerprint.structure import (
     StatsMemo,
     StructureMemo,
@@ -108,8 +108,8 @@ class Identity:
 class IdentityCache:
     """Identities and root plans read from module trees, valid until a tree changes."""
 
-    def __init__(self, describe: Describer | None) -> None:
-        self.scheme: FingerprintScheme = CURRENT_SCHEME
+    def __init__(self, describe: Describer | None, scheme: FingerprintScheme) -> None:
+        self.scheme = scheme
         self._describe = describe
         self._known: dict[IdentityKey, Identity] = {}
         # by a module's id: the module, and the parameter table and name of its first parameter

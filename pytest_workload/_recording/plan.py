@@ -43,24 +43,22 @@ class Plan:
     # id -> (module, path, depth, unwrapped module) for the root (path "") and its submodules
     members: dict[int, tuple[nn.Module, str, int, nn.Module]]
     # the modules of ``members``, which hold the recorder's hooks while an unsettled root runs
-    modules: tuple[nn.Module, ...] = ()
+    modules: tuple[nn.Module, ...]
     # why a function mode cannot see the operations its calls run (it is, or contains, a
     # compiled or scripted module); None when it can
-    opaque: str | None = None
+    opaque: str | None
     #: the root is a ``torch.compile`` wrapper, whose calls' compiles are observed
-    compiled: bool = False
+    compiled: bool
 
 
 def build_plan(module: nn.Module, max_depth: int) -> Plan:
     target = unwrap(module)
-    plan = Plan(target, max_depth, {id(module): (module, "", 0, target)})
+    members = {id(module): (module, "", 0, target)}
     if not is_scripted(module) and not is_compiled(module):
         for sub, path, depth in subtree(target, max_depth):
-            plan.members[id(sub)] = (sub, path, depth, unwrap(sub))
-    plan.modules = tuple(member for member, _, _, _ in plan.members.values())
-    plan.opaque = _opaque(module, target)
-    plan.compiled = is_compiled(module)
-    return plan
+            members[id(sub)] = (sub, path, depth, unwrap(sub))
+    modules = tuple(member for member, _, _, _ in members.values())
+    return Plan(target, max_depth, members, modules, _opaque(module, target), is_compiled(module))
 
 
 def _opaque(module: nn.Module, target: nn.Module) -> str | None:

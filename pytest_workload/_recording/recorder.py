@@ -118,8 +118,7 @@ class WorkloadRecorder:
         # what :meth:`measure` found for each new top-level row, by row (not kept on the rows)
         self._measurements: dict[int, Measured] = {}
         self._readiness: dict[int, Readiness] = {}
-        identities = IdentityCache(describe)
-        identities.scheme = scheme
+        identities = IdentityCache(describe, scheme)
         self._identities: IdentityCache | None = identities
         stack = CallStack(
             identities,
