@@ -85,11 +85,9 @@ _OBSERVES = (Event.OBSERVED_SAME, Event.OBSERVED_OTHER)
 _TABLE: Final[dict[tuple[State, Event], tuple[State, State]]] = {
     (_N, Event.TRACED): (_T, _O),
     (_T, Event.TRACED): (_T, _O),
-    (_T, Event.TRACED_OTHER): (_D, _D),
     (_O, Event.TRACED): (_O, _O),
     (_S, Event.TRACED): (_S, _S),
-    (_O, Event.TRACED_OTHER): (_D, _D),
-    (_S, Event.TRACED_OTHER): (_D, _D),
+    **{(state, Event.TRACED_OTHER): (_D, _D) for state in (_T, _O, _S)},
     **{(state, event): (_O, _S) for state in (_N, _T, _O, _S) for event in _OBSERVES},
     **{(state, Event.NEW_BELOW): (_D, _D) for state in (_N, _T, _O, _S)},
     **{(_D, event): (_D, _D) for event in Event},
