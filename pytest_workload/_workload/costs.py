@@ -192,14 +192,11 @@ class Costs(Record):
         unknown = counted.keys() - {m.field for m in METRICS}
         if unknown:
             raise TypeError(f"not cost metrics: {', '.join(sorted(unknown))}")
-        values: list[tuple[str, Value]] = []
-        for metric in METRICS:
-            value = counted.get(metric.field)
-            if value is None and metric.absent == "zero":
-                value = metric.zero
-            if value is not None:
-                values.append((metric.field, value))
-        return cls(tuple(values), partial, ops)
+        filled = {m.field: m.zero for m in METRICS if m.absent == "zero"}
+        filled.update((k, v) for k, v in counted.items() if v is not None)
+        return cls(
+            tuple((m.field, filled[m.field]) for m in METRICS if m.field in filled), partial, ops
+        )
 
     def __getitem__(self, field: str) -> Value | None:
         """The value of the metric ``field``; None where it was not counted."""
