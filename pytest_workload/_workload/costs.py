@@ -36,10 +36,6 @@ def format_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def format_count(n: int) -> str:
-    return f"{n:,}"
-
-
 def _counts(value: object, what: str) -> Sites:
     if not isinstance(value, dict) or not all(
         isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in value.values()
@@ -63,7 +59,7 @@ class Metric:
     field: str
     label: str
     rank: int
-    unit: Callable[[int], str] = format_count
+    unit: Callable[[int], str] = "{:,}".format
     sites: bool = False
     source: Literal["trace", "device"] = "trace"
     absent: Literal["error", "unknown", "zero"] = "error"
@@ -77,7 +73,7 @@ class Metric:
 
     @property
     def zero(self) -> Value:
-        return self.of({} if self.sites else 0)
+        return () if self.sites else 0
 
     def total(self, value: Value) -> int:
         return value if isinstance(value, int) else sum(n for _, n in value)
