@@ -14,10 +14,6 @@ from .._torch_internals import GlobalWatch, compiling_check
 from .recorder import COMPILE_HOOK_WARNING
 
 
-def _ignore(module: Any, args: Any) -> None:
-    """The watch's second hook, which opens nothing here."""
-
-
 @contextmanager
 def module_calls() -> Iterator[list[str]]:
     """The class name of the first module called in the block, if any (none where torch is not
@@ -36,7 +32,7 @@ def module_calls() -> Iterator[list[str]]:
         called.append(type(module).__qualname__)
         watcher.suspend()
 
-    watcher = GlobalWatch(watch, _ignore)
+    watcher = GlobalWatch(watch, lambda module, args: None)  # (it opens no root here)
     try:
         with warnings.catch_warnings():
             # (torch.compile warns while a global hook exists: a fixture may compile its model)
