@@ -3,7 +3,7 @@ their two JSON forms, the report's and a snapshot file's."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from operator import attrgetter
@@ -175,36 +175,46 @@ class Workload(Record):
         return self.paths[0] if len(self.paths) == 1 else ", ".join(self.patterns)
 
 
-def check_links(rows: Sequence[Workload], where: str) -> None:
-    """Every row's ``parent`` (and ``caller``) must name a calling row one level up, and a root
-    has none: a forged link would drop a workload from every check that walks the tree."""
+def _read_rows(
+    d: Mapping[str, Json], read: Callable[[object], Workload], where: str
+) -> list[Workload]:
+    """Field ``workloads`` read row by row; every row's ``parent`` (and ``caller``) must name a
+    calling row one level up, and a root has none: a forged link would drop a workload from
+    every check that walks the tree. ``where`` starts each error (empty, or ``"test 'x', "``)."""
+    rows = []
+    for row, data in enumerate(read_field(d, "workloads", list)):
+        try:
+            rows.append(read(data))
+        except WorkloadDataError as exc:
+            raise WorkloadDataError(f"{where}workload {row}: {exc}") from None
     depths: dict[str, set[int]] = {}
     for r in rows:
         depths.setdefault(r.hash, set()).add(r.depth)
     for row, r in enumerate(rows):
         caller = r.caller
         if r.depth < 0:
-            raise WorkloadDataError(f"{where}, workload {row}: depth {r.depth} is negative")
+            raise WorkloadDataError(f"{where}workload {row}: depth {r.depth} is negative")
         if (r.depth == 0) != (r.parent is None):
             raise WorkloadDataError(
-                f"{where}, workload {row}: depth {r.depth} with parent {r.parent!r} (a workload "
+                f"{where}workload {row}: depth {r.depth} with parent {r.parent!r} (a workload "
                 "has a parent exactly when it is not at depth 0)"
             )
         if caller is not None:
             if not 0 <= caller < row:
                 raise WorkloadDataError(
-                    f"{where}, workload {row}: caller {caller} is not an earlier row"
+                    f"{where}workload {row}: caller {caller} is not an earlier row"
                 )
             up = rows[caller]
             if up.hash != r.parent or up.depth != r.depth - 1:
                 raise WorkloadDataError(
-                    f"{where}, workload {row}: parent and depth do not match caller row {caller}"
+                    f"{where}workload {row}: parent and depth do not match caller row {caller}"
                 )
         elif r.parent is not None and r.depth - 1 not in depths.get(r.parent, set()):
             raise WorkloadDataError(
-                f"{where}, workload {row}: parent {r.parent!r} is not the hash of a workload at "
+                f"{where}workload {row}: parent {r.parent!r} is not the hash of a workload at "
                 f"depth {r.depth - 1}"
             )
+    return rows
 
 
 def fold(rows: Iterable[Workload]) -> tuple[Workload, ...]:
@@ -328,13 +338,7 @@ class TestWorkloads:
         if not nodeid:
             raise WorkloadDataError("field 'nodeid' is empty")
         table = read_modules(d["modules"]) if modules is None and "modules" in d else modules
-        workloads = []
-        for row, data in enumerate(read_field(d, "workloads", list)):
-            try:
-                workloads.append(Workload.from_dict(data))
-            except WorkloadDataError as exc:
-                raise WorkloadDataError(f"test {nodeid!r}, workload {row}: {exc}") from None
-        check_links(workloads, f"test {nodeid!r}")
+        workloads = _read_rows(d, Workload.from_dict, f"test {nodeid!r}, ")
         for row, w in enumerate(workloads):
             if w.parent is not None and w.caller is None:
                 raise WorkloadDataError(f"test {nodeid!r}, workload {row}: no 'caller'")
@@ -379,13 +383,7 @@ class TestWorkloads:
                 raise FutureFormatError(f"{what} {found} (this release {does} {reads})")
             if found != reads:
                 raise OldFormatError(f"{what} {found}", f"{does.split()[1]} {reads}")
-        rows = []
-        for row, data in enumerate(read_field(d, "workloads", list)):
-            try:
-                rows.append(Workload.from_snapshot(data))
-            except WorkloadDataError as exc:
-                raise WorkloadDataError(f"workload {row}: {exc}") from None
-        check_links(rows, "snapshot")
+        rows = _read_rows(d, Workload.from_snapshot, "")
         computations = read_computations(d.get("computations", {}))
         for row, w in enumerate(rows):
             if w.compute_hash is None:
