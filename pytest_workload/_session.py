@@ -27,7 +27,6 @@ from ._recording.recorder import Keyer, WorkloadRecorder
 from ._report.collapse import KeyChecks, render_collapse
 from ._report.session_report import SessionReport, write_report
 from ._report.summary import render_note_counts, render_notes, render_unchecked
-from ._snapshot.cleanup import UnusedGuard
 from ._snapshot.syrupy_ext import SnapshotGate
 from ._workload.workload import TestWorkloads
 
@@ -84,7 +83,6 @@ class WorkloadSession:
         self.notes: list[Note] = []
         self.perf_notes: list[Note] = []
         self.problems: list[str] = []
-        self.unused = UnusedGuard(settings.rootdir)
         #: Tests the workload gate failed, and the performance regressions among their failures.
         self.gate_failed = self.regressions = 0
         self.keys = KeyChecks()
@@ -234,7 +232,7 @@ class WorkloadSession:
             "perf_notes": [n.to_dict() for n in self.perf_notes],
             "environment": self.environment(),
             "kept": list(self.snapshots.kept),
-            "not_run": list(self.unused.not_run),
+            "not_run": list(self.snapshots.not_run),
             "gate_failed": self.gate_failed,
             "regressions": self.regressions,
         }
@@ -254,7 +252,7 @@ class WorkloadSession:
         self.notes += notes
         self.perf_notes += perf_notes
         self.snapshots.kept += kept
-        self.unused.not_run.update(dict.fromkeys(str(n) for n in payload.get("not_run", ())))
+        self.snapshots.not_run.update(dict.fromkeys(str(n) for n in payload.get("not_run", ())))
         self.gate_failed += failed
         self.regressions += regressions
 
@@ -269,7 +267,7 @@ class WorkloadSession:
         """Report tests in collection order, whichever process or order they ran in."""
         if not self._order:
             self._order = {nodeid: i for i, nodeid in enumerate(nodeids)}
-            self.unused.nodeids = tuple(nodeids)
+            self.snapshots.nodeids = tuple(nodeids)
 
     def _rank(self, nodeid: str) -> int:
         return self._order.get(nodeid, len(self._order))
