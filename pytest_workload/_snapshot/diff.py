@@ -22,7 +22,7 @@ from .._compile import (
     readiness_lines,
 )
 from .._core.strict_json import Json, canonical_json
-from .._core.text import INDENT, one_line, prefix_length, short, versions_line
+from .._core.text import INDENT, one_line, prefix_length, short
 from .._fingerprint.distance import distance_factor, nearest
 from .._workload.costs import BY_RANK
 from .._workload.signature import label_arg, workload_key
@@ -377,11 +377,3 @@ def render_changes(changes: Sequence[Change]) -> list[str]:
             "(--workload-json has them all)"
         )
     return lines
-
-
-def mismatch_lines(stored: TestWorkloads, document: TestWorkloads, tolerance: float) -> list[str]:
-    """What a stored table that does not match the recorded one says: the library versions
-    that moved, then each change."""
-    versions = versions_line(stored.libraries, document.libraries)
-    lines = [f"  {one_line(versions)}"] if versions else []
-    return lines + [f"  {c}" for c in render_changes(compare_tables(stored, document, tolerance))]

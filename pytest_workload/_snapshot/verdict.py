@@ -21,11 +21,12 @@ from .._core.text import Commands, one_line, short, versions_line
 from .._workload.modules import ModuleTable, child_links
 from .._workload.workload import TestWorkloads, Workload
 from .diff import (
+    compare_tables,
     cost_lines,
     costs_agree,
     identity,
-    mismatch_lines,
     paths_agree,
+    render_changes,
     signature_lines,
     tables_match,
     unmatched,
@@ -123,8 +124,7 @@ def judge(
         return Verdict.WRITE, note or shrunk_note(shown, shrank, updating)
     if old is None:
         return Verdict.MISSING, missing(shown, commands)
-    changes = mismatch_lines(old, recorded, tolerance)
-    return Verdict.CHANGED, explain_mismatch(shown, changes, old, recorded, commands)
+    return Verdict.CHANGED, explain_mismatch(shown, old, recorded, tolerance, commands)
 
 
 def signature_note(changes: Sequence[str]) -> str:
@@ -164,11 +164,11 @@ def upgrade_verdict(
     if refusals:
         lines = [
             f"refusing to accept workload snapshot {shown} as a library upgrade: more than "
-            "configuration text, attributes or class paths changed. It is left as it is:"
+            "configuration text, attributes or class paths changed. It is left as it is:",
+            *(f"  {one_line(r)}" for r in refusals),
+            *([f"  {one_line(versions)}"] if versions else []),
+            f"review the change, then accept it with {commands.accept}",
         ]
-        lines += [f"  {one_line(r)}" for r in refusals]
-        lines += [f"  {one_line(versions)}"] if versions else []
-        lines.append(f"review the change, then accept it with {commands.accept}")
         return "\n".join(lines), None
     count = sum(
         o.hash != n.hash for o, n in zip(stored.workloads, document.workloads, strict=False)
@@ -181,18 +181,15 @@ def upgrade_verdict(
 
 
 def explain_mismatch(
-    location: str,
-    changes: list[str],
-    stored: TestWorkloads,
-    document: TestWorkloads,
-    commands: Commands,
+    shown: str, stored: TestWorkloads, recorded: TestWorkloads, tolerance: float, commands: Commands
 ) -> str:
-    """The failure message for a stored table that does not match the recorded one, whose
-    ``changes`` :func:`.diff.mismatch_lines` words."""
-    lines = [f"workload snapshot mismatch ({location}):", *changes]
-    if len(stored.workloads) == len(document.workloads) and not any(
-        _upgrade_refusals(stored, document)
-    ):
+    """The failure message for a stored table that does not match the recorded one: the
+    library versions that moved, then each change."""
+    versions = versions_line(stored.libraries, recorded.libraries)
+    lines = [f"workload snapshot mismatch ({shown}):"]
+    lines += [f"  {one_line(versions)}"] if versions else []
+    lines += [f"  {c}" for c in render_changes(compare_tables(stored, recorded, tolerance))]
+    if not upgrade_refusals(stored, recorded):
         lines.append(
             "only configuration text, attributes or class paths changed (parameters, "
             "children, inputs, FLOPs and computations did not): accept it with "
@@ -248,31 +245,23 @@ def _entry_refusal(
         yield "new graph breaks, recompiles or frames run eagerly in its compile readiness"
 
 
-def _upgrade_refusals(
-    stored: TestWorkloads, recorded: TestWorkloads
-) -> Iterator[tuple[Workload, Workload, str | None]]:
-    """Tables of as many workloads, paired in order (an upgrade changes hashes, never which
-    calls ran): each reason a pair is more than an upgrade's, None where they are not the
-    same workload. Reasons, not sentences: whether it is an upgrade needs no labels."""
-    before, after = _skeletons(stored.modules), _skeletons(recorded.modules)
-    for old, new in zip(stored.workloads, recorded.workloads, strict=True):
-        if (old.name, old.depth) != (new.name, new.depth):
-            yield old, new, None
-            continue
-        skeletons = (before(old.structure_hash), after(new.structure_hash))
-        yield from ((old, new, what) for what in _entry_refusal(old, new, skeletons))
-
-
 def upgrade_refusals(stored: TestWorkloads, recorded: TestWorkloads) -> list[str]:
-    """Why the recorded table is more than an upgrade of the stored one (empty: it is not)."""
+    """Why the recorded table is more than an upgrade of the stored one (empty: it is not).
+    Tables of as many workloads are paired in order: an upgrade changes hashes, never which
+    calls ran."""
     if len(stored.workloads) != len(recorded.workloads):
         return [f"{len(stored.workloads)} workloads stored, {len(recorded.workloads)} recorded"]
-    return [
-        f"{new.label} ({new.class_name}): {what}"
-        if what is not None
-        else f"stored workload {old.label} is not the recorded {new.label}"
-        for old, new, what in _upgrade_refusals(stored, recorded)
-    ]
+    before, after = _skeletons(stored.modules), _skeletons(recorded.modules)
+    refusals = []
+    for old, new in zip(stored.workloads, recorded.workloads, strict=True):
+        if (old.name, old.depth) != (new.name, new.depth):
+            refusals.append(f"stored workload {old.label} is not the recorded {new.label}")
+            continue
+        skeletons = (before(old.structure_hash), after(new.structure_hash))
+        refusals += (
+            f"{new.label} ({new.class_name}): {w}" for w in _entry_refusal(old, new, skeletons)
+        )
+    return refusals
 
 
 def signature_changes(
