@@ -142,29 +142,19 @@ def _display(location: str, rootdir: Path | None) -> str:
     return one_line(location)
 
 
-def _location(assertion: SnapshotAssertion) -> str:
-    return str(
-        assertion.extension.get_location(
-            test_location=assertion.test_location, index=assertion.index
-        )
-    )
-
-
-def _assertion(snapshot: SnapshotAssertion) -> tuple[SnapshotAssertion, str]:
-    """The assertion of a test's workload table, asserted once, and its file's location."""
+def _assertion(snapshot: SnapshotAssertion) -> tuple[SnapshotAssertion, str, Stored]:
+    """The assertion of a test's workload table, asserted once, its file's location, and what
+    the file holds."""
     assertion = snapshot.with_defaults(extension_class=WorkloadSnapshotExtension)
-    return assertion, _location(assertion)
+    extension = assertion.extension
+    assert isinstance(extension, WorkloadSnapshotExtension)
+    where = extension.get_location(test_location=assertion.test_location, index=assertion.index)
+    return assertion, str(where), extension.stored(str(where))
 
 
 def _use(assertion: SnapshotAssertion) -> bool:
     """Assert that the stored table stays as it is: syrupy counts it as used."""
     return assertion == KEEP
-
-
-def _stored(assertion: SnapshotAssertion, location: str) -> Stored:
-    extension = assertion.extension
-    assert isinstance(extension, WorkloadSnapshotExtension)
-    return extension.stored(location)
 
 
 @dataclasses.dataclass
@@ -230,8 +220,7 @@ class SnapshotGate:
 
     def keep(self, snapshot: Snapshot) -> None:
         """Leave the stored table as it is, counted as used (a failed test, a refused file)."""
-        assertion, location = _assertion(snapshot)
-        self._keep(assertion, location, _stored(assertion, location))
+        self._keep(*_assertion(snapshot))
 
     def _keep(self, assertion: SnapshotAssertion, location: str, stored: Stored) -> None:
         # with no stored table, syrupy would write what is asserted under --snapshot-update
@@ -258,17 +247,16 @@ class SnapshotGate:
         is, or assert the recorded one (under ``--snapshot-update``, syrupy writes it). The
         verdict, and what it says."""
         document = test.folded()
-        assertion, location = _assertion(snapshot)
+        assertion, location, stored = _assertion(snapshot)
         shown = _display(location, self.rootdir)
         real = None if self.rootdir is None else outside(Path(location), self.rootdir)
         if real is not None:
-            self._keep(assertion, location, _stored(assertion, location))
+            self._keep(assertion, location, stored)
             return (
                 Verdict.REFUSED,
                 f"workload snapshot {shown} leads to {real}, outside the rootdir {self.rootdir}: "
                 "it is left as it is and nothing is written there, also under --snapshot-update",
             )
-        stored = _stored(assertion, location)
         updating = bool(snapshot.update_snapshots)
         verdict, text = judge(
             stored,
