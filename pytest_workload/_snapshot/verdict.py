@@ -10,12 +10,7 @@ import enum
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 
-from .._compile import (
-    health_agrees,
-    health_lines,
-    readiness_agrees,
-    readiness_lines,
-)
+from .._compile import health_changes, readiness_changes
 from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._core.text import Commands, one_line, short, versions_line
 from .._workload.modules import ModuleTable, child_links
@@ -239,9 +234,9 @@ def _entry_refusal(
         yield "user key changed"
     if not paths_agree(old, new):
         yield f"paths {old.label} -> {new.label}"
-    if not health_agrees(old.compile_health, new.compile_health):
+    if any(grew for grew, _ in health_changes(old.compile_health, new.compile_health)):
         yield "new graph breaks, recompiles or frames run eagerly"
-    if not readiness_agrees(old.compile_readiness, new.compile_readiness):
+    if any(grew for grew, _ in readiness_changes(old.compile_readiness, new.compile_readiness)):
         yield "new graph breaks, recompiles or frames run eagerly in its compile readiness"
 
 
@@ -316,9 +311,10 @@ def shrunk(old: TestWorkloads, new: TestWorkloads) -> list[str]:
         moved = []
         if costs_agree(before, entry, 0.0) and before.costs != entry.costs:
             moved += [line for line in cost_lines(before, entry) if " -> " in line]
-        if health_agrees(before.compile_health, entry.compile_health):
-            moved += health_lines(before.compile_health, entry.compile_health)
-        if readiness_agrees(before.compile_readiness, entry.compile_readiness):
-            moved += readiness_lines(before.compile_readiness, entry.compile_readiness)
+        for changes in (
+            health_changes(before.compile_health, entry.compile_health),
+            readiness_changes(before.compile_readiness, entry.compile_readiness),
+        ):
+            moved += [] if any(grew for grew, _ in changes) else [line for _, line in changes]
         lines += [f"{entry.label}: {'; '.join(moved)}"] if moved else []
     return lines
