@@ -15,15 +15,14 @@ from ._core.errors import FileWriteError
 from ._core.notes import GateResult, Note
 from ._core.strict_json import Json, read_field
 from ._core.text import PLAIN, Commands, one_line
-from ._fingerprint.describe import Describer
-from ._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
+from ._fingerprint.scheme import CURRENT_SCHEME
 from ._perf.baseline import BASELINE_DIRNAME
 from ._perf.device import environment, resolve_device
 from ._perf.drift import DEFAULT_TOLERANCE
 from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode, larger_budget_for
 from ._perf.stopwatch import LIMIT_BUDGETS, TimingPolicy
-from ._recording.recorder import Keyer, WorkloadRecorder
+from ._recording.recorder import WorkloadRecorder
 from ._report.collapse import KeyChecks, render_collapse
 from ._report.session_report import SessionReport, write_report
 from ._report.summary import render_note_counts, render_notes, render_unchecked
@@ -79,7 +78,6 @@ class WorkloadSession:
     def __init__(self, settings: WorkloadSettings) -> None:
         self.settings = settings
         self._judges_timing = settings.snapshot and settings.perf != "off"
-        self.scheme: FingerprintScheme = CURRENT_SCHEME
         self.notes: list[Note] = []
         self.perf_notes: list[Note] = []
         self.problems: list[str] = []
@@ -109,26 +107,6 @@ class WorkloadSession:
         #: Told ``(nodeid, done, total)`` while a test's workloads are measured (the glue
         #: shows it: a replay of a large model can take minutes).
         self.progress: Callable[[str, int, int], None] | None = None
-
-    def new_recorder(
-        self,
-        nodeid: str,
-        *,
-        max_depth: int,
-        describe: Describer | None = None,
-        keyer: Keyer | None = None,
-        replays: bool = True,
-    ) -> WorkloadRecorder:
-        return WorkloadRecorder(
-            nodeid,
-            scheme=self.scheme,
-            max_depth=max_depth,
-            timing=self.settings.timing,
-            describe=describe,
-            keyer=keyer,
-            rootdir=self.settings.rootdir,
-            replays=replays,
-        )
 
     def device(self) -> torch.device:
         """``--workload-device``, resolved once."""
@@ -285,7 +263,7 @@ class WorkloadSession:
 
     def report(self) -> SessionReport:
         return SessionReport(
-            scheme=self.scheme.version,
+            scheme=CURRENT_SCHEME.version,
             tests=self.tests,
             environment=self.environment(),
             problems=tuple(self.problems),

@@ -188,9 +188,12 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
         yield None
         return
     describe, key = item.ihook.pytest_workload_describe, item.ihook.pytest_workload_key
-    recorder = request.config.stash[SESSION_KEY].new_recorder(
+    settings = request.config.stash[SESSION_KEY].settings
+    recorder = WorkloadRecorder(
         item.nodeid,
         max_depth=mark.max_depth if mark else 0,
+        timing=settings.timing,
+        rootdir=settings.rootdir,
         describe=(lambda value: describe(value=value)) if describe.get_hookimpls() else None,
         keyer=(lambda module, args, kwargs: key(module=module, args=args, kwargs=kwargs))
         if key.get_hookimpls()
