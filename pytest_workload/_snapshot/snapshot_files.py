@@ -139,17 +139,11 @@ def read_stored(path: Path) -> Stored:
         return Stored(True, held=None, corrupt=exc.reason.removeprefix("is corrupt: "))
     found = Stored(True, raw.decode("utf-8", "surrogateescape"), (raw,))
     try:
-        data = load_json(decode_text(path, raw))
+        stored = TestWorkloads.from_snapshot(load_json(decode_text(path, raw)))
     except CorruptFileError as exc:
         return replace(found, corrupt=exc.reason.removeprefix("is corrupt: "))
-    except WorkloadDataError as exc:
-        return replace(found, corrupt=str(exc))
-    try:
-        stored = TestWorkloads.from_snapshot(data)
     except FutureFormatError as exc:
         return replace(found, too_new=str(exc))
-    except OldFormatError as exc:
-        return replace(found, corrupt=str(exc), old=True)
     except WorkloadDataError as exc:
-        return replace(found, corrupt=str(exc))
+        return replace(found, corrupt=str(exc), old=isinstance(exc, OldFormatError))
     return replace(found, corrupt=_unverified(stored), table=stored)
