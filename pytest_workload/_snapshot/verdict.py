@@ -99,7 +99,12 @@ def judge(
     if not judge_signatures and old is not None and (accept_upgrade or not updating):
         changes = signature_changes(old, recorded, tolerance)
         if changes:
-            return Verdict.MATCHED, signature_note(changes)
+            return Verdict.MATCHED, (
+                "call signature differs from the snapshot's: "
+                f"{'; '.join(one_line(c) for c in changes)}; not judged for a test recorded by "
+                "--workload-record=all: its inputs may follow the test's data; mark the test to "
+                "gate it"
+            )
     note = None
     if accept_upgrade and not matching:
         if old is None:
@@ -120,16 +125,6 @@ def judge(
     if old is None:
         return Verdict.MISSING, missing(shown, commands)
     return Verdict.CHANGED, explain_mismatch(shown, old, recorded, tolerance, commands)
-
-
-def signature_note(changes: Sequence[str]) -> str:
-    """The note for a table of a test recorded by ``--workload-record=all`` that differs from
-    the stored one in call signatures only."""
-    return (
-        f"call signature differs from the snapshot's: {'; '.join(one_line(c) for c in changes)}; "
-        "not judged for a test recorded by --workload-record=all: its inputs may follow the "
-        "test's data; mark the test to gate it"
-    )
 
 
 def _update_hint(commands: Commands) -> str:
