@@ -269,18 +269,15 @@ def compute_lines(old: Workload, new: Workload) -> list[str]:
     """``computation changed (...)`` and the operations that differ, by submodule path. Where
     the structure or inputs changed too (another hash), that change explains operations that
     only see other shapes: only other operations are shown, and nothing when there are none."""
+    was, now = (short(h) if h else "none recorded" for h in (old.compute_hash, new.compute_hash))
+    head = f"computation changed (compute hash {was} -> {now})"
     if old.compute_hash is None or new.compute_hash is None:
-        was, now = (
-            short(h) if h else "none recorded" for h in (old.compute_hash, new.compute_hash)
-        )
-        return [f"computation changed (compute hash {was} -> {now})"]
+        return [head]
     if old.data_dependent != new.data_dependent:
         was, now = (
             "follow" if d else "do not follow" for d in (old.data_dependent, new.data_dependent)
         )
         return [f"computation changed: its operations {was} the data -> {now}"]
-    hashes = f"{short(old.compute_hash)} -> {short(new.compute_hash)}"
-    head = f"computation changed (compute hash {hashes})"
     a, b = old.computation, new.computation
     names_only = old.hash != new.hash
     if a is None or b is None:
