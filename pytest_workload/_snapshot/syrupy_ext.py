@@ -286,8 +286,7 @@ def _write_error(assertion: SnapshotAssertion) -> str:
     """Why syrupy could not write the table: the error it caught from the extension's write,
     on the assertion's one result (``executions``, the public record syrupy's report reads)."""
     error = next((r.exception for r in assertion.executions.values() if r.exception), None)
-    if isinstance(error, FileWriteError):
-        return f"could not be written: {one_line(error.reason)}"
     if isinstance(error, OSError):
-        return f"could not be written: {one_line(str(error))}"
+        reason = error.reason if isinstance(error, FileWriteError) else str(error)
+        return f"could not be written: {one_line(reason)}"
     return f"could not be checked: {one_line(str(error))}"
