@@ -15,7 +15,7 @@ from ._core.errors import FileWriteError
 from ._core.notes import GateResult, Note
 from ._core.strict_json import Json, read_field
 from ._core.text import PLAIN, Commands, one_line
-from ._fingerprint.scheme import CURRENT_SCHEME
+from ._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from ._perf.baseline import BASELINE_DIRNAME
 from ._perf.device import environment, resolve_device
 from ._perf.drift import DEFAULT_TOLERANCE
@@ -77,6 +77,7 @@ class WorkloadSession:
 
     def __init__(self, settings: WorkloadSettings) -> None:
         self.settings = settings
+        self.scheme: FingerprintScheme = CURRENT_SCHEME
         self._judges_timing = settings.snapshot and settings.perf != "off"
         self.notes: list[Note] = []
         self.perf_notes: list[Note] = []
@@ -263,7 +264,7 @@ class WorkloadSession:
 
     def report(self) -> SessionReport:
         return SessionReport(
-            scheme=CURRENT_SCHEME.version,
+            scheme=self.scheme.version,
             tests=self.tests,
             environment=self.environment(),
             problems=tuple(self.problems),

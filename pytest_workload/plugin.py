@@ -188,12 +188,13 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
         yield None
         return
     describe, key = item.ihook.pytest_workload_describe, item.ihook.pytest_workload_key
-    settings = request.config.stash[SESSION_KEY].settings
+    session = request.config.stash[SESSION_KEY]
     recorder = WorkloadRecorder(
         item.nodeid,
+        scheme=session.scheme,
         max_depth=mark.max_depth if mark else 0,
-        timing=settings.timing,
-        rootdir=settings.rootdir,
+        timing=session.settings.timing,
+        rootdir=session.settings.rootdir,
         describe=(lambda value: describe(value=value)) if describe.get_hookimpls() else None,
         keyer=(lambda module, args, kwargs: key(module=module, args=args, kwargs=kwargs))
         if key.get_hookimpls()
