@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import string
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -52,7 +52,7 @@ def snapshot_stem(name: str) -> str:
 def snapshot_text(test: TestWorkloads) -> str:
     """One field per line, signatures kept on one line, and one operation and one module
     description per line, so a change is one changed line."""
-    return _object(test.to_snapshot(), 2) + "\n"
+    return _object(test.to_snapshot().items(), 2) + "\n"
 
 
 def inline_json(value: Any) -> str:
@@ -66,11 +66,10 @@ def _block(rows: Iterable[str], indent: int, brackets: str = "{}") -> str:
     return f"{brackets[0]}\n" + ",\n".join(pad + r for r in rows) + f"\n{pad[:-2]}{brackets[1]}"
 
 
-def _object(value: Mapping[str, Json], indent: int, key: str | None = None) -> str:
+def _object(fields: Iterable[tuple[str, Json]], indent: int, key: str | None = None) -> str:
     """One field per line, each value rendered as its own key's (or as ``key``'s)."""
     rows = (
-        f"{inline_json(k)}: {_render(k if key is None else key, v, indent + 2)}"
-        for k, v in value.items()
+        f"{inline_json(k)}: {_render(k if key is None else key, v, indent + 2)}" for k, v in fields
     )
     return _block(rows, indent)
 
@@ -79,10 +78,10 @@ def _render(key: str, value: Json, indent: int) -> str:
     """A field's value: each workload, operation, module description and submodule on its
     own line, anything else inline."""
     if key == "workloads" and isinstance(value, list) and value:
-        rows = (_object(e, indent + 2) for e in value if isinstance(e, dict))
+        rows = (_object(e.items(), indent + 2) for e in value if isinstance(e, dict))
         return _block(rows, indent, "[]")
     if key in ("computations", "modules", "submodules") and isinstance(value, dict) and value:
-        return _object(value, indent, "operations" if key == "computations" else "")
+        return _object(value.items(), indent, "operations" if key == "computations" else "")
     if key == "operations" and isinstance(value, list) and value:
         return _block((inline_json(v) for v in value), indent, "[]")
     return inline_json(value)

@@ -124,7 +124,8 @@ def judge(
         return Verdict.WRITE, note or shrunk_note(shown, shrank, updating)
     if old is None:
         return Verdict.MISSING, missing(shown, commands)
-    return Verdict.CHANGED, explain_mismatch(shown, old, recorded, tolerance, commands)
+    changes = render_changes(compare_tables(old, recorded, tolerance))
+    return Verdict.CHANGED, explain_mismatch(shown, changes, old, recorded, commands)
 
 
 def _update_hint(commands: Commands) -> str:
@@ -171,14 +172,19 @@ def upgrade_verdict(
 
 
 def explain_mismatch(
-    shown: str, stored: TestWorkloads, recorded: TestWorkloads, tolerance: float, commands: Commands
+    shown: str,
+    changes: Sequence[str],
+    stored: TestWorkloads,
+    recorded: TestWorkloads,
+    commands: Commands,
 ) -> str:
     """The failure message for a stored table that does not match the recorded one: the
-    library versions that moved, then each change."""
+    library versions that moved, then each of the ``changes`` (asked of :mod:`.diff` first,
+    so that the path goes there once)."""
     versions = versions_line(stored.libraries, recorded.libraries)
     lines = [f"workload snapshot mismatch ({shown}):"]
     lines += [f"  {one_line(versions)}"] if versions else []
-    lines += [f"  {c}" for c in render_changes(compare_tables(stored, recorded, tolerance))]
+    lines += [f"  {c}" for c in changes]
     if not upgrade_refusals(stored, recorded):
         lines.append(
             "only configuration text, attributes or class paths changed (parameters, "
