@@ -15,7 +15,6 @@ from ._core.errors import FileWriteError
 from ._core.notes import GateResult, Note
 from ._core.strict_json import Json, read_field
 from ._core.text import PLAIN, Commands, one_line
-from ._fingerprint.describe import Describer
 from ._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
 from ._perf.baseline import BASELINE_DIRNAME
 from ._perf.device import environment, resolve_device
@@ -24,11 +23,9 @@ from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode, larger_budget_for
 from ._perf.stopwatch import LIMIT_BUDGETS, TimingPolicy
 from ._recording.recorder import WorkloadRecorder
-from ._recording.stack import Keyer
 from ._report.collapse import KeyChecks, render_collapse
 from ._report.session_report import SessionReport, write_report
 from ._report.summary import render_note_counts, render_notes, render_unchecked
-from ._snapshot.cleanup import UnusedGuard
 from ._snapshot.syrupy_ext import SnapshotGate
 from ._workload.workload import TestWorkloads
 
@@ -80,12 +77,11 @@ class WorkloadSession:
 
     def __init__(self, settings: WorkloadSettings) -> None:
         self.settings = settings
-        self._judges_timing = settings.snapshot and settings.perf != "off"
         self.scheme: FingerprintScheme = CURRENT_SCHEME
+        self._judges_timing = settings.snapshot and settings.perf != "off"
         self.notes: list[Note] = []
         self.perf_notes: list[Note] = []
         self.problems: list[str] = []
-        self.unused = UnusedGuard(settings.rootdir)
         #: Tests the workload gate failed, and the performance regressions among their failures.
         self.gate_failed = self.regressions = 0
         self.keys = KeyChecks()
@@ -112,26 +108,6 @@ class WorkloadSession:
         #: Told ``(nodeid, done, total)`` while a test's workloads are measured (the glue
         #: shows it: a replay of a large model can take minutes).
         self.progress: Callable[[str, int, int], None] | None = None
-
-    def new_recorder(
-        self,
-        nodeid: str,
-        *,
-        max_depth: int,
-        describe: Describer | None = None,
-        keyer: Keyer | None = None,
-        replays: bool = True,
-    ) -> WorkloadRecorder:
-        return WorkloadRecorder(
-            nodeid,
-            scheme=self.scheme,
-            max_depth=max_depth,
-            timing=self.settings.timing,
-            describe=describe,
-            keyer=keyer,
-            rootdir=self.settings.rootdir,
-            replays=replays,
-        )
 
     def device(self) -> torch.device:
         """``--workload-device``, resolved once."""
@@ -235,7 +211,7 @@ class WorkloadSession:
             "perf_notes": [n.to_dict() for n in self.perf_notes],
             "environment": self.environment(),
             "kept": list(self.snapshots.kept),
-            "not_run": list(self.unused.not_run),
+            "not_run": list(self.snapshots.not_run),
             "gate_failed": self.gate_failed,
             "regressions": self.regressions,
         }
@@ -255,7 +231,7 @@ class WorkloadSession:
         self.notes += notes
         self.perf_notes += perf_notes
         self.snapshots.kept += kept
-        self.unused.not_run.update(dict.fromkeys(str(n) for n in payload.get("not_run", ())))
+        self.snapshots.not_run.update(dict.fromkeys(str(n) for n in payload.get("not_run", ())))
         self.gate_failed += failed
         self.regressions += regressions
 
@@ -270,7 +246,7 @@ class WorkloadSession:
         """Report tests in collection order, whichever process or order they ran in."""
         if not self._order:
             self._order = {nodeid: i for i, nodeid in enumerate(nodeids)}
-            self.unused.nodeids = tuple(nodeids)
+            self.snapshots.nodeids = tuple(nodeids)
 
     def _rank(self, nodeid: str) -> int:
         return self._order.get(nodeid, len(self._order))

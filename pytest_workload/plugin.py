@@ -188,9 +188,13 @@ def _workload_recording(request: pytest.FixtureRequest) -> Iterator[WorkloadReco
         yield None
         return
     describe, key = item.ihook.pytest_workload_describe, item.ihook.pytest_workload_key
-    recorder = request.config.stash[SESSION_KEY].new_recorder(
+    session = request.config.stash[SESSION_KEY]
+    recorder = WorkloadRecorder(
         item.nodeid,
+        scheme=session.scheme,
         max_depth=mark.max_depth if mark else 0,
+        timing=session.settings.timing,
+        rootdir=session.settings.rootdir,
         describe=(lambda value: describe(value=value)) if describe.get_hookimpls() else None,
         keyer=(lambda module, args, kwargs: key(module=module, args=args, kwargs=kwargs))
         if key.get_hookimpls()
@@ -312,7 +316,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:
     if items:
-        not_run = items[0].config.stash[SESSION_KEY].unused.not_run
+        not_run = items[0].config.stash[SESSION_KEY].snapshots.not_run
         not_run.update(dict.fromkeys(i.nodeid for i in items))
 
 
@@ -323,7 +327,7 @@ def pytest_runtest_makereport(
     report = yield
     session = item.config.stash[SESSION_KEY]
     if report.when == "setup" and report.failed:
-        session.unused.not_run[item.nodeid] = None
+        session.snapshots.not_run[item.nodeid] = None
     elif report.when == "teardown":
         session.torn_down(item.nodeid, failed=report.failed)
     return report
@@ -353,7 +357,7 @@ def _keep_unused(session: pytest.Session) -> None:
     finished = config.stash.get(LOOP_DONE_KEY, False) and not (
         session.shouldstop or session.shouldfail
     )
-    why = workload_session.unused.refusal(finished=finished)
+    why = workload_session.snapshots.unused_refusal(finished=finished)
     if why is not None:
         config.option.no_cleanup = True
         if settings.update:

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._compile import CompileHealth, health_agrees, health_lines
+from pytest_workload._compile import CompileHealth, health_changes
 from pytest_workload._compile.health import GraphBreak, Recompile
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._torch_internals import compile_callbacks, graph_break_loggers
@@ -225,40 +225,44 @@ RECOMPILE = Recompile("model.py:17", "forward", "L['self'].step == 3", None)
 def test_a_new_break_or_recompile_fails_and_fewer_passes_with_a_note():
     old = CompileHealth(graphs=1)
     broken = CompileHealth(graphs=2, breaks=(BREAK,))
-    assert not health_agrees(old, broken)
-    assert health_lines(old, broken) == [
-        "graph breaks 0 -> 1: new break at model.py:42 in forward "
-        "(Failed to trace builtin operator [GB0059]; hint: h)"
+    assert health_changes(old, broken) == [
+        (
+            True,
+            "graph breaks 0 -> 1: new break at model.py:42 in forward "
+            "(Failed to trace builtin operator [GB0059]; hint: h)",
+        )
     ]
-    assert health_agrees(broken, old)
-    assert health_lines(broken, old) == [
-        "graph breaks 1 -> 0: no break any more at model.py:42 in forward "
-        "(Failed to trace builtin operator [GB0059]; hint: h)"
+    assert health_changes(broken, old) == [
+        (
+            False,
+            "graph breaks 1 -> 0: no break any more at model.py:42 in forward "
+            "(Failed to trace builtin operator [GB0059]; hint: h)",
+        )
     ]
     recompiled = CompileHealth(graphs=2, recompiles=(RECOMPILE,))
-    assert not health_agrees(old, recompiled)
-    assert health_lines(old, recompiled) == [
-        "recompiles 0 -> 1: guard failed at model.py:17 in forward: L['self'].step == 3"
+    assert health_changes(old, recompiled) == [
+        (True, "recompiles 0 -> 1: guard failed at model.py:17 in forward: L['self'].step == 3")
     ]
+
+
+def _grew(old: CompileHealth | None, new: CompileHealth | None) -> bool:
+    return any(grew for grew, _ in health_changes(old, new))
 
 
 def test_a_reworded_reason_or_another_number_in_a_guard_is_no_change():
     reworded = CompileHealth(breaks=(GraphBreak("model.py:42", "forward", "GB0059", "other"),))
-    assert health_agrees(CompileHealth(breaks=(BREAK,)), reworded)
+    assert not _grew(CompileHealth(breaks=(BREAK,)), reworded)
     other_value = Recompile("model.py:17", "forward", "L['self'].step == 4")
-    assert health_agrees(
+    assert not _grew(
         CompileHealth(recompiles=(RECOMPILE,)), CompileHealth(recompiles=(other_value,))
     )
     twice = Recompile("model.py:17", "forward", "L['self'].step == 4", count=2)
-    assert not health_agrees(
-        CompileHealth(recompiles=(RECOMPILE,)), CompileHealth(recompiles=(twice,))
-    )
+    assert _grew(CompileHealth(recompiles=(RECOMPILE,)), CompileHealth(recompiles=(twice,)))
 
 
 def test_not_observed_on_either_side_agrees():
-    assert health_agrees(None, CompileHealth(breaks=(BREAK,)))
-    assert health_agrees(CompileHealth(breaks=(BREAK,)), None)
-    assert health_lines(None, CompileHealth(breaks=(BREAK,))) == []
+    assert health_changes(None, CompileHealth(breaks=(BREAK,))) == []
+    assert health_changes(CompileHealth(breaks=(BREAK,)), None) == []
 
 
 def test_health_reads_back_and_refuses_a_whole_graph_it_does_not_have():

@@ -22,8 +22,7 @@ from pytest_workload._compile import (
     Readiness,
     ReadyCall,
     check_readiness,
-    readiness_agrees,
-    readiness_lines,
+    readiness_changes,
 )
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._torch_internals import dynamo_cache_size
@@ -173,20 +172,23 @@ def _with(*, graphs: int = 1, breaks: int = 0, backend: str = "eager") -> Readin
 
 def test_a_new_break_disagrees_and_a_break_gone_agrees_with_a_line_each():
     clean, broken = _with(), _with(breaks=1)
-    assert not readiness_agrees(clean, broken) and readiness_agrees(broken, clean)
-    assert readiness_lines(clean, broken) == [
-        "compile readiness (eager): graph breaks 0 -> 1: new break at net.py:10 in forward "
-        "(Failed to trace builtin operator [GB0059])"
+    assert readiness_changes(clean, broken) == [
+        (
+            True,
+            "compile readiness (eager): graph breaks 0 -> 1: new break at net.py:10 in forward "
+            "(Failed to trace builtin operator [GB0059])",
+        )
     ]
-    assert readiness_lines(broken, clean)[0].endswith(
+    [(grew, line)] = readiness_changes(broken, clean)
+    assert not grew and line.endswith(
         "no break any more at net.py:10 in forward (Failed to trace builtin operator [GB0059])"
     )
-    assert readiness_agrees(None, broken) and readiness_lines(None, broken) == []
+    assert readiness_changes(None, broken) == []
 
 
-def test_a_backend_change_is_said():
-    assert readiness_lines(_with(), _with(backend="aot_eager")) == [
-        "compile readiness (aot_eager): backend eager -> aot_eager"
+def test_a_backend_change_is_said_and_agrees():
+    assert readiness_changes(_with(), _with(backend="aot_eager")) == [
+        (False, "compile readiness (aot_eager): backend eager -> aot_eager")
     ]
 
 
@@ -339,11 +341,8 @@ def test_resnet18_is_ready_until_a_print_is_injected():
         [broken] = ready(root, model, [lambda: model(x)], "aot_eager")
     assert clean == Readiness("aot_eager", CompileHealth(graphs=1))
     at = LoudReLU.forward.__code__.co_firstlineno + 1
-    assert not readiness_agrees(clean, broken)
-    assert (
-        f"new break at tests/test_compile_readiness.py:{at} in forward "
-        in (readiness_lines(clean, broken)[0])
-    )
+    grew, line = readiness_changes(clean, broken)[0]
+    assert grew and f"new break at tests/test_compile_readiness.py:{at} in forward " in line
 
 
 def test_aot_eager_is_checked_in_a_process_that_ran_a_backward(tmp_path):

@@ -6,6 +6,7 @@ import json
 import torch
 
 from pytest_workload._core.notes import Note
+from pytest_workload._recording.recorder import WorkloadRecorder
 from pytest_workload._session import WorkloadSession, WorkloadSettings
 from tests.models import TinyNet
 from tests.recording import tiny_table
@@ -25,7 +26,7 @@ def test_tests_are_reported_in_collection_order():
 
 def run(session, nodeid, size, keyer=None, passed=True):
     """One test recorded and finished by ``session``, as the plugin does."""
-    recorder = session.new_recorder(nodeid, max_depth=0, keyer=keyer)
+    recorder = WorkloadRecorder(nodeid, timing=session.settings.timing, keyer=keyer)
     with recorder.recording(all_roots=True):
         TinyNet().eval()(torch.rand(1, 3, size, size))
     return session.finish_test(recorder, None, passed=passed)

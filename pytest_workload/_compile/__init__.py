@@ -2,7 +2,7 @@
 breaks, recompiles), observed during the recorded calls and gated with the snapshot; and
 compile readiness, the same figures for an eager model compiled on request in a forked child."""
 
-from .health import CompileHealth, health_agrees, health_lines, merge_health
+from .health import CompileHealth, health_changes, merge_health
 from .observe import (
     BACKENDS,
     CallObservation,
@@ -10,8 +10,7 @@ from .observe import (
     Readiness,
     ReadyCall,
     check_readiness,
-    readiness_agrees,
-    readiness_lines,
+    readiness_changes,
 )
 
 __all__ = [
@@ -22,9 +21,7 @@ __all__ = [
     "Readiness",
     "ReadyCall",
     "check_readiness",
-    "health_agrees",
-    "health_lines",
+    "health_changes",
     "merge_health",
-    "readiness_agrees",
-    "readiness_lines",
+    "readiness_changes",
 ]

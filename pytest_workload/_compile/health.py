@@ -130,7 +130,10 @@ def _moved(
             yield False, f"{head}: {what} at {item.describe()}{times}"
 
 
-def _changes(old: CompileHealth | None, new: CompileHealth | None) -> list[tuple[bool, str]]:
+def health_changes(old: CompileHealth | None, new: CompileHealth | None) -> list[tuple[bool, str]]:
+    """One line per break or recompile whose count moved, and for eager frames, each with
+    whether it grew: a new or more frequent one disagrees with the stored ``old``. Not
+    observed on either side: none."""
     if old is None or new is None:  # (dynamo had compiled the code before the test)
         return []
     changes = [
@@ -141,14 +144,3 @@ def _changes(old: CompileHealth | None, new: CompileHealth | None) -> list[tuple
         eager = f"frames run eagerly {old.eager_frames} -> {new.eager_frames}"
         changes.append((new.eager_frames > old.eager_frames, eager))
     return changes
-
-
-def health_agrees(old: CompileHealth | None, new: CompileHealth | None) -> bool:
-    """No break, recompile or eager frame is new or more frequent in ``new`` than stored in
-    ``old``; not observed on either side agrees with anything."""
-    return not any(grew for grew, _ in _changes(old, new))
-
-
-def health_lines(old: CompileHealth | None, new: CompileHealth | None) -> list[str]:
-    """One line per break or recompile whose count moved, and for eager frames."""
-    return [line for _, line in _changes(old, new)]

@@ -42,7 +42,7 @@ from .._torch_internals import (
     graph_break_loggers,
     logged_graph_break,
 )
-from .health import CompileHealth, GraphBreak, Recompile, health_agrees, health_lines
+from .health import CompileHealth, GraphBreak, Recompile, health_changes
 
 if TYPE_CHECKING:
     from torch import nn
@@ -200,19 +200,15 @@ class Readiness(Record):
             )
 
 
-def readiness_agrees(old: Readiness | None, new: Readiness | None) -> bool:
-    """As :func:`.health_agrees`; not checked on either side agrees with anything."""
-    return old is None or new is None or health_agrees(old.health, new.health)
-
-
-def readiness_lines(old: Readiness | None, new: Readiness | None) -> list[str]:
-    """The health lines, each saying it is the readiness check's."""
+def readiness_changes(old: Readiness | None, new: Readiness | None) -> list[tuple[bool, str]]:
+    """As :func:`.health_changes`, each line saying it is the readiness check's; another
+    backend is said, and agrees. Not checked on either side: none."""
     if old is None or new is None:
         return []
-    lines = health_lines(old.health, new.health)
+    changes = health_changes(old.health, new.health)
     if old.backend != new.backend:
-        lines.insert(0, f"backend {old.backend} -> {new.backend}")
-    return [f"compile readiness ({new.backend}): {line}" for line in lines]
+        changes.insert(0, (False, f"backend {old.backend} -> {new.backend}"))
+    return [(grew, f"compile readiness ({new.backend}): {line}") for grew, line in changes]
 
 
 @dataclass(frozen=True)

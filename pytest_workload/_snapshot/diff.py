@@ -13,16 +13,9 @@ from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from .._compile import (
-    CompileHealth,
-    Readiness,
-    health_agrees,
-    health_lines,
-    readiness_agrees,
-    readiness_lines,
-)
+from .._compile import CompileHealth, Readiness, health_changes, readiness_changes
 from .._core.strict_json import Json, canonical_json
-from .._core.text import INDENT, one_line, prefix_length, short, versions_line
+from .._core.text import INDENT, one_line, prefix_length, short
 from .._fingerprint.distance import distance_factor, nearest
 from .._workload.costs import BY_RANK
 from .._workload.signature import label_arg, workload_key
@@ -140,9 +133,14 @@ def _agree(old: Workload, new: Workload, tolerance: float) -> bool:
         and computes_agree(old, new)
         and paths_agree(old, new)
         and costs_agree(old, new, tolerance)
-        and health_agrees(old.compile_health, new.compile_health)
-        and readiness_agrees(old.compile_readiness, new.compile_readiness)
+        and not any(grew for grew, _ in compile_changes(old, new))
     )
+
+
+def compile_changes(old: Workload, new: Workload) -> list[tuple[bool, str]]:
+    """What moved in compile health, then in compile readiness, each with whether it grew."""
+    health = health_changes(old.compile_health, new.compile_health)
+    return health + readiness_changes(old.compile_readiness, new.compile_readiness)
 
 
 def unmatched(
@@ -169,11 +167,13 @@ def unmatched(
     return unmatched
 
 
-def _new_readiness(readiness: Readiness | None) -> list[str]:
-    """What a new workload's readiness check found, against a clean compile."""
-    if readiness is None:
-        return []
-    return readiness_lines(Readiness(readiness.backend, CompileHealth()), readiness)
+def _compiled(entry: Workload) -> list[str]:
+    """What a new workload's compile health and readiness check found, against a clean
+    compile."""
+    ready = entry.compile_readiness
+    clean = None if ready is None else Readiness(ready.backend, CompileHealth())
+    changes = health_changes(CompileHealth(), entry.compile_health)
+    return [line for _, line in changes + readiness_changes(clean, ready)]
 
 
 def compare_tables(old: TestWorkloads, new: TestWorkloads, tolerance: float = 0.0) -> list[Change]:
@@ -185,11 +185,7 @@ def compare_tables(old: TestWorkloads, new: TestWorkloads, tolerance: float = 0.
         best = max(unmatched_old, key=lambda o: _pair_score(o, entry), default=None)
         if best is None or _pair_score(best, entry) == 0:
             # (its breaks and recompiles say what dynamo made of it: a guard that failed)
-            found = (
-                *_nearest_stored(entry, old),
-                *health_lines(CompileHealth(), entry.compile_health),
-                *_new_readiness(entry.compile_readiness),
-            )
+            found = (*_nearest_stored(entry, old), *_compiled(entry))
             changes.append(Change("appeared", None, entry, found))
             continue
         unmatched_old.remove(best)
@@ -263,8 +259,7 @@ def explain_entry(
         lines.extend(compute_lines(old, new))
     if old.hash == new.hash:  # (another structure or input has other costs: not news)
         lines.extend(cost_lines(old, new))
-    lines.extend(health_lines(old.compile_health, new.compile_health))
-    lines.extend(readiness_lines(old.compile_readiness, new.compile_readiness))
+    lines.extend(line for _, line in compile_changes(old, new))
     if not lines:
         lines.append("same structure and inputs under another fingerprint")
     return lines
@@ -274,18 +269,15 @@ def compute_lines(old: Workload, new: Workload) -> list[str]:
     """``computation changed (...)`` and the operations that differ, by submodule path. Where
     the structure or inputs changed too (another hash), that change explains operations that
     only see other shapes: only other operations are shown, and nothing when there are none."""
+    was, now = (short(h) if h else "none recorded" for h in (old.compute_hash, new.compute_hash))
+    head = f"computation changed (compute hash {was} -> {now})"
     if old.compute_hash is None or new.compute_hash is None:
-        was, now = (
-            short(h) if h else "none recorded" for h in (old.compute_hash, new.compute_hash)
-        )
-        return [f"computation changed (compute hash {was} -> {now})"]
+        return [head]
     if old.data_dependent != new.data_dependent:
         was, now = (
             "follow" if d else "do not follow" for d in (old.data_dependent, new.data_dependent)
         )
         return [f"computation changed: its operations {was} the data -> {now}"]
-    hashes = f"{short(old.compute_hash)} -> {short(new.compute_hash)}"
-    head = f"computation changed (compute hash {hashes})"
     a, b = old.computation, new.computation
     names_only = old.hash != new.hash
     if a is None or b is None:
@@ -377,11 +369,3 @@ def render_changes(changes: Sequence[Change]) -> list[str]:
             "(--workload-json has them all)"
         )
     return lines
-
-
-def mismatch_lines(stored: TestWorkloads, document: TestWorkloads, tolerance: float) -> list[str]:
-    """What a stored table that does not match the recorded one says: the library versions
-    that moved, then each change."""
-    versions = versions_line(stored.libraries, document.libraries)
-    lines = [f"  {one_line(versions)}"] if versions else []
-    return lines + [f"  {c}" for c in render_changes(compare_tables(stored, document, tolerance))]

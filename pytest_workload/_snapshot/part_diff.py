@@ -96,9 +96,8 @@ def diff_operations(
 
 def _replaced(a: str | SubCall, b: str | SubCall) -> str:
     """``relu -> gelu`` when the operation changed, the full texts when only its arguments."""
-    if op_name(a) != op_name(b):
-        return f"{op_name(a)} -> {op_name(b)}"
-    return f"{_text(a)} -> {_text(b)}"
+    show = op_name if op_name(a) != op_name(b) else _text
+    return f"{show(a)} -> {show(b)}"
 
 
 def _short_class(description: Mapping[str, Json]) -> str:

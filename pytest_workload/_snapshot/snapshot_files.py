@@ -52,8 +52,7 @@ def snapshot_stem(name: str) -> str:
 def snapshot_text(test: TestWorkloads) -> str:
     """One field per line, signatures kept on one line, and one operation and one module
     description per line, so a change is one changed line."""
-    fields = (f"{inline_json(k)}: {_render(k, v, 4)}" for k, v in test.to_snapshot().items())
-    return _block(fields, 2) + "\n"
+    return _object(test.to_snapshot().items(), 2) + "\n"
 
 
 def inline_json(value: Any) -> str:
@@ -67,27 +66,22 @@ def _block(rows: Iterable[str], indent: int, brackets: str = "{}") -> str:
     return f"{brackets[0]}\n" + ",\n".join(pad + r for r in rows) + f"\n{pad[:-2]}{brackets[1]}"
 
 
+def _object(fields: Iterable[tuple[str, Json]], indent: int, key: str | None = None) -> str:
+    """One field per line, each value rendered as its own key's (or as ``key``'s)."""
+    rows = (
+        f"{inline_json(k)}: {_render(k if key is None else key, v, indent + 2)}" for k, v in fields
+    )
+    return _block(rows, indent)
+
+
 def _render(key: str, value: Json, indent: int) -> str:
     """A field's value: each workload, operation, module description and submodule on its
     own line, anything else inline."""
     if key == "workloads" and isinstance(value, list) and value:
-        rows = (
-            _block(
-                (f"{inline_json(k)}: {_render(k, v, indent + 4)}" for k, v in e.items()), indent + 2
-            )
-            for e in value
-            if isinstance(e, dict)
-        )
+        rows = (_object(e.items(), indent + 2) for e in value if isinstance(e, dict))
         return _block(rows, indent, "[]")
     if key in ("computations", "modules", "submodules") and isinstance(value, dict) and value:
-        nested = key == "computations"
-        return _block(
-            (
-                f"{inline_json(k)}: {_render('operations' if nested else '', v, indent + 2)}"
-                for k, v in value.items()
-            ),
-            indent,
-        )
+        return _object(value.items(), indent, "operations" if key == "computations" else "")
     if key == "operations" and isinstance(value, list) and value:
         return _block((inline_json(v) for v in value), indent, "[]")
     return inline_json(value)
@@ -139,17 +133,11 @@ def read_stored(path: Path) -> Stored:
         return Stored(True, held=None, corrupt=exc.reason.removeprefix("is corrupt: "))
     found = Stored(True, raw.decode("utf-8", "surrogateescape"), (raw,))
     try:
-        data = load_json(decode_text(path, raw))
+        stored = TestWorkloads.from_snapshot(load_json(decode_text(path, raw)))
     except CorruptFileError as exc:
         return replace(found, corrupt=exc.reason.removeprefix("is corrupt: "))
-    except WorkloadDataError as exc:
-        return replace(found, corrupt=str(exc))
-    try:
-        stored = TestWorkloads.from_snapshot(data)
     except FutureFormatError as exc:
         return replace(found, too_new=str(exc))
-    except OldFormatError as exc:
-        return replace(found, corrupt=str(exc), old=True)
     except WorkloadDataError as exc:
-        return replace(found, corrupt=str(exc))
+        return replace(found, corrupt=str(exc), old=isinstance(exc, OldFormatError))
     return replace(found, corrupt=_unverified(stored), table=stored)

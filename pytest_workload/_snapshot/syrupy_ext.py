@@ -7,13 +7,17 @@ clean up, deleting every workload snapshot as an unknown collection. syrupy owns
 written (``--snapshot-update``) and which are unused; the extension writes only when syrupy asks
 it to, and is the one reader of the file: it reads it once per assertion, for the gate's verdict
 and syrupy's comparison alike. Only syrupy's public API is used: the ``snapshot`` fixture,
-``with_defaults`` and the extension's methods.
+``with_defaults`` and the extension's methods. An update may delete the snapshots syrupy counts
+as unused only where every test ran and no symlink leads out of the rootdir: the glue turns
+syrupy's cleanup off (``--snapshot-no-cleanup``) when :meth:`SnapshotGate.unused_refusal` says
+why.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -117,35 +121,40 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
         write_text_atomic(Path(snapshot_collection.location), str(snapshot.data))
 
 
+def leads_out(test_dirs: Iterable[Path], rootdir: Path) -> tuple[Path, str] | None:
+    """A snapshot directory beside these test modules, or one within it, that a symlink takes
+    out of the rootdir, and where it leads: syrupy's cleanup deletes unused files where it
+    walks, so an update that may delete must not walk there."""
+    for folder in dict.fromkeys(d / SNAPSHOT_DIRNAME for d in test_dirs):
+        if not folder.is_dir():
+            continue
+        for top, dirs, _ in os.walk(folder):
+            for path in (Path(top), *(Path(top) / d for d in dirs)):
+                real = outside(path, rootdir)
+                if real is not None:
+                    return path, real
+    return None
+
+
 def _display(location: str, rootdir: Path | None) -> str:
     if rootdir is not None and location.startswith(str(rootdir) + os.sep):
         return one_line(os.path.relpath(location, rootdir))
     return one_line(location)
 
 
-def _location(assertion: SnapshotAssertion) -> str:
-    return str(
-        assertion.extension.get_location(
-            test_location=assertion.test_location, index=assertion.index
-        )
-    )
-
-
-def _assertion(snapshot: SnapshotAssertion) -> tuple[SnapshotAssertion, str]:
-    """The assertion of a test's workload table, asserted once, and its file's location."""
+def _assertion(snapshot: SnapshotAssertion) -> tuple[SnapshotAssertion, str, Stored]:
+    """The assertion of a test's workload table, asserted once, its file's location, and what
+    the file holds."""
     assertion = snapshot.with_defaults(extension_class=WorkloadSnapshotExtension)
-    return assertion, _location(assertion)
+    extension = assertion.extension
+    assert isinstance(extension, WorkloadSnapshotExtension)
+    where = extension.get_location(test_location=assertion.test_location, index=assertion.index)
+    return assertion, str(where), extension.stored(str(where))
 
 
 def _use(assertion: SnapshotAssertion) -> bool:
     """Assert that the stored table stays as it is: syrupy counts it as used."""
     return assertion == KEEP
-
-
-def _stored(assertion: SnapshotAssertion, location: str) -> Stored:
-    extension = assertion.extension
-    assert isinstance(extension, WorkloadSnapshotExtension)
-    return extension.stored(location)
 
 
 @dataclasses.dataclass
@@ -162,9 +171,35 @@ class SnapshotGate:
     #: they are (a failed test, a refused file), which syrupy counts as passed; without it,
     #: every recorded test's, never asserted.
     kept: list[str] = dataclasses.field(default_factory=list)
+    #: Collected tests that did not run (deselected, or an error in setup): syrupy counts
+    #: their snapshots as unused.
+    not_run: dict[str, None] = dataclasses.field(default_factory=dict)
+    #: The tests collected, beside whose modules the snapshot directories are.
+    nodeids: Sequence[str] = ()
     #: What each test's update wrote over (None: nothing), until its teardown is over: a test
     #: that errs in teardown did not pass, and gets it back.
     _wrote: dict[str, tuple[str, bytes | None]] = dataclasses.field(default_factory=dict)
+
+    def unused_refusal(self, *, finished: bool) -> str | None:
+        """Why an update must delete no snapshot as unused: a run that did not ``finish``
+        (Ctrl-C, also twice, ``-x``), a test that did not run, or a snapshot directory that a
+        symlink takes out of the rootdir; None: it may."""
+        if not finished:
+            return "the run was cut short"
+        if self.not_run:
+            count = len(self.not_run)
+            return (
+                f"{count} collected test{'s' if count > 1 else ''} did not run (deselected, or "
+                "an error in setup)"
+            )
+        root = self.rootdir
+        if root is None:
+            return None
+        out = leads_out(((root / n.split("::", 1)[0]).parent for n in self.nodeids), root)
+        if out is None:
+            return None
+        where = f"{one_line(str(out[0]))} leads to {one_line(out[1])}"
+        return f"{where}, outside the rootdir {one_line(str(root))}"
 
     def torn_down(self, nodeid: str, *, failed: bool) -> tuple[Note, ...]:
         """A test's teardown is over: forget what its update wrote over or, when the teardown
@@ -185,8 +220,7 @@ class SnapshotGate:
 
     def keep(self, snapshot: Snapshot) -> None:
         """Leave the stored table as it is, counted as used (a failed test, a refused file)."""
-        assertion, location = _assertion(snapshot)
-        self._keep(assertion, location, _stored(assertion, location))
+        self._keep(*_assertion(snapshot))
 
     def _keep(self, assertion: SnapshotAssertion, location: str, stored: Stored) -> None:
         # with no stored table, syrupy would write what is asserted under --snapshot-update
@@ -213,17 +247,16 @@ class SnapshotGate:
         is, or assert the recorded one (under ``--snapshot-update``, syrupy writes it). The
         verdict, and what it says."""
         document = test.folded()
-        assertion, location = _assertion(snapshot)
+        assertion, location, stored = _assertion(snapshot)
         shown = _display(location, self.rootdir)
         real = None if self.rootdir is None else outside(Path(location), self.rootdir)
         if real is not None:
-            self._keep(assertion, location, _stored(assertion, location))
+            self._keep(assertion, location, stored)
             return (
                 Verdict.REFUSED,
                 f"workload snapshot {shown} leads to {real}, outside the rootdir {self.rootdir}: "
                 "it is left as it is and nothing is written there, also under --snapshot-update",
             )
-        stored = _stored(assertion, location)
         updating = bool(snapshot.update_snapshots)
         verdict, text = judge(
             stored,
@@ -253,8 +286,7 @@ def _write_error(assertion: SnapshotAssertion) -> str:
     """Why syrupy could not write the table: the error it caught from the extension's write,
     on the assertion's one result (``executions``, the public record syrupy's report reads)."""
     error = next((r.exception for r in assertion.executions.values() if r.exception), None)
-    if isinstance(error, FileWriteError):
-        return f"could not be written: {one_line(error.reason)}"
     if isinstance(error, OSError):
-        return f"could not be written: {one_line(str(error))}"
+        reason = error.reason if isinstance(error, FileWriteError) else str(error)
+        return f"could not be written: {one_line(reason)}"
     return f"could not be checked: {one_line(str(error))}"

@@ -10,22 +10,18 @@ import enum
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 
-from .._compile import (
-    health_agrees,
-    health_lines,
-    readiness_agrees,
-    readiness_lines,
-)
+from .._compile import health_changes, readiness_changes
 from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._core.text import Commands, one_line, short, versions_line
 from .._workload.modules import ModuleTable, child_links
 from .._workload.workload import TestWorkloads, Workload
 from .diff import (
+    compare_tables,
     cost_lines,
     costs_agree,
     identity,
-    mismatch_lines,
     paths_agree,
+    render_changes,
     signature_lines,
     tables_match,
     unmatched,
@@ -103,7 +99,12 @@ def judge(
     if not judge_signatures and old is not None and (accept_upgrade or not updating):
         changes = signature_changes(old, recorded, tolerance)
         if changes:
-            return Verdict.MATCHED, signature_note(changes)
+            return Verdict.MATCHED, (
+                "call signature differs from the snapshot's: "
+                f"{'; '.join(one_line(c) for c in changes)}; not judged for a test recorded by "
+                "--workload-record=all: its inputs may follow the test's data; mark the test to "
+                "gate it"
+            )
     note = None
     if accept_upgrade and not matching:
         if old is None:
@@ -123,18 +124,8 @@ def judge(
         return Verdict.WRITE, note or shrunk_note(shown, shrank, updating)
     if old is None:
         return Verdict.MISSING, missing(shown, commands)
-    changes = mismatch_lines(old, recorded, tolerance)
+    changes = render_changes(compare_tables(old, recorded, tolerance))
     return Verdict.CHANGED, explain_mismatch(shown, changes, old, recorded, commands)
-
-
-def signature_note(changes: Sequence[str]) -> str:
-    """The note for a table of a test recorded by ``--workload-record=all`` that differs from
-    the stored one in call signatures only."""
-    return (
-        f"call signature differs from the snapshot's: {'; '.join(one_line(c) for c in changes)}; "
-        "not judged for a test recorded by --workload-record=all: its inputs may follow the "
-        "test's data; mark the test to gate it"
-    )
 
 
 def _update_hint(commands: Commands) -> str:
@@ -164,11 +155,11 @@ def upgrade_verdict(
     if refusals:
         lines = [
             f"refusing to accept workload snapshot {shown} as a library upgrade: more than "
-            "configuration text, attributes or class paths changed. It is left as it is:"
+            "configuration text, attributes or class paths changed. It is left as it is:",
+            *(f"  {one_line(r)}" for r in refusals),
+            *([f"  {one_line(versions)}"] if versions else []),
+            f"review the change, then accept it with {commands.accept}",
         ]
-        lines += [f"  {one_line(r)}" for r in refusals]
-        lines += [f"  {one_line(versions)}"] if versions else []
-        lines.append(f"review the change, then accept it with {commands.accept}")
         return "\n".join(lines), None
     count = sum(
         o.hash != n.hash for o, n in zip(stored.workloads, document.workloads, strict=False)
@@ -181,17 +172,21 @@ def upgrade_verdict(
 
 
 def explain_mismatch(
-    location: str,
-    changes: list[str],
+    shown: str,
+    changes: Sequence[str],
     stored: TestWorkloads,
-    document: TestWorkloads,
+    recorded: TestWorkloads,
     commands: Commands,
 ) -> str:
-    """The failure message for a stored table that does not match the recorded one, whose
-    ``changes`` :func:`.diff.mismatch_lines` words."""
-    lines = [f"workload snapshot mismatch ({location}):", *changes]
-    if len(stored.workloads) == len(document.workloads) and not any(
-        _upgrade_refusals(stored, document)
+    """The failure message for a stored table that does not match the recorded one: the
+    library versions that moved, then each of the ``changes`` (asked of :mod:`.diff` first,
+    so that the path goes there once)."""
+    versions = versions_line(stored.libraries, recorded.libraries)
+    lines = [f"workload snapshot mismatch ({shown}):"]
+    lines += [f"  {one_line(versions)}"] if versions else []
+    lines += [f"  {c}" for c in changes]
+    if len(stored.workloads) == len(recorded.workloads) and not any(
+        _upgrade_refusals(stored, recorded)
     ):
         lines.append(
             "only configuration text, attributes or class paths changed (parameters, "
@@ -242,9 +237,9 @@ def _entry_refusal(
         yield "user key changed"
     if not paths_agree(old, new):
         yield f"paths {old.label} -> {new.label}"
-    if not health_agrees(old.compile_health, new.compile_health):
+    if any(grew for grew, _ in health_changes(old.compile_health, new.compile_health)):
         yield "new graph breaks, recompiles or frames run eagerly"
-    if not readiness_agrees(old.compile_readiness, new.compile_readiness):
+    if any(grew for grew, _ in readiness_changes(old.compile_readiness, new.compile_readiness)):
         yield "new graph breaks, recompiles or frames run eagerly in its compile readiness"
 
 
@@ -253,7 +248,8 @@ def _upgrade_refusals(
 ) -> Iterator[tuple[Workload, Workload, str | None]]:
     """Tables of as many workloads, paired in order (an upgrade changes hashes, never which
     calls ran): each reason a pair is more than an upgrade's, None where they are not the
-    same workload. Reasons, not sentences: whether it is an upgrade needs no labels."""
+    same workload. Reasons, not sentences: whether it is an upgrade needs no labels, and
+    the mismatch message asks only whether there is one."""
     before, after = _skeletons(stored.modules), _skeletons(recorded.modules)
     for old, new in zip(stored.workloads, recorded.workloads, strict=True):
         if (old.name, old.depth) != (new.name, new.depth):
@@ -327,9 +323,10 @@ def shrunk(old: TestWorkloads, new: TestWorkloads) -> list[str]:
         moved = []
         if costs_agree(before, entry, 0.0) and before.costs != entry.costs:
             moved += [line for line in cost_lines(before, entry) if " -> " in line]
-        if health_agrees(before.compile_health, entry.compile_health):
-            moved += health_lines(before.compile_health, entry.compile_health)
-        if readiness_agrees(before.compile_readiness, entry.compile_readiness):
-            moved += readiness_lines(before.compile_readiness, entry.compile_readiness)
+        for changes in (
+            health_changes(before.compile_health, entry.compile_health),
+            readiness_changes(before.compile_readiness, entry.compile_readiness),
+        ):
+            moved += [] if any(grew for grew, _ in changes) else [line for _, line in changes]
         lines += [f"{entry.label}: {'; '.join(moved)}"] if moved else []
     return lines
