@@ -238,10 +238,13 @@ def _copied(same: list[Workload]) -> Workload:
     its ``input`` and ``key`` again."""
     paths = name_first(same[0].name, (p for e in same for p in e.paths))
     out = object.__new__(Workload)
-    vars(out).update(vars(same[0]), caller=None, paths=paths)
-    for view in ("patterns", "label"):  # (cached from the first's paths)
-        vars(out).pop(view, None)
+    fields = vars(same[0])  # (without the views cached from the first's paths: every one)
+    vars(out).update({k: v for k, v in fields.items() if k not in _VIEWS}, caller=None, paths=paths)
     return out
+
+
+#: Workload's cached properties, which a copy must compute afresh.
+_VIEWS = frozenset(n for n, v in vars(Workload).items() if isinstance(v, cached_property))
 
 
 def _libraries(d: Mapping[str, Json], where: str) -> dict[str, str]:
