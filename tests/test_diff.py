@@ -4,6 +4,8 @@ import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
+from pytest_workload._compile import CompileHealth, Readiness
+from pytest_workload._compile.health import GraphBreak
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
 from pytest_workload._snapshot.diff import compare_tables, explain, named, tables_match
 from pytest_workload._snapshot.part_diff import diff_signatures
@@ -85,6 +87,24 @@ def test_appeared_and_vanished():
     new = document(lambda: b(torch.rand(1, 3)))
     pairs = [(a and a.name, b and b.name) for a, b in compare_tables(old, new)]
     assert pairs == [(None, "b"), ("a", None)]
+
+
+def test_an_appeared_workload_says_what_its_compile_checks_found():
+    a, b = nn.Linear(2, 2), nn.Linear(3, 3)
+    old, new = document(lambda: a(torch.rand(1, 2))), document(lambda: b(torch.rand(1, 3)))
+    broke = CompileHealth(breaks=(GraphBreak("m.py:3", "forward", "GB0059", "builtin"),))
+    checked = replace(
+        new.workloads[0],
+        compile_health=broke,
+        compile_readiness=Readiness("eager", CompileHealth(eager_frames=1)),
+    )
+    new = replace(new, workloads=(checked,))
+    ((_, appeared), (vanished, _)) = compare_tables(old, new)
+    assert appeared is checked and vanished is not None
+    assert explain(None, appeared, old, new) == [
+        "graph breaks 0 -> 1: new break at m.py:3 in forward (builtin [GB0059])",
+        "compile readiness (eager): frames run eagerly 0 -> 1",
+    ]
 
 
 def test_signature_diffs_say_what_changed():

@@ -119,10 +119,15 @@ def _agree(old: Workload, new: Workload, tolerance: float) -> bool:
     )
 
 
-def compile_changes(old: Workload, new: Workload) -> list[tuple[bool, str]]:
-    """What moved in compile health, then in compile readiness, each with whether it grew."""
-    health = health_changes(old.compile_health, new.compile_health)
-    return health + readiness_changes(old.compile_readiness, new.compile_readiness)
+def compile_changes(old: Workload | None, new: Workload) -> list[tuple[bool, str]]:
+    """What moved in compile health, then in compile readiness, each with whether it grew;
+    without ``old``, what a new workload's checks found against a clean compile."""
+    ready = new.compile_readiness
+    if old is not None:
+        health, was = old.compile_health, old.compile_readiness
+    else:
+        health, was = CompileHealth(), ready and Readiness(ready.backend, CompileHealth())
+    return health_changes(health, new.compile_health) + readiness_changes(was, ready)
 
 
 def unmatched(
@@ -147,15 +152,6 @@ def unmatched(
         else:
             candidates.remove(fit)
     return unmatched
-
-
-def _compiled(entry: Workload) -> list[str]:
-    """What a new workload's compile health and readiness check found, against a clean
-    compile."""
-    ready = entry.compile_readiness
-    clean = None if ready is None else Readiness(ready.backend, CompileHealth())
-    changes = health_changes(CompileHealth(), entry.compile_health)
-    return [line for _, line in changes + readiness_changes(clean, ready)]
 
 
 def compare_tables(
@@ -194,7 +190,7 @@ def explain(
         return []
     if old is None:
         # (its breaks and recompiles say what dynamo made of it: a guard that failed)
-        return [*_nearest_stored(new, old_table), *_compiled(new)]
+        return [*_nearest_stored(new, old_table), *(line for _, line in compile_changes(None, new))]
     lines: list[str] = []
     if user_keys(old) != user_keys(new):
         was, now = (", ".join(format_key(k.key) for k in e.user_keys) for e in (old, new))
