@@ -18,7 +18,7 @@ from torch import nn
 from pytest_workload import TestWorkloads, Workload, WorkloadRecorder
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._core.strict_json import load_json
-from pytest_workload._snapshot.diff import compare_tables
+from pytest_workload._snapshot.diff import compare_tables, explain
 from pytest_workload._snapshot.part_diff import diff_operations
 from pytest_workload._snapshot.snapshot_files import snapshot_text
 from pytest_workload._tracing.cost_count import counting
@@ -513,9 +513,9 @@ def test_reports_compared_by_compute_hash_say_the_computation_changed(monkeypatc
         for found in rows.values()
     )
     assert all(e.computation is None for e in (*base, *head))
-    (change,) = compare_tables(base, head)
-    assert change.kind == "changed"
-    line, costs = change.details
+    ((old, new),) = compare_tables(base, head)
+    assert old is not None and new is not None
+    line, costs = explain(old, new, base, head)
     assert line.startswith("computation changed (compute hash ")
     assert line.endswith("; the operations are not stored on both sides")
     assert costs == "operations +1 gelu, -1 relu"  # (the same bytes moved)

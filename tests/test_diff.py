@@ -4,8 +4,10 @@ import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
+from pytest_workload._compile import CompileHealth, Readiness
+from pytest_workload._compile.health import GraphBreak
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
-from pytest_workload._snapshot.diff import compare_tables, tables_match
+from pytest_workload._snapshot.diff import compare_tables, explain, named, tables_match
 from pytest_workload._snapshot.part_diff import diff_signatures
 from pytest_workload._snapshot.verdict import signature_changes
 from pytest_workload._workload.signature import InputSignature
@@ -19,6 +21,13 @@ def document(calls, max_depth=1):
     with recorder.recording(all_roots=True):
         calls()
     return replace(recorder.workloads().folded(), modules={})
+
+
+def changed(old, new):
+    """The one change between two tables, a pair of workloads, and the lines that explain it."""
+    ((a, b),) = compare_tables(old, new)
+    assert a is not None and b is not None
+    return explain(a, b, old, new)
 
 
 def sig(*args, **kwargs):
@@ -45,12 +54,10 @@ def test_shape_change_names_the_argument_and_both_shapes():
     model = TinyNet().eval()
     old = document(lambda: model(torch.rand(1, 3, 8, 8)), max_depth=0)
     new = document(lambda: model(torch.rand(1, 3, 16, 8)), max_depth=0)
-    (change,) = compare_tables(old, new)
-    assert change.kind == "changed"
-    assert change.details == (
+    assert changed(old, new) == [
         "same structure at a scaled shape: 2x the stored workload (distance factor 2)",
         "input args[0] (x): shape [1, 3, 8, 8] -> [1, 3, 16, 8]",
-    )
+    ]
 
 
 def test_structure_change_lists_the_changed_submodule_paths():
@@ -59,28 +66,45 @@ def test_structure_change_lists_the_changed_submodule_paths():
     changed = TinyNet().eval()
     changed.blocks[1] = nn.GELU()
     new = document(lambda: changed(x), max_depth=1)
-    changes = {c.entry.name: c for c in compare_tables(old, new)}
+    changes = {named(*pair).name: pair for pair in compare_tables(old, new)}
     assert set(changes) == {"changed", "blocks"}
-    root = changes["changed"]  # the root is named after its variable
-    assert root.details[0].startswith("structure changed (structure hash ")
-    assert root.details[1] == "submodules whose structure changed: blocks, blocks.1"
+    root = explain(*changes["changed"], old, new)  # the root is named after its variable
+    assert root[0].startswith("structure changed (structure hash ")
+    assert root[1] == "submodules whose structure changed: blocks, blocks.1"
 
 
 def test_unchanged_child_under_a_changed_caller_is_not_reported():
     model = TinyNet().eval()
     old = document(lambda: model(torch.rand(1, 3, 8, 8), scale=1.0))
     new = document(lambda: model(torch.rand(1, 3, 8, 8), scale=2.0))
-    changes = compare_tables(old, new)
-    assert [c.entry.name for c in changes] == ["model"]
-    assert changes[0].details == ("input kwargs['scale']: 1.0 -> 2.0",)
+    assert [named(*pair).name for pair in compare_tables(old, new)] == ["model"]
+    assert changed(old, new) == ["input kwargs['scale']: 1.0 -> 2.0"]
 
 
 def test_appeared_and_vanished():
     a, b = nn.Linear(2, 2), nn.Linear(3, 3)
     old = document(lambda: a(torch.rand(1, 2)))
     new = document(lambda: b(torch.rand(1, 3)))
-    kinds = sorted((c.kind, c.entry.name) for c in compare_tables(old, new))
-    assert kinds == [("appeared", "b"), ("vanished", "a")]
+    pairs = [(a and a.name, b and b.name) for a, b in compare_tables(old, new)]
+    assert pairs == [(None, "b"), ("a", None)]
+
+
+def test_an_appeared_workload_says_what_its_compile_checks_found():
+    a, b = nn.Linear(2, 2), nn.Linear(3, 3)
+    old, new = document(lambda: a(torch.rand(1, 2))), document(lambda: b(torch.rand(1, 3)))
+    broke = CompileHealth(breaks=(GraphBreak("m.py:3", "forward", "GB0059", "builtin"),))
+    checked = replace(
+        new.workloads[0],
+        compile_health=broke,
+        compile_readiness=Readiness("eager", CompileHealth(eager_frames=1)),
+    )
+    new = replace(new, workloads=(checked,))
+    ((_, appeared), (vanished, _)) = compare_tables(old, new)
+    assert appeared is checked and vanished is not None
+    assert explain(None, appeared, old, new) == [
+        "graph breaks 0 -> 1: new break at m.py:3 in forward (builtin [GB0059])",
+        "compile readiness (eager): frames run eagerly 0 -> 1",
+    ]
 
 
 def test_signature_diffs_say_what_changed():
@@ -103,13 +127,11 @@ def test_an_unknown_flop_count_is_a_difference():
     table = document(lambda: model(torch.rand(1, 3, 8, 8)), max_depth=0)
     known, unknown = with_flops(table, 32), with_flops(table, None)
     assert not tables_match(known, unknown) and not tables_match(unknown, known)
-    (change,) = compare_tables(known, unknown)
-    assert change.kind == "changed" and change.details == ("FLOPs 32 -> unknown",)
+    assert changed(known, unknown) == ["FLOPs 32 -> unknown"]
     assert tables_match(unknown, with_flops(table, None))
     doubled = with_flops(table, 64)
     assert not tables_match(known, doubled)
-    (change,) = compare_tables(known, doubled)
-    assert change.kind == "changed" and change.details == ("FLOPs 32 -> 64",)
+    assert changed(known, doubled) == ["FLOPs 32 -> 64"]
 
 
 def test_flop_counts_pair_up_equal_counts_in_any_order():
@@ -125,24 +147,23 @@ def test_a_parameter_dtype_change_is_named_as_one():
     old = document(lambda: model(x), max_depth=0)
     model.to(torch.bfloat16)
     new = document(lambda: model(x.to(torch.bfloat16)), max_depth=0)
-    (change,) = compare_tables(old, new)
-    assert change.details == (
+    assert changed(old, new) == [
         "parameter dtype float32 -> bfloat16 (structure otherwise the same)",
         "input args[0] (x): dtype float32 -> bfloat16",
         "parameter bytes 1,112 -> 556",
-    )
+    ]
 
 
 def test_a_dtype_change_beside_another_change_is_a_structure_change():
     model, x = TinyNet().eval(), torch.rand(1, 3, 8, 8)
     old = document(lambda: model(x), max_depth=0)
     model = TinyNet(kernel=5).eval().to(torch.bfloat16)
-    (change,) = compare_tables(old, document(lambda: model(x.bfloat16()), max_depth=0))
-    assert change.details[0].startswith("structure changed (structure hash ")
-    assert change.details[1:3] == (
+    lines = changed(old, document(lambda: model(x.bfloat16()), max_depth=0))
+    assert lines[0].startswith("structure changed (structure hash ")
+    assert lines[1:3] == [
         "submodules whose structure changed: blocks, head, stem",
         "parameter dtype float32 -> bfloat16",
-    )
+    ]
 
 
 def test_a_snapshot_without_dtypes_says_structure_changed():
@@ -154,8 +175,8 @@ def test_a_snapshot_without_dtypes_says_structure_changed():
     older = TestWorkloads.from_snapshot(data)
     assert older.workloads[0].params.dtypes is None
     model.to(torch.bfloat16)
-    (change,) = compare_tables(older, document(lambda: model(x.bfloat16()), max_depth=0))
-    assert change.details[0].startswith("structure changed (structure hash ")
+    lines = changed(older, document(lambda: model(x.bfloat16()), max_depth=0))
+    assert lines[0].startswith("structure changed (structure hash ")
 
 
 def stack(count: int) -> nn.Module:

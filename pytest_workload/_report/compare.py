@@ -23,7 +23,7 @@ from .._core.text import (
     versions_line,
 )
 from .._perf import DEFAULT_TOLERANCE, Drift, judge
-from .._snapshot import Change, compare_tables
+from .._snapshot import compare_tables, explain, named
 from .._workload.timing import Timing
 from .._workload.workload import TestWorkloads, Workload
 from .collapse import Collapse, KeyChecks, render_collapse
@@ -75,11 +75,8 @@ class Comparison:
         return bool(self.collapses) or any(r.verdict in REGRESSIONS for r in self.rows)
 
 
-#: A row's verdict from a hash change's kind or a timing drift's.
+#: A row's verdict from a timing drift's kind.
 _VERDICTS: dict[str, Verdict] = {
-    "changed": "changed",
-    "appeared": "new",
-    "vanished": "removed",
     "regression": "slower",
     "faster": "faster",
     "too few samples": "too few",
@@ -87,17 +84,19 @@ _VERDICTS: dict[str, Verdict] = {
 }
 
 
-def _change_row(nodeid: str, change: Change) -> Row:
-    e = change.entry
+def _change_row(
+    nodeid: str, old: Workload | None, new: Workload | None, tables: tuple[TestWorkloads, ...]
+) -> Row:
+    e = named(old, new)
     return Row(
         nodeid,
         e.label,
         e.depth,
         e.input_signature.format(),
-        None if change.old is None else change.old.hash,
-        None if change.new is None else change.new.hash,
-        _VERDICTS[change.kind],
-        change.details,
+        None if old is None else old.hash,
+        None if new is None else new.hash,
+        "new" if old is None else "removed" if new is None else "changed",
+        tuple(explain(old, new, *tables)),
     )
 
 
@@ -139,9 +138,10 @@ def compare_reports(
     # head's tests in its order, then those only the base had
     for nodeid in [*head_tests, *(k for k in base_tests if k not in head_tests)]:
         b, h = base_tests.get(nodeid, absent), head_tests.get(nodeid, absent)
-        changes = compare_tables(b.folded(), h.folded())
-        rows += [_change_row(nodeid, c) for c in changes]
-        changed = {c.new.hash for c in changes if c.new is not None}
+        tables = (b.folded(), h.folded())
+        pairs = compare_tables(*tables)
+        rows += [_change_row(nodeid, *pair, tables) for pair in pairs]
+        changed = {new.hash for _, new in pairs if new is not None}
         base_times = {w.hash: w.timing for w in b.roots() if timed and w.timing is not None}
         rows += [
             _timed_row(nodeid, w, base_times.get(w.hash), tolerance)

@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
-from collections.abc import Hashable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Hashable, Iterator
 
 from .._compile import CompileHealth, Readiness, health_changes, readiness_changes
 from .._core.strict_json import Json, canonical_json
@@ -93,22 +91,6 @@ def costs_agree(old: Workload, new: Workload, tolerance: float) -> bool:
     return not any(m.grew(a[m.field], b[m.field], tolerance) for m in BY_RANK)
 
 
-@dataclass(frozen=True)
-class Change:
-    """One difference between a stored and a recorded table."""
-
-    kind: Literal["changed", "appeared", "vanished"]
-    old: Workload | None
-    new: Workload | None
-    details: tuple[str, ...] = ()
-
-    @property
-    def entry(self) -> Workload:
-        entry = self.new or self.old
-        assert entry is not None
-        return entry
-
-
 def _pair_score(old: Workload, new: Workload) -> int:
     """How likely ``new`` is ``old`` changed; 0 means unrelated."""
     if old.depth != new.depth:
@@ -137,10 +119,15 @@ def _agree(old: Workload, new: Workload, tolerance: float) -> bool:
     )
 
 
-def compile_changes(old: Workload, new: Workload) -> list[tuple[bool, str]]:
-    """What moved in compile health, then in compile readiness, each with whether it grew."""
-    health = health_changes(old.compile_health, new.compile_health)
-    return health + readiness_changes(old.compile_readiness, new.compile_readiness)
+def compile_changes(old: Workload | None, new: Workload) -> list[tuple[bool, str]]:
+    """What moved in compile health, then in compile readiness, each with whether it grew;
+    without ``old``, what a new workload's checks found against a clean compile."""
+    ready = new.compile_readiness
+    if old is not None:
+        health, was = old.compile_health, old.compile_readiness
+    else:
+        health, was = CompileHealth(), ready and Readiness(ready.backend, CompileHealth())
+    return health_changes(health, new.compile_health) + readiness_changes(was, ready)
 
 
 def unmatched(
@@ -167,34 +154,68 @@ def unmatched(
     return unmatched
 
 
-def _compiled(entry: Workload) -> list[str]:
-    """What a new workload's compile health and readiness check found, against a clean
-    compile."""
-    ready = entry.compile_readiness
-    clean = None if ready is None else Readiness(ready.backend, CompileHealth())
-    changes = health_changes(CompileHealth(), entry.compile_health)
-    return [line for _, line in changes + readiness_changes(clean, ready)]
-
-
-def compare_tables(old: TestWorkloads, new: TestWorkloads, tolerance: float = 0.0) -> list[Change]:
-    """Pair up what differs and say how; an unchanged workload under a changed caller is
-    not a change of its own (its caller's change explains it)."""
+def compare_tables(
+    old: TestWorkloads, new: TestWorkloads, tolerance: float = 0.0
+) -> list[tuple[Workload | None, Workload | None]]:
+    """What differs, paired up: a stored and a recorded workload, None on the side that has
+    none (the recorded one appeared, the stored one vanished). An unchanged workload under a
+    changed caller is not a change of its own (its caller's change explains it)."""
     unmatched_old = unmatched(old.workloads, new.workloads, tolerance)
-    changes: list[Change] = []
+    pairs: list[tuple[Workload | None, Workload | None]] = []
     for entry in unmatched(new.workloads, old.workloads, tolerance, recorded=True):
         best = max(unmatched_old, key=lambda o: _pair_score(o, entry), default=None)
         if best is None or _pair_score(best, entry) == 0:
-            # (its breaks and recompiles say what dynamo made of it: a guard that failed)
-            found = (*_nearest_stored(entry, old), *_compiled(entry))
-            changes.append(Change("appeared", None, entry, found))
+            pairs.append((None, entry))
             continue
         unmatched_old.remove(best)
         more_than_the_caller = identity(best)[1:] != identity(entry)[1:]
         if more_than_the_caller or not _agree(best, entry, tolerance):
-            details = tuple(explain_entry(best, entry, old, new))
-            changes.append(Change("changed", best, entry, details))
-    changes.extend(Change("vanished", entry, None) for entry in unmatched_old)
-    return changes
+            pairs.append((best, entry))
+    return pairs + [(entry, None) for entry in unmatched_old]
+
+
+def named(old: Workload | None, new: Workload | None) -> Workload:
+    """The workload a change is named by: the recorded one, or the stored one that vanished."""
+    entry = new or old
+    assert entry is not None
+    return entry
+
+
+def explain(
+    old: Workload | None, new: Workload | None, old_table: TestWorkloads, new_table: TestWorkloads
+) -> list[str]:
+    """Say in words how a pair from :func:`compare_tables` differs (a vanished workload needs
+    no more words)."""
+    if new is None:
+        return []
+    if old is None:
+        # (its breaks and recompiles say what dynamo made of it: a guard that failed)
+        return [*_nearest_stored(new, old_table), *(line for _, line in compile_changes(None, new))]
+    lines: list[str] = []
+    if user_keys(old) != user_keys(new):
+        was, now = (", ".join(format_key(k.key) for k in e.user_keys) for e in (old, new))
+        lines.append(f"user key changed: {was or 'null'} -> {now or 'null'}")
+    if (relation := scaling(old, new)) is not None:
+        lines.append(relation)
+    if old.class_name != new.class_name:
+        lines.append(f"class {old.class_name} -> {new.class_name}")
+    if old.structure_hash != new.structure_hash:
+        lines.extend(_structure_lines(old, new, old_table, new_table))
+    lines.extend(signature_lines(old, new))
+    if old.flops != new.flops:
+        lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
+    if old.params.bytes != new.params.bytes:
+        lines.append(f"parameter bytes {_count(old.params.bytes)} -> {_count(new.params.bytes)}")
+    if not paths_agree(old, new):
+        lines.append(f"paths {old.label} -> {new.label}")
+    if not computes_agree(old, new):
+        lines.extend(compute_lines(old, new))
+    if old.hash == new.hash:  # (another structure or input has other costs: not news)
+        lines.extend(cost_lines(old, new))
+    lines.extend(line for _, line in compile_changes(old, new))
+    if not lines:
+        lines.append("same structure and inputs under another fingerprint")
+    return lines
 
 
 def signature_lines(old: Workload, new: Workload) -> list[str]:
@@ -232,37 +253,6 @@ def _nearest_stored(entry: Workload, old: TestWorkloads) -> list[str]:
             return []
         e, how = stored[smaller[1]], f", {smaller[0]:g}x this one (distance factor)"
     return [f"nearest stored workload: {e.label} {e.input_signature.format()}{how}"]
-
-
-def explain_entry(
-    old: Workload, new: Workload, old_table: TestWorkloads, new_table: TestWorkloads
-) -> list[str]:
-    """Say in words why two entries paired up by name have different hashes."""
-    lines: list[str] = []
-    if user_keys(old) != user_keys(new):
-        was, now = (", ".join(format_key(k.key) for k in e.user_keys) for e in (old, new))
-        lines.append(f"user key changed: {was or 'null'} -> {now or 'null'}")
-    if (relation := scaling(old, new)) is not None:
-        lines.append(relation)
-    if old.class_name != new.class_name:
-        lines.append(f"class {old.class_name} -> {new.class_name}")
-    if old.structure_hash != new.structure_hash:
-        lines.extend(_structure_lines(old, new, old_table, new_table))
-    lines.extend(signature_lines(old, new))
-    if old.flops != new.flops:
-        lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
-    if old.params.bytes != new.params.bytes:
-        lines.append(f"parameter bytes {_count(old.params.bytes)} -> {_count(new.params.bytes)}")
-    if not paths_agree(old, new):
-        lines.append(f"paths {old.label} -> {new.label}")
-    if not computes_agree(old, new):
-        lines.extend(compute_lines(old, new))
-    if old.hash == new.hash:  # (another structure or input has other costs: not news)
-        lines.extend(cost_lines(old, new))
-    lines.extend(line for _, line in compile_changes(old, new))
-    if not lines:
-        lines.append("same structure and inputs under another fingerprint")
-    return lines
 
 
 def compute_lines(old: Workload, new: Workload) -> list[str]:
@@ -344,25 +334,29 @@ def _count(value: int | None) -> str:
     return "unknown" if value is None else f"{value:,}"
 
 
-def _change_lines(change: Change, hash_len: int) -> list[str]:
-    e = change.entry
+def _change_lines(
+    old: Workload | None, new: Workload | None, tables: tuple[TestWorkloads, ...], hash_len: int
+) -> list[str]:
+    details = [f"{INDENT}{one_line(d)}" for d in explain(old, new, *tables)]
+    e = named(old, new)
     title = one_line(f"{e.label} ({e.class_name})")
-    if change.kind == "changed":
-        assert change.old is not None and change.new is not None
-        hashes = f"{short(change.old.hash, hash_len)} -> {short(change.new.hash, hash_len)}"
-        head = f"changed:  {title} {hashes}"
+    if old is not None and new is not None:
+        head = f"changed:  {title} {short(old.hash, hash_len)} -> {short(new.hash, hash_len)}"
     else:
         shape = one_line(e.input_signature.format())
-        head = f"{change.kind + ':':<9} {title} {short(e.hash, hash_len)}, input {shape}"
-    return [head, *(f"{INDENT}{one_line(d)}" for d in change.details)]
+        kind = "appeared" if old is None else "vanished"
+        head = f"{kind}: {title} {short(e.hash, hash_len)}, input {shape}"
+    return [head, *details]
 
 
-def render_changes(changes: Sequence[Change]) -> list[str]:
-    """Root changes in full; submodule changes after them, the first few in full."""
-    hash_len = prefix_length(e.hash for c in changes for e in (c.old, c.new) if e)
-    subs = [c for c in changes if c.entry.depth > 0]
-    shown = [c for c in changes if c.entry.depth == 0] + subs[:MAX_SUBMODULE_CHANGES]
-    lines = [line for c in shown for line in _change_lines(c, hash_len)]
+def render_changes(old: TestWorkloads, new: TestWorkloads, tolerance: float) -> list[str]:
+    """What differs: root changes in full; submodule changes after them, the first few in
+    full."""
+    pairs = compare_tables(old, new, tolerance)
+    hash_len = prefix_length(e.hash for pair in pairs for e in pair if e)
+    subs = [p for p in pairs if named(*p).depth > 0]
+    shown = [p for p in pairs if named(*p).depth == 0] + subs[:MAX_SUBMODULE_CHANGES]
+    lines = [line for p in shown for line in _change_lines(*p, (old, new), hash_len)]
     if len(subs) > MAX_SUBMODULE_CHANGES:
         lines.append(
             f"... and {len(subs) - MAX_SUBMODULE_CHANGES} more submodule workloads changed "

@@ -1,17 +1,10 @@
-"""The one place that talks to syrupy: the extension that reads and stores a test's workload
-table, and the snapshot gate that asserts it.
-
-Each test gets one file, ``__workload_snapshots__/<test module>/<test name>.workloads``, not in
-syrupy's ``__snapshots__``, which syrupy run without this plugin (``-p no:workload``) would
-clean up, deleting every workload snapshot as an unknown collection. syrupy owns when files are
-written (``--snapshot-update``) and which are unused; the extension writes only when syrupy asks
-it to, and is the one reader of the file: it reads it once per assertion, for the gate's verdict
-and syrupy's comparison alike. Only syrupy's public API is used: the ``snapshot`` fixture,
-``with_defaults`` and the extension's methods. An update may delete the snapshots syrupy counts
-as unused only where every test ran and no symlink leads out of the rootdir: the glue turns
-syrupy's cleanup off (``--snapshot-no-cleanup``) when :meth:`SnapshotGate.unused_refusal` says
-why.
-"""
+"""The one place that talks to syrupy, through its public API only (the ``snapshot`` fixture,
+``with_defaults`` and the extension's methods): the extension that reads and stores a test's
+workload table, and the snapshot gate that asserts it. A test's file is
+``__workload_snapshots__/<test module>/<test name>.workloads``, outside syrupy's
+``__snapshots__``, which syrupy run without this plugin would clean up as an unknown collection.
+What syrupy owns (writes, unused files) and when the extension reads: see
+docs/explanation/snapshot-gate.md."""
 
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ from .._core.text import Commands, one_line, short, versions_line
 from .._workload.modules import ModuleTable, child_links
 from .._workload.workload import TestWorkloads, Workload
 from .diff import (
-    compare_tables,
     cost_lines,
     costs_agree,
     identity,
@@ -124,7 +123,7 @@ def judge(
         return Verdict.WRITE, note or shrunk_note(shown, shrank, updating)
     if old is None:
         return Verdict.MISSING, missing(shown, commands)
-    changes = render_changes(compare_tables(old, recorded, tolerance))
+    changes = render_changes(old, recorded, tolerance)
     return Verdict.CHANGED, explain_mismatch(shown, changes, old, recorded, commands)
 
 
