@@ -27,6 +27,8 @@ MAX_PATHS: Final = 1_000_000
 _INTEGER: Final = re.compile(r"0|[1-9][0-9]*")
 _RANGE: Final = re.compile(r"(0|[1-9][0-9]*)(?:-(0|[1-9][0-9]*))?")
 _ESCAPED: Final = re.compile(r"[\[\]\\]")
+#: In a literal: an escape (its character, empty for a lone one at the end), or a bracket.
+_TOKEN: Final = re.compile(r"\\(.?)|[\[\]]", re.DOTALL)
 
 #: A component while compressing: a literal, or a set of integers.
 _Component = str | frozenset[int]
@@ -139,27 +141,18 @@ def _integers(text: str, pattern: str) -> list[int]:
 
 
 def _literal(text: str, pattern: str) -> str:
-    out: list[str] = []
-    escaped = False
-    for c in text:
-        if escaped:
-            if c not in "[]\\":
-                raise _malformed(pattern, f"'\\' escapes only '[', ']' and '\\', not {c!r}")
-            out.append(c)
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif c in "[]":
-            raise _malformed(
-                pattern,
-                f"{text[:80]!r} is neither a name (escape {c!r} as '\\{c}') nor an integer "
-                "set [a-b,c]",
-            )
-        else:
-            out.append(c)
-    if escaped:
-        raise _malformed(pattern, f"{text[:80]!r} ends in a lone '\\'")
-    return "".join(out)
+    def unescape(match: re.Match[str]) -> str:
+        if match[0] in "[]":
+            c = match[0]
+            why = f"is neither a name (escape {c!r} as '\\{c}') nor an integer set [a-b,c]"
+            raise _malformed(pattern, f"{text[:80]!r} {why}")
+        if not match[1]:
+            raise _malformed(pattern, f"{text[:80]!r} ends in a lone '\\'")
+        if match[1] not in "[]\\":
+            raise _malformed(pattern, f"'\\' escapes only '[', ']' and '\\', not {match[1]!r}")
+        return match[1]
+
+    return _TOKEN.sub(unescape, text)
 
 
 def _expand_one(pattern: str) -> list[str]:
