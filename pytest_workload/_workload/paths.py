@@ -1,12 +1,6 @@
-"""Module paths stored compressed, exactly: ``blocks.[0-49].fc`` for fifty ``blocks.N.fc``.
-
-A pattern is components joined by ``.`` (module names never contain one). A component is a
-literal name or an integer set, ``[a-b,c,d-e]``: ascending, disjoint, non-adjacent ranges
-(``a-b`` with ``a < b``), each integer in decimal; the component stands for each of those
-integers in turn. Only a component matching ``0|[1-9][0-9]*`` is an integer (``01`` is a
-literal), and a literal escapes each ``[``, ``]`` and ``\\`` with a ``\\``. A set of paths
-compresses to products of component sets, merged while two agree on every component but one
-integer position (the union of two products that share every other factor is exact), so
+"""Module paths stored compressed, exactly: ``blocks.[0-49].fc`` for fifty ``blocks.N.fc`` (the
+grammar: docs/reference/snapshot-files.md, "Path patterns"). Products of component sets merge
+while two agree on every component but one integer position, a union that is exact, so
 ``expand_paths(compress_paths(p))`` is ``p`` as a set.
 """
 
