@@ -187,9 +187,7 @@ def _read_rows(
             rows.append(read(data))
         except WorkloadDataError as exc:
             raise WorkloadDataError(f"{where}workload {row}: {exc}") from None
-    depths: dict[str, set[int]] = {}
-    for r in rows:
-        depths.setdefault(r.hash, set()).add(r.depth)
+    levels = {(r.hash, r.depth) for r in rows}
     for row, r in enumerate(rows):
         caller = r.caller
         if r.depth < 0:
@@ -209,7 +207,7 @@ def _read_rows(
                 raise WorkloadDataError(
                     f"{where}workload {row}: parent and depth do not match caller row {caller}"
                 )
-        elif r.parent is not None and r.depth - 1 not in depths.get(r.parent, set()):
+        elif r.parent is not None and (r.parent, r.depth - 1) not in levels:
             raise WorkloadDataError(
                 f"{where}workload {row}: parent {r.parent!r} is not the hash of a workload at "
                 f"depth {r.depth - 1}"
