@@ -50,9 +50,9 @@ M = TypeVar("M", bound="nn.Module")
 COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
 
 
-def _check_depth(depth: object, given: object) -> None:
+def _check_depth(depth: object) -> None:
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-        raise ValueError(f"max_depth must be an int >= 0, got {given!r}")
+        raise ValueError(f"max_depth must be an int >= 0, got {depth!r}")
 
 
 class WorkloadRecorder:
@@ -107,7 +107,7 @@ class WorkloadRecorder:
         replays: bool = True,
         scheme: FingerprintScheme = CURRENT_SCHEME,
     ) -> None:
-        _check_depth(max_depth, max_depth)
+        _check_depth(max_depth)
         self.nodeid = nodeid
         #: False: the workloads are never replayed (their inputs are not even copied)
         self.replays = replays
@@ -158,7 +158,7 @@ class WorkloadRecorder:
         if not isinstance(module, nn.Module):
             raise TypeError(f"track() takes a torch.nn.Module, got {type(module).__qualname__}")
         depth = self.max_depth if max_depth is None else max_depth
-        _check_depth(depth, max_depth)
+        _check_depth(depth)
         hooks.track(module, depth)
         return module
 
