@@ -23,8 +23,6 @@ COMPUTE_VERSION = 1
 FOLLOWS_DATA = " -> follows the data"
 #: Nesting of stored computations a reader follows (a cycle or a forged chain stops there).
 _MAX_NESTING = 200
-
-
 _REFERENCE = re.compile(r"@(\^*[\w.%~-]*)")
 
 
