@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import groupby
 from typing import Any, Final
 
 from .._core.codec import codec
@@ -52,14 +53,10 @@ def _merge_at(items: list[_Item], position: int) -> list[_Item]:
 
 
 def _ranges(ints: frozenset[int]) -> str:
-    ordered = sorted(ints)
-    runs: list[list[int]] = []
-    for n in ordered:
-        if runs and runs[-1][1] == n - 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    # (consecutive integers keep their distance from their index in the sorted list)
+    steps = groupby(enumerate(sorted(ints)), key=lambda pair: pair[1] - pair[0])
+    runs = [[n for _, n in run] for _, run in steps]
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def _write(component: _Component) -> str:
