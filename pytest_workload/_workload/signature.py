@@ -157,8 +157,7 @@ def _check_items(node: dict[str, Json], where: str) -> None:
 
 
 def _format_tuple(node: dict[str, Json]) -> str:
-    items = node["tuple"]
-    assert isinstance(items, list)
+    items = cast(list[Json], node["tuple"])
     inner = ", ".join(format_node(v) for v in items)
     return f"({inner},)" if len(items) == 1 else f"({inner})"
 
@@ -193,8 +192,7 @@ def _check_fields(node: dict[str, Json], where: str) -> None:
 
 
 def _format_fields(node: dict[str, Json]) -> str:
-    fields = node["fields"]
-    assert isinstance(fields, dict)
+    fields = cast(dict[str, Json], node["fields"])
     inner = ", ".join(f"{k}={format_node(v)}" for k, v in fields.items())
     return f"{_short_type(str(_type_name(node)))}({inner})"
 
