@@ -13,8 +13,7 @@ from ._core.errors import DeviceUnavailableError, WorkloadWarning
 from ._core.text import one_line, terminal_text
 from ._options import MARKER_HELP, WorkloadsMark, add_options, parse_mark, read_settings
 from ._perf.orchestrate import TimingProgress
-from ._recording.fixture_calls import module_calls
-from ._recording.recorder import WorkloadRecorder
+from ._recording.recorder import WorkloadRecorder, module_calls
 from ._report.summary import junit_properties, render_counts, render_report, render_stops
 from ._session import WorkloadSession
 from .xdist import WorkerLedger, sendable

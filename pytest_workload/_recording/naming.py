@@ -1,9 +1,6 @@
-"""What a new root is called: the name the test's own code gave it where it was called.
-
-A module called at top level by a method of the module that owns it (``forward_features``
-calling ``self.layer1``) is named by its path there, after the owner's own name
-(``model.layer1``), so that the children one method calls are told apart.
-"""
+"""What a new root is called: the name the test's own code gave it where it was called, or
+its path in the module whose method called it (docs/explanation/recording.md, "Which calls
+become workloads")."""
 
 from __future__ import annotations
 

@@ -1,13 +1,8 @@
-"""How a root's calls are recorded: which modules (the root and its submodules down to a
-depth), and the tracing of one root call, with its recorded submodules' calls as spans in it.
-
-Depth counts module nesting, with ``ModuleList``/``ModuleDict`` containers (which are never
-called) not counting as a level, so ``model.layers[3]`` is depth 1 like ``model.blocks``.
-
-Operations are traced by a function mode (:mod:`.._tracing.tracer`). Where they are not all
-visible to it (the root is, or contains, a scripted or compiled module), nothing is traced:
-FLOPs are counted at the aten level instead (or, for a compiled root, by its replay), and
-every workload of the call says why it has no compute hash.
+"""How a root's calls are recorded: which modules (the root and its submodules down to a depth,
+containers not counting as a level: docs/explanation/recording.md, "Submodules"), and the
+tracing of one root call, with its recorded submodules' calls as spans in it. A root that is, or
+contains, a scripted or compiled module is not traced (docs/explanation/hashes.md, "When the
+operations are not visible"): its FLOPs are counted at the aten level, or by its replay.
 """
 
 from __future__ import annotations

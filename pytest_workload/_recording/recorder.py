@@ -6,16 +6,19 @@ exist and when), ``stack`` (the calls in progress), ``identity`` (what a call's 
 happens after the test, in ``_perf.orchestrate``.
 
 A call that raises is not recorded, nor are the calls it made; the exception reaches the caller
-untouched.
+untouched. A fixture that calls its model in its setup runs it before recording begins, so none
+of its calls is recorded: :func:`module_calls` watches each fixture's setup, and the tests that
+use a fixture that ran a model say so.
 """
 
 from __future__ import annotations
 
 import contextlib
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._compile import Readiness
 from .._fingerprint.describe import Describer
@@ -31,6 +34,7 @@ from .._perf import (
     mismatch,
     trained_as,
 )
+from .._torch_internals import GlobalWatch, compiling_check
 from .._workload.timing import Measured
 from .._workload.workload import TestWorkloads, Workload
 from .hooks import Hooks
@@ -46,9 +50,9 @@ M = TypeVar("M", bound="nn.Module")
 COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
 
 
-def _check_depth(depth: object, given: object) -> None:
+def _check_depth(depth: object) -> None:
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
-        raise ValueError(f"max_depth must be an int >= 0, got {given!r}")
+        raise ValueError(f"max_depth must be an int >= 0, got {depth!r}")
 
 
 class WorkloadRecorder:
@@ -103,7 +107,7 @@ class WorkloadRecorder:
         replays: bool = True,
         scheme: FingerprintScheme = CURRENT_SCHEME,
     ) -> None:
-        _check_depth(max_depth, max_depth)
+        _check_depth(max_depth)
         self.nodeid = nodeid
         #: False: the workloads are never replayed (their inputs are not even copied)
         self.replays = replays
@@ -135,9 +139,7 @@ class WorkloadRecorder:
 
     def start(self) -> None:
         """Record every module called at top level until ``stop()``."""
-        self._check_open()
-        assert self._hooks is not None  # (dropped only once stopped)
-        self._hooks.track(None, 0)
+        self._open().track(None, 0)
 
     def track(self, module: M, *, max_depth: int | None = None) -> M:
         """Record calls of ``module`` (and its submodules down to ``max_depth``); returns it.
@@ -152,13 +154,12 @@ class WorkloadRecorder:
         """
         from torch import nn
 
-        self._check_open()
+        hooks = self._open()
         if not isinstance(module, nn.Module):
             raise TypeError(f"track() takes a torch.nn.Module, got {type(module).__qualname__}")
         depth = self.max_depth if max_depth is None else max_depth
-        _check_depth(depth, max_depth)
-        assert self._hooks is not None  # (dropped only once stopped)
-        self._hooks.track(module, depth)
+        _check_depth(depth)
+        hooks.track(module, depth)
         return module
 
     @contextlib.contextmanager
@@ -223,13 +224,13 @@ class WorkloadRecorder:
         measurements, problems = measure_calls(
             calls, policy, budget, replays=replays, progress=progress
         )
-        for (entry, _), measured in zip(taken, measurements, strict=True):
-            self._measurements[entry.row] = measured
+        rows = [entry.row for entry, _ in taken]
+        self._measurements.update(zip(rows, measurements, strict=True))
         if self.compile_backend is not None:
             readiness, not_checked = check_compile(calls, self.compile_backend, self._rootdir)
-            for (entry, _), ready in zip(taken, readiness, strict=True):
-                if ready is not None:
-                    self._readiness[entry.row] = ready
+            self._readiness.update(
+                (r, ok) for r, ok in zip(rows, readiness, strict=True) if ok is not None
+            )
             problems += not_checked
         return problems
 
@@ -261,6 +262,36 @@ class WorkloadRecorder:
         first.calls = entry.calls
         return first
 
-    def _check_open(self) -> None:
+    def _open(self) -> Hooks:
         if self._stopped:
             raise RuntimeError(f"recording for {self.nodeid} has ended")
+        assert self._hooks is not None  # (dropped only once stopped)
+        return self._hooks
+
+
+@contextlib.contextmanager
+def module_calls() -> Iterator[list[str]]:
+    """The class name of the first module called in the block, if any (none where torch is not
+    imported: then no module can run). The watch takes itself out at that first call, so the
+    rest of the block (a compile, an export, a trace of the model) runs as without it; dynamo
+    traces it as a no-op, as it does the recorder's."""
+    called: list[str] = []
+    if "torch" not in sys.modules:
+        yield called
+        return
+    compiling = compiling_check()
+
+    def watch(module: Any, args: Any) -> None:
+        if compiling():
+            return
+        called.append(type(module).__qualname__)
+        watcher.suspend()
+
+    watcher = GlobalWatch(watch, lambda module, args: None)  # (it opens no root here)
+    try:
+        with warnings.catch_warnings():
+            # (torch.compile warns while a global hook exists: a fixture may compile its model)
+            warnings.filterwarnings("ignore", message=COMPILE_HOOK_WARNING)
+            yield called
+    finally:
+        watcher.remove()

@@ -1,22 +1,9 @@
-"""A workload's computation: the torch-level operations one call ran, in order.
+"""A workload's computation: the torch-level operations one call ran, in order, one line of
+text each (the grammar, and where a list stops: docs/explanation/hashes.md, "Compute hash").
 
-Each operation is one line of text, ``name(arguments)``: tensors by dtype and shape, every
-other argument by value (``gelu(float32[1, 8])``, ``cat([float32[1, 4], float32[1, 4]], dim=1)``);
-a parameter or buffer of the module tree also by its path from the module whose call it is in
-(``linear(float32[1, 8], float32[8, 8]@fc1.weight, float32[8]@fc1.bias)``; one ``^`` per step
-up, ``@^shared.weight``). The call of a recorded submodule is a :class:`SubCall` holding that
-submodule's own computation, by its path from the caller, so each distinct computation is
-stored once and a parent refers to its children's. The ``compute_hash`` is taken over the flat
-list (the parent's operations with its children's in place, their paths seen from the parent),
-so it does not depend on how deep submodules were recorded.
-
-A call's list stops at its first operation whose result follows the tensors' values (a value
-read into Python, an output shape set by the values), marked :data:`FOLLOWS_DATA`: what runs
-after it may follow the data, so it is not part of the computation.
-
-A workload's costs (:mod:`.costs`) are counted over the same operations: a list that stops
-where the operations follow the data has costs over the listed ones, marked ``partial`` (but
-for those counted over the whole call, its host syncs).
+A recorded submodule's call is a :class:`SubCall` holding its own computation, so each distinct
+computation is stored once; the ``compute_hash`` is taken over the flat list (children's
+operations in place, seen from the parent), so it does not depend on the recorded depth.
 """
 
 from __future__ import annotations
@@ -36,8 +23,6 @@ COMPUTE_VERSION = 1
 FOLLOWS_DATA = " -> follows the data"
 #: Nesting of stored computations a reader follows (a cycle or a forged chain stops there).
 _MAX_NESTING = 200
-
-
 _REFERENCE = re.compile(r"@(\^*[\w.%~-]*)")
 
 

@@ -1,14 +1,10 @@
-"""A workload's costs, and the table of cost metrics (:data:`METRICS`).
+"""A workload's costs, and the table of cost metrics (:data:`METRICS`; what each counts:
+docs/explanation/timing.md, "Costs").
 
-Costs are counted, never timed, so the same on every machine and under any load. Each metric
-is one :class:`Metric` entry holding all that is done with it: where its count comes from, its
-JSON field and how that reads back, how an amount is written for people, how two counts are
-compared (the gate fails on growth beyond the tolerance) and worded. Every reader of the
-metrics (the tracer's counts, the snapshot and report JSON, the gate, its messages) goes
-through the table: a new metric is one entry here, plus its counting where its source is.
-
-A metric's value is an amount (bytes), or counts by site (``{"item at model.py:42": 2}``,
-what happened where) whose total is compared and whose sites name what changed.
+Each metric is one :class:`Metric` entry holding all that is done with it (its source, its JSON
+field, how an amount is written, compared and worded): a new metric is one entry here, plus its
+counting where its source is. A value is an amount (bytes), or counts by site
+(``{"item at model.py:42": 2}``) whose total is compared and whose sites name what changed.
 """
 
 from __future__ import annotations
@@ -80,12 +76,7 @@ class Metric:
 
     def written(self, value: Value | None) -> bool:
         """Whether the JSON holds the field."""
-        if value is None:
-            return False
-        return self.absent != "zero" or self.total(value) != 0
-
-    def to_json(self, value: Value) -> Json:
-        return value if isinstance(value, int) else dict(value)
+        return value is not None and (self.absent != "zero" or self.total(value) != 0)
 
     def read(self, data: Mapping[str, Any]) -> Value | None:
         if self.field not in data and self.absent != "error":
@@ -156,9 +147,11 @@ BY_RANK = tuple(sorted(METRICS, key=lambda m: m.rank))
 
 def _write_values(values: tuple[tuple[str, Value], ...]) -> Json:
     counted = dict(values)
-    return {
-        m.field: m.to_json(counted[m.field]) for m in METRICS if m.written(counted.get(m.field))
-    }
+    return {m.field: _json(counted[m.field]) for m in METRICS if m.written(counted.get(m.field))}
+
+
+def _json(value: Value) -> Json:
+    return value if isinstance(value, int) else dict(value)
 
 
 def _read_values(d: Mapping[str, Any]) -> tuple[tuple[str, Value], ...]:

@@ -1,10 +1,6 @@
-"""Module descriptions: what one module contributed to its structure hash, stored once.
-
-A description is the dict the fingerprint scheme's node function built for one module (its
-class, configuration, parameters, buffers and its children as ``[name, structure hash]``),
-and its structure hash is :func:`description_hash` of it. Snapshots and reports keep each
-distinct description once, in a table keyed by that hash, so a tree of a hundred identical
-blocks costs one entry, and a diff can walk two trees below the recorded depth.
+"""Module descriptions: what one module contributed to its structure hash (its
+:func:`description_hash`), stored once per distinct description in a table keyed by that hash
+(docs/reference/snapshot-files.md), so a diff can walk two trees below the recorded depth.
 """
 
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""Module paths stored compressed, exactly: ``blocks.[0-49].fc`` for fifty ``blocks.N.fc``.
-
-A pattern is components joined by ``.`` (module names never contain one). A component is a
-literal name or an integer set, ``[a-b,c,d-e]``: ascending, disjoint, non-adjacent ranges
-(``a-b`` with ``a < b``), each integer in decimal; the component stands for each of those
-integers in turn. Only a component matching ``0|[1-9][0-9]*`` is an integer (``01`` is a
-literal), and a literal escapes each ``[``, ``]`` and ``\\`` with a ``\\``. A set of paths
-compresses to products of component sets, merged while two agree on every component but one
-integer position (the union of two products that share every other factor is exact), so
+"""Module paths stored compressed, exactly: ``blocks.[0-49].fc`` for fifty ``blocks.N.fc`` (the
+grammar: docs/reference/snapshot-files.md, "Path patterns"). Products of component sets merge
+while two agree on every component but one integer position, a union that is exact, so
 ``expand_paths(compress_paths(p))`` is ``p`` as a set.
 """
 
@@ -14,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import groupby
 from typing import Any, Final
 
 from .._core.codec import codec
@@ -27,6 +22,8 @@ MAX_PATHS: Final = 1_000_000
 _INTEGER: Final = re.compile(r"0|[1-9][0-9]*")
 _RANGE: Final = re.compile(r"(0|[1-9][0-9]*)(?:-(0|[1-9][0-9]*))?")
 _ESCAPED: Final = re.compile(r"[\[\]\\]")
+#: In a literal: an escape (its character, empty for a lone one at the end), or a bracket.
+_TOKEN: Final = re.compile(r"\\(.?)|[\[\]]", re.DOTALL)
 
 #: A component while compressing: a literal, or a set of integers.
 _Component = str | frozenset[int]
@@ -56,14 +53,10 @@ def _merge_at(items: list[_Item], position: int) -> list[_Item]:
 
 
 def _ranges(ints: frozenset[int]) -> str:
-    ordered = sorted(ints)
-    runs: list[list[int]] = []
-    for n in ordered:
-        if runs and runs[-1][1] == n - 1:
-            runs[-1][1] = n
-        else:
-            runs.append([n, n])
-    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+    # (consecutive integers keep their distance from their index in the sorted list)
+    steps = groupby(enumerate(sorted(ints)), key=lambda pair: pair[1] - pair[0])
+    runs = [[n for _, n in run] for _, run in steps]
+    return ",".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def _write(component: _Component) -> str:
@@ -139,27 +132,18 @@ def _integers(text: str, pattern: str) -> list[int]:
 
 
 def _literal(text: str, pattern: str) -> str:
-    out: list[str] = []
-    escaped = False
-    for c in text:
-        if escaped:
-            if c not in "[]\\":
-                raise _malformed(pattern, f"'\\' escapes only '[', ']' and '\\', not {c!r}")
-            out.append(c)
-            escaped = False
-        elif c == "\\":
-            escaped = True
-        elif c in "[]":
-            raise _malformed(
-                pattern,
-                f"{text[:80]!r} is neither a name (escape {c!r} as '\\{c}') nor an integer "
-                "set [a-b,c]",
-            )
-        else:
-            out.append(c)
-    if escaped:
-        raise _malformed(pattern, f"{text[:80]!r} ends in a lone '\\'")
-    return "".join(out)
+    def unescape(match: re.Match[str]) -> str:
+        if match[0] in "[]":
+            c = match[0]
+            why = f"is neither a name (escape {c!r} as '\\{c}') nor an integer set [a-b,c]"
+            raise _malformed(pattern, f"{text[:80]!r} {why}")
+        if not match[1]:
+            raise _malformed(pattern, f"{text[:80]!r} ends in a lone '\\'")
+        if match[1] not in "[]\\":
+            raise _malformed(pattern, f"'\\' escapes only '[', ']' and '\\', not {match[1]!r}")
+        return match[1]
+
+    return _TOKEN.sub(unescape, text)
 
 
 def _expand_one(pattern: str) -> list[str]:

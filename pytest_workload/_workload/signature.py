@@ -6,7 +6,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Final
+from typing import Final, cast
 
 from .._core.codec import Record
 from .._core.errors import WorkloadDataError
@@ -157,8 +157,7 @@ def _check_items(node: dict[str, Json], where: str) -> None:
 
 
 def _format_tuple(node: dict[str, Json]) -> str:
-    items = node["tuple"]
-    assert isinstance(items, list)
+    items = cast(list[Json], node["tuple"])
     inner = ", ".join(format_node(v) for v in items)
     return f"({inner},)" if len(items) == 1 else f"({inner})"
 
@@ -171,14 +170,8 @@ def _check_dict(node: dict[str, Json], where: str) -> None:
 
 
 def _format_dict(node: dict[str, Json]) -> str:
-    pairs = node["dict"]
-    assert isinstance(pairs, list)
-    return "{" + ", ".join(_format_pair(p) for p in pairs) + "}"
-
-
-def _format_pair(pair: Json) -> str:
-    assert isinstance(pair, list) and len(pair) == 2
-    return f"{format_node(pair[0])}: {format_node(pair[1])}"
+    pairs = cast(list[list[Json]], node["dict"])
+    return "{" + ", ".join(f"{format_node(k)}: {format_node(v)}" for k, v in pairs) + "}"
 
 
 #: The tags of a value described by its type's name and its fields.
@@ -199,8 +192,7 @@ def _check_fields(node: dict[str, Json], where: str) -> None:
 
 
 def _format_fields(node: dict[str, Json]) -> str:
-    fields = node["fields"]
-    assert isinstance(fields, dict)
+    fields = cast(dict[str, Json], node["fields"])
     inner = ", ".join(f"{k}={format_node(v)}" for k, v in fields.items())
     return f"{_short_type(str(_type_name(node)))}({inner})"
 
@@ -372,11 +364,8 @@ def is_tensor_node(node: Json) -> bool:
     return isinstance(node, dict) and any(tag in node for tag in SHAPED_TAGS)
 
 
-def tensor_shape(node: Json) -> list[Json]:
-    assert isinstance(node, dict)
-    shape = next(node[tag] for tag in SHAPED_TAGS if tag in node)
-    assert isinstance(shape, list)
-    return shape
+def tensor_shape(node: dict[str, Json]) -> list[Json]:
+    return cast(list[Json], next(node[tag] for tag in SHAPED_TAGS if tag in node))
 
 
 def workload_key(structure: str, signature: InputSignature) -> list[Json]:

@@ -96,7 +96,7 @@ class Timing(Record):
 
     def check(self) -> None:
         """Each interval holds its median, and a calibration comes whole or not at all."""
-        _interval(self.ci_s, "ci95_s", self.median_s, "median_s", 0.0)
+        _interval(self.ci_s, "ci95_s", self.median_s, "median_s", "<")
         if not 0 <= self.iqr_s < math.inf:
             raise WorkloadDataError(f"iqr_s must be a finite number >= 0, got {self.iqr_s}")
         calibrated = (self.ratio, self.ratio_ci, self.wait_s, self.wait_ci, self.calibration_s)
@@ -109,24 +109,21 @@ class Timing(Record):
         if calibration is not None and not 0 < calibration < math.inf:
             raise WorkloadDataError(f"calibration_s must be a finite number > 0, got {calibration}")
         if self.ratio_ci is not None and self.ratio is not None:
-            _interval(self.ratio_ci, "ratio_ci95", self.ratio, "ratio", 0.0)
+            _interval(self.ratio_ci, "ratio_ci95", self.ratio, "ratio", "<")
         if self.wait_ci is not None and self.wait_s is not None:
-            _interval(self.wait_ci, "wait_ci95", self.wait_s, "wait_s", None)
+            _interval(self.wait_ci, "wait_ci95", self.wait_s, "wait_s", "<=")
 
 
 def _interval(
-    ci: tuple[float, float], name: str, value: float, of: str, above: float | None
+    ci: tuple[float, float], name: str, value: float, of: str, low_end: Literal["<", "<="]
 ) -> None:
-    """``ci``, field ``name``, is the 95% interval of ``value``, field ``of``: its low end
-    above ``above``, or at 0 or above where that is None."""
+    """``ci``, field ``name``, is the 95% interval of ``value``, field ``of``, its low end
+    above 0 (``low_end`` ``<``) or at 0 or above (``<=``)."""
     low, high = ci
     if not all(math.isfinite(v) for v in (low, high, value)):
         raise WorkloadDataError(f"{name} and {of} must be finite")
-    if above is None:
-        if not 0 <= low <= value <= high:
-            raise WorkloadDataError(f"timing needs 0 <= {name}[0] <= {of} <= {name}[1]")
-    elif not above < low <= value <= high:
-        raise WorkloadDataError(f"timing needs 0 < {name}[0] <= {of} <= {name}[1]")
+    if not (low > 0 if low_end == "<" else low >= 0) or not low <= value <= high:
+        raise WorkloadDataError(f"timing needs 0 {low_end} {name}[0] <= {of} <= {name}[1]")
 
 
 #: How a timing or a FLOP count was obtained; "observed calls" (a timing) says why the workload

@@ -23,7 +23,8 @@ from .signature import InputSignature, workload_key
 from .timing import Measured, Timing
 
 _COUNT: Final = codec(minimum=0)
-#: A snapshot file's versions, checked first: its key, its name, what this release does.
+#: A snapshot file's versions, written and checked first: its key, its name, what this release
+#: does, and the version it writes and reads.
 _VERSIONS: Final = (
     (SNAPSHOT_FORMAT_KEY, "snapshot format", "reads format", SNAPSHOT_FORMAT),
     ("fingerprint_scheme", "fingerprint scheme", "computes scheme", FINGERPRINT_SCHEME),
@@ -187,9 +188,7 @@ def _read_rows(
             rows.append(read(data))
         except WorkloadDataError as exc:
             raise WorkloadDataError(f"{where}workload {row}: {exc}") from None
-    depths: dict[str, set[int]] = {}
-    for r in rows:
-        depths.setdefault(r.hash, set()).add(r.depth)
+    levels = {(r.hash, r.depth) for r in rows}
     for row, r in enumerate(rows):
         caller = r.caller
         if r.depth < 0:
@@ -209,7 +208,7 @@ def _read_rows(
                 raise WorkloadDataError(
                     f"{where}workload {row}: parent and depth do not match caller row {caller}"
                 )
-        elif r.parent is not None and r.depth - 1 not in depths.get(r.parent, set()):
+        elif r.parent is not None and (r.parent, r.depth - 1) not in levels:
             raise WorkloadDataError(
                 f"{where}workload {row}: parent {r.parent!r} is not the hash of a workload at "
                 f"depth {r.depth - 1}"
@@ -360,10 +359,7 @@ class TestWorkloads:
         """The folded table as its snapshot file holds it, with each computation and module
         description once."""
         rows = fold(self.workloads)
-        out: dict[str, Json] = {
-            SNAPSHOT_FORMAT_KEY: SNAPSHOT_FORMAT,
-            "fingerprint_scheme": FINGERPRINT_SCHEME,
-        }
+        out: dict[str, Json] = {key: version for key, _, _, version in _VERSIONS}
         if self.libraries:
             out["libraries"] = dict(sorted(self.libraries.items()))
         out["workloads"] = [w.to_snapshot() for w in rows]
