@@ -69,7 +69,7 @@ def child(target: str, other: str, treat: bool, extra_env: dict[str, str]) -> li
 
 
 def main(argv: list[str] | None = None) -> None:
-    from pytest_workload._perf.drift import DEFAULT_TOLERANCE, judge
+    from pytest_workload._perf.baseline import DEFAULT_TOLERANCE, judge
     from pytest_workload._workload.timing import Timing
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -9,9 +9,8 @@ import torch
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._core.errors import WorkloadDataError
-from pytest_workload._perf.baseline import Baseline
+from pytest_workload._perf.baseline import Baseline, judge, worth_retiming
 from pytest_workload._perf.device import CpuDevice, DeviceIdentity
-from pytest_workload._perf.drift import judge, worth_retiming
 from pytest_workload._perf.perf_gate import PerfGate
 from pytest_workload._perf.stopwatch import Lap, TimingPolicy, measure, summarize, time_call
 from pytest_workload._report.summary import format_timing

@@ -14,7 +14,7 @@ from pytest_workload._core.errors import (
     DeviceUnavailableError,
     WorkloadDataError,
 )
-from pytest_workload._perf.baseline import Baseline, BaselineStore
+from pytest_workload._perf.baseline import Baseline, BaselineStore, judge
 from pytest_workload._perf.device import (
     CpuDevice,
     DeviceIdentity,
@@ -23,7 +23,6 @@ from pytest_workload._perf.device import (
     device_for,
     resolve_device,
 )
-from pytest_workload._perf.drift import judge
 from pytest_workload._perf.replay import replay
 from pytest_workload._perf.stopwatch import (
     CpuStopwatch,

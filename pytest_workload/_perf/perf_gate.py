@@ -16,9 +16,8 @@ from .._core.text import PLAIN, Commands, format_duration, one_line, plural, sho
 from .._fingerprint.distance import nearest
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
-from .baseline import Baseline, BaselineStore
+from .baseline import Baseline, BaselineStore, Drift, judge, worth_retiming
 from .device import device_for
-from .drift import Drift, judge, worth_retiming
 from .stopwatch import LIMIT_BUDGETS, TimingPolicy
 
 _Notes = list[tuple[NoteKind, str]]
