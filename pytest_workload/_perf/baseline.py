@@ -1,18 +1,7 @@
-"""Timing baselines, and the verdict against one. A baseline is the timing one test's workload
-had on one device identity, one small JSON file each, judged only against a timing of the same
-computation (compute hash and FLOPs): two tests that call one model with one input may still
-compute different things, and a timing judged against the other's would fail on unchanged code
-or hide a real slowdown.
-
-Layout: ``<baseline dir>/<device identity slug>/<workload hash>/<test id's digest>.json``, so
-two branches that add or refresh different workloads never conflict, and a reviewer sees which
-timings moved. Files are text, written atomically, never unpickled.
-
-The verdict, :func:`judge`: is a workload slower than its baseline, beyond doubt? The rules and
-the runs behind each (calibrated time first, wall time where a side has no calibration, too few
-samples, a kernel that moved too far, re-timing) are docs/explanation/timing.md's "How the gate
-decides".
-"""
+"""Timing baselines (docs/explanation/timing.md, "Baselines"), one small JSON file each, text
+written atomically and never unpickled, and :func:`judge`, the verdict against one: is a
+workload slower than its baseline, beyond doubt? The rules and the runs behind each are the same
+page's "How the gate decides"."""
 
 from __future__ import annotations
 
@@ -137,10 +126,6 @@ class BaselineStore:
                 "not of its own path",
             )
         return baseline
-
-    def has_any(self, workload_hash: str) -> bool:
-        """Whether some test's baseline exists for this workload hash."""
-        return any((self.directory / workload_hash).glob("*.json"))
 
     def all(self) -> list[Baseline]:
         """Every readable baseline of this device identity (read once), for nearest-shape

@@ -1,10 +1,7 @@
-"""A new workload's first call, observed while the test makes it. Its inputs are copied
-before the call, so a replay computes what the test computed even if either changes them later.
-As it returns (in its forward hook, inside the test's contexts), its modes (train/eval, grad,
-inference, autocast) and parameter dtypes and devices are captured, after the forward, so a
-module that builds itself on its first call is captured as built; a replay runs under exactly
-that, or not at all. :func:`check_compile` hands first calls to the compile readiness check.
-"""
+"""A new workload's first call, observed while the test makes it (docs/explanation/timing.md,
+"What is measured"). Its state is captured as it returns, in its forward hook, so a module that
+builds itself on its first call is captured as built. :func:`check_compile` hands first calls
+to the compile readiness check."""
 
 from __future__ import annotations
 
@@ -109,15 +106,10 @@ _PLAIN = (int, float, bool, str, bytes, complex, type(None))
 Missing = tuple[str, ...]
 
 
-def _enters(value: object) -> bool:
-    """An object whose attributes an input's copy and restore reach into: not a class, a
-    module, a plain value or a function (a module's attributes are its own)."""
-    return not isinstance(value, (type, types.ModuleType, *_PLAIN)) and not callable(value)
-
-
 def reachable(value: object) -> list[object]:
     """Every tensor reachable from ``value`` through lists, tuples, dicts and the attributes of
-    the objects it :func:`_enters`, and those objects: each once, in the order first met."""
+    objects, and those objects: each once, in the order first met. A class, a module, a plain
+    value or a function is not entered (a module's attributes are its own)."""
     import torch
 
     found: dict[int, object] = {}
@@ -135,7 +127,9 @@ def reachable(value: object) -> list[object]:
             items = value
         elif isinstance(value, dict):
             items = value.values()
-        elif hasattr(value, "__dict__") and _enters(value):
+        elif hasattr(value, "__dict__") and not (
+            callable(value) or isinstance(value, (types.ModuleType, *_PLAIN))
+        ):
             found[id(value)] = value
             items = vars(value).values()
         else:
@@ -145,15 +139,6 @@ def reachable(value: object) -> list[object]:
 
     walk(value)
     return list(found.values())
-
-
-def input_objects(values: object) -> list[object]:
-    """The objects with attributes among ``values`` (a dataclass, a KV cache, whose layers'
-    tensors a forward rebinds as it grows it): what a forward may change in an input it is
-    given, so a replay puts their attributes back after each call."""
-    import torch
-
-    return [v for v in reachable(values) if not isinstance(v, torch.Tensor)]
 
 
 def copy_inputs(value: Any) -> tuple[Any, Missing]:

@@ -1,12 +1,8 @@
-"""Measuring a test's new top-level workloads after its body, within the session's budget.
-
-FLOPs come from a workload's first call where counted there. A replay times it (and counts
-FLOPs for a compiled module); it is refused when the module no longer computes what the call
-computed, and replaced by the observed calls' times when a replay could change state it cannot
-put back, or when xdist workers share the cores (a replayed timing there is biased, and gates
-nothing). A test recorded by ``--workload-record=all`` alone is never replayed: a replay
-re-runs a forward hundreds of times, which multiplied an unedited suite's time, and whatever
-the forward does outside the module tree happened again each time.
+"""Measuring a test's new top-level workloads after its body, within the session's budget:
+which are replayed, and what stands in where one is not (docs/explanation/timing.md, "What
+cannot be measured faithfully is said"). A test recorded by ``--workload-record=all`` alone is
+never replayed: a replay re-runs a forward hundreds of times, which multiplied an unedited
+suite's time, and whatever the forward does outside the module tree happened again each time.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""Measuring a top-level workload by replaying its first call after the test.
-
-A replay runs under the state the call was made in, on a copy of its inputs, and leaves no
-trace: the tensors of every module in the tree (values and identity), each module's attributes
-(and the contents of its containers), the global RNGs and each generator a module holds are put
-back (an ``itertools.count``, which cannot be rewound, is replaced by an equal one during the
-replay); a Hugging Face cache among the inputs is put back after every call. User hooks are
-suspended, so they neither fire nor count in its timing. What the forward reaches through a
-global cannot be put back: a first call that wrote to a tensor there is never replayed. An
-exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a problem, never
-raised; only ``KeyboardInterrupt`` goes through.
-"""
+"""Measuring a top-level workload by replaying its first call after the test, under the
+state the call was made in, on a copy of its inputs, leaving no trace: what is put back, and
+what cannot be, is docs/explanation/timing.md's "What is measured". An exception from a replay
+(``pytest.fail``, ``SystemExit`` too) is returned as a problem; only ``KeyboardInterrupt`` goes
+through."""
 
 from __future__ import annotations
 
@@ -26,7 +19,7 @@ from .._torch_internals import global_hook_tables, module_hook_tables, tensor_ve
 from .._tracing import count_flops, own_tensors
 from .._workload.timing import OFF, REPLAYED, Measured, not_measured
 from .device import KINDS, device_for, device_of
-from .first_call import CallContext, applied, capture, copy_inputs, input_objects
+from .first_call import CallContext, applied, capture, copy_inputs, reachable
 from .stopwatch import TimingPolicy, Unmeasured, time_call
 
 if TYPE_CHECKING:
@@ -199,6 +192,8 @@ def replay(
     (default: the state now): the allocator's peak where the device reads it (CUDA), FLOPs
     (when ``count``) on ``target``, whose wrapper would recompile under the counter, and timing
     (unless ``policy`` is None) on ``module``, so a compiled model is timed compiled."""
+    import torch
+
     context = capture(target) if context is None else context
     device = device_for(device_of(target, args, kwargs))
     flops = peak = timing = None
@@ -208,9 +203,11 @@ def replay(
             if count:
                 flops = count_flops(target, *copy_inputs((args, kwargs))[0])
             (a, k), _ = copy_inputs((args, kwargs))
-            # an input the call changes (a cache it grows) is put back after each call, so
-            # each computes the first
-            caches = [AttributeState(part) for part in input_objects((a, k))]
+            # the objects among the inputs (a dataclass, a KV cache whose layers' tensors a
+            # forward rebinds as it grows it) are put back after each call, so each computes
+            # the first
+            objects = [p for p in reachable((a, k)) if not isinstance(p, torch.Tensor)]
+            caches = [AttributeState(part) for part in objects]
 
             def call() -> None:
                 module(*a, **k)
