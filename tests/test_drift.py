@@ -223,10 +223,10 @@ def test_nothing_is_re_timed_without_a_suspect():
 
 
 def test_the_cpu_stopwatch_reads_wall_and_thread_time():
-    from pytest_workload._perf.stopwatch import CpuStopwatch
+    from pytest_workload._perf.stopwatch import cpu_lap
 
     clock, thread = iter([0, 1000]), iter([0, 500])
-    lap = CpuStopwatch(lambda: next(clock), lambda: next(thread), lambda: None)(lambda: None, 1)
+    lap = cpu_lap(lambda: None, 1, lambda: next(clock), lambda: next(thread), lambda: None)
     assert lap == Lap(1e-6, 5e-7)
 
 
