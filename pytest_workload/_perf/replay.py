@@ -7,6 +7,7 @@ through."""
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import random
 import sys
@@ -148,10 +149,11 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
             (t, None if t.is_inference() else tensor_version(t), t.detach().clone())
             for t in unique.values()
         ]
-    # the global RNGs: torch's of each device kind, ``random``'s, NumPy's
-    torch_rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
-    python, numpy = random.getstate(), sys.modules.get("numpy")
-    legacy = None if numpy is None else numpy.random.get_state()
+    # what puts the global RNGs back: torch's of each device kind, ``random``'s, NumPy's
+    rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
+    rngs.append(functools.partial(random.setstate, random.getstate()))
+    if (numpy := sys.modules.get("numpy")) is not None:
+        rngs.append(functools.partial(numpy.random.set_state, numpy.random.get_state()))
     # (a module's empty hook table has nothing to suspend; what the replay adds to it, the
     # module's restored state takes out)
     tables = global_hook_tables() + [t for m in modules for t in module_hook_tables(m) if t]
@@ -165,17 +167,13 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
         yield
     finally:
         for table, saved_hooks in zip(tables, hooks, strict=True):
-            table.clear()
-            table.update(saved_hooks)
+            _put_back(table, saved_hooks)
         for state in states:
             state.restore()
         for tensor, version, copy in saved:
             _put_tensor_back(tensor, version, copy)
-        for torch_rng in torch_rngs:
-            torch_rng()
-        random.setstate(python)
-        if numpy is not None:
-            numpy.random.set_state(legacy)
+        for rng in rngs:
+            rng()
 
 
 def replay(
