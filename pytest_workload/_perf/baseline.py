@@ -65,19 +65,8 @@ class Baseline(Record):
     @classmethod
     def from_workload(cls, test: str, w: Workload, device: DeviceIdentity) -> Baseline:
         assert w.timing is not None
-        signature = w.input_signature.format()
-        return cls(
-            test,
-            w.hash,
-            w.name,
-            w.class_name,
-            signature,
-            w.key,
-            device,
-            w.timing,
-            w.flops,
-            w.compute_hash,
-        )
+        which = (test, w.hash, w.name, w.class_name, w.input_signature.format(), w.key)
+        return cls(*which, device, w.timing, w.flops, w.compute_hash)
 
     def other_computation(self, w: Workload) -> str | None:
         """How ``w`` computes something else than the call this baseline timed (None: it does
