@@ -142,9 +142,12 @@ def measure_call(
     call: FirstCall,
     policy: TimingPolicy | None,
     instead: tuple[Timing | None, Method] = (None, OFF),
+    *,
+    replays: bool = True,
 ) -> tuple[Measured, str | None]:
     """The call's measurement, and its line for the report. A replay counts what the first
-    call could not, and with a ``policy`` times it; without, the timing is ``instead``."""
+    call could not, and with a ``policy`` times it; without, the timing is ``instead``. A test
+    that did not ask for timing (``replays`` False) is never run again."""
     if call.changed is not None:
         why = not_measured(f"the module changed after its call ({call.changed})")
         return _done(call, None, why, why)
@@ -159,6 +162,9 @@ def measure_call(
         )
         line = f"timed from its observed calls: {call.unsafe}" if timing else how
         return _done(call, timing, how, line)
+    if not replays:
+        unmarked = not_measured(f"its first call could not count them, and {UNMARKED}")
+        return _done(call, *instead, None if call.flops is not None else unmarked)
     if policy is None and call.flops is not None and device_for(call.device).peak() is None:
         return _done(call, *instead, None)  # nothing a replay would add
     result = replay(
@@ -175,21 +181,6 @@ def measure_call(
     if policy is None:
         result = replace(result, timing=instead[1], timed=instead[0])
     return result, None if result.problem is None else str(not_measured(result.problem))
-
-
-def _never_replayed(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measured, str | None]:
-    """A test that did not ask for timing: nothing is run again."""
-    if call.unsafe is not None or call.changed is not None:
-        return measure_call(call, policy)  # (never replays these: says why)
-    line = (
-        None
-        if call.flops is not None
-        else not_measured(f"its first call could not count them, and {UNMARKED}")
-    )
-    timing, how = (
-        (None, OFF) if policy is None else _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
-    )
-    return _done(call, timing, how, line)
 
 
 def measure_calls(
@@ -209,7 +200,9 @@ def measure_calls(
             progress(done, len(calls))
         bound = None if policy is None else policy.for_workload(call.workload_hash)
         if replays == "never":
-            measured, line = _never_replayed(call, bound)
+            unmarked = _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
+            instead = (None, OFF) if bound is None else unmarked
+            measured, line = measure_call(call, bound, instead, replays=False)
         elif bound is not None and replays == "counts" and call.unsafe is None:
             # beside other xdist workers: from the calls the test made, never by a replay
             xdist = _observed(call, XDIST_OBSERVED, XDIST_NOT_MEASURED)
