@@ -190,7 +190,7 @@ def policy_for(stopwatch, suspect_above):
         stopwatch.round += 1
         return t.ratio > suspect_above
 
-    return TimingPolicy(budget_s=0, max_samples=8, suspect=suspect).for_workload("h")
+    return TimingPolicy(budget_s=0, max_samples=8, suspect=suspect, workload="h")
 
 
 def retimed_call(stopwatch, policy):

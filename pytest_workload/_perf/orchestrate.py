@@ -198,7 +198,7 @@ def measure_calls(
     for done, call in enumerate(calls):
         if progress is not None:
             progress(done, len(calls))
-        bound = None if policy is None else policy.for_workload(call.workload_hash)
+        bound = None if policy is None else replace(policy, workload=call.workload_hash)
         if replays == "never":
             unmarked = _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
             instead = (None, OFF) if bound is None else unmarked

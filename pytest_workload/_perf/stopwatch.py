@@ -138,13 +138,10 @@ class TimingPolicy:
     min_block_s: float = 1e-3
     #: The perf gate's question, of each timing of the workload: re-time it before judging?
     suspect: Callable[[str, Timing], bool] | None = None
-    #: (for ``suspect``, by :meth:`for_workload`)
+    #: (for ``suspect``: the workload timed)
     workload: str | None = None
     #: Fresh re-timings of a suspected regression, at most.
     retimes: int = 4
-
-    def for_workload(self, workload_hash: str) -> TimingPolicy:
-        return dataclasses.replace(self, workload=workload_hash)
 
     def suspected(self, timing: Timing) -> bool:
         return (
