@@ -59,14 +59,13 @@ def summarize(
     """Median, IQR and the median's 95% interval of per-call times (seconds), and the median
     and interval of the compute ratios and of the waits, where taken."""
     ordered = sorted(samples_s)
-    low, high = median_interval(ordered)
     ratio, ratio_ci = median_and_interval(ratios) if ratios else (None, None)
     wait, wait_ci = median_and_interval(waits_s) if waits_s else (None, None)
     return Timing(
         median_s=quantile(ordered, 0.5),
         iqr_s=quantile(ordered, 0.75) - quantile(ordered, 0.25),
         n=len(ordered),
-        ci_s=(low, high),
+        ci_s=median_interval(ordered),
         device=device,
         source=source,
         ratio=ratio,
