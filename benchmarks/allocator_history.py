@@ -8,7 +8,7 @@ the session would). The drift gate compares timings taken in different sessions,
 order, ``-k`` selection or xdist distribution can differ.
 
 Each round starts fresh subprocesses. In each, the plugin's timing (``measure`` +
-``summarize``, ``CpuStopwatch``, default ``TimingPolicy``, ``torch.no_grad``) times the target
+``summarize``, ``cpu_lap``, default ``TimingPolicy``, ``torch.no_grad``) times the target
 model twice: once in the fresh process, then again after either one forward of a larger model
 (treatment) or nothing (control). ``judge`` compares the second timing against the first, as if
 the first had been the baseline, and the other way round (a baseline taken in a full session,
@@ -34,7 +34,7 @@ from _common import markdown_table, median, print_header, quantile, rate
 CHILD = r"""
 import json, sys, torch, timm
 from pytest_workload._perf.stopwatch import (
-    CpuStopwatch, TimingPolicy, measure, pin_allocator, summarize,
+    TimingPolicy, cpu_lap, measure, pin_allocator, summarize,
 )
 torch.set_num_threads(1)
 if "PIN_LIKE_THE_PLUGIN" in __import__("os").environ:
@@ -43,7 +43,7 @@ target, other, treat = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 model = timm.create_model(target, pretrained=False).eval()
 x = torch.rand(1, 3, 224, 224)
 def timed():
-    samples = measure(lambda: model(x), CpuStopwatch(), TimingPolicy())
+    samples = measure(lambda: model(x), cpu_lap, TimingPolicy())
     return summarize(samples.wall_s, "cpu").to_dict()
 with torch.no_grad():
     first = timed()
@@ -69,7 +69,7 @@ def child(target: str, other: str, treat: bool, extra_env: dict[str, str]) -> li
 
 
 def main(argv: list[str] | None = None) -> None:
-    from pytest_workload._perf.drift import DEFAULT_TOLERANCE, judge
+    from pytest_workload._perf.baseline import DEFAULT_TOLERANCE, judge
     from pytest_workload._workload.timing import Timing
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

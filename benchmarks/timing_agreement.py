@@ -3,7 +3,7 @@
 For each workload, the plugin's per-call median, taken the way a replay takes it (``replay`` with
 the plugin's default ``TimingPolicy``, under the state captured from a call made under
 ``torch.no_grad``, on copies of the inputs, isolated from the program, after
-``pin_allocator()``; timing there is ``time_call`` with a ``CpuStopwatch``) is set beside the
+``pin_allocator()``; timing there is ``time_call`` with ``cpu_lap``) is set beside the
 median of
 ``torch.utils.benchmark.Timer(...).blocked_autorange()`` on the same callable. The two run
 alternately in one process (which one goes first flips every round), and the table reports the

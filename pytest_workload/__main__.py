@@ -14,7 +14,7 @@ from ._core.errors import WorkloadError
 from ._core.files import write_text_atomic
 from ._core.text import one_line
 from ._options import number
-from ._perf.drift import DEFAULT_TOLERANCE
+from ._perf.baseline import DEFAULT_TOLERANCE
 from ._report.compare import (
     compare_reports,
     render_comparison,

@@ -17,9 +17,8 @@ from ._compile import BACKENDS
 from ._core.errors import DeviceUnavailableError
 from ._core.files import STDOUT
 from ._core.text import Commands, one_line
-from ._perf.baseline import BASELINE_DIRNAME
+from ._perf.baseline import BASELINE_DIRNAME, DEFAULT_TOLERANCE
 from ._perf.device import check_device_spec
-from ._perf.drift import DEFAULT_TOLERANCE
 from ._report.summary import TREE_LINES, TREE_TESTS
 from ._session import WorkloadSettings
 from ._workload.timing import MIN_SAMPLES

@@ -16,9 +16,8 @@ from ._core.notes import GateResult, Note
 from ._core.strict_json import Json, read_field
 from ._core.text import PLAIN, Commands, one_line
 from ._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
-from ._perf.baseline import BASELINE_DIRNAME
+from ._perf.baseline import BASELINE_DIRNAME, DEFAULT_TOLERANCE
 from ._perf.device import environment, resolve_device
-from ._perf.drift import DEFAULT_TOLERANCE
 from ._perf.orchestrate import Replays, SessionBudget
 from ._perf.perf_gate import PerfGate, PerfMode, larger_budget_for
 from ._perf.stopwatch import LIMIT_BUDGETS, TimingPolicy

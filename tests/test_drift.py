@@ -9,9 +9,8 @@ import torch
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
 from pytest_workload._core.errors import WorkloadDataError
-from pytest_workload._perf.baseline import Baseline
+from pytest_workload._perf.baseline import Baseline, judge, worth_retiming
 from pytest_workload._perf.device import CpuDevice, DeviceIdentity
-from pytest_workload._perf.drift import judge, worth_retiming
 from pytest_workload._perf.perf_gate import PerfGate
 from pytest_workload._perf.stopwatch import Lap, TimingPolicy, measure, summarize, time_call
 from pytest_workload._report.summary import format_timing
@@ -191,7 +190,7 @@ def policy_for(stopwatch, suspect_above):
         stopwatch.round += 1
         return t.ratio > suspect_above
 
-    return TimingPolicy(budget_s=0, max_samples=8, suspect=suspect).for_workload("h")
+    return TimingPolicy(budget_s=0, max_samples=8, suspect=suspect, workload="h")
 
 
 def retimed_call(stopwatch, policy):
@@ -224,10 +223,10 @@ def test_nothing_is_re_timed_without_a_suspect():
 
 
 def test_the_cpu_stopwatch_reads_wall_and_thread_time():
-    from pytest_workload._perf.stopwatch import CpuStopwatch
+    from pytest_workload._perf.stopwatch import cpu_lap
 
     clock, thread = iter([0, 1000]), iter([0, 500])
-    lap = CpuStopwatch(lambda: next(clock), lambda: next(thread), lambda: None)(lambda: None, 1)
+    lap = cpu_lap(lambda: None, 1, lambda: next(clock), lambda: next(thread), lambda: None)
     assert lap == Lap(1e-6, 5e-7)
 
 

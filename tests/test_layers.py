@@ -97,7 +97,7 @@ def test_imports_follow_the_feature_rule():
     [
         ("_core", "from .._perf import judge\n", True),  # the core imports no feature
         ("_perf", "from .._snapshot import compare_tables\n", True),  # a later feature
-        ("_report", "from .._perf.drift import judge\n", True),  # another feature's insides
+        ("_report", "from .._perf.baseline import judge\n", True),  # another feature's insides
         ("_report", "from .._perf import judge\n", False),  # an earlier feature's surface
         ("_report", "from .._core.files import read_text\n", False),
     ],

@@ -14,7 +14,7 @@ from pytest_workload._core.errors import (
     DeviceUnavailableError,
     WorkloadDataError,
 )
-from pytest_workload._perf.baseline import Baseline, BaselineStore
+from pytest_workload._perf.baseline import Baseline, BaselineStore, judge
 from pytest_workload._perf.device import (
     CpuDevice,
     DeviceIdentity,
@@ -23,13 +23,12 @@ from pytest_workload._perf.device import (
     device_for,
     resolve_device,
 )
-from pytest_workload._perf.drift import judge
 from pytest_workload._perf.replay import replay
 from pytest_workload._perf.stopwatch import (
-    CpuStopwatch,
     Lap,
     TimingPolicy,
     Unmeasured,
+    cpu_lap,
     measure,
     median_interval,
     run_delay_ns,
@@ -228,8 +227,8 @@ def test_max_samples_bounds_the_loop():
 def test_cpu_stopwatch_uses_its_clock():
     ticks = iter([0, 2_000_000_000])
     thread = iter([0, 500_000_000])
-    stopwatch = CpuStopwatch(lambda: next(ticks), lambda: next(thread), lambda: None)
-    assert stopwatch(lambda: None, 4) == Lap(2.0, 0.5)  # no run-queue waits known: CPU time
+    lap = cpu_lap(lambda: None, 4, lambda: next(ticks), lambda: next(thread), lambda: None)
+    assert lap == Lap(2.0, 0.5)  # no run-queue waits known: CPU time
 
 
 @pytest.mark.parametrize(
@@ -244,8 +243,7 @@ def test_cpu_stopwatch_counts_waits_but_not_waits_for_a_core(run_delay_s, wait_s
     ticks = iter([0, 2_000_000_000])
     thread = iter([0, 500_000_000])
     delays = iter([7, 7 + int(run_delay_s * 1e9)])
-    stopwatch = CpuStopwatch(lambda: next(ticks), lambda: next(thread), lambda: next(delays))
-    lap = stopwatch(lambda: None, 4)
+    lap = cpu_lap(lambda: None, 4, lambda: next(ticks), lambda: next(thread), lambda: next(delays))
     assert lap == Lap(2.0, 0.5, pytest.approx(wait_s))  # the CPU time is the compute
     assert lap.ratio_s == pytest.approx(0.5 + wait_s)
 
@@ -255,8 +253,7 @@ def test_a_block_whose_waits_for_a_core_exceed_its_time_off_the_cpu_has_unknown_
     # block (a sleep of a task left queued), so its own waits are not known
     ticks, thread = iter([0, 2_000_000_000]), iter([0, 500_000_000])
     delays = iter([7, 7 + 1_900_000_000])
-    stopwatch = CpuStopwatch(lambda: next(ticks), lambda: next(thread), lambda: next(delays))
-    lap = stopwatch(lambda: None, 4)
+    lap = cpu_lap(lambda: None, 4, lambda: next(ticks), lambda: next(thread), lambda: next(delays))
     assert lap == Lap(2.0, 0.5, None) and lap.ratio_s == 0.5
 
 
@@ -438,7 +435,7 @@ def test_timing_of_a_real_call_is_positive_and_consistent():
     with torch.no_grad():
         samples = measure(
             lambda: lin(x),
-            CpuStopwatch(),
+            cpu_lap,
             TimingPolicy(budget_s=0.05),
             reference=calibration_kernel("cpu"),
         )

@@ -1,20 +1,16 @@
-"""Timing baselines: the timing one test's workload had on one device identity, one small
-JSON file each, judged only against a timing of the same computation (compute hash and FLOPs):
-two tests that call one model with one input may still compute different things, and a timing
-judged against the other's would fail on unchanged code or hide a real slowdown.
-
-Layout: ``<baseline dir>/<device identity slug>/<workload hash>/<test id's digest>.json``, so
-two branches that add or refresh different workloads never conflict, and a reviewer sees which
-timings moved. Files are text, written atomically, never unpickled.
-"""
+"""Timing baselines (docs/explanation/timing.md, "Baselines"), one small JSON file each, text
+written atomically and never unpickled, and :func:`judge`, the verdict against one: is a
+workload slower than its baseline, beyond doubt? The rules and the runs behind each are the same
+page's "How the gate decides"."""
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final, Literal
 
 from .._core.codec import Record, codec
 from .._core.errors import CorruptFileError, WorkloadDataError
@@ -24,7 +20,7 @@ from .._core.text import one_line
 from .._workload.signature import InputSignature, workload_key
 from .._workload.timing import Timing
 from .._workload.workload import Workload
-from .device import DeviceIdentity
+from .device import DeviceIdentity, device_for
 
 #: Default baseline directory, under the rootdir.
 BASELINE_DIRNAME = "__workload_baselines__"
@@ -69,19 +65,8 @@ class Baseline(Record):
     @classmethod
     def from_workload(cls, test: str, w: Workload, device: DeviceIdentity) -> Baseline:
         assert w.timing is not None
-        signature = w.input_signature.format()
-        return cls(
-            test,
-            w.hash,
-            w.name,
-            w.class_name,
-            signature,
-            w.key,
-            device,
-            w.timing,
-            w.flops,
-            w.compute_hash,
-        )
+        which = (test, w.hash, w.name, w.class_name, w.input_signature.format(), w.key)
+        return cls(*which, device, w.timing, w.flops, w.compute_hash)
 
     def other_computation(self, w: Workload) -> str | None:
         """How ``w`` computes something else than the call this baseline timed (None: it does
@@ -131,10 +116,6 @@ class BaselineStore:
             )
         return baseline
 
-    def has_any(self, workload_hash: str) -> bool:
-        """Whether some test's baseline exists for this workload hash."""
-        return any((self.directory / workload_hash).glob("*.json"))
-
     def all(self) -> list[Baseline]:
         """Every readable baseline of this device identity (read once), for nearest-shape
         lookups; one corrupt file is left out (and listed in ``unreadable``), not fatal."""
@@ -154,3 +135,77 @@ class BaselineStore:
         write_text_atomic(path, text, within=self.within)
         self._all = None
         return path
+
+
+#: Relative slowdown allowed before the gate fails (0.15 = 15% slower).
+DEFAULT_TOLERANCE: Final = 0.15
+
+
+DriftKind = Literal["regression", "faster", "unchanged", "too few samples", "not comparable"]
+
+#: What decided a verdict: the calibrated ratio, or wall time (no calibration).
+Evidence = Literal["calibrated", "wall"]
+
+
+@dataclass(frozen=True)
+class Drift:
+    kind: DriftKind
+    #: Current over baseline (calibrated where both sides are), and its 95% interval.
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    tolerance: float
+    evidence: Evidence = "wall"
+    #: Current wall-time median over the baseline's, what a user reads beside ``ratio``.
+    wall_ratio: float = math.nan
+    #: Current calibration kernel's time over the baseline's: how much slower the machine ran.
+    machine_ratio: float | None = None
+
+    def figure(self) -> str:
+        """The deciding ratio, and its 95% interval where both timings have one."""
+        what = "calibrated ratio" if self.evidence == "calibrated" else "wall-time ratio"
+        if self.kind == "too few samples" or not math.isfinite(self.ratio_low):
+            return f"{what} {self.ratio:.2f}x"
+        return (
+            f"{what} {self.ratio:.2f}x (95% interval {self.ratio_low:.2f}–{self.ratio_high:.2f}x)"
+        )
+
+
+def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANCE) -> Drift:
+    """Compare a timing with its baseline; ``ratio`` > 1 means slower."""
+    wall = current.median_s / baseline.median_s
+    low, high = current.ci_s[0] / baseline.ci_s[1], current.ci_s[1] / baseline.ci_s[0]
+    drift = Drift("unchanged", wall, low, high, tolerance, "wall", wall)
+    # both at the machine speed of the baseline (its kernel's time)
+    kernel = baseline.calibration_s
+    now = None if kernel is None else current.calibrated(kernel)
+    then = None if kernel is None else baseline.calibrated(kernel)
+    if now is not None and then is not None and current.calibration_s is not None:
+        assert kernel is not None
+        (cur, cur_low, cur_high), (base, base_low, base_high) = now, then
+        machine = current.calibration_s / kernel
+        ratios = (cur / base, cur_low / base_high, cur_high / base_low)
+        drift = Drift("unchanged", *ratios, tolerance, "calibrated", wall, machine)
+    if not (current.has_interval and baseline.has_interval):
+        return replace(drift, kind="too few samples")
+    machine_limit = device_for(current.device).kernel_limit
+    if (
+        drift.machine_ratio is not None
+        and machine_limit is not None
+        and not 1 / machine_limit <= drift.machine_ratio <= machine_limit
+    ):
+        return replace(drift, kind="not comparable")
+    limit = 1 + tolerance
+    if drift.ratio > limit and drift.ratio_low > limit:
+        return replace(drift, kind="regression")
+    if drift.ratio < 1 / limit and drift.ratio_high < 1 / limit:
+        return replace(drift, kind="faster")
+    return drift
+
+
+def worth_retiming(drift: Drift) -> bool:
+    """Whether a timing's median lies beyond the tolerance, either way, proven or not: timed
+    again, it is judged on more samples (faster is doubted too: see the module's docs)."""
+    limit = 1 + drift.tolerance
+    doubtful = drift.kind in ("regression", "unchanged", "faster")
+    return doubtful and not 1 / limit <= drift.ratio <= limit

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from .._core.codec import Record
 from .._core.errors import DeviceUnavailableError
 from .._core.strict_json import Json
-from .stopwatch import CpuStopwatch, Lap, pin_allocator
+from .stopwatch import Lap, cpu_lap, pin_allocator
 
 if TYPE_CHECKING:
     import torch
@@ -148,9 +148,6 @@ class PeakMemory:
         return max(torch.cuda.max_memory_allocated(self.device) - self._base, 0)
 
 
-_HOST_CLOCKS: Final = CpuStopwatch()
-
-
 class Device:
     """What timing and measuring a call need from the device it runs on. This base serves a
     kind the package does not know: timed by the host's clocks, with nothing of its own."""
@@ -172,7 +169,7 @@ class Device:
         self.device = device
 
     def lap(self, fn: Callable[[], object], number: int) -> Lap:
-        return _HOST_CLOCKS(fn, number)
+        return cpu_lap(fn, number)
 
     @contextmanager
     def timing(self) -> Iterator[None]:

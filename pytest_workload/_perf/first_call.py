@@ -1,10 +1,7 @@
-"""A new workload's first call, observed while the test makes it. Its inputs are copied
-before the call, so a replay computes what the test computed even if either changes them later.
-As it returns (in its forward hook, inside the test's contexts), its modes (train/eval, grad,
-inference, autocast) and parameter dtypes and devices are captured, after the forward, so a
-module that builds itself on its first call is captured as built; a replay runs under exactly
-that, or not at all. :func:`check_compile` hands first calls to the compile readiness check.
-"""
+"""A new workload's first call, observed while the test makes it (docs/explanation/timing.md,
+"What is measured"). Its state is captured as it returns, in its forward hook, so a module that
+builds itself on its first call is captured as built. :func:`check_compile` hands first calls
+to the compile readiness check."""
 
 from __future__ import annotations
 
@@ -109,36 +106,10 @@ _PLAIN = (int, float, bool, str, bytes, complex, type(None))
 Missing = tuple[str, ...]
 
 
-def _qualified(value: object) -> str:
-    kind = type(value)
-    return f"{kind.__module__}.{kind.__qualname__}"
-
-
-def _copy_mapping(value: dict[Any, Any]) -> tuple[Any, Missing]:
-    """A dict, or a copy of a dict subclass (a ``ModelOutput``) with its type and attributes,
-    its items copied."""
-    pairs = {k: copy_inputs(v) for k, v in value.items()}
-    missing = tuple(m for _, found in pairs.values() for m in found)
-    if type(value) is dict:
-        return {k: v for k, (v, _) in pairs.items()}, missing
-    try:
-        mapping = copy.copy(value)
-        for k, (v, _) in pairs.items():
-            mapping[k] = v
-    except Exception:
-        return value, (_qualified(value),)
-    return mapping, missing
-
-
-def _enters(value: object) -> bool:
-    """An object whose attributes an input's copy and restore reach into: not a class, a
-    module, a plain value or a function (a module's attributes are its own)."""
-    return not isinstance(value, (type, types.ModuleType, *_PLAIN)) and not callable(value)
-
-
 def reachable(value: object) -> list[object]:
     """Every tensor reachable from ``value`` through lists, tuples, dicts and the attributes of
-    the objects it :func:`_enters`, and those objects: each once, in the order first met."""
+    objects, and those objects: each once, in the order first met. A class, a module, a plain
+    value or a function is not entered (a module's attributes are its own)."""
     import torch
 
     found: dict[int, object] = {}
@@ -156,7 +127,9 @@ def reachable(value: object) -> list[object]:
             items = value
         elif isinstance(value, dict):
             items = value.values()
-        elif hasattr(value, "__dict__") and _enters(value):
+        elif hasattr(value, "__dict__") and not (
+            callable(value) or isinstance(value, (types.ModuleType, *_PLAIN))
+        ):
             found[id(value)] = value
             items = vars(value).values()
         else:
@@ -168,51 +141,52 @@ def reachable(value: object) -> list[object]:
     return list(found.values())
 
 
-def input_objects(values: object) -> list[object]:
-    """The objects with attributes among ``values`` (a dataclass, a KV cache, whose layers'
-    tensors a forward rebinds as it grows it): what a forward may change in an input it is
-    given, so a replay puts their attributes back after each call."""
-    import torch
-
-    return [v for v in reachable(values) if not isinstance(v, torch.Tensor)]
-
-
-def _copy_object(value: object) -> tuple[Any, Missing]:
-    """A deep copy of an object of another type (a dataclass, a KV cache, an ``ImageList``),
-    its tensors detached and cloned first (``deepcopy`` refuses a tensor with a history); not
-    copied when it is a module, or when a deep copy fails (a stream, a lock)."""
-    import torch
-
-    if isinstance(value, torch.nn.Module):
-        return value, (_qualified(value),)
-    memo: dict[int, Any] = {}
-    for part in reachable(value):
-        if isinstance(part, torch.Tensor):
-            memo[id(part)] = part.detach().clone().requires_grad_(part.requires_grad)
-    try:
-        return copy.deepcopy(value, memo), ()
-    except Exception:
-        return value, (_qualified(value),)
-
-
 def copy_inputs(value: Any) -> tuple[Any, Missing]:
-    """A copy of call inputs with every tensor cloned, and the types it could not copy."""
+    """A copy of call inputs with every tensor cloned, and the types it could not copy: a
+    module, or an object a deep copy refuses (a stream, a lock), is passed as it is."""
     import torch
 
-    if isinstance(value, torch.Tensor):
-        clone = value.detach().clone()
-        return clone.requires_grad_(value.requires_grad), ()
-    if isinstance(value, (tuple, list)):
-        items = [copy_inputs(v) for v in value]
-        missing = tuple(m for _, found in items for m in found)
-        if hasattr(type(value), "_fields"):  # a named tuple
-            return type(value)(*(v for v, _ in items)), missing
-        return type(value)(v for v, _ in items), missing
-    if isinstance(value, dict):
-        return _copy_mapping(value)
-    if isinstance(value, (*_PLAIN, torch.dtype, torch.device, torch.Size)):
-        return value, ()
-    return _copy_object(value)
+    missing: list[str] = []
+
+    def clone(tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.detach().clone().requires_grad_(tensor.requires_grad)
+
+    def kept(value: object, since: int) -> object:
+        del missing[since:]
+        missing.append(f"{type(value).__module__}.{type(value).__qualname__}")
+        return value
+
+    def copied(value: Any) -> Any:
+        if isinstance(value, torch.Tensor):
+            return clone(value)
+        if isinstance(value, (tuple, list)):
+            items = [copied(v) for v in value]
+            return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+        since = len(missing)
+        if isinstance(value, dict):
+            pairs = {k: copied(v) for k, v in value.items()}
+            if type(value) is dict:
+                return pairs
+            try:  # a dict subclass (a ``ModelOutput``), with its type and attributes
+                mapping = copy.copy(value)
+                for k, v in pairs.items():
+                    mapping[k] = v
+            except Exception:
+                return kept(value, since)
+            return mapping
+        if isinstance(value, (*_PLAIN, torch.dtype, torch.device, torch.Size)):
+            return value
+        if isinstance(value, torch.nn.Module):
+            return kept(value, since)
+        # another type (a dataclass, a KV cache, an ``ImageList``): its tensors detached and
+        # cloned first, as ``deepcopy`` refuses a tensor with a history
+        memo = {id(t): clone(t) for t in reachable(value) if isinstance(t, torch.Tensor)}
+        try:
+            return copy.deepcopy(value, memo)
+        except Exception:
+            return kept(value, since)
+
+    return copied(value), tuple(missing)
 
 
 class FirstCall:

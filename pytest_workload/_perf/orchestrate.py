@@ -1,12 +1,8 @@
-"""Measuring a test's new top-level workloads after its body, within the session's budget.
-
-FLOPs come from a workload's first call where counted there. A replay times it (and counts
-FLOPs for a compiled module); it is refused when the module no longer computes what the call
-computed, and replaced by the observed calls' times when a replay could change state it cannot
-put back, or when xdist workers share the cores (a replayed timing there is biased, and gates
-nothing). A test recorded by ``--workload-record=all`` alone is never replayed: a replay
-re-runs a forward hundreds of times, which multiplied an unedited suite's time, and whatever
-the forward does outside the module tree happened again each time.
+"""Measuring a test's new top-level workloads after its body, within the session's budget:
+which are replayed, and what stands in where one is not (docs/explanation/timing.md, "What
+cannot be measured faithfully is said"). A test recorded by ``--workload-record=all`` alone is
+never replayed: a replay re-runs a forward hundreds of times, which multiplied an unedited
+suite's time, and whatever the forward does outside the module tree happened again each time.
 """
 
 from __future__ import annotations
@@ -22,7 +18,6 @@ from .._workload.timing import (
     BUDGET_SPENT,
     FIRST_CALL,
     OFF,
-    REPLAYED,
     UNMARKED,
     UNMARKED_NOT_MEASURED,
     UNMARKED_OBSERVED,
@@ -131,44 +126,47 @@ def _observed(call: FirstCall, how: Method, unobserved: Method) -> tuple[Timing 
 
 
 def _done(
-    call: FirstCall,
-    timing: Timing | None,
-    how: Method,
-    line: Method | str | None,
-    result: Measured | None,
+    call: FirstCall, timing: Timing | None, how: Method, line: Method | str | None
 ) -> tuple[Measured, str | None]:
-    """The measurement (``result``: a replay's), and its line for the report; FLOPs not
-    counted say the line's why."""
-    flops_how: Method
-    if call.flops is not None:
-        flops, flops_how = call.flops, FIRST_CALL
-    elif result is not None and result.counted is not None:
-        flops, flops_how = result.counted, REPLAYED
-    else:
-        reason = line or "no replay counted them"
-        flops, flops_how = None, reason if isinstance(reason, Method) else not_measured(reason)
-    peak = None if result is None else result.peak_memory_bytes
-    measured = Measured(how, flops_how, timed=timing, counted=flops, peak_memory_bytes=peak)
+    """The measurement of a call not replayed, and its line for the report; FLOPs the first
+    call did not count say the line's why."""
+    flops_how = FIRST_CALL
+    if call.flops is None:
+        assert line is not None  # (every path without FLOPs says why)
+        flops_how = line if isinstance(line, Method) else not_measured(line)
+    measured = Measured(how, flops_how, timed=timing, counted=call.flops)
     return measured, None if line is None else str(line)
 
 
-def measure_call(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measured, str | None]:
+def measure_call(
+    call: FirstCall,
+    policy: TimingPolicy | None,
+    instead: tuple[Timing | None, Method] = (None, OFF),
+    *,
+    replays: bool = True,
+) -> tuple[Measured, str | None]:
+    """The call's measurement, and its line for the report. A replay counts what the first
+    call could not, and with a ``policy`` times it; without, the timing is ``instead``. A test
+    that did not ask for timing (``replays`` False) is never run again."""
     if call.changed is not None:
         why = not_measured(f"the module changed after its call ({call.changed})")
-        return _done(call, None, why, why, None)
+        return _done(call, None, why, why)
     if call.unsafe is not None:
         if policy is None:
             unsafe = None if call.flops is not None else not_measured(call.unsafe)
-            return _done(call, None, OFF, unsafe, None)
+            return _done(call, *instead, unsafe)
         timing, how = _observed(
             call,
             observed(call.unsafe),
             not_measured(f"{call.unsafe}, and no call was observed untraced"),
         )
         line = f"timed from its observed calls: {call.unsafe}" if timing else how
-        return _done(call, timing, how, line, None)
+        return _done(call, timing, how, line)
+    if not replays:
+        unmarked = not_measured(f"its first call could not count them, and {UNMARKED}")
+        return _done(call, *instead, None if call.flops is not None else unmarked)
     if policy is None and call.flops is not None and device_for(call.device).peak() is None:
-        return _done(call, None, OFF, None, None)  # nothing a replay would add
+        return _done(call, *instead, None)  # nothing a replay would add
     result = replay(
         call.module,
         call.target,
@@ -178,34 +176,11 @@ def measure_call(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measured
         context=call.captured,
         count=call.flops is None,
     )
-    problem = None if result.problem is None else not_measured(result.problem)
-    return _done(call, result.timed, result.timing, problem, result)
-
-
-def _without_replay(
-    call: FirstCall, timing: Timing | None, how: Method
-) -> tuple[Measured, str | None]:
-    """FLOPs as always (a replay counts them where the first call could not); the timing
-    comes from elsewhere."""
-    measured, line = measure_call(call, None)
-    if measured.timing != OFF:  # (it could not have been timed anyway: says why)
-        return measured, line
-    return replace(measured, timing=how, timed=timing), line
-
-
-def _never_replayed(call: FirstCall, policy: TimingPolicy | None) -> tuple[Measured, str | None]:
-    """A test that did not ask for timing: nothing is run again."""
-    if call.unsafe is not None or call.changed is not None:
-        return measure_call(call, policy)  # (never replays these: says why)
-    line = (
-        None
-        if call.flops is not None
-        else not_measured(f"its first call could not count them, and {UNMARKED}")
-    )
-    timing, how = (
-        (None, OFF) if policy is None else _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
-    )
-    return _done(call, timing, how, line, None)
+    if call.flops is not None:
+        result = replace(result, flops=FIRST_CALL, counted=call.flops)
+    if policy is None:
+        result = replace(result, timing=instead[1], timed=instead[0])
+    return result, None if result.problem is None else str(not_measured(result.problem))
 
 
 def measure_calls(
@@ -223,20 +198,21 @@ def measure_calls(
     for done, call in enumerate(calls):
         if progress is not None:
             progress(done, len(calls))
-        bound = None if policy is None else policy.for_workload(call.workload_hash)
+        bound = None if policy is None else replace(policy, workload=call.workload_hash)
         if replays == "never":
-            measured, line = _never_replayed(call, bound)
+            unmarked = _observed(call, UNMARKED_OBSERVED, UNMARKED_NOT_MEASURED)
+            instead = (None, OFF) if bound is None else unmarked
+            measured, line = measure_call(call, bound, instead, replays=False)
         elif bound is not None and replays == "counts" and call.unsafe is None:
             # beside other xdist workers: from the calls the test made, never by a replay
-            measured, line = _without_replay(
-                call, *_observed(call, XDIST_OBSERVED, XDIST_NOT_MEASURED)
-            )
+            xdist = _observed(call, XDIST_OBSERVED, XDIST_NOT_MEASURED)
+            measured, line = measure_call(call, None, xdist)
         elif bound is None or budget is None or replays == "counts":
             measured, line = measure_call(call, bound)
         elif budget.admits(call.workload_hash, call.device):
             measured, line = budget.charge(functools.partial(measure_call, call, bound))
         else:
-            measured, line = _without_replay(call, None, BUDGET_SPENT)
+            measured, line = measure_call(call, None, (None, BUDGET_SPENT))
         measurements.append(measured)
         if line is not None:
             lines.append(f"{call.name} ({call.class_name}): {line}")

@@ -16,12 +16,12 @@ from .._core.text import PLAIN, Commands, format_duration, one_line, plural, sho
 from .._fingerprint.distance import nearest
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
-from .baseline import Baseline, BaselineStore
+from .baseline import Baseline, BaselineStore, Drift, judge, worth_retiming
 from .device import device_for
-from .drift import Drift, judge, worth_retiming
 from .stopwatch import LIMIT_BUDGETS, TimingPolicy
 
-_Notes = list[tuple[NoteKind, str]]
+#: What the check of one workload found: a note, or a failure (a regression, or another).
+_Found = list[tuple[NoteKind | Literal["failure", "regression"], str]]
 
 #: ``--workload-perf``'s values (their meaning: its help in ``_options.py``).
 PerfMode = Literal["on", "off", "strict"]
@@ -130,15 +130,18 @@ class PerfGate:
     def check(self, test: TestWorkloads, tolerance: float) -> GateResult:
         failures: list[str] = []
         notes: list[Note] = []
-        regressions: list[str] = []
+        regressions = 0
         for w in test.roots():
             # not replayed (xdist workers, an unmarked test): a few of the test's own calls
-            unreplayed = w.measured is not None and w.measured.unreplayed
-            if w.timing is not None and not unreplayed:
-                found: _Notes = []
-                failures += self._check_workload(test.nodeid, w, tolerance, found, regressions)
-                notes += (Note(test.nodeid, text, kind, w.hash) for kind, text in found)
-        return GateResult(tuple(failures), tuple(notes), len(regressions))
+            if w.timing is None or (w.measured is not None and w.measured.unreplayed):
+                continue
+            for kind, text in self._check_workload(test.nodeid, w, tolerance):
+                if kind == "failure" or kind == "regression":
+                    failures.append(text)
+                    regressions += kind == "regression"
+                else:
+                    notes.append(Note(test.nodeid, text, kind, w.hash))
+        return GateResult(tuple(failures), tuple(notes), regressions)
 
     def torn_down(self, nodeid: str, *, failed: bool) -> tuple[Note, ...]:
         """A test's teardown is over: forget the baselines its update wrote or, when it
@@ -152,7 +155,7 @@ class PerfGate:
     def has_baseline(self, workload_hash: str, device: str) -> bool:
         """Whether some test's baseline on ``device`` may judge this workload (the session
         budget times it whichever test runs it)."""
-        return self._store(device).has_any(workload_hash)
+        return any((self._store(device).directory / workload_hash).glob("*.json"))
 
     def suspect(self, test: str, workload_hash: str, timing: Timing, tolerance: float) -> bool:
         """``TimingPolicy.suspect``: not under update, where the timing cannot fail."""
@@ -176,9 +179,7 @@ class PerfGate:
         the cores (and the mode is not strict), whose timings could gate nothing."""
         return self._relaxed is None
 
-    def _check_workload(
-        self, test: str, w: Workload, tolerance: float, notes: _Notes, regressions: list[str]
-    ) -> list[str]:
+    def _check_workload(self, test: str, w: Workload, tolerance: float) -> _Found:
         assert w.timing is not None
         store = self._store(w.timing.device)
         try:
@@ -186,20 +187,20 @@ class PerfGate:
         except CorruptFileError as exc:
             what, rewrite = one_line(str(exc)), f"rewrite it with {self.commands.baseline}"
             if exc.future:
-                return [
+                text = (
                     f"timing baseline {what}: upgrade pytest-workload to use it. "
                     "It is left as it is, also under --snapshot-update"
-                ]
-            if not self.update:
-                return [
-                    f"timing baseline {what}; {rewrite}"
-                    if exc.old
-                    else f"corrupt timing baseline {what}; fix it, delete it or {rewrite}"
-                ]
+                )
+            elif exc.old:
+                text = f"timing baseline {what}; {rewrite}"
+            else:
+                text = f"corrupt timing baseline {what}; fix it, delete it or {rewrite}"
+            if exc.future or not self.update:
+                return [("failure", text)]
             baseline = None
         other = None if baseline is None else baseline.other_computation(w)
         if baseline is None or other is not None:
-            return self._no_baseline(test, w, store, notes, other)
+            return self._no_baseline(test, w, store, other)
         if store.path(w.hash, test) in self._written:
             return []  # a test run twice (--count, a rerun plugin): its first timing stands
         drift = judge(w.timing, baseline.timing, tolerance)
@@ -211,31 +212,11 @@ class PerfGate:
                 + one_line(f"{w.name} ({w.class_name}) {w.input_signature.format()}")
                 + f" refreshed: {drift.figure()} against the old one"
             )
-            return self._write(test, w, store, ("baseline refreshed", note), notes)
+            return self._write(test, w, store, ("baseline refreshed", note))
+        kind: NoteKind
         if drift.kind == "unchanged":
             return []
-        if drift.kind in ("too few samples", "not comparable"):
-            if drift.kind == "too few samples":
-                why = " (the time budget cut it short: see --workload-time-budget)"
-                kind: NoteKind = "not judged: too few samples"
-                text = (
-                    f"{_title(w)}: {drift.figure()}, not judged: timed on "
-                    f"{plural(w.timing.n, 'sample')}{why if cut_short(w.timing) else ''} against "
-                    f"the baseline's {baseline.timing.n}, and a verdict needs {MIN_SAMPLES} on "
-                    "each side"
-                )
-            else:
-                kind = "not judged: kernel"
-                text = (
-                    f"{_title(w)}: {drift.figure()} (wall time, context only, "
-                    f"{drift.wall_ratio:.2f}x), not judged: the calibration kernel took "
-                    f"{drift.machine_ratio:.2f}x its baseline's time, beyond any load or phase of "
-                    f"one machine; refresh the baseline with {self.commands.baseline}"
-                )
-            if self._strict:
-                return [f"{text}; --workload-perf=strict fails a timing it cannot judge"]
-            notes.append((kind, text))
-        elif drift.kind == "regression":
+        if drift.kind == "regression":
             message = "\n".join(
                 [
                     f"performance regression: {_title(w)}",
@@ -247,26 +228,39 @@ class PerfGate:
                 ]
             )
             if self._relaxed is None:
-                regressions.append(message)
-                return [message]
-            notes.append(("not judged: xdist", f"{message}\n  ({self._relaxed})"))
-        else:
+                return [("regression", message)]
+            return [("not judged: xdist", f"{message}\n  ({self._relaxed})")]
+        if drift.kind == "faster":
             text = (
                 f"{_title(w)} is faster than its baseline: {_decided(w.timing, drift)} "
                 f"({_wall(w.timing, baseline.timing, drift)}); refresh the baseline with "
                 f"{self.commands.baseline}"
             )
-            notes.append(("faster", text))
-        return []
+            return [("faster", text)]
+        if drift.kind == "too few samples":
+            why = " (the time budget cut it short: see --workload-time-budget)"
+            kind = "not judged: too few samples"
+            text = (
+                f"{_title(w)}: {drift.figure()}, not judged: timed on "
+                f"{plural(w.timing.n, 'sample')}{why if cut_short(w.timing) else ''} against "
+                f"the baseline's {baseline.timing.n}, and a verdict needs {MIN_SAMPLES} on "
+                "each side"
+            )
+        else:
+            kind = "not judged: kernel"
+            text = (
+                f"{_title(w)}: {drift.figure()} (wall time, context only, "
+                f"{drift.wall_ratio:.2f}x), not judged: the calibration kernel took "
+                f"{drift.machine_ratio:.2f}x its baseline's time, beyond any load or phase of "
+                f"one machine; refresh the baseline with {self.commands.baseline}"
+            )
+        if self._strict:
+            return [("failure", f"{text}; --workload-perf=strict fails a timing it cannot judge")]
+        return [(kind, text)]
 
     def _write(
-        self,
-        test: str,
-        w: Workload,
-        store: BaselineStore,
-        note: tuple[NoteKind, str],
-        notes: _Notes,
-    ) -> list[str]:
+        self, test: str, w: Workload, store: BaselineStore, note: tuple[NoteKind, str]
+    ) -> _Found:
         assert w.timing is not None
         samples = f"timed on {plural(w.timing.n, 'sample')}"
         refused: tuple[NoteKind, str] | None = None
@@ -280,31 +274,30 @@ class PerfGate:
             why = f"{samples}, and a verdict needs {MIN_SAMPLES}"
             refused = ("baseline not written: too few samples", why)
         if refused is not None:
-            notes.append((refused[0], f"{note[1]}: not written, {refused[1]}"))
-            return []
+            return [(refused[0], f"{note[1]}: not written, {refused[1]}")]
         before = held(store.path(w.hash, test))
         try:
             path = store.put(Baseline.from_workload(test, w, store.device))
         except FileWriteError as exc:
-            return [f"timing baseline not written: {one_line(str(exc))}"]
+            return [("failure", f"timing baseline not written: {one_line(str(exc))}")]
         self._written.add(path)
         if before is not None:
             self._wrote.setdefault(test, []).append((path, before[0]))
-        notes.append(note)
-        return []
+        return [note]
 
     def _no_baseline(
-        self, test: str, w: Workload, store: BaselineStore, notes: _Notes, other: str | None
-    ) -> list[str]:
+        self, test: str, w: Workload, store: BaselineStore, other: str | None
+    ) -> _Found:
         if self.update:
             note = f"timing baseline {one_line(str(store.path(w.hash, test)))} recorded"
-            return self._write(test, w, store, ("baseline recorded", note), notes)
+            return self._write(test, w, store, ("baseline recorded", note))
         stored = store.all()  # (lists the files it could not read)
+        unread: _Found = []
         for exc in store.unreadable:
             if exc.path not in self._reported:
                 self._reported.add(exc.path)
                 note = f"timing baseline {one_line(str(exc))}; left out of nearest-shape lookups"
-                notes.append(("unreadable baseline", note))
+                unread.append(("unreadable baseline", note))
         assert w.timing is not None
         # the same text in every test that runs the workload (whatever a test calls its model),
         # so the session shows it once
@@ -332,5 +325,4 @@ class PerfGate:
                 f"timed on {plural(w.timing.n, 'sample')}, cut short by the time budget: record "
                 f"one with a larger one: {self.commands.raise_budget(larger_budget(w.timing))}"
             )
-        notes.append((kind, f"{line}; {record}"))
-        return []
+        return [*unread, (kind, f"{line}; {record}")]

@@ -1,19 +1,13 @@
-"""Measuring a top-level workload by replaying its first call after the test.
-
-A replay runs under the state the call was made in, on a copy of its inputs, and leaves no
-trace: the tensors of every module in the tree (values and identity), each module's attributes
-(and the contents of its containers), the global RNGs and each generator a module holds are put
-back (an ``itertools.count``, which cannot be rewound, is replaced by an equal one during the
-replay); a Hugging Face cache among the inputs is put back after every call. User hooks are
-suspended, so they neither fire nor count in its timing. What the forward reaches through a
-global cannot be put back: a first call that wrote to a tensor there is never replayed. An
-exception from a replay (``pytest.fail``, ``SystemExit`` too) is returned as a problem, never
-raised; only ``KeyboardInterrupt`` goes through.
-"""
+"""Measuring a top-level workload by replaying its first call after the test, under the
+state the call was made in, on a copy of its inputs, leaving no trace: what is put back, and
+what cannot be, is docs/explanation/timing.md's "What is measured". An exception from a replay
+(``pytest.fail``, ``SystemExit`` too) is returned as a problem; only ``KeyboardInterrupt`` goes
+through."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import random
 import sys
@@ -26,7 +20,7 @@ from .._torch_internals import global_hook_tables, module_hook_tables, tensor_ve
 from .._tracing import count_flops, own_tensors
 from .._workload.timing import OFF, REPLAYED, Measured, not_measured
 from .device import KINDS, device_for, device_of
-from .first_call import CallContext, applied, capture, copy_inputs, input_objects
+from .first_call import CallContext, applied, capture, copy_inputs, reachable
 from .stopwatch import TimingPolicy, Unmeasured, time_call
 
 if TYPE_CHECKING:
@@ -155,10 +149,11 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
             (t, None if t.is_inference() else tensor_version(t), t.detach().clone())
             for t in unique.values()
         ]
-    # the global RNGs: torch's of each device kind, ``random``'s, NumPy's
-    torch_rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
-    python, numpy = random.getstate(), sys.modules.get("numpy")
-    legacy = None if numpy is None else numpy.random.get_state()
+    # what puts the global RNGs back: torch's of each device kind, ``random``'s, NumPy's
+    rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
+    rngs.append(functools.partial(random.setstate, random.getstate()))
+    if (numpy := sys.modules.get("numpy")) is not None:
+        rngs.append(functools.partial(numpy.random.set_state, numpy.random.get_state()))
     # (a module's empty hook table has nothing to suspend; what the replay adds to it, the
     # module's restored state takes out)
     tables = global_hook_tables() + [t for m in modules for t in module_hook_tables(m) if t]
@@ -172,17 +167,13 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
         yield
     finally:
         for table, saved_hooks in zip(tables, hooks, strict=True):
-            table.clear()
-            table.update(saved_hooks)
+            _put_back(table, saved_hooks)
         for state in states:
             state.restore()
         for tensor, version, copy in saved:
             _put_tensor_back(tensor, version, copy)
-        for torch_rng in torch_rngs:
-            torch_rng()
-        random.setstate(python)
-        if numpy is not None:
-            numpy.random.set_state(legacy)
+        for rng in rngs:
+            rng()
 
 
 def replay(
@@ -199,6 +190,8 @@ def replay(
     (default: the state now): the allocator's peak where the device reads it (CUDA), FLOPs
     (when ``count``) on ``target``, whose wrapper would recompile under the counter, and timing
     (unless ``policy`` is None) on ``module``, so a compiled model is timed compiled."""
+    import torch
+
     context = capture(target) if context is None else context
     device = device_for(device_of(target, args, kwargs))
     flops = peak = timing = None
@@ -208,9 +201,11 @@ def replay(
             if count:
                 flops = count_flops(target, *copy_inputs((args, kwargs))[0])
             (a, k), _ = copy_inputs((args, kwargs))
-            # an input the call changes (a cache it grows) is put back after each call, so
-            # each computes the first
-            caches = [AttributeState(part) for part in input_objects((a, k))]
+            # the objects among the inputs (a dataclass, a KV cache whose layers' tensors a
+            # forward rebinds as it grows it) are put back after each call, so each computes
+            # the first
+            objects = [p for p in reachable((a, k)) if not isinstance(p, torch.Tensor)]
+            caches = [AttributeState(part) for part in objects]
 
             def call() -> None:
                 module(*a, **k)

@@ -59,14 +59,13 @@ def summarize(
     """Median, IQR and the median's 95% interval of per-call times (seconds), and the median
     and interval of the compute ratios and of the waits, where taken."""
     ordered = sorted(samples_s)
-    low, high = median_interval(ordered)
     ratio, ratio_ci = median_and_interval(ratios) if ratios else (None, None)
     wait, wait_ci = median_and_interval(waits_s) if waits_s else (None, None)
     return Timing(
         median_s=quantile(ordered, 0.5),
         iqr_s=quantile(ordered, 0.75) - quantile(ordered, 0.25),
         n=len(ordered),
-        ci_s=(low, high),
+        ci_s=median_interval(ordered),
         device=device,
         source=source,
         ratio=ratio,
@@ -138,13 +137,10 @@ class TimingPolicy:
     min_block_s: float = 1e-3
     #: The perf gate's question, of each timing of the workload: re-time it before judging?
     suspect: Callable[[str, Timing], bool] | None = None
-    #: (for ``suspect``, by :meth:`for_workload`)
+    #: (for ``suspect``: the workload timed)
     workload: str | None = None
     #: Fresh re-timings of a suspected regression, at most.
     retimes: int = 4
-
-    def for_workload(self, workload_hash: str) -> TimingPolicy:
-        return dataclasses.replace(self, workload=workload_hash)
 
     def suspected(self, timing: Timing) -> bool:
         return (
@@ -186,34 +182,31 @@ def own_time_ns() -> int:
     return time.perf_counter_ns() - (run_delay_ns() or 0)
 
 
-class CpuStopwatch:
-    """The thread's CPU time as a block's compute, and as its waits the rest of the wall time
-    less the time it waited in a run queue (docs/explanation/timing.md, "Timing")."""
-
-    def __init__(
-        self,
-        clock: Callable[[], int] = time.perf_counter_ns,
-        thread_clock: Callable[[], int] = time.thread_time_ns,
-        run_delay: Callable[[], int | None] = run_delay_ns,
-    ) -> None:
-        self._clock, self._thread_clock, self._run_delay = clock, thread_clock, run_delay
-
-    def __call__(self, fn: Callable[[], object], number: int) -> Lap:
-        # (the run-queue reads, a file each, outside the clocks: not timed as the block's own)
-        start_delay = self._run_delay()
-        start, start_cpu = self._clock(), self._thread_clock()
-        for _ in range(number):
-            fn()
-        end, end_cpu = self._clock(), self._thread_clock()
-        end_delay = self._run_delay()
-        wall, cpu = end - start, end_cpu - start_cpu
-        if start_delay is None or end_delay is None:
-            return Lap(wall / 1e9, cpu / 1e9)
-        wait = wall - (end_delay - start_delay) - cpu
-        if wait < -(_SLACK_NS + wall * _SLACK_SHARE):
-            # more waiting for a core than the block spent off the CPU: a wait from outside it
-            return Lap(wall / 1e9, cpu / 1e9, None)
-        return Lap(wall / 1e9, cpu / 1e9, max(0, wait) / 1e9)
+def cpu_lap(
+    fn: Callable[[], object],
+    number: int,
+    clock: Callable[[], int] = time.perf_counter_ns,
+    thread_clock: Callable[[], int] = time.thread_time_ns,
+    run_delay: Callable[[], int | None] = run_delay_ns,
+) -> Lap:
+    """A :data:`Stopwatch` on the host's clocks: the thread's CPU time as a block's compute,
+    and as its waits the rest of the wall time less the time it waited in a run queue
+    (docs/explanation/timing.md, "Timing")."""
+    # (the run-queue reads, a file each, outside the clocks: not timed as the block's own)
+    start_delay = run_delay()
+    start, start_cpu = clock(), thread_clock()
+    for _ in range(number):
+        fn()
+    end, end_cpu = clock(), thread_clock()
+    end_delay = run_delay()
+    wall, cpu = end - start, end_cpu - start_cpu
+    if start_delay is None or end_delay is None:
+        return Lap(wall / 1e9, cpu / 1e9)
+    wait = wall - (end_delay - start_delay) - cpu
+    if wait < -(_SLACK_NS + wall * _SLACK_SHARE):
+        # more waiting for a core than the block spent off the CPU: a wait from outside it
+        return Lap(wall / 1e9, cpu / 1e9, None)
+    return Lap(wall / 1e9, cpu / 1e9, max(0, wait) / 1e9)
 
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
