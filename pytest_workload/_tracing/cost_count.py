@@ -83,7 +83,9 @@ class FlopCount:
 
 
 @functools.cache
-def _mode_class() -> type:
+def counting_mode() -> type:
+    """The dispatch mode that counts into a :class:`FlopCount` and sees writes to a tensor whose
+    storage is not in its ``allowed`` (which grows by what it makes)."""
     import torch
     from torch.utils import flop_counter
 
@@ -135,19 +137,12 @@ def _mode_class() -> type:
 
 @contextmanager
 def counting(module: nn.Module, inputs: Iterable[Any]) -> Iterator[FlopCount]:
-    """:func:`dispatch_counting`, ``module``'s state and ``inputs`` allowed: for a call whose
-    operations the function level cannot see (a scripted module, or one containing one)."""
+    """Count at the aten level what runs in the block, ``module``'s state and ``inputs``
+    allowed: for a call whose operations the function level cannot see (a scripted module, or
+    one containing one)."""
     owned = (t for m in module.modules() for t in own_tensors(m))
-    with dispatch_counting({storage_of(t) for t in (*owned, *tensor_list(inputs))}) as count:
-        yield count
-
-
-@contextmanager
-def dispatch_counting(allowed: set[int]) -> Iterator[FlopCount]:
-    """Count at the aten level what runs in the block, and see its writes to a tensor whose
-    storage is not in ``allowed`` (which grows by what it makes)."""
     count = FlopCount()
-    with _mode_class()(count, allowed):
+    with counting_mode()(count, {storage_of(t) for t in (*owned, *tensor_list(inputs))}):
         yield count
 
 
@@ -195,14 +190,23 @@ class Allocations:
     """The storages a traced call allocated that are alive, and what frees them."""
 
     def __init__(self) -> None:
-        self._alive: set[int] = set()
         # each followed storage's weak reference, by its id, and its key, bytes and spans: one
         # object per allocation for the garbage collector to count, gone with its storage (see
         # docs/benchmarks.md, section 12), not weakref.finalize's five
-        self._refs: dict[int, weakref.ref[Any]] = {}
-        self._followed: dict[int, tuple[int, int]] = {}
-        self._spans: dict[int, list[SpanCosts]] = {}
-        self._freed = _on_free(self._alive, self._refs, self._followed, self._spans)
+        alive: set[int] = set()
+        refs: dict[int, weakref.ref[Any]] = {}
+        followed: dict[int, tuple[int, int]] = {}
+        spans_of: dict[int, list[SpanCosts]] = {}
+        self._alive, self._refs, self._followed, self._spans = alive, refs, followed, spans_of
+
+        def freed(ref: weakref.ref[Any]) -> None:  # (over the tables, not self: no cycle)
+            del refs[id(ref)]
+            key, size = followed.pop(id(ref))
+            alive.discard(key)
+            for span in spans_of.pop(id(ref)):
+                span.live -= size
+
+        self._freed = freed
 
     def account(
         self, name: str, tensors: Tensors, written: list[Any], spans: list[SpanCosts]
@@ -239,22 +243,3 @@ class Allocations:
         self._refs.clear()
         self._followed.clear()
         self._spans.clear()
-
-
-def _on_free(
-    alive: set[int],
-    refs: dict[int, weakref.ref[Any]],
-    followed: dict[int, tuple[int, int]],
-    spans_of: dict[int, list[SpanCosts]],
-) -> Callable[[weakref.ref[Any]], None]:
-    """What runs as a followed storage is freed (a closure over the tables, so that the
-    ``Allocations`` holding them is in no reference cycle)."""
-
-    def freed(ref: weakref.ref[Any]) -> None:
-        del refs[id(ref)]
-        key, size = followed.pop(id(ref))
-        alive.discard(key)
-        for span in spans_of.pop(id(ref)):
-            span.live -= size
-
-    return freed

@@ -33,9 +33,10 @@ from .._workload.computation import (
 )
 from .cost_count import (
     Allocations,
+    FlopCount,
     SpanCosts,
     Tensors,
-    dispatch_counting,
+    counting_mode,
     own_tensors,
     storage_of,
     tensor_list,
@@ -83,15 +84,13 @@ class _Span:
 class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
-    def __init__(self, allowed: set[int], module: nn.Module, base: str) -> None:
-        self.base = base
+    def __init__(self, module: nn.Module, inputs: Iterable[Any], root: str | None) -> None:
+        self.base = os.getcwd() if root is None else root
         self.flops = 0
         self.foreign_write: str | None = None
-        #: False while the recorder's own hooks run: their torch calls are not the model's.
-        self.active = True
         #: Why tracing stopped part-way (an operation it could not read); None when it did not.
         self.failed: str | None = None
-        self.allowed = allowed
+        self.allowed = {storage_of(t) for t in tensor_list(inputs)}
         self._spans = [_Span("")]
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
@@ -139,7 +138,6 @@ class Trace:
     def fail(self, exc: Exception) -> None:
         """Stop tracing, never the forward."""
         self.failed = f"its operations could not be traced ({type(exc).__name__}: {exc})"
-        self.active = False
 
     def root(self) -> Computation:
         """The root call's own operations (with its spans' calls)."""
@@ -254,7 +252,7 @@ def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 
 
 @functools.cache
-def _mode_class() -> type:
+def _tracing_mode() -> type:
     from torch import Tensor
     from torch.overrides import TorchFunctionMode
 
@@ -274,7 +272,7 @@ def _mode_class() -> type:
         ) -> Any:
             kwargs = kwargs or {}
             trace = self.trace
-            if not trace.active:
+            if trace.failed is not None:
                 return func(*args, **kwargs)
             try:
                 with DisableTorchFunction():
@@ -287,7 +285,7 @@ def _mode_class() -> type:
                 trace.fail(exc)
                 return func(*args, **kwargs)
             if dispatch:
-                with dispatch_counting(trace.allowed) as count:
+                with counting_mode()(count := FlopCount(), trace.allowed):
                     out = func(*args, **kwargs)
                 flops, trace.foreign_write = count.flops, trace.foreign_write or count.foreign_write
             else:
@@ -313,10 +311,9 @@ def _mode_class() -> type:
 def tracing(module: nn.Module, inputs: Iterable[Any], root: str | None = None) -> Iterator[Trace]:
     """Trace what runs in the block, writes allowed to ``module``'s state and ``inputs``;
     sites relative to ``root`` (None: the working directory)."""
-    allowed = {storage_of(t) for t in tensor_list(inputs)}
-    trace = Trace(allowed, module, os.getcwd() if root is None else root)
+    trace = Trace(module, inputs, root)
     try:
-        with _mode_class()(trace):
+        with _tracing_mode()(trace):
             yield trace
     finally:
         trace.allocations.release()
