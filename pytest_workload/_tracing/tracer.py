@@ -258,50 +258,45 @@ def _tracing_mode() -> type:
 
     DisableTorchFunction = torch_function_disabler()
 
-    class Tracing(TorchFunctionMode):
-        """Around each operation the tracer's own reads (shapes, storages) run with torch
-        functions disabled: a function mode the test entered (below this one) sees the
-        operation, once, and none of them."""
-
-        def __init__(self, trace: Trace) -> None:
-            super().__init__()
-            self.trace = trace
+    class Tracing(Trace, TorchFunctionMode):
+        """A trace that is its own function mode. Around each operation the tracer's own reads
+        (shapes, storages) run with torch functions disabled: a function mode the test entered
+        (below this one) sees the operation, once, and none of them."""
 
         def __torch_function__(
             self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
-            trace = self.trace
-            if trace.failed is not None:
+            if self.failed is not None:
                 return func(*args, **kwargs)
             try:
                 with DisableTorchFunction():
                     name = op_name(func)
                     dispatch = needs_dispatch(name, args, kwargs)
                     written = _written(func, name, args, kwargs)
-                    if any(storage_of(t) not in trace.allowed for t in written):
-                        trace.foreign_write = f"{name} wrote to a tensor outside the module"
+                    if any(storage_of(t) not in self.allowed for t in written):
+                        self.foreign_write = f"{name} wrote to a tensor outside the module"
             except Exception as exc:  # (a failure of the tracer must not reach the forward)
-                trace.fail(exc)
+                self.fail(exc)
                 return func(*args, **kwargs)
             if dispatch:
-                with counting_mode()(count := FlopCount(), trace.allowed):
+                with counting_mode()(count := FlopCount(), self.allowed):
                     out = func(*args, **kwargs)
-                flops, trace.foreign_write = count.flops, trace.foreign_write or count.foreign_write
+                flops, self.foreign_write = count.flops, self.foreign_write or count.foreign_write
             else:
                 out, flops = func(*args, **kwargs), None
             try:
                 with DisableTorchFunction():
-                    carries = trace.carries_data
+                    carries = self.carries_data
                     event = follows_data(func, name, args, kwargs, carries)
                     sync = event or copies_to_host(name, args, kwargs, carries)
                     made = [out] if isinstance(out, Tensor) else tensor_list((out,))
                     if event or made or written:
                         tensors = Tensors(args, kwargs, made)
-                        trace.ran(name, args, kwargs, tensors, written, event, sync)
-                        trace.flops += op_flops(name, args, kwargs, out) if flops is None else flops
+                        self.ran(name, args, kwargs, tensors, written, event, sync)
+                        self.flops += op_flops(name, args, kwargs, out) if flops is None else flops
             except Exception as exc:
-                trace.fail(exc)
+                self.fail(exc)
             return out
 
     return Tracing
@@ -311,12 +306,11 @@ def _tracing_mode() -> type:
 def tracing(module: nn.Module, inputs: Iterable[Any], root: str | None = None) -> Iterator[Trace]:
     """Trace what runs in the block, writes allowed to ``module``'s state and ``inputs``;
     sites relative to ``root`` (None: the working directory)."""
-    trace = Trace(module, inputs, root)
-    try:
-        with _tracing_mode()(trace):
+    with _tracing_mode()(module, inputs, root) as trace:
+        try:
             yield trace
-    finally:
-        trace.allocations.release()
+        finally:
+            trace.allocations.release()
 
 
 def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:
