@@ -101,12 +101,8 @@ def merge_health(a: CompileHealth | None, b: CompileHealth | None) -> CompileHea
     """A workload's health after one more call (None: not observed)."""
     if a is None or b is None:
         return a or b
-    return CompileHealth(
-        a.graphs + b.graphs,
-        a.breaks + b.breaks,
-        a.recompiles + b.recompiles,
-        a.eager_frames + b.eager_frames,
-    )
+    breaks, recompiles = a.breaks + b.breaks, a.recompiles + b.recompiles
+    return CompileHealth(a.graphs + b.graphs, breaks, recompiles, a.eager_frames + b.eager_frames)
 
 
 def _moved(
