@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._torch_internals import cpu_flash_attention, dispatch_mode_class, op_schema, storage_key
+from .._workload.computation import Computation, SubCall
 from .._workload.costs import METRICS, Costs
 
 if TYPE_CHECKING:
@@ -147,9 +148,19 @@ def counting(module: nn.Module, inputs: Iterable[Any]) -> Iterator[FlopCount]:
 
 
 @dataclass
-class SpanCosts:
-    """One span's costs so far: each traced metric's (:data:`.METRICS`) by its field."""
+class Span:
+    """The operations of a call in progress, by the path of its module from the root's, and
+    its costs so far: each traced metric's (:data:`.METRICS`) by its field."""
 
+    path: str
+    items: list[str | SubCall] = field(default_factory=list)
+    #: Every operation it ran, its children's included, also after its list stopped.
+    ops: int = 0
+    #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where:
+    #: the module running it, and the code that called it (``path:line``).
+    stopped: int = 0
+    stop: str | None = None
+    site: str | None = None
     bytes_read: int = 0
     bytes_written: int = 0
     peak_bytes: int = 0
@@ -158,10 +169,11 @@ class SpanCosts:
     live: int = 0  # (bytes it allocated that are alive now)
     names: Counter[str] = field(default_factory=Counter)
 
-    def freeze(self, *, partial: bool) -> Costs:
-        ops = tuple(sorted(self.names.items()))
+    def computation(self) -> Computation:
+        names = tuple(sorted(self.names.items()))
         counted = {m.field: m.of(getattr(self, m.field)) for m in METRICS if m.source == "trace"}
-        return Costs.of(ops, partial=partial, **counted)
+        costs = Costs.of(names, partial=bool(self.stopped), **counted)
+        return Computation(tuple(self.items), self.ops, self.stop, costs, self.site)
 
 
 class Tensors:
@@ -196,7 +208,7 @@ class Allocations:
         alive: set[int] = set()
         refs: dict[int, weakref.ref[Any]] = {}
         followed: dict[int, tuple[int, int]] = {}
-        spans_of: dict[int, list[SpanCosts]] = {}
+        spans_of: dict[int, list[Span]] = {}
         self._alive, self._refs, self._followed, self._spans = alive, refs, followed, spans_of
 
         def freed(ref: weakref.ref[Any]) -> None:  # (over the tables, not self: no cycle)
@@ -208,9 +220,7 @@ class Allocations:
 
         self._freed = freed
 
-    def account(
-        self, name: str, tensors: Tensors, written: list[Any], spans: list[SpanCosts]
-    ) -> None:
+    def account(self, name: str, tensors: Tensors, written: list[Any], spans: list[Span]) -> None:
         inputs, storages, alive = tensors.inputs, tensors.storages, self._alive
         new = {}
         for storage, tensor in zip(tensors.made_storages, tensors.made, strict=True):

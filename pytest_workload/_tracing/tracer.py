@@ -17,7 +17,6 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -34,7 +33,7 @@ from .._workload.computation import (
 from .cost_count import (
     Allocations,
     FlopCount,
-    SpanCosts,
+    Span,
     Tensors,
     counting_mode,
     own_tensors,
@@ -61,26 +60,6 @@ _IN_PLACE_DUNDERS = frozenset(
 ) | {"__setitem__", "__set__"}  # fmt: skip
 
 
-@dataclass
-class _Span:
-    """The operations of a call in progress, by the path of its module from the root's."""
-
-    path: str
-    items: list[str | SubCall] = field(default_factory=list)
-    #: Every operation it ran, its children's included, also after its list stopped.
-    ops: int = 0
-    #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where:
-    #: the module running it, and the code that called it (``path:line``).
-    stopped: int = 0
-    stop: str | None = None
-    site: str | None = None
-    costs: SpanCosts = field(default_factory=SpanCosts)
-
-    def computation(self) -> Computation:
-        costs = self.costs.freeze(partial=bool(self.stopped))
-        return Computation(tuple(self.items), self.ops, self.stop, costs, self.site)
-
-
 class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
@@ -91,7 +70,7 @@ class Trace:
         #: Why tracing stopped part-way (an operation it could not read); None when it did not.
         self.failed: str | None = None
         self.allowed = {storage_of(t) for t in tensor_list(inputs)}
-        self._spans = [_Span("")]
+        self._spans = [Span("")]
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
         self._events = 0
@@ -106,14 +85,14 @@ class Trace:
             self._paths.setdefault(id(tensor), _quoted(path))
 
     def open_span(self, path: str) -> None:
-        self._spans.append(_Span(_quoted(path)))
+        self._spans.append(Span(_quoted(path)))
 
     def close_span(self, name: str | None) -> Computation | None:
         """End the innermost span: as the call of ``name`` in its caller's, or (None: the call
         is not recorded) with its operations in place there."""
         span = self._spans.pop()
         if not self._spans:  # (a root call that raised closes the root's span too)
-            self._spans.append(_Span(""))
+            self._spans.append(Span(""))
         caller = self._spans[-1]
         caller.ops += span.ops
         # (a caller's list that stopped holds only the call its event ran in)
@@ -173,8 +152,8 @@ class Trace:
                 update(storage)
             foreign = set(tensors.storages[: tensors.positional]) - self.allowed
             self.allowed.update(s for s in results if s not in foreign)
-        if costs := [s.costs for s in self._spans if not s.stopped]:
-            self.allocations.account(name, tensors, written, costs)
+        if counting := [s for s in self._spans if not s.stopped]:
+            self.allocations.account(name, tensors, written, counting)
         span = self._spans[-1]
         span.ops += 1
         if not span.stopped:
@@ -187,7 +166,7 @@ class Trace:
         site = frame and portable_site(frame.f_code.co_filename, frame.f_lineno, self.base)
         key = name if site is None else f"{name} at {site}"
         for open_span in self._spans:
-            open_span.costs.syncs[key] += 1
+            open_span.syncs[key] += 1
         if event and not all(s.stopped for s in self._spans):
             self._events += 1
             where = self._module_running()
