@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from .._compile import Readiness
+from .._compile.health import Readiness
 from .._fingerprint.describe import Describer
 from .._fingerprint.structure import CURRENT_SCHEME, FingerprintScheme, structure_hash
 from .._perf import (
