@@ -42,9 +42,8 @@ def _tensor_ratio(
     t, c = _shape(target), _shape(candidate)
     if t is None or c is None or target.keys() != candidate.keys() or len(t) != len(c):
         return None
-    rest_t = {k: v for k, v in target.items() if k not in SHAPED_TAGS}
-    rest_c = {k: v for k, v in candidate.items() if k not in SHAPED_TAGS}
-    if canonical_json(rest_t) != canonical_json(rest_c):
+    rest = (k for k in target if k not in SHAPED_TAGS)
+    if any(canonical_json(target[k]) != canonical_json(candidate[k]) for k in rest):
         return None
     if not all(_is_int(d) and d >= 0 for d in (*t, *c)):
         return None
