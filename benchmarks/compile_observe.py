@@ -12,8 +12,8 @@
   same with a ``print`` in each of its four stages (four graph breaks, so the loggers fire).
 * **nothing compiled**: a fresh interpreter records a plain model with ``WorkloadRecorder``
   and reports whether ``torch._dynamo`` was imported (it must not be); ``python -X
-  importtime`` says what importing the observation's package (``pytest_workload._compile``,
-  its own modules, imported with the package) adds.
+  importtime`` says what importing the observation's package (``pytest_workload._compile``
+  and its modules) adds.
 
 Run: ``python benchmarks/compile_observe.py [--quick] [--rounds N] [--backends
 eager,aot_eager,inductor]``.
@@ -91,7 +91,7 @@ def _first_call(model: object, backend: str, observe: bool) -> tuple[float, floa
     """CPU seconds of a first call (compile included), and of the observation's own code."""
     import torch
 
-    from pytest_workload._compile import CompileWatch
+    from pytest_workload._compile.observe import CompileWatch
 
     torch._dynamo.reset()
     compiled = torch.compile(model, backend=backend)
@@ -151,15 +151,24 @@ HEADERS = [
 
 
 def _import_us() -> int:
-    """Microseconds ``pytest_workload._compile`` takes to import, its own modules included."""
+    """Microseconds ``pytest_workload._compile`` and its modules take to import: the cumulative
+    count of each such row not nested in another (the package imports none of its modules)."""
     lines = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", "import pytest_workload"],
         capture_output=True,
         text=True,
         check=True,
     ).stderr.splitlines()
-    row = next(line for line in lines if line.rstrip().endswith("pytest_workload._compile"))
-    return int(row.split("|")[1])
+    total, outer = 0, -1
+    for line in reversed(lines):  # (a row follows the rows of what its module imported)
+        _, cumulative, name = line.split("|")
+        depth = len(name) - len(name.lstrip())
+        if not cumulative.strip().isdigit() or 0 <= outer < depth:
+            continue
+        outer = -1
+        if name.strip().startswith("pytest_workload._compile"):
+            total, outer = total + int(cumulative), depth
+    return total
 
 
 def nothing_compiled(repeats: int) -> dict[str, object]:

@@ -49,7 +49,7 @@ from torch.utils.hooks import RemovableHandle
 
 from pytest_workload import WorkloadRecorder
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs, inputs_key
-from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
+from pytest_workload._fingerprint.structure import CURRENT_SCHEME
 from pytest_workload._recording.identity import IdentityCache
 from pytest_workload._torch_internals import compiling_check, tracing_checks
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ._compile import BACKENDS
+from ._compile.health import BACKENDS
 from ._core.errors import DeviceUnavailableError
 from ._core.files import STDOUT
 from ._core.text import Commands, one_line

@@ -15,7 +15,7 @@ from ._core.errors import FileWriteError
 from ._core.notes import GateResult, Note
 from ._core.strict_json import Json, read_field
 from ._core.text import PLAIN, Commands, one_line
-from ._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
+from ._fingerprint.structure import CURRENT_SCHEME, FingerprintScheme
 from ._perf.baseline import BASELINE_DIRNAME, DEFAULT_TOLERANCE
 from ._perf.device import environment, resolve_device
 from ._perf.orchestrate import Replays, SessionBudget

@@ -7,7 +7,7 @@ from torch import nn
 from torch.nn.modules import module as torch_module
 
 from pytest_workload import TestWorkloads, WorkloadRecorder
-from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
+from pytest_workload._fingerprint.structure import CURRENT_SCHEME
 from tests.models import TinyNet
 
 

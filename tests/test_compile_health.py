@@ -16,8 +16,7 @@ import pytest
 import torch
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._compile import CompileHealth, health_changes
-from pytest_workload._compile.health import GraphBreak, Recompile
+from pytest_workload._compile.health import CompileHealth, GraphBreak, Recompile, health_changes
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._torch_internals import compile_callbacks, graph_break_loggers
 

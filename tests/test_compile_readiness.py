@@ -17,13 +17,8 @@ import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._compile import (
-    CompileHealth,
-    Readiness,
-    ReadyCall,
-    check_readiness,
-    readiness_changes,
-)
+from pytest_workload._compile.health import CompileHealth, Readiness, readiness_changes
+from pytest_workload._compile.observe import ReadyCall, check_readiness
 from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._torch_internals import dynamo_cache_size
 from tests.pytester_suite import SUITE_INI, compiled_suite, stored_snapshots

@@ -169,7 +169,7 @@ def test_vanished_workload_fails(pytester, suite):
 
 SHAPE_BLIND = """
 import pytest
-from pytest_workload._fingerprint.scheme import FingerprintScheme
+from pytest_workload._fingerprint.structure import FingerprintScheme
 from pytest_workload._core.strict_json import sha256_hex
 from pytest_workload.plugin import SESSION_KEY
 

@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from pytest_workload._fingerprint.scheme import FingerprintScheme
+from pytest_workload._fingerprint.structure import FingerprintScheme
 from pytest_workload._workload.signature import InputSignature
 from tests.models import twins
 from tests.recording import record

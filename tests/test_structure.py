@@ -10,8 +10,8 @@ import torch
 from torch import nn
 
 from pytest_workload import structure_hash
-from pytest_workload._fingerprint.scheme import CURRENT_SCHEME
 from pytest_workload._fingerprint.structure import (
+    CURRENT_SCHEME,
     NOT_ARCHITECTURE,
     canonical_code,
     child_structure_hashes,

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._compile import CompileHealth, health_changes
+from pytest_workload._compile.health import CompileHealth, health_changes
 
 pytestmark = pytest.mark.zoo
 

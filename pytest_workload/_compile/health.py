@@ -1,5 +1,6 @@
 """A workload's compile health: what dynamo did with the calls of a module the test compiled
-itself, as data, with the rule that gates it. Messages are never part of a key, so a library
+itself, and its compile readiness (the same for its eager model, compiled on request), as data,
+with the rules that gate them. Messages are never part of a key, so a library
 that rewords a reason changes nothing (docs/how-to/compile.md).
 """
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar, TypeVar
 
 from .._core.codec import Record, codec
+from .._core.errors import WorkloadDataError
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
@@ -101,12 +103,8 @@ def merge_health(a: CompileHealth | None, b: CompileHealth | None) -> CompileHea
     """A workload's health after one more call (None: not observed)."""
     if a is None or b is None:
         return a or b
-    return CompileHealth(
-        a.graphs + b.graphs,
-        a.breaks + b.breaks,
-        a.recompiles + b.recompiles,
-        a.eager_frames + b.eager_frames,
-    )
+    breaks, recompiles = a.breaks + b.breaks, a.recompiles + b.recompiles
+    return CompileHealth(a.graphs + b.graphs, breaks, recompiles, a.eager_frames + b.eager_frames)
 
 
 def _moved(
@@ -144,3 +142,36 @@ def health_changes(old: CompileHealth | None, new: CompileHealth | None) -> list
         eager = f"frames run eagerly {old.eager_frames} -> {new.eager_frames}"
         changes.append((new.eager_frames > old.eager_frames, eager))
     return changes
+
+
+#: The backends a readiness check may compile with: the cheap ones, which trace as inductor
+#: does (``eager``: dynamo alone; ``aot_eager``: also AOTAutograd) without generating code.
+BACKENDS = ("eager", "aot_eager")
+
+
+@dataclass(frozen=True)
+class Readiness(Record):
+    """What dynamo did as a workload's first call was compiled with ``backend`` and called
+    again as often as the test called it (at most twice)."""
+
+    backend: str
+    health: CompileHealth = field(metadata=codec(flatten=True, read=CompileHealth.from_dict))
+
+    what: ClassVar[str] = "compile_readiness"
+
+    def check(self) -> None:
+        if self.backend not in BACKENDS:
+            raise WorkloadDataError(
+                f"field 'backend' must be one of {', '.join(BACKENDS)}, got {self.backend!r}"
+            )
+
+
+def readiness_changes(old: Readiness | None, new: Readiness | None) -> list[tuple[bool, str]]:
+    """As :func:`.health_changes`, each line saying it is the readiness check's; another
+    backend is said, and agrees. Not checked on either side: none."""
+    if old is None or new is None:
+        return []
+    changes = health_changes(old.health, new.health)
+    if old.backend != new.backend:
+        changes.insert(0, (False, f"backend {old.backend} -> {new.backend}"))
+    return [(grew, f"compile readiness ({new.backend}): {line}") for grew, line in changes]

@@ -26,10 +26,9 @@ import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from .._core.codec import Record, codec
 from .._core.errors import WorkloadDataError
 from .._core.frames import is_user_file, portable_site
 from .._core.strict_json import Json
@@ -42,7 +41,7 @@ from .._torch_internals import (
     graph_break_loggers,
     logged_graph_break,
 )
-from .health import CompileHealth, GraphBreak, Recompile, health_changes
+from .health import CompileHealth, GraphBreak, Readiness, Recompile
 
 if TYPE_CHECKING:
     from torch import nn
@@ -176,39 +175,8 @@ class CallObservation(logging.Handler):
         return Recompile(site, function, guard, None if hint is None else hint["hint"])
 
 
-#: The backends a readiness check may compile with: the cheap ones, which trace as inductor
-#: does (``eager``: dynamo alone; ``aot_eager``: also AOTAutograd) without generating code.
-BACKENDS = ("eager", "aot_eager")
 #: A child that has not answered by then is killed: readiness not checked.
 LIMIT_S = 300.0
-
-
-@dataclass(frozen=True)
-class Readiness(Record):
-    """What dynamo did as a workload's first call was compiled with ``backend`` and called
-    again as often as the test called it (at most twice)."""
-
-    backend: str
-    health: CompileHealth = field(metadata=codec(flatten=True, read=CompileHealth.from_dict))
-
-    what: ClassVar[str] = "compile_readiness"
-
-    def check(self) -> None:
-        if self.backend not in BACKENDS:
-            raise WorkloadDataError(
-                f"field 'backend' must be one of {', '.join(BACKENDS)}, got {self.backend!r}"
-            )
-
-
-def readiness_changes(old: Readiness | None, new: Readiness | None) -> list[tuple[bool, str]]:
-    """As :func:`.health_changes`, each line saying it is the readiness check's; another
-    backend is said, and agrees. Not checked on either side: none."""
-    if old is None or new is None:
-        return []
-    changes = health_changes(old.health, new.health)
-    if old.backend != new.backend:
-        changes.insert(0, (False, f"backend {old.backend} -> {new.backend}"))
-    return [(grew, f"compile readiness ({new.backend}): {line}") for grew, line in changes]
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from .strict_json import InvalidJsonError, load_json
 T = TypeVar("T")
 
 REPORT_SCHEMA_VERSION: Final = 1
-#: What enters a workload hash (``_fingerprint.scheme.CURRENT_SCHEME``).
+#: What enters a workload hash (``_fingerprint.structure.CURRENT_SCHEME``).
 FINGERPRINT_SCHEME: Final = 1
 #: A snapshot file's layout, independent of the fingerprint scheme it records.
 SNAPSHOT_FORMAT: Final = 1

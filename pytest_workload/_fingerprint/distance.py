@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TypeVar
+from typing import TypeGuard, TypeVar
 
 from .._core.strict_json import Json, canonical_json
 from .._workload.signature import SHAPED_TAGS, is_tensor_node
@@ -14,7 +14,7 @@ from .._workload.signature import SHAPED_TAGS, is_tensor_node
 K = TypeVar("K", bound=Json)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -26,14 +26,6 @@ def _serialisable(key: Json) -> bool:
     except (TypeError, ValueError, RecursionError):
         return False
     return True
-
-
-def _int_ratio(target: int, candidate: int) -> int | None:
-    if target == candidate:
-        return 1
-    if target > 0 and candidate > 0 and target % candidate == 0:
-        return target // candidate
-    return None
 
 
 def _shape(node: dict[str, Json]) -> list[Json] | None:
@@ -50,11 +42,10 @@ def _tensor_ratio(
     t, c = _shape(target), _shape(candidate)
     if t is None or c is None or target.keys() != candidate.keys() or len(t) != len(c):
         return None
-    rest_t = {k: v for k, v in target.items() if k not in SHAPED_TAGS}
-    rest_c = {k: v for k, v in candidate.items() if k not in SHAPED_TAGS}
-    if canonical_json(rest_t) != canonical_json(rest_c):
+    rest = (k for k in target if k not in SHAPED_TAGS)
+    if any(canonical_json(target[k]) != canonical_json(candidate[k]) for k in rest):
         return None
-    if not all(_is_int(d) and d >= 0 for d in (*t, *c)):  # type: ignore[operator]
+    if not all(_is_int(d) and d >= 0 for d in (*t, *c)):
         return None
     pending += zip(t, c, strict=True)
     return 1
@@ -65,7 +56,9 @@ def _step(target: Json, candidate: Json, pending: list[tuple[Json, Json]]) -> in
     if is_tensor_node(target) and is_tensor_node(candidate):
         return _tensor_ratio(target, candidate, pending)  # type: ignore[arg-type]
     if _is_int(target) and _is_int(candidate):
-        return _int_ratio(target, candidate)  # type: ignore[arg-type]
+        if target > 0 and candidate > 0 and target % candidate == 0:
+            return target // candidate
+        return 1 if target == candidate else None
     if isinstance(target, list) and isinstance(candidate, list):
         if len(target) != len(candidate):
             return None
@@ -77,22 +70,6 @@ def _step(target: Json, candidate: Json, pending: list[tuple[Json, Json]]) -> in
         pending += ((target[k], candidate[k]) for k in target)
         return 1
     return 1 if type(target) is type(candidate) and target == candidate else None
-
-
-def _ratio(target: Json, candidate: Json) -> int | None:
-    """Integer product of target/candidate over every integer, or None when incompatible.
-
-    Walks with a stack, not recursion: a key nested deeper than the recursion limit is still
-    a key that canonical JSON (written in C) could serialise.
-    """
-    factor = 1
-    pending = [(target, candidate)]
-    while pending:
-        ratio = _step(*pending.pop(), pending)
-        if ratio is None:
-            return None
-        factor *= ratio
-    return factor
 
 
 def distance_factor(target_key: Json, candidate_key: Json) -> float:
@@ -134,9 +111,17 @@ def distance_factor(target_key: Json, candidate_key: Json) -> float:
         and _serialisable(candidate_key)
     ):
         return math.inf
-    ratio = _ratio(target_key[1:], candidate_key[1:])
+    # the product of target over candidate of every integer, walked with a stack, not
+    # recursion: a key nested past the recursion limit may still have canonical JSON (in C)
+    factor = 1
+    pending: list[tuple[Json, Json]] = [(target_key[1:], candidate_key[1:])]
+    while pending:
+        ratio = _step(*pending.pop(), pending)
+        if ratio is None:
+            return math.inf
+        factor *= ratio
     try:
-        return math.inf if ratio is None else float(ratio)
+        return float(factor)
     except OverflowError:
         return math.inf
 

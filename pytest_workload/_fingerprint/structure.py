@@ -11,13 +11,15 @@ import enum
 import math
 import re
 from collections.abc import MutableMapping
+from dataclasses import dataclass
 from types import BuiltinFunctionType, FunctionType
 from typing import TYPE_CHECKING, Final
 
-from .._core.strict_json import INT_BOUND, Json
+from .._core.files import FINGERPRINT_SCHEME
+from .._core.strict_json import INT_BOUND, Json, canonical_json, sha256_hex
 from .._torch_internals import Table, compiled_original, own_buffers, own_children, own_parameters
 from .._workload.modules import description_hash
-from .._workload.signature import dtype_name, qualified_name
+from .._workload.signature import InputSignature, dtype_name, qualified_name
 from .._workload.workload import ParamStats
 
 if TYPE_CHECKING:
@@ -226,6 +228,22 @@ def structure_hash(
         descriptions[digest] = description
     memo[key] = (target, digest)
     return digest
+
+
+@dataclass(frozen=True)
+class FingerprintScheme:
+    """One version of the rules that turn a structure hash and inputs into a workload hash.
+    Each snapshot and report records the scheme it was written by: a change to what enters a
+    hash is a new scheme, so that a snapshot of another one is refused with one line instead
+    of failing on every hash."""
+
+    version: int
+
+    def workload_hash(self, structure: str, signature: InputSignature) -> str:
+        return sha256_hex(canonical_json([self.version, structure, signature.to_dict()]))
+
+
+CURRENT_SCHEME: Final = FingerprintScheme(version=FINGERPRINT_SCHEME)
 
 
 #: Descriptions hashed in this process, by their ``repr``. A suite's models repeat their

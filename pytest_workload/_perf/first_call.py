@@ -12,7 +12,8 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._compile import Readiness, ReadyCall, check_readiness
+from .._compile.health import Readiness
+from .._compile.observe import ReadyCall, check_readiness
 from .._torch_internals import compiled_original
 from .._tracing import Trace
 from .._workload.signature import dtype_name

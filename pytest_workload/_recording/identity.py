@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from .._core.errors import UndescribableInputError
 from .._core.strict_json import Json
 from .._fingerprint.describe import Describer, describe_args
-from .._fingerprint.scheme import FingerprintScheme
 from .._fingerprint.structure import (
+    FingerprintScheme,
     StatsMemo,
     StructureMemo,
     child_structure_hashes,

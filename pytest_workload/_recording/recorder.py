@@ -20,10 +20,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._compile import Readiness
+from .._compile.health import Readiness
 from .._fingerprint.describe import Describer
-from .._fingerprint.scheme import CURRENT_SCHEME, FingerprintScheme
-from .._fingerprint.structure import structure_hash
+from .._fingerprint.structure import CURRENT_SCHEME, FingerprintScheme, structure_hash
 from .._perf import (
     FirstCall,
     Replays,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._compile import CompileHealth, Readiness, merge_health
+from .._compile.health import CompileHealth, Readiness, merge_health
 from .._core.strict_json import Json, canonical_json
 from .._fingerprint.ecosystem import library_versions
 from .._perf import summarize

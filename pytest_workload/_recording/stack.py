@@ -16,7 +16,7 @@ from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._compile import CallObservation, CompileWatch
+from .._compile.observe import CallObservation, CompileWatch
 from .._core.errors import UndescribableInputError
 from .._core.strict_json import MAX_INPUT_DEPTH, Json, canonical_json, out_of_bounds
 from .._fingerprint.describe import Describer, describe_args, describe_kwargs, inputs_key
@@ -32,7 +32,7 @@ from .states import State
 if TYPE_CHECKING:
     from torch import nn
 
-    from .._compile import CompileHealth
+    from .._compile.health import CompileHealth
 
 #: A user's own key function for a call: ``(module, args, kwargs) -> JSON or None``.
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]

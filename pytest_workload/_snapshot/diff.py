@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterator
 
-from .._compile import CompileHealth, Readiness, health_changes, readiness_changes
+from .._compile.health import CompileHealth, Readiness, health_changes, readiness_changes
 from .._core.strict_json import Json, canonical_json
 from .._core.text import INDENT, one_line, prefix_length, short
 from .._fingerprint.distance import distance_factor, nearest

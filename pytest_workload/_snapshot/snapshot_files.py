@@ -17,7 +17,7 @@ from .._core.errors import CorruptFileError, FutureFormatError, OldFormatError, 
 from .._core.files import decode_text, read_bytes
 from .._core.strict_json import Json, load_json
 from .._core.text import short
-from .._fingerprint.scheme import CURRENT_SCHEME
+from .._fingerprint.structure import CURRENT_SCHEME
 from .._workload.workload import TestWorkloads
 
 #: Where workload snapshots live, beside each test module: not syrupy's ``__snapshots__``.

@@ -10,7 +10,7 @@ import enum
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 
-from .._compile import health_changes, readiness_changes
+from .._compile.health import health_changes, readiness_changes
 from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._core.text import Commands, one_line, short, versions_line
 from .._workload.modules import ModuleTable, child_links

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .._torch_internals import cpu_flash_attention, dispatch_mode_class, op_schema, storage_key
+from .._workload.computation import Computation, SubCall
 from .._workload.costs import METRICS, Costs
 
 if TYPE_CHECKING:
@@ -83,7 +84,9 @@ class FlopCount:
 
 
 @functools.cache
-def _mode_class() -> type:
+def counting_mode() -> type:
+    """The dispatch mode that counts into a :class:`FlopCount` and sees writes to a tensor whose
+    storage is not in its ``allowed`` (which grows by what it makes)."""
     import torch
     from torch.utils import flop_counter
 
@@ -135,26 +138,29 @@ def _mode_class() -> type:
 
 @contextmanager
 def counting(module: nn.Module, inputs: Iterable[Any]) -> Iterator[FlopCount]:
-    """:func:`dispatch_counting`, ``module``'s state and ``inputs`` allowed: for a call whose
-    operations the function level cannot see (a scripted module, or one containing one)."""
+    """Count at the aten level what runs in the block, ``module``'s state and ``inputs``
+    allowed: for a call whose operations the function level cannot see (a scripted module, or
+    one containing one)."""
     owned = (t for m in module.modules() for t in own_tensors(m))
-    with dispatch_counting({storage_of(t) for t in (*owned, *tensor_list(inputs))}) as count:
-        yield count
-
-
-@contextmanager
-def dispatch_counting(allowed: set[int]) -> Iterator[FlopCount]:
-    """Count at the aten level what runs in the block, and see its writes to a tensor whose
-    storage is not in ``allowed`` (which grows by what it makes)."""
     count = FlopCount()
-    with _mode_class()(count, allowed):
+    with counting_mode()(count, {storage_of(t) for t in (*owned, *tensor_list(inputs))}):
         yield count
 
 
 @dataclass
-class SpanCosts:
-    """One span's costs so far: each traced metric's (:data:`.METRICS`) by its field."""
+class Span:
+    """The operations of a call in progress, by the path of its module from the root's, and
+    its costs so far: each traced metric's (:data:`.METRICS`) by its field."""
 
+    path: str
+    items: list[str | SubCall] = field(default_factory=list)
+    #: Every operation it ran, its children's included, also after its list stopped.
+    ops: int = 0
+    #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where:
+    #: the module running it, and the code that called it (``path:line``).
+    stopped: int = 0
+    stop: str | None = None
+    site: str | None = None
     bytes_read: int = 0
     bytes_written: int = 0
     peak_bytes: int = 0
@@ -163,10 +169,11 @@ class SpanCosts:
     live: int = 0  # (bytes it allocated that are alive now)
     names: Counter[str] = field(default_factory=Counter)
 
-    def freeze(self, *, partial: bool) -> Costs:
-        ops = tuple(sorted(self.names.items()))
+    def computation(self) -> Computation:
+        names = tuple(sorted(self.names.items()))
         counted = {m.field: m.of(getattr(self, m.field)) for m in METRICS if m.source == "trace"}
-        return Costs.of(ops, partial=partial, **counted)
+        costs = Costs.of(names, partial=bool(self.stopped), **counted)
+        return Computation(tuple(self.items), self.ops, self.stop, costs, self.site)
 
 
 class Tensors:
@@ -195,18 +202,25 @@ class Allocations:
     """The storages a traced call allocated that are alive, and what frees them."""
 
     def __init__(self) -> None:
-        self._alive: set[int] = set()
         # each followed storage's weak reference, by its id, and its key, bytes and spans: one
         # object per allocation for the garbage collector to count, gone with its storage (see
         # docs/benchmarks.md, section 12), not weakref.finalize's five
-        self._refs: dict[int, weakref.ref[Any]] = {}
-        self._followed: dict[int, tuple[int, int]] = {}
-        self._spans: dict[int, list[SpanCosts]] = {}
-        self._freed = _on_free(self._alive, self._refs, self._followed, self._spans)
+        alive: set[int] = set()
+        refs: dict[int, weakref.ref[Any]] = {}
+        followed: dict[int, tuple[int, int]] = {}
+        spans_of: dict[int, list[Span]] = {}
+        self._alive, self._refs, self._followed, self._spans = alive, refs, followed, spans_of
 
-    def account(
-        self, name: str, tensors: Tensors, written: list[Any], spans: list[SpanCosts]
-    ) -> None:
+        def freed(ref: weakref.ref[Any]) -> None:  # (over the tables, not self: no cycle)
+            del refs[id(ref)]
+            key, size = followed.pop(id(ref))
+            alive.discard(key)
+            for span in spans_of.pop(id(ref)):
+                span.live -= size
+
+        self._freed = freed
+
+    def account(self, name: str, tensors: Tensors, written: list[Any], spans: list[Span]) -> None:
         inputs, storages, alive = tensors.inputs, tensors.storages, self._alive
         new = {}
         for storage, tensor in zip(tensors.made_storages, tensors.made, strict=True):
@@ -239,22 +253,3 @@ class Allocations:
         self._refs.clear()
         self._followed.clear()
         self._spans.clear()
-
-
-def _on_free(
-    alive: set[int],
-    refs: dict[int, weakref.ref[Any]],
-    followed: dict[int, tuple[int, int]],
-    spans_of: dict[int, list[SpanCosts]],
-) -> Callable[[weakref.ref[Any]], None]:
-    """What runs as a followed storage is freed (a closure over the tables, so that the
-    ``Allocations`` holding them is in no reference cycle)."""
-
-    def freed(ref: weakref.ref[Any]) -> None:
-        del refs[id(ref)]
-        key, size = followed.pop(id(ref))
-        alive.discard(key)
-        for span in spans_of.pop(id(ref)):
-            span.live -= size
-
-    return freed

@@ -17,7 +17,6 @@ import os
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -33,9 +32,10 @@ from .._workload.computation import (
 )
 from .cost_count import (
     Allocations,
-    SpanCosts,
+    FlopCount,
+    Span,
     Tensors,
-    dispatch_counting,
+    counting_mode,
     own_tensors,
     storage_of,
     tensor_list,
@@ -60,39 +60,17 @@ _IN_PLACE_DUNDERS = frozenset(
 ) | {"__setitem__", "__set__"}  # fmt: skip
 
 
-@dataclass
-class _Span:
-    """The operations of a call in progress, by the path of its module from the root's."""
-
-    path: str
-    items: list[str | SubCall] = field(default_factory=list)
-    #: Every operation it ran, its children's included, also after its list stopped.
-    ops: int = 0
-    #: The event its list stopped at (numbered from 1 in the trace; 0: none yet), and where:
-    #: the module running it, and the code that called it (``path:line``).
-    stopped: int = 0
-    stop: str | None = None
-    site: str | None = None
-    costs: SpanCosts = field(default_factory=SpanCosts)
-
-    def computation(self) -> Computation:
-        costs = self.costs.freeze(partial=bool(self.stopped))
-        return Computation(tuple(self.items), self.ops, self.stop, costs, self.site)
-
-
 class Trace:
     """What one traced call did: its spans' operations, its FLOPs and a foreign write."""
 
-    def __init__(self, allowed: set[int], module: nn.Module, base: str) -> None:
-        self.base = base
+    def __init__(self, module: nn.Module, inputs: Iterable[Any], root: str | None) -> None:
+        self.base = os.getcwd() if root is None else root
         self.flops = 0
         self.foreign_write: str | None = None
-        #: False while the recorder's own hooks run: their torch calls are not the model's.
-        self.active = True
         #: Why tracing stopped part-way (an operation it could not read); None when it did not.
         self.failed: str | None = None
-        self.allowed = allowed
-        self._spans = [_Span("")]
+        self.allowed = {storage_of(t) for t in tensor_list(inputs)}
+        self._spans = [Span("")]
         # storages of tensors computed in the call from constants alone
         self._constant: set[int] = set()
         self._events = 0
@@ -107,14 +85,14 @@ class Trace:
             self._paths.setdefault(id(tensor), _quoted(path))
 
     def open_span(self, path: str) -> None:
-        self._spans.append(_Span(_quoted(path)))
+        self._spans.append(Span(_quoted(path)))
 
     def close_span(self, name: str | None) -> Computation | None:
         """End the innermost span: as the call of ``name`` in its caller's, or (None: the call
         is not recorded) with its operations in place there."""
         span = self._spans.pop()
         if not self._spans:  # (a root call that raised closes the root's span too)
-            self._spans.append(_Span(""))
+            self._spans.append(Span(""))
         caller = self._spans[-1]
         caller.ops += span.ops
         # (a caller's list that stopped holds only the call its event ran in)
@@ -139,7 +117,6 @@ class Trace:
     def fail(self, exc: Exception) -> None:
         """Stop tracing, never the forward."""
         self.failed = f"its operations could not be traced ({type(exc).__name__}: {exc})"
-        self.active = False
 
     def root(self) -> Computation:
         """The root call's own operations (with its spans' calls)."""
@@ -175,8 +152,8 @@ class Trace:
                 update(storage)
             foreign = set(tensors.storages[: tensors.positional]) - self.allowed
             self.allowed.update(s for s in results if s not in foreign)
-        if costs := [s.costs for s in self._spans if not s.stopped]:
-            self.allocations.account(name, tensors, written, costs)
+        if counting := [s for s in self._spans if not s.stopped]:
+            self.allocations.account(name, tensors, written, counting)
         span = self._spans[-1]
         span.ops += 1
         if not span.stopped:
@@ -189,7 +166,7 @@ class Trace:
         site = frame and portable_site(frame.f_code.co_filename, frame.f_lineno, self.base)
         key = name if site is None else f"{name} at {site}"
         for open_span in self._spans:
-            open_span.costs.syncs[key] += 1
+            open_span.syncs[key] += 1
         if event and not all(s.stopped for s in self._spans):
             self._events += 1
             where = self._module_running()
@@ -254,56 +231,51 @@ def _written(func: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
 
 
 @functools.cache
-def _mode_class() -> type:
+def _tracing_mode() -> type:
     from torch import Tensor
     from torch.overrides import TorchFunctionMode
 
     DisableTorchFunction = torch_function_disabler()
 
-    class Tracing(TorchFunctionMode):
-        """Around each operation the tracer's own reads (shapes, storages) run with torch
-        functions disabled: a function mode the test entered (below this one) sees the
-        operation, once, and none of them."""
-
-        def __init__(self, trace: Trace) -> None:
-            super().__init__()
-            self.trace = trace
+    class Tracing(Trace, TorchFunctionMode):
+        """A trace that is its own function mode. Around each operation the tracer's own reads
+        (shapes, storages) run with torch functions disabled: a function mode the test entered
+        (below this one) sees the operation, once, and none of them."""
 
         def __torch_function__(
             self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
         ) -> Any:
             kwargs = kwargs or {}
-            trace = self.trace
-            if not trace.active:
+            if self.failed is not None:
                 return func(*args, **kwargs)
             try:
                 with DisableTorchFunction():
                     name = op_name(func)
                     dispatch = needs_dispatch(name, args, kwargs)
                     written = _written(func, name, args, kwargs)
-                    if any(storage_of(t) not in trace.allowed for t in written):
-                        trace.foreign_write = f"{name} wrote to a tensor outside the module"
+                    if any(storage_of(t) not in self.allowed for t in written):
+                        self.foreign_write = f"{name} wrote to a tensor outside the module"
             except Exception as exc:  # (a failure of the tracer must not reach the forward)
-                trace.fail(exc)
+                self.fail(exc)
                 return func(*args, **kwargs)
             if dispatch:
-                with dispatch_counting(trace.allowed) as count:
+                with counting_mode()(count := FlopCount(), self.allowed):
                     out = func(*args, **kwargs)
-                flops, trace.foreign_write = count.flops, trace.foreign_write or count.foreign_write
+                flops, self.foreign_write = count.flops, self.foreign_write or count.foreign_write
             else:
                 out, flops = func(*args, **kwargs), None
             try:
                 with DisableTorchFunction():
-                    carries = trace.carries_data
+                    carries = self.carries_data
                     event = follows_data(func, name, args, kwargs, carries)
                     sync = event or copies_to_host(name, args, kwargs, carries)
                     made = [out] if isinstance(out, Tensor) else tensor_list((out,))
                     if event or made or written:
                         tensors = Tensors(args, kwargs, made)
-                        trace.ran(name, args, kwargs, tensors, written, event, sync)
-                        trace.flops += op_flops(name, args, kwargs, out) if flops is None else flops
+                        self.ran(name, args, kwargs, tensors, written, event, sync)
+                        self.flops += op_flops(name, args, kwargs, out) if flops is None else flops
             except Exception as exc:
-                trace.fail(exc)
+                self.fail(exc)
             return out
 
     return Tracing
@@ -313,13 +285,11 @@ def _mode_class() -> type:
 def tracing(module: nn.Module, inputs: Iterable[Any], root: str | None = None) -> Iterator[Trace]:
     """Trace what runs in the block, writes allowed to ``module``'s state and ``inputs``;
     sites relative to ``root`` (None: the working directory)."""
-    allowed = {storage_of(t) for t in tensor_list(inputs)}
-    trace = Trace(allowed, module, os.getcwd() if root is None else root)
-    try:
-        with _mode_class()(trace):
+    with _tracing_mode()(module, inputs, root) as trace:
+        try:
             yield trace
-    finally:
-        trace.allocations.release()
+        finally:
+            trace.allocations.release()
 
 
 def count_flops(target: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> int | None:

@@ -45,7 +45,7 @@ class Metric:
     """One cost metric.
 
     ``source``: ``"trace"``, counted by the tracer's spans (an attribute of
-    ``_tracing.cost_count.SpanCosts`` named ``field``), or ``"device"``, read from the device
+    ``_tracing.cost_count.Span`` named ``field``), or ``"device"``, read from the device
     by the recorder. ``absent``: what a missing JSON field means: an error, a count not taken
     (another device: a count on one side only is a change), or nothing counted (such a field is
     written only when its count is not 0). ``whole_call``: counted over every operation of the

@@ -9,8 +9,7 @@ from functools import cached_property
 from operator import attrgetter
 from typing import ClassVar, Final
 
-from .._compile.health import CompileHealth
-from .._compile.observe import Readiness
+from .._compile.health import CompileHealth, Readiness
 from .._core.codec import Record, codec, snapshot_fields
 from .._core.errors import FutureFormatError, OldFormatError, WorkloadDataError
 from .._core.files import FINGERPRINT_SCHEME, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
