@@ -390,6 +390,11 @@ FLOP_CASES = {
     "einsum": (lambda a, b: torch.einsum("bij,bjk->bik", a, b), R(2, 3, 4), R(2, 4, 5)),
     "einsum outer": (lambda a, b: torch.einsum("i,j->ij", a, b), R(3), R(4)),
     "einsum ellipsis": (lambda a, b: torch.einsum("...ij,jk", a, b), R(2, 3, 4), R(4, 5)),
+    "einsum ellipsis, unequal ranks": (
+        lambda a, b: torch.einsum("...ij,...jk->...ik", a, b),
+        R(2, 3, 4, 5),
+        R(3, 5, 6),
+    ),
     "einsum 3": (lambda a, b, c: torch.einsum("ij,jk,kl->il", a, b, c), R(2, 3), R(3, 4), R(4, 5)),
     "conv2d": (lambda x, w: F.conv2d(x, w, None, 2, 1, 1, 2), R(1, 4, 9, 9), R(6, 2, 3, 3)),
     "conv unbatched": (F.conv1d, R(4, 9), R(6, 4, 3)),

@@ -181,11 +181,12 @@ def _broadcast(a: Any, b: Any) -> list[int]:
 
 
 def _letters(spec: str, dims: int) -> list[str]:
-    """An operand's subscripts, with ``...`` expanded to numbered broadcast dimensions."""
+    """An operand's subscripts, with ``...`` expanded to broadcast dimensions numbered from
+    the right, as broadcasting aligns them."""
     if "..." not in spec:
         return list(spec)
     head, tail = spec.split("...")
-    return [*head, *(f"…{i}" for i in range(dims - len(head) - len(tail))), *tail]
+    return [*head, *(f"…{i}" for i in reversed(range(dims - len(head) - len(tail)))), *tail]
 
 
 def einsum_flops(equation: str, operands: list[Any]) -> int:
