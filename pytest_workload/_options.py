@@ -121,6 +121,11 @@ class _Option:
     def ini(self) -> str:
         return _dest(self.flag)
 
+    @property
+    def setting(self) -> str:
+        """Its field of ``WorkloadSettings``."""
+        return self.ini.removeprefix("workload_")
+
 
 #: Every option; a switch (``parse`` is ``bool``) takes no value and has a ``--no-...`` form.
 OPTIONS = (
@@ -235,28 +240,21 @@ OPTIONS = (
 
 
 def _read_values(config: pytest.Config) -> dict[str, Any]:
-    """The command line if given (argparse checked it), else the ini key, else the default,
-    each checked by the same parser."""
+    """By setting: the command line if given (argparse checked it), else the ini key, else the
+    default, each checked by the same parser."""
     values: dict[str, Any] = {}
     for option in OPTIONS:
-        values[option.flag] = config.getoption(option.ini)
-        if values[option.flag] is None:
+        values[option.setting] = config.getoption(option.ini)
+        if values[option.setting] is None:
             try:
                 raw = config.getini(option.ini)
             except (ValueError, pytest.UsageError) as exc:  # a switch's names the value only
                 raise pytest.UsageError(f"ini option {option.ini}: {exc}") from None
             try:
-                values[option.flag] = option.parse(raw)
+                values[option.setting] = option.parse(raw)
             except argparse.ArgumentTypeError as exc:
                 raise pytest.UsageError(f"ini option {option.ini} = {raw!r}: {exc}") from None
     return values
-
-
-def _json_path(config: pytest.Config, value: str) -> Path | None:
-    """Relative to where pytest was started."""
-    if not value:
-        return None
-    return Path(STDOUT) if value == STDOUT else Path(config.invocation_params.dir, value)
 
 
 #: Options that decide which workloads a run records, on which device, and where their
@@ -282,26 +280,18 @@ def _commands(config: pytest.Config) -> Commands:
 
 def read_settings(config: pytest.Config) -> WorkloadSettings:
     """A bad option or ini key is a usage error in ``pytest_configure``, before any test runs,
-    whichever is used."""
-    value = _read_values(config)
+    whichever is used. The JSON report's path is relative to where pytest was started."""
+    values = _read_values(config)
+    values["baselines"] = config.rootpath / values["baselines"]
+    if values["json"] not in ("", STDOUT):
+        values["json"] = Path(config.invocation_params.dir, values["json"])
+    values["json"] = Path(values["json"]) if values["json"] else None
     settings = WorkloadSettings(
-        snapshot=value["--workload-snapshot"],
+        **values,
         update=bool(config.getoption("update_snapshots", False)),
-        timing=value["--workload-timing"],
-        time_budget_s=value["--workload-time-budget"],
-        session_budget_s=value["--workload-session-budget"],
-        perf=value["--workload-perf"],
         workers=int(getattr(config, "workerinput", {}).get("workercount", 1)),
-        tolerance=value["--workload-perf-tolerance"],
-        cost_tolerance=value["--workload-cost-tolerance"],
-        baselines=config.rootpath / value["--workload-baselines"],
-        device=value["--workload-device"],
-        json_path=_json_path(config, value["--workload-json"]),
-        accept_upgrade=value["--workload-accept-upgrade"],
         rootdir=config.rootpath,
         commands=_commands(config),
-        record_all=value["--workload-record"] == "all",
-        report=value["--workload-report"],
     )
     flag, command = "--workload-accept-upgrade", settings.commands.accept_upgrade
     if settings.accept_upgrade and not settings.snapshot:

@@ -82,7 +82,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    record_all = config.stash[SESSION_KEY].settings.record_all
+    record_all = config.stash[SESSION_KEY].settings.record == "all"
     for item in items:
         mark = parse_mark(item)
         if mark is None and record_all:
@@ -264,7 +264,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     perf_notes, notes = session.note_lines(quiet=quiet)
     _write(terminalreporter, None if quiet else "workload performance", perf_notes)
     unchecked = session.unchecked_line()
-    counted = render_counts(session.tests, settings.session_budget_s, settings.commands)
+    counted = render_counts(session.tests, settings.session_budget, settings.commands)
     _write(terminalreporter, None, counted + ([] if unchecked is None else [unchecked]))
     _write(terminalreporter, "workload snapshot notes", notes)
     for line, red in config.stash.get(LAST_LINES_KEY, []):
