@@ -138,16 +138,6 @@ class SessionReport(Record):
         """The library versions its tests recorded."""
         return {k: v for t in self.tests for k, v in t.libraries.items()}
 
-    @property
-    def not_timed(self) -> int:
-        """Workloads the session's timing budget left untimed."""
-        return count_left_out(self.tests, "budget")
-
-    @property
-    def not_replayed(self) -> int:
-        """Top-level workloads not replayed for timing, beside other xdist workers."""
-        return count_left_out(self.tests, "xdist")
-
 
 def _report_text(data: dict[str, Json]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
