@@ -38,11 +38,9 @@ MARKER_HELP = (
 class WorkloadsMark:
     max_depth: int = 0
     perf_tolerance: float | None = None
-    #: False opts a test out of ``--workload-record=all``.
     record: bool = True
     #: False for a test recorded by ``--workload-record=all`` alone, which is never replayed.
     marked: bool = True
-    #: Each new root is compiled with it after the test, for its readiness (None: never).
     compile: str | None = None
 
 
@@ -123,7 +121,6 @@ class _Option:
 
     @property
     def setting(self) -> str:
-        """Its field of ``WorkloadSettings``."""
         return self.ini.removeprefix("workload_")
 
 
@@ -263,9 +260,7 @@ _SELECTING = ("--workload-record", "--workload-device", "--workload-baselines")
 
 
 def _commands(config: pytest.Config) -> Commands:
-    """The commands hints print repeat this run's paths and node ids, ``-k``, ``-m`` and ``-o``,
-    and the options that chose what it recorded: run literally, a hint acts on what this run
-    recorded, no more."""
+    """Run literally, a hint acts on what this run recorded, no more."""
     given_paths = config.args_source == pytest.Config.ArgsSource.ARGS
     words: list[str] = []
     for option, dest in (("-k", "keyword"), ("-m", "markexpr")):

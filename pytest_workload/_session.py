@@ -49,12 +49,10 @@ class WorkloadSettings:
     timing: bool = True
     report: ReportMode = "auto"
     time_budget: float = TimingPolicy.budget_s
-    #: seconds all timings of this process may take (None: no bound)
     session_budget: float | None = None
     device: str = "auto"
     perf: PerfMode = "on"
     perf_tolerance: float = DEFAULT_TOLERANCE
-    #: growth of a deterministic cost the snapshot gate allows (0: none)
     cost_tolerance: float = 0.0
     baselines: Path = Path(BASELINE_DIRNAME)
     update: bool = False
@@ -62,13 +60,6 @@ class WorkloadSettings:
     rootdir: Path | None = None
     #: the commands hints name, with the flags that chose what this run recorded
     commands: Commands = PLAIN
-
-
-def _baseline_root(settings: WorkloadSettings) -> Path | None:
-    """The rootdir, which baseline writes never leave; a baseline directory configured
-    outside it is its own root."""
-    root, directory = settings.rootdir, Path(os.path.normpath(settings.baselines))
-    return root if root is None or directory.is_relative_to(root) else directory
 
 
 class WorkloadSession:
@@ -90,12 +81,14 @@ class WorkloadSession:
             commands=settings.commands,
             cost_tolerance=settings.cost_tolerance,
         )
+        # baseline writes never leave the rootdir, or a baseline directory configured outside it
+        root, directory = settings.rootdir, Path(os.path.normpath(settings.baselines))
         self.perf = PerfGate(
             settings.baselines,
             mode=settings.perf,
             update=settings.update,
             workers=settings.workers,
-            within=_baseline_root(settings),
+            within=root if root is None or directory.is_relative_to(root) else directory,
             commands=settings.commands,
         )
         budget_s = settings.session_budget
