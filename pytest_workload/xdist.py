@@ -9,7 +9,7 @@ import pytest
 
 from ._core.errors import WorkloadDataError
 from ._core.strict_json import canonical_json, load_json
-from ._core.text import one_line
+from ._core.text import one_line, plural
 from ._session import WorkloadSession
 
 #: The key of a payload that a worker could not send, with why.
@@ -94,13 +94,11 @@ class WorkerMerge:
         shown = ", ".join(one_line(n) for n in ran[:NAMED])
         if len(ran) > NAMED:
             shown += f" and {len(ran) - NAMED} more"
-        kept = (
-            "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
-            "with --snapshot-no-cleanup)"
-            if self.session.settings.update
-            else ""
-        )
-        return (
-            f"the workloads of its {len(ran)} test{'s' if len(ran) != 1 else ''} are missing "
-            f"from this report" + (f" ({shown})" if ran else "") + kept
-        )
+        lost = f"the workloads of its {plural(len(ran), 'test')} are missing from this report"
+        lost += f" ({shown})" if ran else ""
+        if self.session.settings.update:
+            lost += (
+                "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
+                "with --snapshot-no-cleanup)"
+            )
+        return lost

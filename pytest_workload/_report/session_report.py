@@ -106,12 +106,6 @@ def _read_tests(d: Mapping[str, Any]) -> tuple[TestWorkloads, ...]:
 class SessionReport(Record):
     """A session's JSON report, as ``--workload-json`` writes it and ``read_report`` reads it.
 
-    Example:
-        ```python
-        report = read_report(Path("workloads.json"))
-        hashes = {w.hash for test in report.tests for w in test}
-        ```
-
     Attributes:
         scheme: The fingerprint scheme every hash in it was computed under.
         environment: Where the timings were measured (device, torch, threads, CPU, Python,
