@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
     from ._snapshot.syrupy_ext import Snapshot
 
-ReportMode = Literal["auto", "tree", "summary"]
-
 
 @dataclass(frozen=True)
 class WorkloadSettings:
@@ -47,7 +45,7 @@ class WorkloadSettings:
     record: Literal["marked", "all"] = "marked"
     json: Path | None = None
     timing: bool = True
-    report: ReportMode = "auto"
+    report: Literal["auto", "tree", "summary"] = "auto"
     time_budget: float = TimingPolicy.budget_s
     session_budget: float | None = None
     device: str = "auto"
