@@ -37,11 +37,9 @@ MARKER_HELP = (
 class WorkloadsMark:
     max_depth: int = 0
     perf_tolerance: float | None = None
-    #: False opts a test out of ``--workload-record=all``.
     record: bool = True
     #: False for a test recorded by ``--workload-record=all`` alone, which is never replayed.
     marked: bool = True
-    #: Each new root is compiled with it after the test, for its readiness (None: never).
     compile: str | None = None
 
 
@@ -119,6 +117,10 @@ class _Option:
     @property
     def ini(self) -> str:
         return _dest(self.flag)
+
+    @property
+    def setting(self) -> str:
+        return self.ini.removeprefix("workload_")
 
 
 #: Every option; a switch (``parse`` is ``bool``) takes no value and has a ``--no-...`` form.
@@ -234,28 +236,21 @@ OPTIONS = (
 
 
 def _read_values(config: pytest.Config) -> dict[str, Any]:
-    """The command line if given (argparse checked it), else the ini key, else the default,
-    each checked by the same parser."""
+    """By setting: the command line if given (argparse checked it), else the ini key, else the
+    default, each checked by the same parser."""
     values: dict[str, Any] = {}
     for option in OPTIONS:
-        values[option.flag] = config.getoption(option.ini)
-        if values[option.flag] is None:
+        values[option.setting] = config.getoption(option.ini)
+        if values[option.setting] is None:
             try:
                 raw = config.getini(option.ini)
             except (ValueError, pytest.UsageError) as exc:  # a switch's names the value only
                 raise pytest.UsageError(f"ini option {option.ini}: {exc}") from None
             try:
-                values[option.flag] = option.parse(raw)
+                values[option.setting] = option.parse(raw)
             except argparse.ArgumentTypeError as exc:
                 raise pytest.UsageError(f"ini option {option.ini} = {raw!r}: {exc}") from None
     return values
-
-
-def _json_path(config: pytest.Config, value: str) -> Path | None:
-    """Relative to where pytest was started."""
-    if not value:
-        return None
-    return Path(STDOUT) if value == STDOUT else Path(config.invocation_params.dir, value)
 
 
 #: Options that decide which workloads a run records, on which device, and where their
@@ -264,9 +259,7 @@ _SELECTING = ("--workload-record", "--workload-device", "--workload-baselines")
 
 
 def _commands(config: pytest.Config) -> Commands:
-    """The commands hints print repeat this run's paths and node ids, ``-k``, ``-m`` and ``-o``,
-    and the options that chose what it recorded: run literally, a hint acts on what this run
-    recorded, no more."""
+    """Run literally, a hint acts on what this run recorded, no more."""
     given_paths = config.args_source == pytest.Config.ArgsSource.ARGS
     words: list[str] = []
     for option, dest in (("-k", "keyword"), ("-m", "markexpr")):
@@ -281,26 +274,18 @@ def _commands(config: pytest.Config) -> Commands:
 
 def read_settings(config: pytest.Config) -> WorkloadSettings:
     """A bad option or ini key is a usage error in ``pytest_configure``, before any test runs,
-    whichever is used."""
-    value = _read_values(config)
+    whichever is used. The JSON report's path is relative to where pytest was started."""
+    values = _read_values(config)
+    values["baselines"] = config.rootpath / values["baselines"]
+    if values["json"] not in ("", STDOUT):
+        values["json"] = Path(config.invocation_params.dir, values["json"])
+    values["json"] = Path(values["json"]) if values["json"] else None
     settings = WorkloadSettings(
-        snapshot=value["--workload-snapshot"],
+        **values,
         update=bool(config.getoption("update_snapshots", False)),
-        timing=value["--workload-timing"],
-        time_budget_s=value["--workload-time-budget"],
-        session_budget_s=value["--workload-session-budget"],
-        perf=value["--workload-perf"],
         workers=int(getattr(config, "workerinput", {}).get("workercount", 1)),
-        tolerance=value["--workload-perf-tolerance"],
-        cost_tolerance=value["--workload-cost-tolerance"],
-        baselines=config.rootpath / value["--workload-baselines"],
-        device=value["--workload-device"],
-        json_path=_json_path(config, value["--workload-json"]),
-        accept_upgrade=value["--workload-accept-upgrade"],
         rootdir=config.rootpath,
         commands=_commands(config),
-        record_all=value["--workload-record"] == "all",
-        report=value["--workload-report"],
     )
     flag, command = "--workload-accept-upgrade", settings.commands.accept_upgrade
     if settings.accept_upgrade and not settings.snapshot:

@@ -33,42 +33,30 @@ if TYPE_CHECKING:
 
     from ._snapshot.syrupy_ext import Snapshot
 
-ReportMode = Literal["auto", "tree", "summary"]
-
 
 @dataclass(frozen=True)
 class WorkloadSettings:
-    """Everything the command line and ini decide, validated once."""
+    """Everything the command line and ini decide, validated once: a field per option
+    (``--workload-perf-tolerance`` is ``perf_tolerance``), then the run's own."""
 
     snapshot: bool = False
-    update: bool = False
+    accept_upgrade: bool = False
+    record: Literal["marked", "all"] = "marked"
+    json: Path | None = None
     timing: bool = True
-    time_budget_s: float = TimingPolicy.budget_s
-    #: seconds all timings of this process may take (None: no bound)
-    session_budget_s: float | None = None
+    report: Literal["auto", "tree", "summary"] = "auto"
+    time_budget: float = TimingPolicy.budget_s
+    session_budget: float | None = None
+    device: str = "auto"
     perf: PerfMode = "on"
-    workers: int = 1
-    tolerance: float = DEFAULT_TOLERANCE
-    #: growth of a deterministic cost the snapshot gate allows (0: none)
+    perf_tolerance: float = DEFAULT_TOLERANCE
     cost_tolerance: float = 0.0
     baselines: Path = Path(BASELINE_DIRNAME)
-    device: str = "auto"
-    json_path: Path | None = None
-    accept_upgrade: bool = False
+    update: bool = False
+    workers: int = 1
     rootdir: Path | None = None
     #: the commands hints name, with the flags that chose what this run recorded
     commands: Commands = PLAIN
-    #: every test records (``--workload-record=all``), not only marked ones
-    record_all: bool = False
-    #: the terminal section (``--workload-report``)
-    report: ReportMode = "auto"
-
-
-def _baseline_root(settings: WorkloadSettings) -> Path | None:
-    """The rootdir, which baseline writes never leave; a baseline directory configured
-    outside it is its own root."""
-    root, directory = settings.rootdir, Path(os.path.normpath(settings.baselines))
-    return root if root is None or directory.is_relative_to(root) else directory
 
 
 class WorkloadSession:
@@ -90,15 +78,17 @@ class WorkloadSession:
             commands=settings.commands,
             cost_tolerance=settings.cost_tolerance,
         )
+        # baseline writes never leave the rootdir, or a baseline directory configured outside it
+        root, directory = settings.rootdir, Path(os.path.normpath(settings.baselines))
         self.perf = PerfGate(
             settings.baselines,
             mode=settings.perf,
             update=settings.update,
             workers=settings.workers,
-            within=_baseline_root(settings),
+            within=root if root is None or directory.is_relative_to(root) else directory,
             commands=settings.commands,
         )
-        budget_s = settings.session_budget_s
+        budget_s = settings.session_budget
         self.budget = None if budget_s is None else SessionBudget(budget_s, self._gated)
         self._device: torch.device | None = None
         self._tests: dict[str, TestWorkloads] = {}
@@ -126,7 +116,7 @@ class WorkloadSession:
         suspect = None
         if self._judges_timing:
             suspect = functools.partial(self.perf.suspect, nodeid, tolerance=tolerance)
-        budget_s = self.settings.time_budget_s
+        budget_s = self.settings.time_budget
         return TimingPolicy(budget_s, limit_s=budget_s * LIMIT_BUDGETS, suspect=suspect)
 
     def finish_test(
@@ -143,7 +133,7 @@ class WorkloadSession:
         test, so what could not be recorded warns.
         ``fixtures``: those the test used that ran a model in their setup."""
         recorder.stop()
-        tolerance = self.settings.tolerance if tolerance is None else tolerance
+        tolerance = self.settings.perf_tolerance if tolerance is None else tolerance
         if passed:
             policy = self._timing_policy(recorder.nodeid, tolerance)
             replays: Replays = "timing" if self.perf.replays else "counts"
@@ -276,7 +266,7 @@ class WorkloadSession:
     def note_lines(self, *, quiet: bool) -> tuple[list[str], list[str]]:
         """Performance notes, one counted line per kind (``quiet``: one for all; the JSON report
         holds each), and snapshot notes, each once with the first test that showed it."""
-        json, larger = self.settings.json_path is not None, larger_budget_for(self.tests)
+        json, larger = self.settings.json is not None, larger_budget_for(self.tests)
         perf = self._ordered(self.perf_notes)
         counts = render_note_counts(perf, self.settings.commands, json, quiet=quiet, larger=larger)
         return counts, render_notes(self._ordered(self.notes))
@@ -293,7 +283,7 @@ class WorkloadSession:
     def write_json(self, extend: Callable[[dict[str, Json]], None]) -> str | None:
         """Write the JSON report (``extend``, the update hook, may add fields to it first); why
         it was not written, or written without ``extend``'s changes."""
-        path = self.settings.json_path
+        path = self.settings.json
         try:
             return None if path is None else write_report(path, self.report(), extend)
         except FileWriteError as exc:

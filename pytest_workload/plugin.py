@@ -16,51 +16,10 @@ from ._perf.orchestrate import TimingProgress
 from ._recording.recorder import WorkloadRecorder, module_calls
 from ._report.summary import junit_properties, render_counts, render_report, render_stops
 from ._session import WorkloadSession
-from .xdist import WorkerLedger, sendable
+from .xdist import BAD_MARKER, WORKER_OUTPUT_KEY, WorkerMerge, sendable
 
 if TYPE_CHECKING:
     import torch
-
-
-#: Key of this plugin's payload in an xdist worker's ``workeroutput``.
-WORKER_OUTPUT_KEY = "pytest_workload"
-
-
-#: How a worker's failed collection says that a marker is bad (see pytest_make_collect_report).
-_BAD_MARKER = "pytest-workload: bad marker: "
-
-
-class WorkerMerge(WorkerLedger):
-    """The xdist controller's side, a plugin there alone; a bad marker a worker reported (see
-    ``pytest_make_collect_report``) is turned back into the usage error it is."""
-
-    def __init__(self, session: WorkloadSession) -> None:
-        super().__init__(session)
-        self.bad_marker = False
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        node: Any = getattr(report, "node", None)  # the worker that ran it
-        gateway = getattr(node, "gateway", None)
-        if gateway is not None:
-            self.ran_on(gateway.id, report.nodeid)
-
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        # A crashed worker has no workeroutput at all.
-        payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
-        worker = getattr(node, "gateway", None)
-        self.merge(getattr(worker, "id", "?"), payload)
-
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed and str(report.longrepr).startswith(_BAD_MARKER):
-            self.bad_marker = True
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.bad_marker:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        elif self.crashed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # workload data was lost
 
 
 SESSION_KEY = pytest.StashKey[WorkloadSession]()
@@ -122,7 +81,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    record_all = config.stash[SESSION_KEY].settings.record_all
+    record_all = config.stash[SESSION_KEY].settings.record == "all"
     for item in items:
         mark = parse_mark(item)
         if mark is None and record_all:
@@ -143,7 +102,7 @@ def pytest_make_collect_report(
             try:
                 parse_mark(item)
             except pytest.UsageError as exc:
-                report.outcome, report.longrepr = "failed", f"{_BAD_MARKER}{exc}"
+                report.outcome, report.longrepr = "failed", f"{BAD_MARKER}{exc}"
                 break
     return report
 
@@ -304,7 +263,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     perf_notes, notes = session.note_lines(quiet=quiet)
     _write(terminalreporter, None if quiet else "workload performance", perf_notes)
     unchecked = session.unchecked_line()
-    counted = render_counts(session.tests, settings.session_budget_s, settings.commands)
+    counted = render_counts(session.tests, settings.session_budget, settings.commands)
     _write(terminalreporter, None, counted + ([] if unchecked is None else [unchecked]))
     _write(terminalreporter, "workload snapshot notes", notes)
     for line, red in config.stash.get(LAST_LINES_KEY, []):

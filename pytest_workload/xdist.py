@@ -1,19 +1,25 @@
-"""Under pytest-xdist: what a worker sends its controller, and the controller's ledger of what
-each worker ran and sent. No pytest here: the glue in ``plugin`` calls these from its hooks."""
+"""Under pytest-xdist: what a worker sends its controller, and the controller's plugin that
+merges what each worker ran and sent."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+import pytest
+
 from ._core.errors import WorkloadDataError
 from ._core.strict_json import canonical_json, load_json
-from ._core.text import one_line
+from ._core.text import one_line, plural
 from ._session import WorkloadSession
 
 #: The key of a payload that a worker could not send, with why.
 UNSENT: Final = "unsent"
 #: How many of a lost worker's tests its one line names.
 NAMED: Final = 3
+#: Key of this plugin's payload in an xdist worker's ``workeroutput``.
+WORKER_OUTPUT_KEY: Final = "pytest_workload"
+#: How a worker's failed collection says that a marker is bad (see pytest_make_collect_report).
+BAD_MARKER: Final = "pytest-workload: bad marker: "
 
 
 def sendable(session: WorkloadSession) -> dict[str, Any]:
@@ -27,8 +33,10 @@ def sendable(session: WorkloadSession) -> dict[str, Any]:
     return payload
 
 
-class WorkerLedger:
-    """Which worker ran what, to name a lost worker's tests."""
+class WorkerMerge:
+    """The xdist controller's side, a plugin there alone: which worker ran what, to name a lost
+    worker's tests; a bad marker a worker reported (see ``pytest_make_collect_report``) is
+    turned back into the usage error it is."""
 
     def __init__(self, session: WorkloadSession) -> None:
         self.session = session
@@ -36,9 +44,34 @@ class WorkerLedger:
         #: Workers that crashed, were killed or could not send: their tests' uses of
         #: snapshots never arrived.
         self.crashed: list[str] = []
+        self.bad_marker = False
 
     def ran_on(self, worker: str, nodeid: str) -> None:
         self._ran_on.setdefault(worker, {})[nodeid] = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        node: Any = getattr(report, "node", None)  # the worker that ran it
+        gateway = getattr(node, "gateway", None)
+        if gateway is not None:
+            self.ran_on(gateway.id, report.nodeid)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        # A crashed worker has no workeroutput at all.
+        payload = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT_KEY)
+        worker = getattr(node, "gateway", None)
+        self.merge(getattr(worker, "id", "?"), payload)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed and str(report.longrepr).startswith(BAD_MARKER):
+            self.bad_marker = True
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.bad_marker:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        elif self.crashed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # workload data was lost
 
     def merge(self, worker: str, data: Any) -> None:
         """A crashed worker sent nothing, and one whose data could not be sent says why."""
@@ -61,13 +94,11 @@ class WorkerLedger:
         shown = ", ".join(one_line(n) for n in ran[:NAMED])
         if len(ran) > NAMED:
             shown += f" and {len(ran) - NAMED} more"
-        kept = (
-            "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
-            "with --snapshot-no-cleanup)"
-            if self.session.settings.update
-            else ""
-        )
-        return (
-            f"the workloads of its {len(ran)} test{'s' if len(ran) != 1 else ''} are missing "
-            f"from this report" + (f" ({shown})" if ran else "") + kept
-        )
+        lost = f"the workloads of its {plural(len(ran), 'test')} are missing from this report"
+        lost += f" ({shown})" if ran else ""
+        if self.session.settings.update:
+            lost += (
+                "; no snapshot was deleted as unused, since its tests' uses are unknown (as "
+                "with --snapshot-no-cleanup)"
+            )
+        return lost

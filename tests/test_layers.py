@@ -171,7 +171,7 @@ def _third_party(source: str) -> set[str]:
 
 
 #: The glue that talks to pytest (and to syrupy's fixture); everything else imports neither.
-PYTEST_GLUE = {"_options", "plugin", "__main__", "__init__"}
+PYTEST_GLUE = {"_options", "plugin", "xdist", "__main__", "__init__"}
 
 
 def _wrong_home(module: str, source: str) -> list[str]:

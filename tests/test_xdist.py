@@ -7,7 +7,7 @@ import json
 from pytest_workload import TestWorkloads
 from pytest_workload._core.notes import Note
 from pytest_workload._session import WorkloadSession, WorkloadSettings
-from pytest_workload.plugin import WorkerMerge
+from pytest_workload.xdist import WorkerMerge
 from tests.recording import tiny_table
 
 

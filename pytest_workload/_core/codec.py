@@ -2,16 +2,10 @@
 
 A frozen dataclass that derives from :class:`Record` is written and read field by field, in
 field order, each by its type (``int``, ``float``, ``str``, ``bool``, ``Literal``, ``X | None``,
-tuples, nested records, ``Json``). A field's metadata, :func:`codec`, declares only where it
-differs: its JSON name, a least value, left out when unset, a reader and writer of its own,
-or written flat into the record's object. A field the record derives (``init=False``) is
-written, and read back only to check it; a file's record writes its format first
-(``version``), and refuses another on read. Every value goes through the bounded readers of
-:mod:`.strict_json`, so a bad field is one clear line that names it.
-
-A record has two JSON forms: the report's (``to_dict``) and the snapshot's (``to_snapshot``),
-which leaves out the fields declared ``snapshot=False`` (what depends on the run: timings, call
-counts, call sites) and reads each of them as its default.
+tuples, nested records, ``Json``); a field's :func:`codec` declares where it differs
+(:class:`Spec`). Every value goes through the bounded readers of :mod:`.strict_json`, so a bad
+field is one clear line that names it. The snapshot form (``to_snapshot``) leaves out what
+depends on the run (timings, call counts, call sites: ``snapshot=False``).
 """
 
 from __future__ import annotations
@@ -69,9 +63,6 @@ class _Field:
         return self.spec.snapshot or not snapshot
 
 
-_NONE = type(None)
-
-
 #: The type of a field that holds any JSON value, as written (``Json`` resolves to a union).
 _ANY: Final = "Json"
 
@@ -96,14 +87,10 @@ def _fields(cls: type) -> tuple[_Field, ...]:
 def _optional(hint: Any) -> Any:
     """``X`` for ``X | None``; None for any other type."""
     if typing.get_origin(hint) in (Union, types.UnionType):
-        rest = [a for a in typing.get_args(hint) if a is not _NONE]
+        rest = [a for a in typing.get_args(hint) if a is not types.NoneType]
         if len(rest) < len(typing.get_args(hint)):
             return rest[0] if len(rest) == 1 else Union[tuple(rest)]  # noqa: UP007
     return None
-
-
-def _canonical(value: Any, snapshot: bool) -> str:
-    return canonical_json(_write(value, snapshot))
 
 
 def _short(text: str) -> str:
@@ -269,8 +256,8 @@ def _decode(cls: type[_R], data: object, what: str | None, snapshot: bool) -> _R
     for f in fields:  # a derived field is what the record derives
         if f.init:
             continue
-        stored = _canonical(_read(d, f, snapshot), snapshot)
-        derived = _canonical(getattr(record, f.name), snapshot)
+        stored = canonical_json(_write(_read(d, f, snapshot), snapshot))
+        derived = canonical_json(_write(getattr(record, f.name), snapshot))
         if stored != derived:
             raise WorkloadDataError(
                 f"field {f.key!r} does not follow from the other fields ({_short(stored)} "

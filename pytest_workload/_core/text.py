@@ -108,9 +108,8 @@ class Commands:
     --snapshot-update`` records nothing, and after ``pytest examples`` it would run the whole
     suite."""
 
-    #: The options of this run's command line that a hint repeats, each word as given: those
-    #: that select tests (``-k``, ``-m``, ``-o``) and the ``--flag=value`` of each that decides
-    #: which workloads are recorded, on which device, and where their baselines are.
+    #: The words of this run's command line that select tests (``-k``, ``-m``, ``-o``) or what
+    #: they record (``--workload-record=all``), as given.
     selecting: tuple[str, ...] = ()
     #: The paths and node ids given on this run's command line, as given.
     paths: tuple[str, ...] = ()

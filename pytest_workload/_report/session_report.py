@@ -106,12 +106,6 @@ def _read_tests(d: Mapping[str, Any]) -> tuple[TestWorkloads, ...]:
 class SessionReport(Record):
     """A session's JSON report, as ``--workload-json`` writes it and ``read_report`` reads it.
 
-    Example:
-        ```python
-        report = read_report(Path("workloads.json"))
-        hashes = {w.hash for test in report.tests for w in test}
-        ```
-
     Attributes:
         scheme: The fingerprint scheme every hash in it was computed under.
         environment: Where the timings were measured (device, torch, threads, CPU, Python,
@@ -137,16 +131,6 @@ class SessionReport(Record):
     def libraries(self) -> dict[str, str]:
         """The library versions its tests recorded."""
         return {k: v for t in self.tests for k, v in t.libraries.items()}
-
-    @property
-    def not_timed(self) -> int:
-        """Workloads the session's timing budget left untimed."""
-        return count_left_out(self.tests, "budget")
-
-    @property
-    def not_replayed(self) -> int:
-        """Top-level workloads not replayed for timing, beside other xdist workers."""
-        return count_left_out(self.tests, "xdist")
 
 
 def _report_text(data: dict[str, Json]) -> str:
