@@ -123,16 +123,12 @@ def module_hook_tables(module: nn.Module) -> list[dict[int, Any]]:
 
 
 class CallHooks:
-    """Put into modules' tables for the duration of one root call."""
+    """Put into modules' tables for the duration of one root call, under ``key``: the
+    :class:`GlobalWatch`'s ``open_key``, so that the flag its watch hands a root's kwargs over
+    with is the root's own pre-hook's, and is taken out with it."""
 
-    def __init__(self, enter: Callable[..., None], exit_: Callable[..., None]) -> None:
-        from collections import OrderedDict
-
-        from torch.utils.hooks import RemovableHandle
-
-        # a key no hook handle of this process has or will have (handles count up from one
-        # counter)
-        self._key = RemovableHandle(OrderedDict()).id
+    def __init__(self, enter: Callable[..., None], exit_: Callable[..., None], key: int) -> None:
+        self._key = key
         self._enter = enter
         self._exit = exit_
         # modules whose forward hook could not be taken out as their call raised
@@ -178,7 +174,8 @@ class GlobalWatch:
     """Two global forward pre-hooks, side by side, that open root calls. Torch gives a global
     pre-hook no kwargs; ``watch`` decides whether a call opens a root and, if it does, names
     ``open`` in that module's table of pre-hooks given kwargs, which torch reads only as it
-    calls each hook: ``open`` then receives the call's kwargs, and takes its name out."""
+    calls each hook: ``open`` then receives the call's kwargs (the name stays, for the
+    :class:`CallHooks` put in under it, until they are taken out)."""
 
     def __init__(self, watch: Callable[..., None], open_: Callable[..., None]) -> None:
         from torch.nn.modules.module import register_module_forward_pre_hook
@@ -186,7 +183,7 @@ class GlobalWatch:
         self._handles: list[RemovableHandle] = [
             register_module_forward_pre_hook(hook) for hook in (watch, open_)
         ]
-        self._watch_key, self._open_key = self._handles[0].id, self._handles[1].id
+        self._watch_key, self.open_key = self._handles[0].id, self._handles[1].id
         self._watch, self._open = watch, open_
         table = self._handles[0].hooks_dict_ref()
         assert table is not None  # (torch's module-level table lives as long as torch)
@@ -194,10 +191,7 @@ class GlobalWatch:
         _TRACED_FN_CHOICE.add(self)
 
     def pass_kwargs(self, module: nn.Module) -> None:
-        module._forward_pre_hooks_with_kwargs[self._open_key] = True
-
-    def kwargs_passed(self, module: nn.Module) -> None:
-        module._forward_pre_hooks_with_kwargs.pop(self._open_key, None)
+        module._forward_pre_hooks_with_kwargs[self.open_key] = True
 
     def is_in(self) -> bool:
         return self._watch_key in self._table
@@ -205,11 +199,11 @@ class GlobalWatch:
     def suspend(self) -> None:
         """While a root runs (every other module keeps torch's hook-free path)."""
         self._table.pop(self._watch_key, None)
-        self._table.pop(self._open_key, None)
+        self._table.pop(self.open_key, None)
 
     def resume(self) -> None:
         self._table[self._watch_key] = self._watch
-        self._table[self._open_key] = self._open
+        self._table[self.open_key] = self._open
 
     def remove(self) -> None:
         for handle in self._handles:

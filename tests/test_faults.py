@@ -309,9 +309,10 @@ def test_a_module_class_with_eq_and_no_hash_is_one_clear_line():
         def forward(self, x):
             return self.inner(x)
 
-    recorder = WorkloadRecorder("t")
+    recorder, model = WorkloadRecorder("t"), Compared()
     with recorder.recording(all_roots=True):
-        Compared()(torch.rand(1, 2))
+        model(torch.rand(1, 2))
+        assert not model._forward_pre_hooks_with_kwargs  # (the watch's hand-over taken back)
     (error,) = recorder.errors
     assert "internal error" not in error
     assert "\n" not in error

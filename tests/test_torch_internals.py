@@ -240,6 +240,8 @@ TABLES = (
     "_forward_hooks_with_kwargs",
     "_forward_hooks_always_called",
 )
+#: a key no hook handle has (handles count up from 0)
+KEY = -1
 
 
 def _tables(module: nn.Module) -> list[int]:
@@ -252,6 +254,7 @@ def test_a_call_hook_sees_kwargs_and_leaves_no_entry():
     hooks = CallHooks(
         lambda m, args, kwargs: seen.append(("enter", kwargs)),
         lambda m, args, kwargs, result: seen.append(("exit", kwargs, result is not None)),
+        KEY,
     )
     hooks.put_in([model])
     assert _tables(model) == [1, 1, 1, 1, 1]
@@ -268,7 +271,7 @@ def test_a_forward_hook_taken_out_as_its_call_raises_leaves_the_exception_alone(
     def exit_(m, args, kwargs, result):
         hooks.take_out([m], raising=m)
 
-    hooks = CallHooks(lambda *_: None, exit_)
+    hooks = CallHooks(lambda *_: None, exit_, KEY)
     hooks.put_in([model])
     with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
         model(torch.rand(1, 3))
@@ -285,7 +288,7 @@ def test_a_forward_hook_added_after_ours_during_a_raising_call_waits_for_the_nex
     def exit_(m, args, kwargs, result):
         hooks.take_out([m], raising=m)
 
-    hooks = CallHooks(enter, exit_)
+    hooks = CallHooks(enter, exit_, KEY)
     hooks.put_in([model])
     with pytest.raises(RuntimeError, match="shapes cannot be multiplied"):
         model(torch.rand(1, 3))
@@ -294,7 +297,7 @@ def test_a_forward_hook_added_after_ours_during_a_raising_call_waits_for_the_nex
     assert _tables(model) == [0, 0, 1, 0, 0]
 
 
-def test_the_watch_passes_a_calls_kwargs_to_its_partner():
+def test_the_watch_passes_a_calls_kwargs_to_its_partner_under_the_call_hooks_key():
     model = nn.Linear(2, 2)
     opened: list[object] = []
     watch: GlobalWatch
@@ -302,7 +305,8 @@ def test_the_watch_passes_a_calls_kwargs_to_its_partner():
     def open_(m, args, kwargs=None):
         opened.append(kwargs)
         if kwargs is not None:
-            watch.kwargs_passed(m)
+            hooks = CallHooks(lambda *_: None, lambda *_: None, watch.open_key)
+            hooks.take_out([m])  # (the hand-over's flag is theirs)
 
     watch = GlobalWatch(lambda m, args: watch.pass_kwargs(m), open_)
     try:

@@ -71,8 +71,8 @@ class Hooks:
         if self._watch is not None:
             return
         self._identities.watch()
-        self._calls = CallHooks(self._enter, self._exit)
         self._watch = GlobalWatch(self._watch_call, self._open_call)
+        self._calls = CallHooks(self._enter, self._exit, self._watch.open_key)
 
     def remove_all(self) -> None:
         """Remove every hook; a root still running is dropped. Idempotent."""
@@ -99,6 +99,7 @@ class Hooks:
             self._hooked = self._stack.open_root(module, args, kwargs, max_depth)
         finally:
             if not self._stack.frames:  # (it failed before the call was opened)
+                self._calls.take_out((module,))  # (the watch's hand-over)
                 self._watch.resume()
         self._calls.put_in(self._hooked)
 
@@ -158,7 +159,6 @@ class Hooks:
     ) -> None:
         if kwargs is None or self._watch is None:  # (the watch did not pass this call on)
             return
-        self._watch.kwargs_passed(module)
         tracked = self._tracked.get(id(module))
         depth = self._max_depth if tracked is None else tracked[1]
         if not self._function_mode():  # (the hot path: a settled root called again)

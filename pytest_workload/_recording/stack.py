@@ -27,7 +27,7 @@ from .identity import Identity, IdentityCache
 from .naming import call_site
 from .plan import Plan, RootTrace, untraced
 from .rows import Call, Entry, RowTable
-from .states import State
+from .states import Life, State
 
 if TYPE_CHECKING:
     from torch import nn
@@ -38,8 +38,9 @@ if TYPE_CHECKING:
 Keyer = Callable[["nn.Module", tuple[Any, ...], dict[str, Any]], Json]
 #: A call's positional and keyword arguments.
 Arguments = tuple[tuple[Any, ...], dict[str, Any]]
-#: A settled root's call, with its row, identity, raw inputs (``inputs_key``) and plan.
-Settled = tuple[Call, Entry, Identity, Hashable, Plan]
+#: A settled root's call, with its row and the row's life as it settled, its identity, raw
+#: inputs (``inputs_key``) and plan.
+Settled = tuple[Call, Entry, Life, Identity, Hashable, Plan]
 
 
 class CallStack:
@@ -108,9 +109,8 @@ class CallStack:
     ) -> Sequence[nn.Module]:
         """Open a root's call; the modules that hold the call hooks while it runs (a settled
         root's own alone, so that a call of it within it is told from its own end)."""
-        raw, call = inputs_key(args, kwargs), (args, kwargs)
         plan = self._identities.plan(module, max_depth)
-        frame = self._root_call(module, raw, call, plan)
+        frame = self._root_call(module, inputs_key(args, kwargs), (args, kwargs), plan)
         self.plan = plan
         self.frames.append(frame)
         if plan.compiled:
@@ -124,12 +124,24 @@ class CallStack:
     def reopen(
         self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], max_depth: int
     ) -> bool:
-        """The hot path (see :func:`_settled_again`); :meth:`close_settled` ends the call."""
-        found = _settled_again(self._settled, self._identities, (module, max_depth), (args, kwargs))
+        """The hot path: reopen the frame of the call that settled this root when this call is
+        one more of it (safe: a root opens with no call in progress, and its row keeps nothing
+        of the frame); :meth:`close_settled` ends it. Nothing is described, looked up or built."""
+        found = self._settled.get(id(module))
         if found is None:
             return False
-        frame, self.plan = found
+        frame, entry, life, identity, raw, plan = found
+        if (
+            plan.max_depth != max_depth
+            or frame.generation != self._identities.generation
+            or entry.life is not life  # (any event since it settled: a life is never changed)
+            or raw != inputs_key(args, kwargs)
+            or self._identities.key(frame.target, identity.key[-1], (args, kwargs)) != identity.key
+            or not identity.watch.unchanged()
+        ):
+            return False
         frame.ambient = sys.exc_info()[1]
+        self.plan = plan
         self.frames.append(frame)
         frame.start_ns = self._clock()
         return True
@@ -140,17 +152,18 @@ class CallStack:
         frame.elapsed_ns = self._clock() - frame.start_ns
         if returned and frame.generation == self._identities.generation:
             self._rows.count_settled(frame)
+        else:  # (calls of it within it, made before it raised, are not kept)
+            frame.children.clear()
 
     def _root_call(self, module: nn.Module, raw: Hashable, call: Arguments, plan: Plan) -> Call:
-        args, kwargs = call
         frame = Call(module, plan.target, "", 0, True, next(self._order))
         frame.ambient = sys.exc_info()[1]
-        self._describe_into(frame, raw, (args, kwargs))
+        self._describe_into(frame, raw, call)
         new = traced = False
         if frame.record:
             # its workload may be known already (a cheap look-up); if not, the call is traced
             if frame.key is not None:
-                frame.identity = self._identities.known(frame.target, frame.key, (args, kwargs))
+                frame.identity = self._identities.known(frame.target, frame.key, call)
                 frame.generation = self._identities.generation
             if frame.identity is not None:
                 frame.entry = self._rows.root(frame.identity)
@@ -159,25 +172,21 @@ class CallStack:
         if traced:
             frame.entry = None  # (a traced call is filed with its operations, as a new one)
             try:  # (apart: a call that cannot be observed is still recorded, and not measured)
-                self._begin_trace(frame, args, kwargs, plan, new)
+                if new:  # (its inputs are copied before tracing begins)
+                    frame.first = FirstCall(module, frame.target, *call, copy=self._copies)
+                self._trace = trace = RootTrace(module, plan, call, self._rootdir)
+                frame.span = trace.opaque is None
+                if frame.first is not None:
+                    frame.first.counts = trace.counts
             except Exception:
                 self.internal_error()
         elif self._keyer is None and frame.entry and frame.entry.life.state is State.SETTLED:
             # (not with a key hook: it keys every call, its submodules' too)
             frame.settled = True
             if raw is not None and not plan.compiled and frame.identity is not None:
-                self._settled[id(module)] = (frame, frame.entry, frame.identity, raw, plan)
+                found = (frame, frame.entry, frame.entry.life, frame.identity, raw, plan)
+                self._settled[id(module)] = found
         return frame
-
-    def _begin_trace(
-        self, frame: Call, args: tuple[Any, ...], kwargs: dict[str, Any], plan: Plan, first: bool
-    ) -> None:
-        if first:  # (its inputs are copied before tracing begins)
-            frame.first = FirstCall(frame.module, frame.target, args, kwargs, copy=self._copies)
-        self._trace = trace = RootTrace(frame.module, plan, (args, kwargs), self._rootdir)
-        frame.span = trace.opaque is None
-        if frame.first is not None:
-            frame.first.counts = trace.counts
 
     def push_sub(self, module: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         assert self.plan is not None
@@ -230,15 +239,12 @@ class CallStack:
             return
         identity = frame.identity
         if identity is None or frame.generation != self._identities.generation:
-            described = (frame.args, frame.kwargs)
-            identity = self._identities.identity(
-                frame.target, described, frame.key, (args, kwargs), result
-            )
+            described, call = (frame.args, frame.kwargs), (args, kwargs)
+            identity = self._identities.identity(frame.target, described, frame.key, call, result)
         elif frame.entry is not None:
             # a known root's untraced call: counted into its row (the repeated-call path)
-            if self._keyer is not None:
-                call = (frame.module, args, kwargs)
-                frame.user_key = _user_key(self._keyer, self.errors, frame.entry.done.name, call)
+            keyed = (frame.module, args, kwargs)
+            frame.user_key = _user_key(self._keyer, self.errors, frame.entry.done.name, keyed)
             self._rows.observe(frame.entry, frame)
             return
         frame.done, frame.identity, frame.ambient = True, identity, None
@@ -247,19 +253,15 @@ class CallStack:
             frame.name, frame.location = call_site(frame.module, frame.target, self._rootdir)
         if not new or frame.first is None or frame.first.context is None:
             frame.first = None  # (kept for a new top-level workload only)
-        if self._keyer is not None:
-            call = (frame.module, args, kwargs)
-            frame.user_key = _user_key(self._keyer, self.errors, frame.name, call)
+        keyed = (frame.module, args, kwargs)
+        frame.user_key = _user_key(self._keyer, self.errors, frame.name, keyed)
 
     def pop(self) -> bool:
         """Close the innermost call; True when that ended the root."""
-        if self._trace is None:
-            frame = self.frames.pop()
-        else:
-            with untraced():
-                frame = self.frames.pop()
-                if frame.span:
-                    # (the call raised: its operations stay its caller's)
+        frame = self.frames.pop()
+        if self._trace is not None:
+            if frame.span:  # (the call raised: its operations stay its caller's)
+                with untraced():
                     self._trace.close_span(None)
             if not self.frames:
                 self._end_trace()
@@ -286,10 +288,9 @@ class CallStack:
             frame.args, frame.kwargs = described
         except UndescribableInputError as exc:
             frame.record = False
+            name, location = frame.name, None
             if frame.depth == 0:
                 name, location = call_site(frame.module, frame.target, self._rootdir)
-            else:
-                name, location = frame.name, None
             where = f" called at {location}" if location else ""
             self.errors[f"{name} ({class_name(frame.target)}){where}: {exc}"] = None
 
@@ -316,42 +317,16 @@ def _described(
     return found
 
 
-def _settled_again(
-    settled: dict[int, Settled],
-    identities: IdentityCache,
-    root: tuple[nn.Module, int],
-    call: Arguments,
-) -> tuple[Call, Plan] | None:
-    """The frame of the call that settled a root (``root``: the module and the depth recorded),
-    with its plan, when this call is one more of it: the same depth and raw inputs, and the
-    identity cache's generation, the identity's key and its attribute watch unchanged. Nothing
-    is described, looked up or built. Reopening the same object is safe: a root opens with no
-    call in progress, and its row keeps nothing of the frame. (Not kept: a root whose raw inputs
-    do not tell, or that is compiled, whose calls observe what dynamo compiles.)"""
-    found = settled.get(id(root[0]))
-    if found is None:
-        return None
-    frame, entry, identity, raw, plan = found
-    if (
-        plan.max_depth != root[1]
-        or frame.generation != identities.generation
-        or entry.life.state is not State.SETTLED
-        or raw != inputs_key(*call)
-        or identities.key(frame.target, identity.key[-1], call) != identity.key
-        or not identity.watch.unchanged()
-    ):
-        return None
-    frame.children.clear()  # (its last call raised within a call of itself)
-    return frame, plan
-
-
 def _user_key(
-    keyer: Keyer,
+    keyer: Keyer | None,
     errors: dict[str, None],
     name: str,
     call: tuple[nn.Module, tuple[Any, ...], dict[str, Any]],
 ) -> Json:
-    """The key hook's key for a call, checked (None, with an error logged, where it failed)."""
+    """The key hook's key for a call, checked (None where there is no key hook, and, with an
+    error logged, where it failed)."""
+    if keyer is None:
+        return None
     try:
         key = keyer(*call)
         canonical_json(key)
