@@ -16,7 +16,7 @@ from .._compile.health import Readiness
 from .._compile.observe import ReadyCall, check_readiness
 from .._torch_internals import compiled_original
 from .._tracing import Trace
-from .._workload.signature import dtype_name
+from .._workload.signature import dtype_name, qualified_name
 from .device import KINDS, device_for
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def copy_inputs(value: Any) -> tuple[Any, Missing]:
 
     def kept(value: object, since: int) -> object:
         del missing[since:]
-        missing.append(f"{type(value).__module__}.{type(value).__qualname__}")
+        missing.append(qualified_name(type(value)))
         return value
 
     def copied(value: Any) -> Any:
@@ -196,8 +196,8 @@ class FirstCall:
     recorder fills in its row's facts and hands it to :func:`.measure_calls`."""
 
     # the row's facts, filled in by the recorder
-    name: str
-    class_name: str
+    #: ``name (ClassName)``, as its lines name it
+    title: str
     device: str
     #: the workload's hash, which the timing policy's suspect is asked about
     workload_hash: str
@@ -296,5 +296,5 @@ def check_compile(
         results.append(next(answers) if why is None and isinstance(found, list) else None)
         if results[-1] is None:
             reason = f"not checked: {why}" if why is not None else str(found)
-            lines.append(f"{call.name} ({call.class_name}): compile readiness {reason}")
+            lines.append(f"{call.title}: compile readiness {reason}")
     return results, lines

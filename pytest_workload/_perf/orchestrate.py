@@ -215,7 +215,7 @@ def measure_calls(
             measured, line = measure_call(call, None, (None, BUDGET_SPENT))
         measurements.append(measured)
         if line is not None:
-            lines.append(f"{call.name} ({call.class_name}): {line}")
+            lines.append(f"{call.title}: {line}")
     if progress is not None and calls:
         progress(len(calls), len(calls))
     return measurements, lines

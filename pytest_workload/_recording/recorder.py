@@ -253,8 +253,7 @@ class WorkloadRecorder:
             with trained_as(first.captured, first.target):
                 if structure_hash(first.target) != identity.structure_hash:
                     first.changed = "its structure differs"
-        first.name = entry.done.name
-        first.class_name = identity.class_name
+        first.title = f"{entry.done.name} ({identity.class_name})"
         first.workload_hash = identity.hash
         first.device = identity.device
         first.observed_s = () if entry.untimed else tuple(ns / 1e9 for ns in entry.samples_ns)

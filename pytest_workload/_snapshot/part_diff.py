@@ -9,7 +9,7 @@ from difflib import SequenceMatcher
 from .._core.strict_json import Json, canonical_json
 from .._workload.computation import Computation, SubCall, join_path
 from .._workload.modules import ModuleTable, child_links
-from .._workload.signature import InputSignature, diff_node, format_node
+from .._workload.signature import InputSignature, diff_node, format_node, short_type
 from .._workload.workload import TestWorkloads, Workload
 from .snapshot_files import inline_json
 
@@ -100,11 +100,6 @@ def _replaced(a: str | SubCall, b: str | SubCall) -> str:
     return f"{show(a)} -> {show(b)}"
 
 
-def _short_class(description: Mapping[str, Json]) -> str:
-    name = description.get("class")
-    return str(name).rsplit(".", 1)[-1] if name is not None else "module"
-
-
 def _tensors(kind: str, old: Json, new: Json) -> Iterator[str]:
     def by_name(entries: Json) -> dict[str, list[Json]]:
         rows = entries if isinstance(entries, list) else []
@@ -169,7 +164,7 @@ def field_changes(
     a, b = old_table.get(old), new_table.get(new)
     if a is None or b is None:
         return None
-    cls = _short_class(b)
+    cls = short_type(str(b["class"])) if b.get("class") is not None else "module"
     found = [(cls, t, path) for t in own_changes(a, b)]
     before, after = dict(child_links(a)), dict(child_links(b))
     prefix = f"{path}." if path else ""

@@ -184,9 +184,7 @@ def explain_mismatch(
     lines = [f"workload snapshot mismatch ({shown}):"]
     lines += [f"  {one_line(versions)}"] if versions else []
     lines += [f"  {c}" for c in changes]
-    if len(stored.workloads) == len(recorded.workloads) and not any(
-        _upgrade_refusals(stored, recorded)
-    ):
+    if not upgrade_refusals(stored, recorded):
         lines.append(
             "only configuration text, attributes or class paths changed (parameters, "
             "children, inputs, FLOPs and computations did not): accept it with "
@@ -242,32 +240,24 @@ def _entry_refusal(
         yield "new graph breaks, recompiles or frames run eagerly in its compile readiness"
 
 
-def _upgrade_refusals(
-    stored: TestWorkloads, recorded: TestWorkloads
-) -> Iterator[tuple[Workload, Workload, str | None]]:
-    """Tables of as many workloads, paired in order (an upgrade changes hashes, never which
-    calls ran): each reason a pair is more than an upgrade's, None where they are not the
-    same workload. Reasons, not sentences: whether it is an upgrade needs no labels, and
-    the mismatch message asks only whether there is one."""
-    before, after = _skeletons(stored.modules), _skeletons(recorded.modules)
-    for old, new in zip(stored.workloads, recorded.workloads, strict=True):
-        if (old.name, old.depth) != (new.name, new.depth):
-            yield old, new, None
-            continue
-        skeletons = (before(old.structure_hash), after(new.structure_hash))
-        yield from ((old, new, what) for what in _entry_refusal(old, new, skeletons))
-
-
 def upgrade_refusals(stored: TestWorkloads, recorded: TestWorkloads) -> list[str]:
-    """Why the recorded table is more than an upgrade of the stored one (empty: it is not)."""
+    """Why the recorded table is more than an upgrade of the stored one (empty: it is not).
+    Tables of as many workloads are paired in order: an upgrade changes hashes, never which
+    calls ran."""
     if len(stored.workloads) != len(recorded.workloads):
         return [f"{len(stored.workloads)} workloads stored, {len(recorded.workloads)} recorded"]
-    return [
-        f"{new.label} ({new.class_name}): {what}"
-        if what is not None
-        else f"stored workload {old.label} is not the recorded {new.label}"
-        for old, new, what in _upgrade_refusals(stored, recorded)
-    ]
+    before, after = _skeletons(stored.modules), _skeletons(recorded.modules)
+    refusals = []
+    for old, new in zip(stored.workloads, recorded.workloads, strict=True):
+        if (old.name, old.depth) != (new.name, new.depth):
+            refusals.append(f"stored workload {old.label} is not the recorded {new.label}")
+            continue
+        skeletons = (before(old.structure_hash), after(new.structure_hash))
+        refusals += [
+            f"{new.label} ({new.class_name}): {what}"
+            for what in _entry_refusal(old, new, skeletons)
+        ]
+    return refusals
 
 
 def signature_changes(

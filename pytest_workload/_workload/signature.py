@@ -116,7 +116,7 @@ def _typed(*strings: str, ints: Sequence[str] = ()) -> Callable[[dict[str, Json]
     return check
 
 
-def _short_type(qualname: str) -> str:
+def short_type(qualname: str) -> str:
     return qualname.rsplit(".", 1)[-1]
 
 
@@ -134,7 +134,7 @@ def _format_shaped(node: dict[str, Json]) -> str:
     if "qscheme" in node:  # `` per_channel_affine(axis=0)``
         text += f" {node['qscheme']}" + (f"(axis={node['axis']})" if "axis" in node else "")
     if "subclass" in node:
-        text += f" {_short_type(str(node['subclass']))}"
+        text += f" {short_type(str(node['subclass']))}"
     return text
 
 
@@ -194,7 +194,7 @@ def _check_fields(node: dict[str, Json], where: str) -> None:
 def _format_fields(node: dict[str, Json]) -> str:
     fields = cast(dict[str, Json], node["fields"])
     inner = ", ".join(f"{k}={format_node(v)}" for k, v in fields.items())
-    return f"{_short_type(str(_type_name(node)))}({inner})"
+    return f"{short_type(str(_type_name(node)))}({inner})"
 
 
 def _diff_fields(path: str, a: dict[str, Json], b: dict[str, Json]) -> list[str]:
@@ -282,7 +282,7 @@ TAGS = (
     Tag(
         ("custom", "value"),
         _typed("custom"),
-        lambda n: f"{_short_type(str(n['custom']))}<{_format_plain(n['value'])}>",
+        lambda n: f"{short_type(str(n['custom']))}<{_format_plain(n['value'])}>",
     ),
     Tag(
         ("str_sha256", "length", "preview"),
