@@ -85,6 +85,19 @@ def test_accept_upgrade_rewrites_a_wording_only_change(pytester, suite):
     pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
 
 
+def test_accept_upgrade_rewrites_a_class_moved_beside_a_reworded_attribute(pytester, suite):
+    # the class path is left out of the structure hash; here the attribute moves the hash, and
+    # the upgrade's comparison of the trees must leave the path out as well
+    stored = _written(pytester, suite)
+    _norms(suite, "m.variant = 'b'\n    Norms.__module__ = 'relocated'")
+    accepted = pytester.runpytest(
+        "--workload-snapshot", "--snapshot-update", "--workload-accept-upgrade"
+    )
+    accepted.assert_outcomes(passed=1)
+    assert '"class_path": "relocated.Norms"' in stored.read_text()
+    pytester.runpytest("--workload-snapshot").assert_outcomes(passed=1)
+
+
 def test_accept_upgrade_refuses_a_changed_computation_and_leaves_the_file(pytester, suite):
     stored = _written(pytester, suite)
     before = stored.read_text()

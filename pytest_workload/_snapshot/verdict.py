@@ -13,7 +13,7 @@ from functools import cache
 from .._compile.health import health_changes, readiness_changes
 from .._core.strict_json import Json, canonical_json, sha256_hex
 from .._core.text import Commands, one_line, short, versions_line
-from .._workload.modules import ModuleTable, child_links
+from .._workload.modules import DESCRIPTION_ONLY, ModuleTable, child_links
 from .._workload.workload import TestWorkloads, Workload
 from .diff import (
     cost_lines,
@@ -28,8 +28,9 @@ from .diff import (
 )
 from .snapshot_files import Stored
 
-#: Description fields an upgrade may change: the wording, never the computation.
-REWORDING = frozenset({"class", "attributes"})
+#: Description fields an upgrade may change: the wording and what no hash holds (a class's
+#: path), never the computation.
+REWORDING = DESCRIPTION_ONLY | {"class", "attributes"}
 
 
 class Verdict(enum.Enum):
