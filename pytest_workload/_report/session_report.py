@@ -43,19 +43,6 @@ def count_left_out(tests: Sequence[TestWorkloads], why: LeftOut) -> int:
     return sum(1 for t in tests for w in t if w.measured and w.measured.timing.left_out == why)
 
 
-def count_not_measured(tests: Sequence[TestWorkloads]) -> int:
-    """Top-level workloads no replay timed while timing was on, less those that xdist workers
-    did not replay, so that a suite has one count with and without xdist."""
-    return sum(
-        1
-        for t in tests
-        for w in t.roots()
-        if w.measured is not None
-        and w.measured.timing.kind not in ("replayed", "off")
-        and not w.measured.unreplayed_for_xdist
-    )
-
-
 def _write_versions(scheme: int) -> dict[str, Json]:
     return {"schema_version": REPORT_SCHEMA_VERSION, "fingerprint_scheme": scheme}
 
