@@ -58,10 +58,6 @@ class Row:
     drift: Drift | None = None
 
 
-class IncomparableError(WorkloadError):
-    """No hash of one fingerprint scheme means anything in another."""
-
-
 @dataclass(frozen=True)
 class Comparison:
     rows: tuple[Row, ...]
@@ -126,7 +122,7 @@ def compare_reports(
 ) -> Comparison:
     """Rows for every top-level workload and every changed one."""
     if base.scheme != head.scheme:
-        raise IncomparableError(
+        raise WorkloadError(
             f"the reports use fingerprint schemes {base.scheme} and {head.scheme}: hashes are "
             "not comparable; regenerate the base report with the same pytest-workload"
         )

@@ -184,10 +184,6 @@ def same_device(base: SessionReport, head: SessionReport) -> bool:
     return all(base.environment.get(k) == head.environment.get(k) for k in keys)
 
 
-class MergeError(WorkloadError):
-    """Other schemes, or a test in two shards."""
-
-
 @dataclass(frozen=True)
 class Shard:
     name: str
@@ -204,12 +200,10 @@ class Merged:
 
 def merge_reports(shards: Sequence[Shard]) -> Merged:
     """Tests in shard order."""
-    if not shards:
-        raise MergeError("no reports to merge")
     schemes = {s.report.scheme for s in shards}
     if len(schemes) > 1:
         listed = ", ".join(f"{s.name}: scheme {s.report.scheme}" for s in shards)
-        raise MergeError(
+        raise WorkloadError(
             f"the shards use different fingerprint schemes ({listed}): their hashes are not "
             "comparable; run every shard with the same pytest-workload"
         )
@@ -221,7 +215,7 @@ def merge_reports(shards: Sequence[Shard]) -> Merged:
                 where = (
                     f"twice in {other}" if other == shard.name else f"in {other} and {shard.name}"
                 )
-                raise MergeError(f"test {test.nodeid} is {where}: shards must not overlap")
+                raise WorkloadError(f"test {test.nodeid} is {where}: shards must not overlap")
             shard_of[test.nodeid] = shard.name
     tests = tuple(t for s in shards for t in s.report.tests)
     checks = KeyChecks()
