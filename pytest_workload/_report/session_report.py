@@ -1,9 +1,5 @@
-"""The JSON report, its file, and the merge of CI shards' reports into one.
-
-Each shard checked collapses only among its own tests; the merge runs the session-wide checks
-again over every shard, so two workloads that share a hash or a user key in two shards are a
-collapse, as they would have been in one session.
-"""
+"""The JSON report, its file, and the merge of CI shards' reports into one, which checks
+collapses across them (docs/how-to/ci.md)."""
 
 from __future__ import annotations
 
@@ -149,14 +145,8 @@ def write_report(
 
 
 def read_report(path: Path) -> SessionReport:
-    """Read a report that ``pytest --workload-json=PATH`` wrote.
-
-    Example:
-        ```python
-        report = read_report(Path("workloads.json"))
-        slow = [(t.nodeid, w.name) for t in report.tests for w in t
-                if w.timing and w.timing.median_s > 0.1]
-        ```
+    """Read a report that ``pytest --workload-json=PATH`` wrote (the package's example reads
+    one).
 
     Only the current report schema is read. ``pytest-workload compare`` and ``merge`` read
     reports through this function too.
