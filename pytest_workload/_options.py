@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -43,10 +44,6 @@ class WorkloadsMark:
     compile: str | None = None
 
 
-def _in_range(value: float, *, positive: bool) -> bool:
-    return math.isfinite(value) and (value > 0 if positive else value >= 0)
-
-
 def _bound(positive: bool) -> str:
     return f"a finite number {'> 0' if positive else '>= 0'}"
 
@@ -56,7 +53,7 @@ def number(value: str, *, positive: bool = False) -> float:
         parsed = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not _in_range(parsed, positive=positive):
+    if not (math.isfinite(parsed) and (parsed > 0 if positive else parsed >= 0)):
         raise argparse.ArgumentTypeError(f"expected {_bound(positive)}, got {value!r}")
     return parsed
 
@@ -101,11 +98,6 @@ def _device(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _dest(flag: str) -> str:
-    """The option's dest and its ini key."""
-    return flag.removeprefix("--").replace("-", "_")
-
-
 @dataclass(frozen=True)
 class _Option:
     flag: str
@@ -116,7 +108,8 @@ class _Option:
 
     @property
     def ini(self) -> str:
-        return _dest(self.flag)
+        """The option's dest and its ini key."""
+        return self.flag.removeprefix("--").replace("-", "_")
 
     @property
     def setting(self) -> str:
@@ -267,7 +260,7 @@ def _commands(config: pytest.Config) -> Commands:
             words += [option, config.getoption(dest)]
     for override in config.getoption("override_ini") or ():
         words += ["-o", override]
-    given = ((flag, config.getoption(_dest(flag))) for flag in _SELECTING)
+    given = ((o.flag, config.getoption(o.ini)) for o in OPTIONS if o.flag in _SELECTING)
     words += [f"{flag}={value}" for flag, value in given if value is not None]
     return Commands(tuple(words), tuple(config.args) if given_paths else ())
 
@@ -319,10 +312,7 @@ def add_options(parser: pytest.Parser) -> None:
 def _is_tolerance(value: object) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
-    try:
-        return _in_range(float(value), positive=False)
-    except OverflowError:  # an int beyond a float's range
-        return False
+    return 0 <= value <= sys.float_info.max  # (not NaN, nor an int beyond a float's range)
 
 
 #: Each marker argument: whether a value is valid, and what it must be.

@@ -73,21 +73,18 @@ class WorkerMerge:
         elif self.crashed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # workload data was lost
 
-    def merge(self, worker: str, data: Any) -> None:
-        """A crashed worker sent nothing, and one whose data could not be sent says why."""
-        unsent = data.get(UNSENT) if isinstance(data, dict) else None
-        if data is None or unsent is not None:
-            self.crashed.append(worker)
-            why = (
-                "sent no workload data (it crashed or was killed)"
-                if unsent is None
-                else f"could not send its workload data ({one_line(str(unsent))})"
-            )
-            self.session.problems.append(f"xdist worker {worker} {why}: {self._lost(worker)}")
+    def merge(self, worker: str, data: dict[str, Any] | None) -> None:
+        """``data``: what ``sendable`` gave; None from a worker that crashed."""
+        if data is not None and UNSENT not in data:
+            self.session.absorb(data)
             return
-        if not isinstance(data, dict):
-            raise WorkloadDataError(f"xdist worker payload: expected an object, got {data!r:.80}")
-        self.session.absorb(data)
+        self.crashed.append(worker)
+        why = (
+            "sent no workload data (it crashed or was killed)"
+            if data is None
+            else f"could not send its workload data ({one_line(str(data[UNSENT]))})"
+        )
+        self.session.problems.append(f"xdist worker {worker} {why}: {self._lost(worker)}")
 
     def _lost(self, worker: str) -> str:
         ran = list(self._ran_on.get(worker, {}))

@@ -13,11 +13,10 @@ import xml.etree.ElementTree as ET
 import pytest
 import torch
 
-from pytest_workload import SessionReport, TestWorkloads, WorkloadRecorder
+from pytest_workload import SessionReport, TestWorkloads, WorkloadError, WorkloadRecorder
 from pytest_workload.__main__ import main
 from pytest_workload._perf.stopwatch import summarize
 from pytest_workload._report.compare import (
-    IncomparableError,
     compare_reports,
     render_comparison,
     render_comparison_markdown,
@@ -130,7 +129,7 @@ def test_a_head_that_only_adds_workloads_does_not_regress(tmp_path, capsys):
 
 
 def test_other_schemes_are_incomparable():
-    with pytest.raises(IncomparableError, match="fingerprint schemes 1 and 2: hashes are not"):
+    with pytest.raises(WorkloadError, match="fingerprint schemes 1 and 2: hashes are not"):
         compare_reports(report(recorded([8])), SessionReport(2, environment=ENV))
 
 

@@ -8,9 +8,9 @@ import json
 import pytest
 import torch
 
-from pytest_workload import SessionReport, WorkloadRecorder, read_report
+from pytest_workload import SessionReport, WorkloadError, WorkloadRecorder, read_report
 from pytest_workload.__main__ import main
-from pytest_workload._report.session_report import MergeError, Shard, merge_reports, write_report
+from pytest_workload._report.session_report import Shard, merge_reports, write_report
 from tests.models import TinyNet
 from tests.pytester_suite import MODELS, SUITE_INI
 
@@ -61,13 +61,13 @@ def test_a_shared_hash_across_shards_is_a_collapse():
 
 def test_another_scheme_is_refused():
     a, b = _report(_test("a.py::t", 8)), dataclasses.replace(_report(_test("b.py::t", 8)), scheme=2)
-    with pytest.raises(MergeError, match=r"different fingerprint schemes \(a.json: scheme 1, b"):
+    with pytest.raises(WorkloadError, match=r"different fingerprint schemes \(a.json: scheme 1, b"):
         merge_reports([Shard("a.json", a), Shard("b.json", b)])
 
 
 def test_a_test_in_two_shards_is_refused():
     a, b = _report(_test("t.py::t", 8)), _report(_test("t.py::t", 8))
-    with pytest.raises(MergeError, match=r"test t.py::t is in a.json and b.json"):
+    with pytest.raises(WorkloadError, match=r"test t.py::t is in a.json and b.json"):
         merge_reports([Shard("a.json", a), Shard("b.json", b)])
 
 

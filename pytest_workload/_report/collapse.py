@@ -1,8 +1,5 @@
-"""A *collapse* is distinct workloads under one key (a weight-based key that forgets the input
-shape); an *unstable* key is one workload under several keys (a key that changes when the
-weights are re-initialised). The same index finds both. Sightings accumulate over the whole
-session, so problems between two tests are caught as well as those inside one.
-"""
+"""Collapses (distinct workloads under one key) and unstable keys (one workload under several),
+found by one index over the whole session (docs/how-to/cache-keys.md)."""
 
 from __future__ import annotations
 

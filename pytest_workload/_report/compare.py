@@ -58,10 +58,6 @@ class Row:
     drift: Drift | None = None
 
 
-class IncomparableError(WorkloadError):
-    """No hash of one fingerprint scheme means anything in another."""
-
-
 @dataclass(frozen=True)
 class Comparison:
     rows: tuple[Row, ...]
@@ -77,6 +73,7 @@ class Comparison:
 
 #: A row's verdict from a timing drift's kind.
 _VERDICTS: dict[str, Verdict] = {
+    "unchanged": "ok",
     "regression": "slower",
     "faster": "faster",
     "too few samples": "too few",
@@ -102,9 +99,6 @@ def _change_row(
 
 def _timed_row(nodeid: str, w: Workload, base: Timing | None, tolerance: float) -> Row:
     drift = None if base is None or w.timing is None else judge(w.timing, base, tolerance)
-    verdict: Verdict = "ok"
-    if drift is not None and drift.kind != "unchanged":
-        verdict = _VERDICTS[drift.kind]
     return Row(
         nodeid,
         w.label,
@@ -112,7 +106,7 @@ def _timed_row(nodeid: str, w: Workload, base: Timing | None, tolerance: float) 
         w.input_signature.format(),
         w.hash,
         w.hash,
-        verdict,
+        "ok" if drift is None else _VERDICTS[drift.kind],
         base_time=base,
         head_time=w.timing,
         drift=drift,
@@ -126,7 +120,7 @@ def compare_reports(
 ) -> Comparison:
     """Rows for every top-level workload and every changed one."""
     if base.scheme != head.scheme:
-        raise IncomparableError(
+        raise WorkloadError(
             f"the reports use fingerprint schemes {base.scheme} and {head.scheme}: hashes are "
             "not comparable; regenerate the base report with the same pytest-workload"
         )

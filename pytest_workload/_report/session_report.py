@@ -1,9 +1,5 @@
-"""The JSON report, its file, and the merge of CI shards' reports into one.
-
-Each shard checked collapses only among its own tests; the merge runs the session-wide checks
-again over every shard, so two workloads that share a hash or a user key in two shards are a
-collapse, as they would have been in one session.
-"""
+"""The JSON report, its file, and the merge of CI shards' reports into one, which checks
+collapses across them (docs/how-to/ci.md)."""
 
 from __future__ import annotations
 
@@ -41,19 +37,6 @@ def count_left_out(tests: Sequence[TestWorkloads], why: LeftOut) -> int:
     """Workloads whose timing was left out for ``why``: the session's timing budget, or
     xdist workers sharing the cores."""
     return sum(1 for t in tests for w in t if w.measured and w.measured.timing.left_out == why)
-
-
-def count_not_measured(tests: Sequence[TestWorkloads]) -> int:
-    """Top-level workloads no replay timed while timing was on, less those that xdist workers
-    did not replay, so that a suite has one count with and without xdist."""
-    return sum(
-        1
-        for t in tests
-        for w in t.roots()
-        if w.measured is not None
-        and w.measured.timing.kind not in ("replayed", "off")
-        and not w.measured.unreplayed_for_xdist
-    )
 
 
 def _write_versions(scheme: int) -> dict[str, Json]:
@@ -162,14 +145,8 @@ def write_report(
 
 
 def read_report(path: Path) -> SessionReport:
-    """Read a report that ``pytest --workload-json=PATH`` wrote.
-
-    Example:
-        ```python
-        report = read_report(Path("workloads.json"))
-        slow = [(t.nodeid, w.name) for t in report.tests for w in t
-                if w.timing and w.timing.median_s > 0.1]
-        ```
+    """Read a report that ``pytest --workload-json=PATH`` wrote (the package's example reads
+    one).
 
     Only the current report schema is read. ``pytest-workload compare`` and ``merge`` read
     reports through this function too.
@@ -197,10 +174,6 @@ def same_device(base: SessionReport, head: SessionReport) -> bool:
     return all(base.environment.get(k) == head.environment.get(k) for k in keys)
 
 
-class MergeError(WorkloadError):
-    """Other schemes, or a test in two shards."""
-
-
 @dataclass(frozen=True)
 class Shard:
     name: str
@@ -217,12 +190,10 @@ class Merged:
 
 def merge_reports(shards: Sequence[Shard]) -> Merged:
     """Tests in shard order."""
-    if not shards:
-        raise MergeError("no reports to merge")
     schemes = {s.report.scheme for s in shards}
     if len(schemes) > 1:
         listed = ", ".join(f"{s.name}: scheme {s.report.scheme}" for s in shards)
-        raise MergeError(
+        raise WorkloadError(
             f"the shards use different fingerprint schemes ({listed}): their hashes are not "
             "comparable; run every shard with the same pytest-workload"
         )
@@ -234,7 +205,7 @@ def merge_reports(shards: Sequence[Shard]) -> Merged:
                 where = (
                     f"twice in {other}" if other == shard.name else f"in {other} and {shard.name}"
                 )
-                raise MergeError(f"test {test.nodeid} is {where}: shards must not overlap")
+                raise WorkloadError(f"test {test.nodeid} is {where}: shards must not overlap")
             shard_of[test.nodeid] = shard.name
     tests = tuple(t for s in shards for t in s.report.tests)
     checks = KeyChecks()

@@ -17,7 +17,7 @@ from .._core.text import (
 )
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
-from .session_report import count_left_out, count_not_measured
+from .session_report import count_left_out
 
 #: Recorded tests up to which ``--workload-report=auto`` shows every test's tree.
 TREE_TESTS = 20
@@ -129,7 +129,15 @@ def render_report(
     distinct = len({w.hash for w in workloads})
     found = "no collapse" if not collapses else plural(collapses, "collapse")
     hashes = f"{distinct} distinct hash{'' if distinct == 1 else 'es'}"
-    unmeasured = count_not_measured(recorded)
+    # less those xdist workers did not replay: a suite has one count with and without xdist
+    unmeasured = sum(
+        1
+        for w in workloads
+        if w.parent is None
+        and w.measured is not None
+        and w.measured.timing.kind not in ("replayed", "off")
+        and not w.measured.unreplayed_for_xdist
+    )
     if unmeasured:
         hashes += f", {unmeasured} top-level not timed by a replay"
     stopped = sum(1 for t in recorded if any(w.compute_partial for w in t.roots()))
