@@ -147,10 +147,6 @@ def matmul_flops(a: Any, b: Any) -> int:
     da, db = a.dim(), b.dim()
     if db == 1 and da <= 2:
         return 0  # dot, mv
-    if da == 1 and db == 2:
-        return _mm(1, a.shape[0], b.shape[1])
-    if da == 2 and db == 2:
-        return _mm(a.shape[0], a.shape[1], b.shape[1])
     if _folds(a, b):
         if a.dim() >= b.dim():
             return 0 if db == 1 else _mm(math.prod(a.shape[:-1]), a.shape[-1], b.shape[-1])
