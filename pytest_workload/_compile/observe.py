@@ -55,7 +55,6 @@ class CompileWatch:
         # a forward's code -> whether dynamo had nothing compiled for it when the test first
         # called it
         self._cold: dict[object, bool] = {}
-        self._ids: dict[str, str] | None = None
 
     def begin(self, module: nn.Module) -> CallObservation | None:
         """Begin observing a call of ``module`` (None: not compiled, or compiled before)."""
@@ -67,18 +66,16 @@ class CompileWatch:
             self._cold[code] = dynamo_cache_size(code) == 0
         if not self._cold[code]:
             return None
-        if self._ids is None:
-            self._ids = graph_break_ids()
-        return CallObservation(self._rootdir, self._ids)
+        return CallObservation(self._rootdir)
 
 
 class CallObservation(logging.Handler):
     """One call of a compiled module, observed from :meth:`CompileWatch.begin` to
     :meth:`end`; the handler the graph-break loggers hand each break to."""
 
-    def __init__(self, rootdir: str | None, ids: dict[str, str]) -> None:
+    def __init__(self, rootdir: str | None) -> None:
         super().__init__(logging.DEBUG)
-        self._rootdir, self._ids = rootdir, ids
+        self._rootdir = rootdir
         self._metrics = compilation_metrics()
         # (kept: the ids of the metrics before the call stay theirs)
         self._before = self._metrics()
@@ -133,7 +130,7 @@ class CallObservation(logging.Handler):
         hint = next(
             (ln.strip()[6:] for ln in message.splitlines() if ln.strip().startswith("Hint: ")), None
         )
-        kind = self._ids.get(gb_type, gb_type)
+        kind = graph_break_ids().get(gb_type, gb_type)  # (dynamo is loaded: it broke)
         self._breaks.append(GraphBreak(site, function, kind, gb_type, hint))
 
     def end(self) -> CompileHealth:
@@ -250,14 +247,13 @@ def _child(write_end: int, calls: Sequence[ReadyCall], backend: str, rootdir: st
 
             torch.set_num_threads(1)
             torch.compiler.reset()
-            ids = graph_break_ids()
             compiled: dict[int, Any] = {}
             found: list[Json] = []
             for call in calls:
                 module: Any = compiled.get(id(call.target))
                 if module is None:
                     module = compiled[id(call.target)] = torch.compile(call.target, backend=backend)
-                observation = CallObservation(rootdir, ids)
+                observation = CallObservation(rootdir)
                 for _ in range(call.calls):
                     call.run(module)
                 found.append(observation.end().to_dict())
