@@ -4,8 +4,7 @@ import torch
 from torch import nn
 
 from pytest_workload import WorkloadRecorder
-from pytest_workload._compile import CompileHealth, Readiness
-from pytest_workload._compile.health import GraphBreak
+from pytest_workload._compile.health import CompileHealth, GraphBreak, Readiness
 from pytest_workload._fingerprint.describe import describe_args, describe_kwargs
 from pytest_workload._snapshot.diff import compare_tables, explain, named, tables_match
 from pytest_workload._snapshot.part_diff import diff_signatures

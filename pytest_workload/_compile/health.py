@@ -1,7 +1,5 @@
-"""A workload's compile health: what dynamo did with the calls of a module the test compiled
-itself, and its compile readiness (the same for its eager model, compiled on request), as data,
-with the rules that gate them. Messages are never part of a key, so a library
-that rewords a reason changes nothing (docs/how-to/compile.md).
+"""The records of compile health and readiness, and the rules that gate them. Messages are
+never part of a key, so a library that rewords a reason changes nothing (docs/how-to/compile.md).
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """Observing dynamo: the test's own ``torch.compile`` during one recorded call (compiling
-nothing), and compile readiness, what dynamo makes of a test's eager model, asked for with
-``@pytest.mark.workloads(compile="aot_eager")``.
+nothing), and a readiness check's compile in a forked child (docs/how-to/compile.md).
 
 The graph-break loggers are tapped only between dynamo's compile callbacks, so a call that
 compiles nothing costs two list operations; a break is read from the exception dynamo logs (its
-type and user stack), never from the message. A class compiled by an earlier test is not
-observed (docs/how-to/compile.md, "Keep each compile observable").
+type and user stack), never from the message.
 
-A compile leaves state a later test could read (dynamo's caches on code objects, its counters,
-metrics and config), so a readiness check compiles in a forked child, which resets dynamo,
-compiles, calls, observes, sends each workload's health back through a pipe as JSON and leaves
-with ``os._exit``: no exit code of pytest's or the user's runs there. Where fork is missing, or
-the child dies or runs out of time, the readiness is not checked, with a line saying why.
+The child compiles because a compile leaves state a later test could read (dynamo's caches,
+counters, metrics and config); it sends each workload's health back through a pipe as JSON and
+leaves with ``os._exit``, so no exit code of pytest's or the user's runs there.
 """
 
 from __future__ import annotations
@@ -59,7 +55,6 @@ class CompileWatch:
         # a forward's code -> whether dynamo had nothing compiled for it when the test first
         # called it
         self._cold: dict[object, bool] = {}
-        self._ids: dict[str, str] | None = None
 
     def begin(self, module: nn.Module) -> CallObservation | None:
         """Begin observing a call of ``module`` (None: not compiled, or compiled before)."""
@@ -67,23 +62,20 @@ class CompileWatch:
         code = getattr(getattr(type(original), "forward", None), "__code__", None)
         if code is None:
             return None
-        cold = self._cold.get(code)
-        if cold is None:
-            cold = self._cold[code] = dynamo_cache_size(code) == 0
-        if not cold:
+        if code not in self._cold:
+            self._cold[code] = dynamo_cache_size(code) == 0
+        if not self._cold[code]:
             return None
-        if self._ids is None:
-            self._ids = graph_break_ids()
-        return CallObservation(self._rootdir, self._ids)
+        return CallObservation(self._rootdir)
 
 
 class CallObservation(logging.Handler):
     """One call of a compiled module, observed from :meth:`CompileWatch.begin` to
     :meth:`end`; the handler the graph-break loggers hand each break to."""
 
-    def __init__(self, rootdir: str | None, ids: dict[str, str]) -> None:
+    def __init__(self, rootdir: str | None) -> None:
         super().__init__(logging.DEBUG)
-        self._rootdir, self._ids = rootdir, ids
+        self._rootdir = rootdir
         self._metrics = compilation_metrics()
         # (kept: the ids of the metrics before the call stay theirs)
         self._before = self._metrics()
@@ -138,7 +130,7 @@ class CallObservation(logging.Handler):
         hint = next(
             (ln.strip()[6:] for ln in message.splitlines() if ln.strip().startswith("Hint: ")), None
         )
-        kind = self._ids.get(gb_type, gb_type)
+        kind = graph_break_ids().get(gb_type, gb_type)  # (dynamo is loaded: it broke)
         self._breaks.append(GraphBreak(site, function, kind, gb_type, hint))
 
     def end(self) -> CompileHealth:
@@ -251,7 +243,21 @@ def _child(write_end: int, calls: Sequence[ReadyCall], backend: str, rootdir: st
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the child)
         answer: dict[str, Json]
         try:
-            answer = {"health": [h.to_dict() for h in _compiled_health(calls, backend, rootdir)]}
+            import torch
+
+            torch.set_num_threads(1)
+            torch.compiler.reset()
+            compiled: dict[int, Any] = {}
+            found: list[Json] = []
+            for call in calls:
+                module: Any = compiled.get(id(call.target))
+                if module is None:
+                    module = compiled[id(call.target)] = torch.compile(call.target, backend=backend)
+                observation = CallObservation(rootdir)
+                for _ in range(call.calls):
+                    call.run(module)
+                found.append(observation.end().to_dict())
+            answer = {"health": found}
         except Exception as exc:
             first = (str(exc).strip().splitlines() or [""])[0]
             answer = {"problem": f"compiling raised {type(exc).__name__}: {first}"}
@@ -261,27 +267,3 @@ def _child(write_end: int, calls: Sequence[ReadyCall], backend: str, rootdir: st
         status = 0
     finally:
         os._exit(status)
-
-
-def _compiled_health(
-    calls: Sequence[ReadyCall], backend: str, rootdir: str | None
-) -> list[CompileHealth]:
-    import torch
-
-    torch.set_num_threads(1)
-    torch.compiler.reset()
-    ids = graph_break_ids()
-    compiled: dict[int, Any] = {}
-    found = []
-    for call in calls:
-        module: Any = compiled.get(id(call.target))
-        if module is None:
-            module = compiled[id(call.target)] = torch.compile(call.target, backend=backend)
-        observation = CallObservation(rootdir, ids)
-        try:
-            for _ in range(call.calls):
-                call.run(module)
-        finally:
-            health = observation.end()
-        found.append(health)
-    return found

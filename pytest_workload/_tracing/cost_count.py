@@ -1,12 +1,9 @@
-"""What a traced call costs: FLOPs counted at the dispatch level, bytes moved, peaks.
+"""What a traced call costs: FLOPs counted at the dispatch level, bytes moved, peaks
+(docs/explanation/timing.md, "Costs").
 
 The dispatch mode counts FLOPs where the function level cannot (products inside one kernel,
 TorchScript), from shapes. Entering it imports ``torch._dynamo`` (about a second, once per
 process): only a model that runs such an operation pays it.
-
-An operation reads its tensor inputs and writes its new outputs and in-place targets only where
-it moved data (a view moves none). A new storage counts as allocated until a weak reference's
-callback sees it freed, at the same point in every run; a span's peak is over what it allocated.
 """
 
 from __future__ import annotations

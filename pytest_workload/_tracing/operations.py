@@ -1,16 +1,11 @@
 """One torch-level operation as the tracer sees it: its text, its FLOPs, and whether it
-follows the values of its tensors.
-
-Its text writes tensors as dtype and shape, never values or device, so it is the same on every
-machine, seed and weights. A parameter or buffer of the traced tree is followed by its path
-(``float32[8, 8]@fc1.weight``): two layers of one shape swapped are another text. Its FLOPs
-are those ``torch.utils.flop_counter`` counts for its aten operations, from shapes, without a
-dispatch mode (but for :data:`OPAQUE` ones).
+follows the values of its tensors (docs/explanation/hashes.md, "Compute hash" and "Where it
+stops"; host syncs: timing.md, "Costs"). Its FLOPs are those ``torch.utils.flop_counter``
+counts for its aten operations, from shapes, without a dispatch mode (but for :data:`OPAQUE`
+ones).
 
 A *value read* hands tensor values to Python (``item``, ``bool(t)``); a *value-shaped*
-operation returns a tensor whose shape the values set (``nonzero``, ``t[mask]``). Either is a
-data-dependent event when a tensor it reads may carry data: what runs after it may follow the
-data, so a trace stops its computation there. Each is a *host sync* too, as is ``.cpu()``.
+operation returns a tensor whose shape the values set (``nonzero``, ``t[mask]``).
 """
 
 from __future__ import annotations
@@ -29,9 +24,8 @@ Refer = Callable[[Any], "str | None"]
 
 #: Containers written out in full up to this many items (longer ones: the first, and a count).
 _MAX_ITEMS = 64
-_SCALARS = (bool, int, str, type(None))
 #: Exact types written as their repr (checked first: most arguments that are not tensors).
-_PLAIN = frozenset((*_SCALARS, float))
+_PLAIN: frozenset[type] = frozenset((bool, int, str, type(None), float))
 
 
 def op_name(func: Any) -> str:
@@ -53,14 +47,6 @@ def _tensor_text(dtype: Any, shape: Any, layout: Any) -> str:
     return f"{dtype_name(dtype)}[{shape_text}{layout_text}]"
 
 
-def _sequence(values: Any, opening: str, closing: str, refer: Refer) -> str:
-    items = list(values)
-    shown = [describe_value(v, refer) for v in items[:_MAX_ITEMS]]
-    if len(items) > _MAX_ITEMS:
-        shown.append(f"… {len(items)} items")
-    return opening + ", ".join(shown) + closing
-
-
 def describe_value(value: Any, refer: Refer) -> str:
     """One argument as the operation text shows it."""
     if type(value) in _PLAIN:
@@ -75,15 +61,18 @@ def describe_value(value: Any, refer: Refer) -> str:
         return text if path is None else f"{text}@{path}"
     if isinstance(value, enum.Enum):
         return f"{type(value).__qualname__}.{value.name}"
-    if isinstance(value, (*_SCALARS, float, complex)):
+    if isinstance(value, (*_PLAIN, complex)):
         return repr(value)
-    if isinstance(value, tuple):  # (a torch.Size too)
-        return _sequence(value, "(", ")", refer)
-    if isinstance(value, list):
-        return _sequence(value, "[", "]", refer)
+    if isinstance(value, (tuple, list)):  # (a torch.Size too)
+        items = list(value)
+        shown = [describe_value(v, refer) for v in items[:_MAX_ITEMS]]
+        if len(items) > _MAX_ITEMS:
+            shown.append(f"… {len(items)} items")
+        opening, closing = "()" if isinstance(value, tuple) else "[]"
+        return opening + ", ".join(shown) + closing
     if isinstance(value, dict):
-        shown = (f"{k!r}: {describe_value(v, refer)}" for k, v in value.items())
-        return "{" + ", ".join(shown) + "}"
+        entries = (f"{k!r}: {describe_value(v, refer)}" for k, v in value.items())
+        return "{" + ", ".join(entries) + "}"
     if isinstance(value, (torch.dtype, torch.layout, torch.memory_format)):
         return dtype_name(value)
     if isinstance(value, torch.device):
@@ -158,10 +147,6 @@ def matmul_flops(a: Any, b: Any) -> int:
     da, db = a.dim(), b.dim()
     if db == 1 and da <= 2:
         return 0  # dot, mv
-    if da == 1 and db == 2:
-        return _mm(1, a.shape[0], b.shape[1])
-    if da == 2 and db == 2:
-        return _mm(a.shape[0], a.shape[1], b.shape[1])
     if _folds(a, b):
         if a.dim() >= b.dim():
             return 0 if db == 1 else _mm(math.prod(a.shape[:-1]), a.shape[-1], b.shape[-1])

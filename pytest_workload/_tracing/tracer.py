@@ -2,11 +2,9 @@
 once, at the level the forward wrote it, and does not import ``torch._dynamo`` (seconds, once
 per process) as entering a dispatch mode does.
 
-A write to a tensor that is neither the module's, nor an input, nor made during the call (a
-view of an outside tensor stays outside) changes state a replay cannot put back, so such a
-call is never replayed. A tensor may carry data unless computed in the call, by operations
-that draw nothing, from constants alone. A data-dependent event on one stops the lists of the
-spans (recorded modules' calls) open then; spans opened later keep theirs until their own.
+A call that wrote outside its module and inputs is never replayed (docs/explanation/timing.md);
+which tensors may carry data, and the spans a data-dependent event stops: hashes.md, "Where it
+stops".
 """
 
 from __future__ import annotations
