@@ -145,12 +145,7 @@ def nearest(target_key: Json, candidates: Iterable[K]) -> tuple[K, float] | None
         ``(candidate, factor)`` for the candidate with the smallest finite factor (ties broken
         by the smallest canonical JSON), or None when no candidate is compatible.
     """
-    best: tuple[float, str, K] | None = None
-    for candidate in candidates:
-        factor = distance_factor(target_key, candidate)
-        if math.isinf(factor):
-            continue
-        rank = (factor, canonical_json(candidate))
-        if best is None or rank < best[:2]:
-            best = (factor, rank[1], candidate)
+    factors = ((distance_factor(target_key, c), c) for c in candidates)
+    usable = ((f, canonical_json(c), c) for f, c in factors if not math.isinf(f))
+    best = min(usable, key=lambda ranked: ranked[:2], default=None)
     return None if best is None else (best[2], best[0])
