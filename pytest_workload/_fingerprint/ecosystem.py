@@ -131,5 +131,4 @@ def library_versions(packages: Iterable[str]) -> dict[str, str]:
     """torch's version and that of each distribution providing one of ``packages`` (top-level
     import names)."""
     found = {"torch"} | {d for p in packages for d in _providers(p)}
-    versions = {name: _version(name) for name in sorted(found)}
-    return {name: v for name, v in versions.items() if v is not None}
+    return {name: v for name in sorted(found) if (v := _version(name)) is not None}
