@@ -39,8 +39,6 @@ def is_user_file(filename: str) -> bool:
 
 
 def is_user_frame(frame: FrameType) -> bool:
-    """Whether ``frame`` runs the user's code (a test, a model), not torch's, this package's
-    or a wrapper's."""
     if frame.f_globals.get("__name__") == "typing_extensions":
         return False
     return is_user_file(frame.f_code.co_filename)
