@@ -59,9 +59,6 @@ class _Field:
     default: Any
     init: bool
 
-    def kept(self, snapshot: bool) -> bool:
-        return self.spec.snapshot or not snapshot
-
 
 #: The type of a field that holds any JSON value, as written (``Json`` resolves to a union).
 _ANY: Final = "Json"
@@ -108,14 +105,10 @@ def _write(value: Any, snapshot: bool) -> Json:
 _PLURAL: Final = {str: "strings", int: "integers", float: "numbers", bool: "booleans"}
 
 
-def _read_record(hint: type[Record], value: Any, what: str, snapshot: bool) -> Any:
-    return hint.from_snapshot(value, what) if snapshot else hint.from_dict(value, what)
-
-
 def _read_item(value: Any, hint: Any, where: str, snapshot: bool) -> Any:
     """One element of a tuple field, by its type."""
     if isinstance(hint, type) and issubclass(hint, Record):
-        return _read_record(hint, value, hint.what, snapshot)
+        return (hint.from_snapshot if snapshot else hint.from_dict)(value, hint.what)
     if typing.get_origin(hint) is tuple:
         return _read_tuple({"": value}, "", hint, where, snapshot)
     if hint is float and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -138,8 +131,6 @@ def _read_tuple(
 
 def _read(d: Mapping[str, Any], f: _Field, snapshot: bool) -> Any:
     hint, key = f.hint, f.key
-    if not f.kept(snapshot):
-        return f.default
     if f.spec.read is not None:
         return f.spec.read(d)
     inner = _optional(hint)
@@ -155,7 +146,7 @@ def _read(d: Mapping[str, Any], f: _Field, snapshot: bool) -> Any:
         return d[key]
     if isinstance(hint, type) and issubclass(hint, Record):
         try:
-            return _read_record(hint, d.get(key), key, snapshot)
+            return (hint.from_snapshot if snapshot else hint.from_dict)(d.get(key), key)
         except WorkloadDataError as exc:  # (a message that starts with its place keeps it)
             if str(exc).startswith(key):
                 raise
@@ -169,13 +160,11 @@ def _read(d: Mapping[str, Any], f: _Field, snapshot: bool) -> Any:
                 f"field {key!r} must be one of {typing.get_args(hint)}, got {value!r}"
             )
         return value
-    if typing.get_origin(hint) in (list, dict):
-        return read_field(d, key, typing.get_origin(hint))
     if hint is float:
         return float(read_field(d, key, float, int))
     if hint is int and f.spec.minimum is not None:
         return read_count(d, key, f.spec.minimum)
-    return read_field(d, key, hint)
+    return read_field(d, key, typing.get_origin(hint) or hint)  # (list[Json] as list)
 
 
 _R = TypeVar("_R", bound="Record")
@@ -234,7 +223,7 @@ def _encode(record: Record, snapshot: bool) -> dict[str, Json]:
     out: dict[str, Json] = {} if version is None else {version[0]: version[1]}
     for f in _fields(type(record)):
         value = getattr(record, f.name)
-        if not f.kept(snapshot) or (f.spec.omit and value == f.default):
+        if (snapshot and not f.spec.snapshot) or (f.spec.omit and value == f.default):
             continue
         if f.spec.write is not None and value is not None:
             written = f.spec.write(value)
@@ -251,7 +240,7 @@ def _decode(cls: type[_R], data: object, what: str | None, snapshot: bool) -> _R
     d = read_object(data, what or cls.what)
     if cls.version is not None:
         _check_version(d, cls.what, *cls.version)
-    fields = [f for f in _fields(cls) if f.kept(snapshot)]
+    fields = [f for f in _fields(cls) if f.spec.snapshot or not snapshot]
     record = cls(**{f.name: _read(d, f, snapshot) for f in fields if f.init})
     for f in fields:  # a derived field is what the record derives
         if f.init:

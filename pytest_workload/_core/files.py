@@ -79,16 +79,6 @@ def _write_replacing(path: Path, data: bytes) -> None:
         raise
 
 
-def _is_stream(path: Path) -> bool:
-    """A FIFO, character device or socket: written in place, since replacing one would
-    destroy it (as root, ``/dev/null`` would become a regular file)."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode)
-
-
 def outside(path: Path, root: Path) -> str | None:
     """Where ``path`` really is when symlinks take it out of ``root``."""
     real = Path(os.path.realpath(path))
@@ -110,9 +100,15 @@ def write_text_atomic(
         raise FileWriteError(str(path), OSError(why))
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
-        if target.is_dir():
+        try:
+            mode = os.stat(target).st_mode
+        except FileNotFoundError:
+            mode = 0
+        if stat.S_ISDIR(mode):
             raise IsADirectoryError(21, "Is a directory")
-        if _is_stream(target):
+        # a FIFO, character device or socket is written in place: replacing one would destroy
+        # it (as root, /dev/null would become a regular file)
+        if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode) or stat.S_ISSOCK(mode):
             with open(target, "w", encoding="utf-8") as f:
                 f.write(text)
             return

@@ -14,8 +14,6 @@ if TYPE_CHECKING:
     from types import FrameType
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: Wrappers by module name: their frames stand between a caller and what it called.
-_WRAPPERS = frozenset(("typing_extensions",))
 
 
 @functools.cache
@@ -41,9 +39,7 @@ def is_user_file(filename: str) -> bool:
 
 
 def is_user_frame(frame: FrameType) -> bool:
-    """Whether ``frame`` runs the user's code (a test, a model), not torch's, this package's
-    or a wrapper's."""
-    if frame.f_globals.get("__name__") in _WRAPPERS:
+    if frame.f_globals.get("__name__") == "typing_extensions":
         return False
     return is_user_file(frame.f_code.co_filename)
 

@@ -5,7 +5,6 @@ files and JSON (docs/explanation/guarantees.md, "Output")."""
 from __future__ import annotations
 
 import html
-import itertools
 import shlex
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -74,13 +73,9 @@ SHORT_HASH_LENGTH: Final = 8
 
 def prefix_length(hashes: Iterable[str]) -> int:
     """The shortest prefix that tells ``hashes`` apart, ``SHORT_HASH_LENGTH`` at least."""
-    distinct = sorted(set(hashes))
-    length = SHORT_HASH_LENGTH
-    for a, b in itertools.pairwise(distinct):
-        common = next(
-            (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-        )
-        length = max(length, common + 1)
+    distinct, length = set(hashes), SHORT_HASH_LENGTH
+    while len({h[:length] for h in distinct}) < len(distinct):
+        length += 1
     return length
 
 

@@ -164,28 +164,26 @@ class _Describer:
         raise UndescribableInputError(path, type(value))
 
     def _describe_container(self, value: object, path: str) -> Json:
+        names: tuple[str, ...]
         if isinstance(value, tuple) and hasattr(type(value), "_fields"):
-            names: tuple[str, ...] = type(value)._fields  # type: ignore[attr-defined]
-            fields = {f: self.describe(getattr(value, f), f"{path}.{f}") for f in names}
-            return {"namedtuple": qualified_name(type(value)), "fields": fields}
-        if _is_dataclass_instance(value):
-            fields = {
-                f.name: self.describe(getattr(value, f.name), f"{path}.{f.name}")
-                for f in dataclasses.fields(value)
-            }
-            return {"dataclass": qualified_name(type(value)), "fields": fields}
-        if isinstance(value, tuple):
+            kind, names = "namedtuple", type(value)._fields  # type: ignore[attr-defined]
+        elif _is_dataclass_instance(value):
+            kind, names = "dataclass", tuple(f.name for f in dataclasses.fields(value))
+        elif isinstance(value, tuple):
             return {"tuple": [self.describe(v, f"{path}[{i}]") for i, v in enumerate(value)]}
-        if isinstance(value, list):
+        elif isinstance(value, list):
             return [self.describe(v, f"{path}[{i}]") for i, v in enumerate(value)]
-        assert isinstance(value, dict)
-        pairs = [
-            (self.describe(k, f"{path} key {k!r}"), self.describe(v, f"{path}[{k!r}]"))
-            for k, v in value.items()
-        ]
-        # insertion order is not identity: a dict built from a set changes it per hash seed
-        pairs.sort(key=lambda pair: canonical_json(pair[0]))
-        return {"dict": [[k, v] for k, v in pairs]}
+        else:
+            assert isinstance(value, dict)
+            pairs = [
+                (self.describe(k, f"{path} key {k!r}"), self.describe(v, f"{path}[{k!r}]"))
+                for k, v in value.items()
+            ]
+            # insertion order is not identity: a dict built from a set changes it per hash seed
+            pairs.sort(key=lambda pair: canonical_json(pair[0]))
+            return {"dict": [[k, v] for k, v in pairs]}
+        fields = {f: self.describe(getattr(value, f), f"{path}.{f}") for f in names}
+        return {kind: qualified_name(type(value)), "fields": fields}
 
 
 def describe_args(args: Sequence[object], custom: Describer | None = None) -> tuple[Json, ...]:

@@ -28,19 +28,16 @@ def _serialisable(key: Json) -> bool:
     return True
 
 
-def _shape(node: dict[str, Json]) -> list[Json] | None:
-    """The shape of a tensor or array node, or None when the node is malformed."""
-    shapes = [node[tag] for tag in SHAPED_TAGS if tag in node]
-    return shapes[0] if len(shapes) == 1 and isinstance(shapes[0], list) else None
-
-
 def _tensor_ratio(
     target: dict[str, Json], candidate: dict[str, Json], pending: list[tuple[Json, Json]]
 ) -> int | None:
     """Equal but for the shapes, which have one rank and concrete non-negative dimensions
     (queued on ``pending``, each one to divide)."""
-    t, c = _shape(target), _shape(candidate)
-    if t is None or c is None or target.keys() != candidate.keys() or len(t) != len(c):
+    if target.keys() != candidate.keys():
+        return None
+    tags = [tag for tag in SHAPED_TAGS if tag in target]  # (one, unless malformed)
+    t, c = (target[tags[0]], candidate[tags[0]]) if len(tags) == 1 else (None, None)
+    if not isinstance(t, list) or not isinstance(c, list) or len(t) != len(c):
         return None
     rest = (k for k in target if k not in SHAPED_TAGS)
     if any(canonical_json(target[k]) != canonical_json(candidate[k]) for k in rest):
@@ -145,12 +142,7 @@ def nearest(target_key: Json, candidates: Iterable[K]) -> tuple[K, float] | None
         ``(candidate, factor)`` for the candidate with the smallest finite factor (ties broken
         by the smallest canonical JSON), or None when no candidate is compatible.
     """
-    best: tuple[float, str, K] | None = None
-    for candidate in candidates:
-        factor = distance_factor(target_key, candidate)
-        if math.isinf(factor):
-            continue
-        rank = (factor, canonical_json(candidate))
-        if best is None or rank < best[:2]:
-            best = (factor, rank[1], candidate)
+    factors = ((distance_factor(target_key, c), c) for c in candidates)
+    usable = ((f, canonical_json(c), c) for f, c in factors if not math.isinf(f))
+    best = min(usable, key=lambda ranked: ranked[:2], default=None)
     return None if best is None else (best[2], best[0])

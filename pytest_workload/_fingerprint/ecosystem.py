@@ -25,6 +25,7 @@ Nested = Callable[[object, str], Json]
 
 _IMAGE_LIST = ("torchvision.models.detection.image_list", "ImageList")
 _CACHE = ("transformers.cache_utils", "Cache")
+_KV = ("keys", "values")
 
 
 def _loaded(location: tuple[str, str]) -> type | None:
@@ -33,31 +34,24 @@ def _loaded(location: tuple[str, str]) -> type | None:
     return found if isinstance(found, type) else None
 
 
-def _layers(cache: Any) -> list[tuple[Any, Any] | None]:
-    """Each layer's (keys, values), None for a layer not filled yet (a fresh static cache).
-    Caches before transformers 4.54 keep two lists instead of layer objects."""
-    layers = getattr(cache, "layers", None)
-    if layers is None:
-        return list(
-            zip(getattr(cache, "key_cache", ()), getattr(cache, "value_cache", ()), strict=False)
-        )
-    return [
-        (layer.keys, layer.values)
-        if getattr(layer, "is_initialized", True) and getattr(layer, "keys", None) is not None
-        else None
-        for layer in layers
-    ]
-
-
 def _cache(value: Any, nested: Nested, path: str) -> dict[str, Json]:
-    layers = _layers(value)
+    """Each layer's keys and values, None for a layer not filled yet (a fresh static cache).
+    Caches before transformers 4.54 keep two lists instead of layer objects."""
+    layers: list[tuple[Any, Any] | None]
+    if getattr(value, "layers", None) is None:
+        keys, values = getattr(value, "key_cache", ()), getattr(value, "value_cache", ())
+        layers = list(zip(keys, values, strict=False))
+    else:
+        layers = [
+            (layer.keys, layer.values)
+            if getattr(layer, "is_initialized", True) and getattr(layer, "keys", None) is not None
+            else None
+            for layer in value.layers
+        ]
     tensors: list[Json] = [
         None
         if kv is None
-        else [
-            nested(kv[0], f"{path}.layers[{i}].keys"),
-            nested(kv[1], f"{path}.layers[{i}].values"),
-        ]
+        else [nested(t, f"{path}.layers[{i}].{n}") for n, t in zip(_KV, kv, strict=True)]
         for i, kv in enumerate(layers)
     ]
     node: dict[str, Json] = {
@@ -137,5 +131,4 @@ def library_versions(packages: Iterable[str]) -> dict[str, str]:
     """torch's version and that of each distribution providing one of ``packages`` (top-level
     import names)."""
     found = {"torch"} | {d for p in packages for d in _providers(p)}
-    versions = {name: _version(name) for name in sorted(found)}
-    return {name: v for name, v in versions.items() if v is not None}
+    return {name: v for name in sorted(found) if (v := _version(name)) is not None}

@@ -109,9 +109,8 @@ def _attribute_value(value: object) -> object:
 def _attributes(module: nn.Module) -> dict[str, Json]:
     out: dict[str, Json] = {}
     for name, value in vars(module).items():
-        if name.startswith("_") or name == "training":
-            continue
-        if name in NOT_ARCHITECTURE or value is None or value is False:
+        unread = name.startswith("_") or name == "training" or name in NOT_ARCHITECTURE
+        if unread or value is None or value is False:
             continue
         described = _attribute_value(value)
         if described is not _SKIP:
