@@ -116,6 +116,10 @@ class BaselineStore:
             )
         return baseline
 
+    def has_any(self, workload_hash: str) -> bool:
+        """Whether some test's baseline exists for this workload hash."""
+        return any((self.directory / workload_hash).glob("*.json"))
+
     def all(self) -> list[Baseline]:
         """Every readable baseline of this device identity (read once), for nearest-shape
         lookups; one corrupt file is left out (and listed in ``unreadable``), not fatal."""

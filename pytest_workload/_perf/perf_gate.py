@@ -155,7 +155,7 @@ class PerfGate:
     def has_baseline(self, workload_hash: str, device: str) -> bool:
         """Whether some test's baseline on ``device`` may judge this workload (the session
         budget times it whichever test runs it)."""
-        return any((self._store(device).directory / workload_hash).glob("*.json"))
+        return self._store(device).has_any(workload_hash)
 
     def suspect(self, test: str, workload_hash: str, timing: Timing, tolerance: float) -> bool:
         """``TimingPolicy.suspect``: not under update, where the timing cannot fail."""
