@@ -15,6 +15,7 @@ from .._core.text import (
     short,
     terminal_text,
 )
+from .._workload.signature import short_type
 from .._workload.timing import MIN_SAMPLES, Timing
 from .._workload.workload import TestWorkloads, Workload
 from .session_report import count_left_out
@@ -52,10 +53,10 @@ def _tree_blocks(test: TestWorkloads, w: Workload, indent: str, hash_len: int) -
     mb = w.params.bytes / 1e6
     size = "<0.1 MB" if 0 < mb < 0.1 else f"{mb:.1f} MB"
     fields = [
-        ("Class", one_line(f"{w.class_name.rsplit('.', 1)[-1]} ({w.class_name})")),
+        ("Class", one_line(f"{short_type(w.class_name)} ({w.class_name})")),
         ("Location", None if w.location is None else one_line(w.location)),
         ("Parameters", f"{w.params.count:,} ({size})"),
-        ("Input", one_line(w.input_signature.format())),
+        ("Input", one_line(w.input)),
         ("Hash", short(w.hash, hash_len)),
         ("Coverage", None if w.compute_partial is None else one_line(w.compute_partial)),
         ("Timing", None if w.timing is None else format_timing(w.timing)),
@@ -136,7 +137,7 @@ def render_report(
         if w.parent is None
         and w.measured is not None
         and w.measured.timing.kind not in ("replayed", "off")
-        and not w.measured.unreplayed_for_xdist
+        and w.measured.timing.left_out != "xdist"
     )
     if unmeasured:
         hashes += f", {unmeasured} top-level not timed by a replay"
@@ -205,7 +206,7 @@ def junit_properties(test: TestWorkloads) -> list[tuple[str, str]]:
     props: list[tuple[str, str]] = []
     for i, w in enumerate(test.workloads):
         prefix = f"workload[{i}] {w.name}"
-        props += [(f"{prefix} hash", w.hash), (f"{prefix} input", w.input_signature.format())]
+        props += [(f"{prefix} hash", w.hash), (f"{prefix} input", w.input)]
         if w.timing is not None:
             props.append((f"{prefix} median_s", f"{w.timing.median_s:.6g}"))
             props.append((f"{prefix} ci95_s", f"{w.timing.ci_s[0]:.6g} {w.timing.ci_s[1]:.6g}"))

@@ -251,12 +251,6 @@ class Measured(Record):
             raise WorkloadDataError("measured.flops is never left out")
 
     @property
-    def unreplayed_for_xdist(self) -> bool:
-        """Whether the timing was not replayed because xdist workers shared the cores: it is
-        judged against no baseline, and the session counts it."""
-        return self.timing.left_out == "xdist"
-
-    @property
     def unreplayed(self) -> bool:
         """Whether the timing was left unreplayed on purpose (beside xdist workers, or in an
         unmarked test): a few of the test's own calls, judged against no baseline."""
