@@ -219,7 +219,7 @@ def _entry_refusal(
     old: Workload, new: Workload, skeletons: tuple[str | None, str | None]
 ) -> Iterator[str]:
     if old.input_signature != new.input_signature:
-        yield f"input {old.input_signature.format()} -> {new.input_signature.format()}"
+        yield f"input {old.input} -> {new.input}"
     if skeletons[0] is None or skeletons[1] is None:
         yield "no stored module description to compare its parameters and children with"
     elif skeletons[0] != skeletons[1]:
@@ -302,14 +302,12 @@ def signature_changes(
 
 
 def shrunk(old: TestWorkloads, new: TestWorkloads) -> list[str]:
-    """For each recorded workload whose stored costs were higher, or which broke or
-    recompiled less than stored, what shrank (a note: the gate passes it)."""
+    """Per recorded workload of matching tables (each has its stored one), the costs, graph
+    breaks or recompiles that shrank (a note: the gate passes it)."""
     stored = {(e.parent, e.hash, e.depth): e for e in old.workloads}
     lines = []
     for entry in new.workloads:
-        before = stored.get((entry.parent, entry.hash, entry.depth))
-        if before is None:
-            continue
+        before = stored[(entry.parent, entry.hash, entry.depth)]
         moved = []
         if costs_agree(before, entry, 0.0) and before.costs != entry.costs:
             moved += [line for line in cost_lines(before, entry) if " -> " in line]
