@@ -87,7 +87,7 @@ class KeyChecks:
 
 
 def _describe(w: Workload) -> str:
-    return one_line(f"{w.label} ({w.class_name}), input {w.input_signature.format()}")
+    return one_line(f"{w.label} ({w.class_name}), input {w.input}")
 
 
 def _key(key: Json) -> str:

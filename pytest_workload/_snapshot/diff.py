@@ -16,7 +16,7 @@ from .._core.strict_json import Json, canonical_json
 from .._core.text import INDENT, one_line, prefix_length, short
 from .._fingerprint.distance import distance_factor, nearest
 from .._workload.costs import BY_RANK
-from .._workload.signature import label_arg, workload_key
+from .._workload.signature import label_arg
 from .._workload.workload import TestWorkloads, Workload
 from .part_diff import (
     changed_submodules,
@@ -50,10 +50,6 @@ def identity(e: Workload) -> tuple[str | None, str, int, str, int]:
     own keys for it, and its parameter bytes. FLOPs are left out: they may be unknown (a
     replay that failed), so they are compared apart."""
     return (e.parent, e.hash, e.depth, user_keys(e), e.params.bytes)
-
-
-def _key(e: Workload) -> list[Json]:
-    return workload_key(e.structure_hash, e.input_signature)
 
 
 def tables_match(old: TestWorkloads, new: TestWorkloads, tolerance: float = 0.0) -> bool:
@@ -229,10 +225,10 @@ def scaling(old: Workload, new: Workload) -> str | None:
     (asked of the distance only then: other structures or the same inputs have none)."""
     if old.structure_hash != new.structure_hash or old.input_signature == new.input_signature:
         return None
-    up = distance_factor(_key(new), _key(old))
+    up = distance_factor(new.key, old.key)
     if math.isfinite(up) and up > 1:
         return f"{SCALED} {up:g}x the stored workload (distance factor {up:g})"
-    down = distance_factor(_key(old), _key(new))
+    down = distance_factor(old.key, new.key)
     if math.isfinite(down) and down > 1:
         return (
             f"{SCALED} 1/{down:g} of the stored workload (distance factor {down:g} the other way)"
@@ -242,17 +238,17 @@ def scaling(old: Workload, new: Workload) -> str | None:
 
 def _nearest_stored(entry: Workload, old: TestWorkloads) -> list[str]:
     """Name the stored workload an appeared one is a scaled version of, if there is one."""
-    stored = {canonical_json(_key(e)): e for e in old.workloads}
-    found = nearest(_key(entry), [_key(e) for e in old.workloads])
+    stored = {canonical_json(e.key): e for e in old.workloads}
+    found = nearest(entry.key, [e.key for e in old.workloads])
     if found is not None:
         e, how = stored[canonical_json(found[0])], f" at distance factor {found[1]:g}"
     else:
-        reverse = [(distance_factor(_key(e), _key(entry)), k) for k, e in stored.items()]
+        reverse = [(distance_factor(e.key, entry.key), k) for k, e in stored.items()]
         smaller = min((r for r in reverse if math.isfinite(r[0])), default=None)
         if smaller is None:
             return []
         e, how = stored[smaller[1]], f", {smaller[0]:g}x this one (distance factor)"
-    return [f"nearest stored workload: {e.label} {e.input_signature.format()}{how}"]
+    return [f"nearest stored workload: {e.label} {e.input}{how}"]
 
 
 def compute_lines(old: Workload, new: Workload) -> list[str]:
@@ -343,7 +339,7 @@ def _change_lines(
     if old is not None and new is not None:
         head = f"changed:  {title} {short(old.hash, hash_len)} -> {short(new.hash, hash_len)}"
     else:
-        shape = one_line(e.input_signature.format())
+        shape = one_line(e.input)
         kind = "appeared" if old is None else "vanished"
         head = f"{kind}: {title} {short(e.hash, hash_len)}, input {shape}"
     return [head, *details]

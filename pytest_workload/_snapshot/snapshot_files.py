@@ -96,7 +96,7 @@ def _unverified(stored: TestWorkloads) -> str | None:
         if computed != e.hash:
             return (
                 f"workload {i} ({e.label}) stores hash {short(e.hash)}, but its structure hash "
-                f"and input {e.input_signature.format()} give {short(computed)} under "
+                f"and input {e.input} give {short(computed)} under "
                 f"fingerprint scheme {CURRENT_SCHEME.version}"
             )
     return None
