@@ -66,7 +66,7 @@ def test_hash_change_and_slowdown_regress():
     base = timed(recorded([8, 16]), 0.01)
     head = timed(recorded([8, 12]), 0.03)
     comparison = compare_reports(report(base), report(head))
-    verdicts = sorted(r.verdict for r in comparison.rows if r.depth == 0)
+    verdicts = sorted(r.verdict for r in comparison.rows if r.workload.depth == 0)
     assert verdicts == ["changed", "slower"]
     assert comparison.regressed
     text = "\n".join(render_comparison(comparison))
@@ -108,7 +108,7 @@ def test_timings_of_other_devices_are_not_compared():
 
 def test_new_and_removed_tests_regress():
     comparison = compare_reports(report(recorded([8], "t.py::a")), report(recorded([8], "t.py::b")))
-    assert {r.verdict for r in comparison.rows if r.depth == 0} == {"new", "removed"}
+    assert {r.verdict for r in comparison.rows if r.workload.depth == 0} == {"new", "removed"}
     assert comparison.regressed
 
 
@@ -116,7 +116,8 @@ def test_a_head_that_only_adds_workloads_does_not_regress(tmp_path, capsys):
     base = report(recorded([8], "t.py::a"))
     head = report(recorded([8, 16], "t.py::a"), recorded([8], "t.py::b"))
     comparison = compare_reports(base, head)
-    assert sorted(r.verdict for r in comparison.rows if r.depth == 0) == ["new", "new", "ok"]
+    roots = [r.verdict for r in comparison.rows if r.workload.depth == 0]
+    assert sorted(roots) == ["new", "new", "ok"]
     assert not comparison.regressed
     assert re.fullmatch(
         r"\d+ workloads, \d+ new: no regressions", render_comparison(comparison)[-1]

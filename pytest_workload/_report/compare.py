@@ -1,8 +1,5 @@
-"""Comparing two ``--workload-json`` reports: what CI shows on a pull request.
-
-Hash changes are decided by :func:`.diff.compare_tables` and timings by
-:func:`.drift.judge`, the same verdicts the snapshot gate uses.
-"""
+"""Comparing two ``--workload-json`` reports, what CI shows on a pull request, by the snapshot
+gate's own verdicts: ``compare_tables`` for hashes, the drift gate's ``judge`` for timings."""
 
 from __future__ import annotations
 
@@ -43,12 +40,9 @@ REGRESSIONS: frozenset[Verdict] = frozenset({"changed", "removed", "slower"})
 
 @dataclass(frozen=True)
 class Row:
-    """``name`` is its path, or its path patterns where several paths ran it."""
-
     nodeid: str
-    name: str
-    depth: int
-    input: str
+    #: The recorded workload, or the stored one that vanished.
+    workload: Workload
     base_hash: str | None
     head_hash: str | None
     verdict: Verdict
@@ -84,12 +78,9 @@ _VERDICTS: dict[str, Verdict] = {
 def _change_row(
     nodeid: str, old: Workload | None, new: Workload | None, tables: tuple[TestWorkloads, ...]
 ) -> Row:
-    e = named(old, new)
     return Row(
         nodeid,
-        e.label,
-        e.depth,
-        e.input,
+        named(old, new),
         None if old is None else old.hash,
         None if new is None else new.hash,
         "new" if old is None else "removed" if new is None else "changed",
@@ -101,9 +92,7 @@ def _timed_row(nodeid: str, w: Workload, base: Timing | None, tolerance: float) 
     drift = None if base is None or w.timing is None else judge(w.timing, base, tolerance)
     return Row(
         nodeid,
-        w.label,
-        w.depth,
-        w.input,
+        w,
         w.hash,
         w.hash,
         "ok" if drift is None else _VERDICTS[drift.kind],
@@ -195,7 +184,7 @@ def render_comparison(c: Comparison) -> list[str]:
     for nodeid in dict.fromkeys(r.nodeid for r in c.rows):
         lines.append(one_line(nodeid))
         for r in (r for r in c.rows if r.nodeid == nodeid):
-            name = one_line(f"{r.name} {r.input}")
+            name = one_line(f"{r.workload.label} {r.workload.input}")
             cells = [f"{r.verdict:<8}", name, _hashes(r), _ratio(r), _times(r)]
             lines.append("  " + "  ".join(cell for cell in cells if cell))
             lines += [f"             {one_line(d)}" for d in r.details]
@@ -223,8 +212,8 @@ def render_comparison_markdown(c: Comparison) -> list[str]:
         cells = [
             verdict,
             markdown_code(r.nodeid),
-            markdown_text(r.name),
-            markdown_code(r.input),
+            markdown_text(r.workload.label),
+            markdown_code(r.workload.input),
             markdown_code(_hashes(r)),
             markdown_text(_ratio(r)),
             markdown_text(_times(r)),
@@ -236,8 +225,8 @@ def render_comparison_markdown(c: Comparison) -> list[str]:
         lines += ["", "<details><summary>What changed</summary>", ""]
         for r in detailed:
             lines.append(
-                f"- {markdown_code(r.nodeid)} {markdown_text(r.name)} {markdown_code(r.input)} "
-                f"({r.verdict})"
+                f"- {markdown_code(r.nodeid)} {markdown_text(r.workload.label)} "
+                f"{markdown_code(r.workload.input)} ({r.verdict})"
             )
             lines += [f"  - {markdown_text(d)}" for d in r.details]
         lines += ["", *(html_pre(p) for p in problems), "", "</details>"]
@@ -249,7 +238,7 @@ _FORMATS = (".svg", ".png", ".html")
 
 def _label(row: Row) -> str:
     verdict = row.verdict + (f", {_ratio(row)}" if row.drift is not None else "")
-    return f"{row.nodeid} {row.name} {row.input}: {verdict}"
+    return f"{row.nodeid} {row.workload.label} {row.workload.input}: {verdict}"
 
 
 def _figure(rows: list[Row]) -> Figure:
