@@ -211,11 +211,6 @@ def _check_numpy(node: dict[str, Json], where: str) -> None:
     check_node(node["value"], f"{where}.value")
 
 
-def _format_long_string(node: dict[str, Json]) -> str:
-    digest = str(node["str_sha256"])[:8]
-    return f"{node['preview']!r}… ({node['length']} characters, sha256 {digest})"
-
-
 def _format_plain(value: Json) -> str:
     """A user's own JSON (a custom description), which has no tags to read."""
     if isinstance(value, list):
@@ -287,7 +282,7 @@ TAGS = (
     Tag(
         ("str_sha256", "length", "preview"),
         _typed("str_sha256", "preview", ints=("length",)),
-        _format_long_string,
+        lambda n: f"{n['preview']!r}… ({n['length']} characters, sha256 {n['str_sha256']:.8})",
     ),
 )
 #: The tags of shaped values, which the distance factor scales.
@@ -321,7 +316,6 @@ def check_node(node: object, where: str) -> None:
 
 
 def format_node(node: Json) -> str:
-    """Readable form of one described value."""
     if isinstance(node, list):
         return f"[{', '.join(format_node(v) for v in node)}]"
     tag = tag_of(node) if isinstance(node, dict) else None
