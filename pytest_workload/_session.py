@@ -99,7 +99,6 @@ class WorkloadSession:
         self.progress: Callable[[str, int, int], None] | None = None
 
     def device(self) -> torch.device:
-        """``--workload-device``, resolved once."""
         if self._device is None:
             self._device = resolve_device(self.settings.device)
         return self._device
@@ -185,7 +184,6 @@ class WorkloadSession:
             self.notes += gate.torn_down(nodeid, failed=failed)
 
     def test(self, nodeid: str) -> TestWorkloads:
-        """The table of a test that finished here."""
         return self._tests[nodeid]
 
     def add(self, test: TestWorkloads) -> None:

@@ -75,7 +75,6 @@ class Metric:
         return value if isinstance(value, int) else sum(n for _, n in value)
 
     def written(self, value: Value | None) -> bool:
-        """Whether the JSON holds the field."""
         return value is not None and (self.absent != "zero" or self.total(value) != 0)
 
     def read(self, data: Mapping[str, Any]) -> Value | None:
