@@ -69,15 +69,6 @@ def _choice(*values: str) -> Callable[[str], str]:
     return parse
 
 
-def _on_off(value: str) -> bool:
-    return _choice("on", "off")(value) == "on"
-
-
-def _optional_seconds(value: str) -> float | None:
-    """The empty ini default: no bound."""
-    return number(value, positive=True) if value else None
-
-
 def _path(value: str) -> str:
     if "\0" in value:
         raise argparse.ArgumentTypeError(f"expected a path, got {value!r} (a NUL character)")
@@ -155,7 +146,7 @@ OPTIONS = (
     _Option(
         "--workload-timing",
         "on",
-        _on_off,
+        lambda v: _choice("on", "off")(v) == "on",
         "on|off",
         "time each top-level workload on its device; 'off' turns every timing off (hashes and "
         "FLOPs stay)",
@@ -180,7 +171,7 @@ OPTIONS = (
     _Option(
         "--workload-session-budget",
         "",
-        _optional_seconds,
+        lambda v: number(v, positive=True) if v else None,  # the empty default: no bound
         "SECONDS",
         "time all timings of the session may take (each xdist worker's own): workloads with a "
         "timing baseline are always timed, the rest while the budget lasts; those left untimed "
