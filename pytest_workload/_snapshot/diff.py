@@ -1,8 +1,6 @@
 """Two workload tables side by side: the one place that decides whether a stored table and a
-recorded one match (the snapshot gate and the ``compare`` command both ask it), and the one
-module that pairs their entries and words each change, up to the lines of the mismatch
-message: a mismatch is explained here in one pass, with the distance asked only where two
-workloads share a structure."""
+recorded one match (the snapshot gate and ``compare`` both ask it), pairs their entries and
+words each change, the distance asked only where two workloads share a structure."""
 
 from __future__ import annotations
 

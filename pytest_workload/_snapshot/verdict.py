@@ -1,8 +1,7 @@
-"""The snapshot gate's verdict on one test's table, named, with what it says: the failure
-texts of a changed table, and the rewrite ``--snapshot-update`` narrows to, checked first: an
-accepted library upgrade (``--workload-accept-upgrade``), which may reword a module's
-attributes or class path but nothing the computation depends on. No syrupy here: the gate
-reads the file through its extension, asks :func:`judge`, and does what the verdict names."""
+"""The snapshot gate's verdict on one test's table, named, with what it says
+(docs/explanation/snapshot-gate.md; the upgrade ``--workload-accept-upgrade`` accepts:
+docs/how-to/library-upgrade.md). No syrupy here: the gate asks :func:`judge` and does what the
+verdict names."""
 
 from __future__ import annotations
 

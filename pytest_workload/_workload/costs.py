@@ -1,11 +1,7 @@
 """A workload's costs, and the table of cost metrics (:data:`METRICS`; what each counts:
-docs/explanation/timing.md, "Costs").
-
-Each metric is one :class:`Metric` entry holding all that is done with it (its source, its JSON
-field, how an amount is written, compared and worded): a new metric is one entry here, plus its
-counting where its source is. A value is an amount (bytes), or counts by site
-(``{"item at model.py:42": 2}``) whose total is compared and whose sites name what changed.
-"""
+docs/explanation/timing.md, "Costs"). Each metric is one :class:`Metric` entry holding all that
+is done with it (its source, its JSON field, how a value is written, compared and worded): a new
+metric is one entry here, plus its counting where its source is."""
 
 from __future__ import annotations
 
