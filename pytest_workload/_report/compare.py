@@ -103,9 +103,7 @@ def _timed_row(nodeid: str, w: Workload, base: Timing | None, tolerance: float) 
 
 
 def compare_reports(
-    base: SessionReport,
-    head: SessionReport,
-    tolerance: float = DEFAULT_TOLERANCE,
+    base: SessionReport, head: SessionReport, tolerance: float = DEFAULT_TOLERANCE
 ) -> Comparison:
     """Rows for every top-level workload and every changed one."""
     if base.scheme != head.scheme:

@@ -12,12 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._core.codec import Record, codec
-from .._core.errors import (
-    FutureFormatError,
-    OldFormatError,
-    WorkloadDataError,
-    WorkloadError,
-)
+from .._core.errors import FutureFormatError, OldFormatError, WorkloadDataError, WorkloadError
 from .._core.files import (
     FINGERPRINT_SCHEME,
     REPORT_SCHEMA_VERSION,
