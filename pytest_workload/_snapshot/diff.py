@@ -14,7 +14,6 @@ from .._core.strict_json import Json, canonical_json
 from .._core.text import INDENT, one_line, prefix_length, short
 from .._fingerprint.distance import distance_factor, nearest
 from .._workload.costs import BY_RANK
-from .._workload.signature import label_arg
 from .._workload.workload import TestWorkloads, Workload
 from .part_diff import (
     changed_submodules,
@@ -213,9 +212,7 @@ def explain(
 
 
 def signature_lines(old: Workload, new: Workload) -> list[str]:
-    return diff_signatures(
-        old.input_signature, new.input_signature, lambda p: label_arg(p, new.arg_names)
-    )
+    return diff_signatures(old.input_signature, new.input_signature, new.arg_names)
 
 
 def scaling(old: Workload, new: Workload) -> str | None:

@@ -3,7 +3,7 @@ dtypes, operations and module descriptions."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from difflib import SequenceMatcher
 
 from .._core.strict_json import Json, canonical_json
@@ -22,14 +22,16 @@ FieldChange = tuple[str, str, str]
 
 
 def diff_signatures(
-    old: InputSignature, new: InputSignature, label: Callable[[str], str] = str
+    old: InputSignature, new: InputSignature, arg_names: Sequence[str] = ()
 ) -> list[str]:
-    """One line per argument that differs, e.g. ``input args[0]: shape [1, 3] -> [2, 3]``."""
+    """One line per argument that differs, e.g. ``input args[0] (x): shape [1, 3] -> [2, 3]``
+    (a positional argument named where its ``forward``'s parameter name is known)."""
     lines: list[str] = []
     if len(old.args) != len(new.args):
         lines.append(f"input: {len(old.args)} -> {len(new.args)} positional arguments")
     for i, (a, b) in enumerate(zip(old.args, new.args, strict=False)):
-        lines.extend(diff_node(label(f"args[{i}]"), a, b))
+        name = f" ({arg_names[i]})" if i < len(arg_names) else ""
+        lines.extend(diff_node(f"args[{i}]{name}", a, b))
     before, after = dict(old.kwargs), dict(new.kwargs)
     for name in sorted(before.keys() | after.keys()):
         path = f"kwargs[{name!r}]"

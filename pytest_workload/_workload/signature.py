@@ -343,16 +343,6 @@ def diff_node(path: str, a: Json, b: Json) -> list[str]:
     return [f"input {path}: {format_node(a)} -> {format_node(b)}"]
 
 
-def label_arg(path: str, arg_names: Sequence[str]) -> str:
-    """``args[0]...`` becomes ``args[0] (x)...`` when the forward's parameter name is known."""
-    if path.startswith("args[") and "]" in path:
-        end = path.index("]") + 1
-        index = int(path[5 : end - 1])
-        if index < len(arg_names):
-            return f"{path[:end]} ({arg_names[index]}){path[end:]}"
-    return path
-
-
 def is_tensor_node(node: Json) -> bool:
     """Whether a described value is a tensor or array (shape plus dtype)."""
     return isinstance(node, dict) and any(tag in node for tag in SHAPED_TAGS)
