@@ -8,7 +8,7 @@ from pytest_workload._core.errors import WorkloadDataError
 from pytest_workload._core.strict_json import load_json
 from pytest_workload._core.text import prefix_length
 from pytest_workload._report.collapse import KeyChecks, render_collapse
-from pytest_workload._report.summary import render_session
+from pytest_workload._report.summary import render_report, render_session
 from pytest_workload._snapshot.diff import compare_tables, explain, tables_match
 from pytest_workload._snapshot.snapshot_files import snapshot_text
 from tests.models import TinyNet, twins
@@ -215,3 +215,11 @@ def test_a_long_tree_folds_in_auto_mode_and_shows_whole_in_tree_mode():
         f"    … {25 - shown} more workloads of this test: --workload-report=tree shows every "
         "one, --workload-json=PATH every field"
     )
+
+
+@pytest.mark.parametrize("gated", [True, False])
+def test_the_counts_of_a_session_that_recorded_nothing_are_no_lines(gated):
+    empty = [TestWorkloads("t.py::unrecorded", ())]
+    counts = {"collapses": 0, "gated": gated, "failed": 0, "regressions": 0}
+    assert render_report(empty, "summary", **counts) == []
+    assert render_report(empty, "tree", **counts) == []
