@@ -226,13 +226,10 @@ def _flat(name: str) -> dict[str, Spec]:
 
 @dataclass(frozen=True)
 class Measured(Record):
-    """How a workload's ``timing`` and ``flops`` were obtained: ``timing`` is "replayed",
-    "observed calls" (why it was not replayed, where that has a reason), "off" or "not
-    measured" (why); ``flops`` is "first call", "replayed" or "not measured" (why).
-
-    A measurement in progress also carries the numbers it obtained, which the workload then
-    keeps as its ``timing``, ``flops`` and ``peak_memory_bytes`` (a workload's own ``measured``
-    has none of them): they are never stored here, nor compared."""
+    """How a workload's ``timing`` and ``flops`` were obtained (docs/reference/json-report.md,
+    ``measured``). A measurement in progress also carries the numbers it obtained, which the
+    workload then keeps as its ``timing``, ``flops`` and ``peak_memory_bytes`` (a workload's own
+    ``measured`` has none of them): they are never stored here, nor compared."""
 
     timing: Method = field(metadata=_flat("timing"))
     flops: Method = field(metadata=_flat("flops"))
