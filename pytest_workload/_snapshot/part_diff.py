@@ -30,8 +30,8 @@ def diff_signatures(
     if len(old.args) != len(new.args):
         lines.append(f"input: {len(old.args)} -> {len(new.args)} positional arguments")
     for i, (a, b) in enumerate(zip(old.args, new.args, strict=False)):
-        name = f" ({arg_names[i]})" if i < len(arg_names) else ""
-        lines.extend(diff_node(f"args[{i}]{name}", a, b))
+        label = f" ({arg_names[i]})" if i < len(arg_names) else ""
+        lines.extend(diff_node(f"args[{i}]{label}", a, b))
     before, after = dict(old.kwargs), dict(new.kwargs)
     for name in sorted(before.keys() | after.keys()):
         path = f"kwargs[{name!r}]"
