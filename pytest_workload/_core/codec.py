@@ -109,8 +109,6 @@ def _read_item(value: Any, hint: Any, where: str, snapshot: bool) -> Any:
     """One element of a tuple field, by its type."""
     if isinstance(hint, type) and issubclass(hint, Record):
         return (hint.from_snapshot if snapshot else hint.from_dict)(value, hint.what)
-    if typing.get_origin(hint) is tuple:
-        return _read_tuple({"": value}, "", hint, where, snapshot)
     if hint is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, hint) or (isinstance(value, bool) and hint is not bool):
