@@ -52,8 +52,7 @@ def _reject_constant(name: str) -> NoReturn:
 
 
 def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        digits = len(text.lstrip("-"))
+    if (digits := len(text.lstrip("-"))) > MAX_INT_DIGITS:
         raise InvalidJsonError(
             f"not valid JSON: an integer of {digits} digits (at most {MAX_INT_DIGITS})"
         )
