@@ -56,18 +56,15 @@ def _generator_restorer(value: Any) -> Callable[[], None] | None:
     if isinstance(value, random.Random):
         state = value.getstate()
         return lambda: value.setstate(state)
-    numpy = sys.modules.get("numpy")
+    numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
     if numpy is not None and isinstance(value, numpy.random.Generator):
-        bits = value.bit_generator
-        numpy_state = bits.state
+        bits, numpy_state = value.bit_generator, value.bit_generator.state
         return lambda: setattr(bits, "state", numpy_state)
-    if numpy is not None and isinstance(value, numpy.random.RandomState):
-        legacy_state = value.get_state()
-        return lambda: value.set_state(legacy_state)
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Generator):
-        torch_state = value.get_state()
-        return lambda: value.set_state(torch_state)
+    if (numpy is not None and isinstance(value, numpy.random.RandomState)) or (
+        torch is not None and isinstance(value, torch.Generator)
+    ):
+        saved = value.get_state()
+        return lambda: value.set_state(saved)
     return None
 
 
