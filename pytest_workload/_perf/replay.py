@@ -68,18 +68,6 @@ def _generator_restorer(value: Any) -> Callable[[], None] | None:
     return None
 
 
-def _equal_count(name: str, counter: Any) -> Any:
-    """A fresh ``itertools.count`` at the same place: one cannot be rewound, so the replay
-    advances this one and the module gets its own back untouched."""
-    try:
-        start_step = ast.literal_eval(f"[{repr(counter)[len('count(') : -1]}]")
-    except (ValueError, SyntaxError):
-        raise NotIsolableError(
-            f"attribute {name} is {counter!r}, an itertools.count the replay would advance"
-        ) from None
-    return itertools.count(*start_step)
-
-
 class AttributeState:
     """One object's attributes, and the contents of its containers, to put back."""
 
@@ -97,13 +85,23 @@ class AttributeState:
         ]
 
     def stand_in_counts(self, memo: dict[int, Any]) -> None:
-        """Bind an equal count in place of each count attribute (one per shared count)."""
+        """Bind a fresh ``itertools.count`` at the same place in place of each count attribute
+        (one per shared count): one cannot be rewound, so the replay advances the fresh one and
+        the module gets its own back untouched."""
         attributes = vars(self.owner)
         for name, value in self.attributes.items():
-            if type(value) is itertools.count:
-                if id(value) not in memo:
-                    memo[id(value)] = _equal_count(name, value)
-                attributes[name] = memo[id(value)]
+            if type(value) is not itertools.count:
+                continue
+            if id(value) not in memo:
+                try:
+                    start_step = ast.literal_eval(f"[{repr(value)[len('count(') : -1]}]")
+                except (ValueError, SyntaxError):
+                    raise NotIsolableError(
+                        f"attribute {name} is {value!r}, an itertools.count the replay would "
+                        "advance"
+                    ) from None
+                memo[id(value)] = itertools.count(*start_step)
+            attributes[name] = memo[id(value)]
 
     def restore(self) -> None:
         attributes = vars(self.owner)
