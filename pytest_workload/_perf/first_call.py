@@ -260,8 +260,7 @@ def _skipped(call: FirstCall) -> str | None:
         return unforkable
     # (a structure that changed since is compiled as it is now, in the child: an attribute the
     # forward changes per call is what a recompile shows)
-    changed = mismatch(call.captured, call.target)
-    if changed is not None:
+    if (changed := mismatch(call.captured, call.target)) is not None:
         return f"the module changed after its call ({changed})"
     return call.unsafe
 
