@@ -18,9 +18,11 @@ from pytest_workload._core.errors import (
     WorkloadDataError,
 )
 from pytest_workload._core.files import write_text_atomic
-from pytest_workload._core.strict_json import load_json
+from pytest_workload._core.notes import Note
+from pytest_workload._core.strict_json import MAX_JSON_DEPTH, load_json
 from pytest_workload._report.session_report import write_report
 from pytest_workload._snapshot.snapshot_files import snapshot_text
+from pytest_workload._workload.timing import Timing
 from tests.models import TinyNet
 
 
@@ -52,6 +54,22 @@ def test_a_snapshot_with_a_broken_field_is_refused(table):
     broken["workloads"][0]["params"]["dtypes"] = ["float32", 16]
     with pytest.raises(WorkloadDataError, match="params: field 'dtypes' must be a list of strings"):
         TestWorkloads.from_snapshot(broken)
+
+
+def test_json_nested_past_the_bound_but_within_the_parser_s_recursion_is_refused():
+    deep = "[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1)
+    with pytest.raises(WorkloadDataError, match=f"nested more than {MAX_JSON_DEPTH} levels deep"):
+        load_json(deep)
+    assert load_json(deep[1:-1]) == json.loads(deep[1:-1])
+
+
+def test_a_fixed_length_or_one_of_a_kind_field_is_refused_when_it_is_not():
+    timing = Timing(0.1, 0.01, 10, (0.09, 0.11), "cpu", "replay").to_dict()
+    with pytest.raises(WorkloadDataError, match="field 'ci95_s' must hold 2 values"):
+        Timing.from_dict({**timing, "ci95_s": [0.09]})
+    note = Note("t.py::test", "text").to_dict()
+    with pytest.raises(WorkloadDataError, match="field 'kind' must be one of"):
+        Note.from_dict({**note, "kind": "guessed"})
 
 
 @pytest.mark.parametrize(

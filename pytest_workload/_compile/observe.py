@@ -64,9 +64,7 @@ class CompileWatch:
             return None
         if code not in self._cold:
             self._cold[code] = dynamo_cache_size(code) == 0
-        if not self._cold[code]:
-            return None
-        return CallObservation(self._rootdir)
+        return CallObservation(self._rootdir) if self._cold[code] else None
 
 
 class CallObservation(logging.Handler):

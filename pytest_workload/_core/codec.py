@@ -109,24 +109,11 @@ def _read_item(value: Any, hint: Any, where: str, snapshot: bool) -> Any:
     """One element of a tuple field, by its type."""
     if isinstance(hint, type) and issubclass(hint, Record):
         return (hint.from_snapshot if snapshot else hint.from_dict)(value, hint.what)
-    if typing.get_origin(hint) is tuple:
-        return _read_tuple({"": value}, "", hint, where, snapshot)
     if hint is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     if not isinstance(value, hint) or (isinstance(value, bool) and hint is not bool):
         raise WorkloadDataError(f"field {where!r} must be a list of {_PLURAL[hint]}")
     return value
-
-
-def _read_tuple(
-    d: Mapping[str, Any], key: str, hint: Any, where: str, snapshot: bool
-) -> tuple[Any, ...]:
-    items, args = read_field(d, key, list), typing.get_args(hint)
-    if args[-1] is Ellipsis:
-        return tuple(_read_item(v, args[0], where, snapshot) for v in items)
-    if len(items) != len(args):
-        raise WorkloadDataError(f"field {where!r} must hold {len(args)} values")
-    return tuple(_read_item(v, a, where, snapshot) for v, a in zip(items, args, strict=True))
 
 
 def _read(d: Mapping[str, Any], f: _Field, snapshot: bool) -> Any:
@@ -152,7 +139,12 @@ def _read(d: Mapping[str, Any], f: _Field, snapshot: bool) -> Any:
                 raise
             raise WorkloadDataError(f"{key}: {exc}") from None
     if typing.get_origin(hint) is tuple:
-        return _read_tuple(d, key, hint, key, snapshot)
+        items, args = read_field(d, key, list), typing.get_args(hint)
+        if args[-1] is Ellipsis:
+            return tuple(_read_item(v, args[0], key, snapshot) for v in items)
+        if len(items) != len(args):
+            raise WorkloadDataError(f"field {key!r} must hold {len(args)} values")
+        return tuple(_read_item(v, a, key, snapshot) for v, a in zip(items, args, strict=True))
     if typing.get_origin(hint) is Literal:
         value = read_field(d, key, str)
         if value not in typing.get_args(hint):
@@ -168,14 +160,6 @@ def _read(d: Mapping[str, Any], f: _Field, snapshot: bool) -> Any:
 
 
 _R = TypeVar("_R", bound="Record")
-
-
-def _check_version(d: Mapping[str, Any], what: str, key: str, reads: int) -> None:
-    found = read_field(d, key, int)
-    if found > reads:
-        raise FutureFormatError(f"{what} format {found} (this release reads format {reads})")
-    if found != reads:
-        raise OldFormatError(f"{what} format {found}", f"format {reads}")
 
 
 class Record:
@@ -239,7 +223,14 @@ def _encode(record: Record, snapshot: bool) -> dict[str, Json]:
 def _decode(cls: type[_R], data: object, what: str | None, snapshot: bool) -> _R:
     d = read_object(data, what or cls.what)
     if cls.version is not None:
-        _check_version(d, cls.what, *cls.version)
+        key, reads = cls.version
+        found = read_field(d, key, int)
+        if found > reads:
+            raise FutureFormatError(
+                f"{cls.what} format {found} (this release reads format {reads})"
+            )
+        if found != reads:
+            raise OldFormatError(f"{cls.what} format {found}", f"format {reads}")
     fields = [f for f in _fields(cls) if f.spec.snapshot or not snapshot]
     record = cls(**{f.name: _read(d, f, snapshot) for f in fields if f.init})
     for f in fields:  # a derived field is what the record derives

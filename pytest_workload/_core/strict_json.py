@@ -52,8 +52,7 @@ def _reject_constant(name: str) -> NoReturn:
 
 
 def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        digits = len(text.lstrip("-"))
+    if (digits := len(text.lstrip("-"))) > MAX_INT_DIGITS:
         raise InvalidJsonError(
             f"not valid JSON: an integer of {digits} digits (at most {MAX_INT_DIGITS})"
         )
@@ -86,7 +85,7 @@ def _object(found: list[_Duplicated], pairs: list[tuple[str, object]]) -> dict[s
 
 def _duplicate(value: object) -> str:
     stack: list[tuple[object, str]] = [(value, "")]
-    while stack:
+    while True:  # (called only where an object gave a key twice)
         node, path = stack.pop()
         if isinstance(node, _Duplicated):
             return f"key {node.key!r} given twice in one object (at {path or 'the top'})"
@@ -94,7 +93,6 @@ def _duplicate(value: object) -> str:
             stack.extend((v, f"{path}.{k}" if path else k) for k, v in node.items())
         elif isinstance(node, list):
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(node))
-    raise AssertionError("no object gives a key twice")
 
 
 _END: Final = object()
@@ -115,8 +113,6 @@ def depth(value: object) -> int:
         else:
             continue
         deepest = max(deepest, len(stack) - 1)
-        if deepest > MAX_JSON_DEPTH:
-            break
     return deepest
 
 

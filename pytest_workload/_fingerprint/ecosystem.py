@@ -23,14 +23,11 @@ from .._workload.signature import qualified_name
 
 Nested = Callable[[object, str], Json]
 
-_IMAGE_LIST = ("torchvision.models.detection.image_list", "ImageList")
-_CACHE = ("transformers.cache_utils", "Cache")
 _KV = ("keys", "values")
 
 
-def _loaded(location: tuple[str, str]) -> type | None:
-    module = sys.modules.get(location[0])
-    found = getattr(module, location[1], None)
+def _loaded(module: str, name: str) -> type | None:
+    found = getattr(sys.modules.get(module), name, None)
     return found if isinstance(found, type) else None
 
 
@@ -66,7 +63,8 @@ def _cache(value: Any, nested: Nested, path: str) -> dict[str, Json]:
 
 
 def describe_known(value: object, nested: Nested, path: str) -> Json | None:
-    image_list, cache = _loaded(_IMAGE_LIST), _loaded(_CACHE)
+    image_list = _loaded("torchvision.models.detection.image_list", "ImageList")
+    cache = _loaded("transformers.cache_utils", "Cache")
     fields: dict[str, Json]
     if image_list is not None and isinstance(value, image_list):
         images: Any = value

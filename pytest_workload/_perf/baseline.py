@@ -181,15 +181,13 @@ def judge(current: Timing, baseline: Timing, tolerance: float = DEFAULT_TOLERANC
     low, high = current.ci_s[0] / baseline.ci_s[1], current.ci_s[1] / baseline.ci_s[0]
     drift = Drift("unchanged", wall, low, high, tolerance, "wall", wall)
     # both at the machine speed of the baseline (its kernel's time)
-    kernel = baseline.calibration_s
-    now = None if kernel is None else current.calibrated(kernel)
-    then = None if kernel is None else baseline.calibrated(kernel)
-    if now is not None and then is not None and current.calibration_s is not None:
-        assert kernel is not None
-        (cur, cur_low, cur_high), (base, base_low, base_high) = now, then
-        machine = current.calibration_s / kernel
-        ratios = (cur / base, cur_low / base_high, cur_high / base_low)
-        drift = Drift("unchanged", *ratios, tolerance, "calibrated", wall, machine)
+    kernel, kernel_now = baseline.calibration_s, current.calibration_s
+    if kernel is not None and kernel_now is not None:
+        now, then = current.calibrated(kernel), baseline.calibrated(kernel)
+        if now is not None and then is not None:
+            (cur, cur_low, cur_high), (base, base_low, base_high) = now, then
+            ratios = (cur / base, cur_low / base_high, cur_high / base_low)
+            drift = Drift("unchanged", *ratios, tolerance, "calibrated", wall, kernel_now / kernel)
     if not (current.has_interval and baseline.has_interval):
         return replace(drift, kind="too few samples")
     machine_limit = device_for(current.device).kernel_limit

@@ -103,8 +103,6 @@ def applied(context: CallContext, target: nn.Module) -> Iterator[None]:
 
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
-#: What a copy of inputs leaves out: the types it could not copy, by qualified name.
-Missing = tuple[str, ...]
 
 
 def reachable(value: object) -> list[object]:
@@ -142,9 +140,10 @@ def reachable(value: object) -> list[object]:
     return list(found.values())
 
 
-def copy_inputs(value: Any) -> tuple[Any, Missing]:
-    """A copy of call inputs with every tensor cloned, and the types it could not copy: a
-    module, or an object a deep copy refuses (a stream, a lock), is passed as it is."""
+def copy_inputs(value: Any) -> tuple[Any, tuple[str, ...]]:
+    """A copy of call inputs with every tensor cloned, and the types it could not copy (by
+    qualified name): a module, or an object a deep copy refuses (a stream, a lock), is passed
+    as it is."""
     import torch
 
     missing: list[str] = []
@@ -261,8 +260,7 @@ def _skipped(call: FirstCall) -> str | None:
         return unforkable
     # (a structure that changed since is compiled as it is now, in the child: an attribute the
     # forward changes per call is what a recompile shows)
-    changed = mismatch(call.captured, call.target)
-    if changed is not None:
+    if (changed := mismatch(call.captured, call.target)) is not None:
         return f"the module changed after its call ({changed})"
     return call.unsafe
 

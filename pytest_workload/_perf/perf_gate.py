@@ -262,19 +262,16 @@ class PerfGate:
         self, test: str, w: Workload, store: BaselineStore, note: tuple[NoteKind, str]
     ) -> _Found:
         assert w.timing is not None
-        samples = f"timed on {plural(w.timing.n, 'sample')}"
-        refused: tuple[NoteKind, str] | None = None
+        refused = f"{note[1]}: not written, timed on {plural(w.timing.n, 'sample')}"
         if self._relaxed is not None:
-            refused = ("baseline not written: xdist", self._relaxed)
-        elif cut_short(w.timing):
+            return [("baseline not written: xdist", f"{note[1]}: not written, {self._relaxed}")]
+        if cut_short(w.timing):
             larger = self.commands.raise_budget(larger_budget(w.timing))
-            why = f"{samples}, cut short by the time budget; write it with a larger one: {larger}"
-            refused = ("baseline not written: cut short", why)
-        elif not w.timing.has_interval:  # it could judge nothing
-            why = f"{samples}, and a verdict needs {MIN_SAMPLES}"
-            refused = ("baseline not written: too few samples", why)
-        if refused is not None:
-            return [(refused[0], f"{note[1]}: not written, {refused[1]}")]
+            why = f"cut short by the time budget; write it with a larger one: {larger}"
+            return [("baseline not written: cut short", f"{refused}, {why}")]
+        if not w.timing.has_interval:  # it could judge nothing
+            why = f"{refused}, and a verdict needs {MIN_SAMPLES}"
+            return [("baseline not written: too few samples", why)]
         before = held(store.path(w.hash, test))
         try:
             path = store.put(Baseline.from_workload(test, w, store.device))

@@ -56,31 +56,16 @@ def _generator_restorer(value: Any) -> Callable[[], None] | None:
     if isinstance(value, random.Random):
         state = value.getstate()
         return lambda: value.setstate(state)
-    numpy = sys.modules.get("numpy")
+    numpy, torch = sys.modules.get("numpy"), sys.modules.get("torch")
     if numpy is not None and isinstance(value, numpy.random.Generator):
-        bits = value.bit_generator
-        numpy_state = bits.state
+        bits, numpy_state = value.bit_generator, value.bit_generator.state
         return lambda: setattr(bits, "state", numpy_state)
-    if numpy is not None and isinstance(value, numpy.random.RandomState):
-        legacy_state = value.get_state()
-        return lambda: value.set_state(legacy_state)
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(value, torch.Generator):
-        torch_state = value.get_state()
-        return lambda: value.set_state(torch_state)
+    if (numpy is not None and isinstance(value, numpy.random.RandomState)) or (
+        torch is not None and isinstance(value, torch.Generator)
+    ):
+        saved = value.get_state()
+        return lambda: value.set_state(saved)
     return None
-
-
-def _equal_count(name: str, counter: Any) -> Any:
-    """A fresh ``itertools.count`` at the same place: one cannot be rewound, so the replay
-    advances this one and the module gets its own back untouched."""
-    try:
-        start_step = ast.literal_eval(f"[{repr(counter)[len('count(') : -1]}]")
-    except (ValueError, SyntaxError):
-        raise NotIsolableError(
-            f"attribute {name} is {counter!r}, an itertools.count the replay would advance"
-        ) from None
-    return itertools.count(*start_step)
 
 
 class AttributeState:
@@ -100,13 +85,23 @@ class AttributeState:
         ]
 
     def stand_in_counts(self, memo: dict[int, Any]) -> None:
-        """Bind an equal count in place of each count attribute (one per shared count)."""
+        """Bind a fresh ``itertools.count`` at the same place in place of each count attribute
+        (one per shared count): one cannot be rewound, so the replay advances the fresh one and
+        the module gets its own back untouched."""
         attributes = vars(self.owner)
         for name, value in self.attributes.items():
-            if type(value) is itertools.count:
-                if id(value) not in memo:
-                    memo[id(value)] = _equal_count(name, value)
-                attributes[name] = memo[id(value)]
+            if type(value) is not itertools.count:
+                continue
+            if id(value) not in memo:
+                try:
+                    start_step = ast.literal_eval(f"[{repr(value)[len('count(') : -1]}]")
+                except (ValueError, SyntaxError):
+                    raise NotIsolableError(
+                        f"attribute {name} is {value!r}, an itertools.count the replay would "
+                        "advance"
+                    ) from None
+                memo[id(value)] = itertools.count(*start_step)
+            attributes[name] = memo[id(value)]
 
     def restore(self) -> None:
         attributes = vars(self.owner)

@@ -280,8 +280,6 @@ _READ_VALUES = frozenset(
      "__format__", "__repr__", "__str__", "__array__", "item", "tolist", "numpy", "equal",
      "allclose", "is_nonzero")
 )  # fmt: skip
-#: Copies to the host: no value enters Python, but on a device the host waits for them.
-_TO_HOST = frozenset(("cpu",))
 #: Value-shaped operations.
 _VALUE_SHAPED = frozenset(
     ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount", "nms",
@@ -345,6 +343,7 @@ def follows_data(
 
 
 def copies_to_host(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carries: Any) -> bool:
-    """Whether the operation copies a tensor that may carry data to the host (``.cpu()``): a
-    host sync, counted on every device (on the CPU it is the same call, and waits for nothing)."""
-    return name in _TO_HOST and any(carries(t) for t in tensor_list((args, kwargs)))
+    """Whether the operation copies a tensor that may carry data to the host (``.cpu()``): no
+    value enters Python, but it is a host sync, counted on every device (on the CPU it is the
+    same call, and waits for nothing)."""
+    return name == "cpu" and any(carries(t) for t in tensor_list((args, kwargs)))
