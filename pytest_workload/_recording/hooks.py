@@ -130,8 +130,8 @@ class Hooks:
                     fn(*args)
             else:
                 fn(*args)
-        except TypeError as exc:
-            if not str(exc).startswith("unhashable type"):
+        except Exception as exc:
+            if not isinstance(exc, TypeError) or not str(exc).startswith("unhashable type"):
                 self._stack.internal_error()
                 return
             # torch's own walk (named_modules) puts each module in a set
@@ -139,8 +139,6 @@ class Hooks:
                 f"not recorded: a module class defines __eq__ without __hash__ ({exc}), so "
                 "torch cannot walk its submodules; give it `__hash__ = torch.nn.Module.__hash__`"
             ] = None
-        except Exception:
-            self._stack.internal_error()
 
     def _watch_call(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         if self._compiling():  # (first: dynamo traces the rest away)
