@@ -138,15 +138,12 @@ class IdentityCache:
         hot path that re-walked every tree on every call would cost far more. Buffers are left
         out: models reassign them in forward, and a buffer that changes shape between calls is
         not seen."""
-        if self._registration_watch:
-            return
         from torch.nn.modules import module as torch_module
 
-        registrars = (
-            getattr(torch_module, f"register_module_{kind}_registration_hook", None)
-            for kind in ("module", "parameter")
-        )
-        self._registration_watch = [r(self.forget) for r in registrars if r is not None]
+        self._registration_watch = [
+            torch_module.register_module_module_registration_hook(self.forget),
+            torch_module.register_module_parameter_registration_hook(self.forget),
+        ]
 
     def unwatch(self) -> None:
         for handle in self._registration_watch:
