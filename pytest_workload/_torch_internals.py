@@ -115,7 +115,7 @@ GLOBAL_HOOK_TABLES = (
 def global_hook_tables() -> list[dict[int, Any]]:
     from torch.nn.modules import module as torch_module
 
-    return [getattr(torch_module, n) for n in GLOBAL_HOOK_TABLES if hasattr(torch_module, n)]
+    return [getattr(torch_module, n) for n in GLOBAL_HOOK_TABLES]
 
 
 def module_hook_tables(module: nn.Module) -> list[dict[int, Any]]:
