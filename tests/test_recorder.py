@@ -141,7 +141,7 @@ def test_two_tracked_models_are_both_recorded(tiny):
 
 
 def test_tracking_refuses_what_is_not_a_module():
-    with pytest.raises(TypeError, match="track\\(\\) takes a torch.nn.Module, got str"):
+    with pytest.raises(TypeError, match=r"track\(\) takes a torch\.nn\.Module, got str"):
         WorkloadRecorder("t").track("model")
 
 
