@@ -76,16 +76,14 @@ class Hooks:
 
     def remove_all(self) -> None:
         """Remove every hook; a root still running is dropped. Idempotent."""
-        if self._watch is not None:
+        if self._watch is not None and self._calls is not None:  # (put in together)
             self._watch.remove()
-            self._watch = None
-        self._identities.unwatch()
-        if self._calls is not None:
             self._calls.take_out(self._hooked)
             self._calls.take_out_left()
-            # (its hooks are bound methods of this object: a cycle that would keep the last
+            # (their hooks are bound methods of this object: a cycle that would keep the last
             # model alive until a full collection, whose cost grows with the session's heap)
-            self._calls = None
+            self._watch = self._calls = None
+        self._identities.unwatch()
         self._hooked = ()
         self._tracked.clear()
         self._stack.clear()
@@ -112,11 +110,10 @@ class Hooks:
                 self._stack.complete(frame, args, kwargs, result)
         finally:
             if self._stack.pop():
-                if self._calls is not None:
-                    self._calls.take_out(self._hooked, None if returned else frame.module)
+                assert self._calls is not None and self._watch is not None  # (as a root opened)
+                self._calls.take_out(self._hooked, None if returned else frame.module)
                 self._hooked = ()
-                if self._watch is not None:
-                    self._watch.resume()
+                self._watch.resume()
 
     # -- the hooks themselves ---------------------------------------------------------------
 
