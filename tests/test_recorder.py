@@ -213,6 +213,16 @@ def test_a_child_the_caller_names_keeps_that_name():
     assert [w.name for w in table.roots()] == ["features"]
 
 
+def test_a_module_its_caller_neither_owns_nor_names_is_named_by_its_class():
+    class Runner(nn.Module):
+        def run(self, models, x):
+            return models[0](x)
+
+    x = torch.rand(1, 4)
+    table = record(lambda: Runner().run([nn.Linear(4, 2)], x))
+    assert [w.name for w in table.roots()] == ["Linear"]
+
+
 def _recorded_model() -> weakref.ref[nn.Module]:
     model = TinyNet().eval()
     recorder = WorkloadRecorder("t")
