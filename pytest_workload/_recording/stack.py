@@ -50,7 +50,6 @@ class CallStack:
         self,
         identities: IdentityCache,
         rows: RowTable,
-        errors: dict[str, None],
         *,
         describe: Describer | None,
         keyer: Keyer | None,
@@ -61,7 +60,7 @@ class CallStack:
         self._copies = copies
         self._rows = rows
         #: the recorder's own problems, distinct, in order: never raised into the forward
-        self.errors = errors
+        self.errors: dict[str, None] = {}
         self._describe = describe
         self._keyer = keyer
         self._rootdir = str(rootdir) if rootdir is not None else None
