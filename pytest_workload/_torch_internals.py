@@ -17,8 +17,10 @@ and code reading the tables see the module the test built.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import sys
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -113,7 +115,7 @@ GLOBAL_HOOK_TABLES = (
 def global_hook_tables() -> list[dict[int, Any]]:
     from torch.nn.modules import module as torch_module
 
-    return [getattr(torch_module, n) for n in GLOBAL_HOOK_TABLES if hasattr(torch_module, n)]
+    return [getattr(torch_module, n) for n in GLOBAL_HOOK_TABLES]
 
 
 def module_hook_tables(module: nn.Module) -> list[dict[int, Any]]:
@@ -236,11 +238,11 @@ class _TracedFnChoice:
         if not self._originals and self._waiting is None:
             from torch.nn.modules.module import register_module_module_registration_hook
 
-            self._waiting = register_module_module_registration_hook(self._registered)
+            # (left registered once done: torch iterates its table while calling this)
+            self._waiting = register_module_module_registration_hook(lambda *_: self._replace())
 
     def discard(self, watch: GlobalWatch) -> None:
-        if watch in self._watches:
-            self._watches.remove(watch)
+        self._watches.remove(watch)
         if self._watches:
             return
         for module, original in self._originals.items():
@@ -249,11 +251,6 @@ class _TracedFnChoice:
         if self._waiting is not None:
             self._waiting.remove()
             self._waiting = None
-
-    def _registered(self, *_: object) -> None:
-        # (left registered once done: torch iterates its table while calling this)
-        if not self._originals:
-            self._replace()
 
     def _replace(self) -> None:
         modules = [sys.modules.get(name) for name in _TRACED_FN_MODULES]
@@ -354,11 +351,8 @@ def logged_graph_break() -> BaseException | None:
     logged. ``InstructionTranslatorBase.log_graph_break(..., exc)`` logs it as its ``exc``
     argument, at times outside the handler of the exception (a data-dependent jump); the
     frame compile's own logging does so while handling it."""
-    frame = sys._getframe(1)
-    for _ in range(12):  # (the handler's caller frames, up to dynamo's)
-        if frame.f_back is None:
-            break
-        frame = frame.f_back
+    # (the handler's caller frames, up to dynamo's)
+    for frame, _ in itertools.islice(traceback.walk_stack(sys._getframe(2)), 12):
         if frame.f_code.co_name == "log_graph_break":
             exc = frame.f_locals.get("exc")
             return exc if isinstance(exc, BaseException) else None

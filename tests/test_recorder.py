@@ -3,6 +3,7 @@
 import gc
 import weakref
 
+import numpy as np
 import pytest
 import timm
 import torch
@@ -128,6 +129,41 @@ def test_timing_off_records_no_time(tiny):
     assert table.roots()[0].total_time_s is None
 
 
+def test_two_tracked_models_are_both_recorded(tiny):
+    other = nn.Linear(2, 2)
+    recorder = WorkloadRecorder("t")
+    with recorder.recording(all_roots=False):
+        recorder.track(tiny)
+        recorder.track(other)
+        tiny(torch.rand(1, 3, 8, 8))
+        other(torch.rand(1, 2))
+    assert [w.name for w in recorder] == ["tiny", "other"]
+
+
+def test_tracking_refuses_what_is_not_a_module():
+    with pytest.raises(TypeError, match=r"track\(\) takes a torch\.nn\.Module, got str"):
+        WorkloadRecorder("t").track("model")
+
+
+def test_measuring_refuses_while_recording(tiny):
+    recorder = WorkloadRecorder("t")
+    recorder.track(tiny)
+    with pytest.raises(RuntimeError, match="recording must have ended"):
+        recorder.measure(None)
+    recorder.stop()
+
+
+def test_an_attribute_that_cannot_be_compared_reads_the_tree_again():
+    class Holds(nn.Linear):
+        def forward(self, x):
+            self.mask = np.ones(2)  # (equal arrays: their == is an array, which no if can read)
+            return super().forward(x)
+
+    model = Holds(2, 2)
+    table = record(lambda: [model(torch.rand(1, 2)) for _ in range(8)])
+    assert [w.calls for w in table.roots()] == [8]
+
+
 def test_ended_recorder_refuses_new_tracking(tiny):
     recorder = WorkloadRecorder("t")
     recorder.stop()
@@ -175,6 +211,16 @@ def test_a_child_the_caller_names_keeps_that_name():
     features = model.layer1
     table = record(lambda: features(torch.rand(1, 4)))
     assert [w.name for w in table.roots()] == ["features"]
+
+
+def test_a_module_its_caller_neither_owns_nor_names_is_named_by_its_class():
+    class Runner(nn.Module):
+        def run(self, models, x):
+            return models[0](x)
+
+    x = torch.rand(1, 4)
+    table = record(lambda: Runner().run([nn.Linear(4, 2)], x))
+    assert [w.name for w in table.roots()] == ["Linear"]
 
 
 def _recorded_model() -> weakref.ref[nn.Module]:

@@ -211,9 +211,7 @@ def inputs_key(
     descriptions. None where only describing the inputs can tell (anything but plain tensors,
     Python scalars, and tuples and lists of them, keyed at ``depth`` + 1). A few attribute
     reads per argument, so a repeated call is recognised without describing it again."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
+    torch = sys.modules["torch"]  # (a module is being called)
     names = tuple(sorted(kwargs)) if kwargs else ()
     values = (*args, *map(kwargs.__getitem__, names)) if kwargs else args
     keys: list[Hashable] = []

@@ -76,16 +76,14 @@ class Hooks:
 
     def remove_all(self) -> None:
         """Remove every hook; a root still running is dropped. Idempotent."""
-        if self._watch is not None:
+        if self._watch is not None and self._calls is not None:  # (put in together)
             self._watch.remove()
-            self._watch = None
-        self._identities.unwatch()
-        if self._calls is not None:
             self._calls.take_out(self._hooked)
             self._calls.take_out_left()
-            # (its hooks are bound methods of this object: a cycle that would keep the last
+            # (their hooks are bound methods of this object: a cycle that would keep the last
             # model alive until a full collection, whose cost grows with the session's heap)
-            self._calls = None
+            self._watch = self._calls = None
+        self._identities.unwatch()
         self._hooked = ()
         self._tracked.clear()
         self._stack.clear()
@@ -112,11 +110,10 @@ class Hooks:
                 self._stack.complete(frame, args, kwargs, result)
         finally:
             if self._stack.pop():
-                if self._calls is not None:
-                    self._calls.take_out(self._hooked, None if returned else frame.module)
+                assert self._calls is not None and self._watch is not None  # (as a root opened)
+                self._calls.take_out(self._hooked, None if returned else frame.module)
                 self._hooked = ()
-                if self._watch is not None:
-                    self._watch.resume()
+                self._watch.resume()
 
     # -- the hooks themselves ---------------------------------------------------------------
 
@@ -130,8 +127,8 @@ class Hooks:
                     fn(*args)
             else:
                 fn(*args)
-        except TypeError as exc:
-            if not str(exc).startswith("unhashable type"):
+        except Exception as exc:
+            if not isinstance(exc, TypeError) or not str(exc).startswith("unhashable type"):
                 self._stack.internal_error()
                 return
             # torch's own walk (named_modules) puts each module in a set
@@ -139,8 +136,6 @@ class Hooks:
                 f"not recorded: a module class defines __eq__ without __hash__ ({exc}), so "
                 "torch cannot walk its submodules; give it `__hash__ = torch.nn.Module.__hash__`"
             ] = None
-        except Exception:
-            self._stack.internal_error()
 
     def _watch_call(self, module: nn.Module, args: tuple[Any, ...]) -> None:
         if self._compiling():  # (first: dynamo traces the rest away)

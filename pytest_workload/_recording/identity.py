@@ -27,7 +27,6 @@ from .._fingerprint.structure import (
     class_name,
     param_stats,
     structure_hash,
-    unwrap,
 )
 from .._perf import device_for, device_of
 from .._torch_internals import Table, own_parameters
@@ -49,10 +48,6 @@ _Watched = tuple[dict[str, Any], int, _Getter, object]
 WatchMemo = dict[int, tuple["nn.Module", tuple[_Watched, ...]]]
 
 
-def _nothing(state: dict[str, Any]) -> None:
-    return None
-
-
 @dataclass(frozen=True)
 class AttributeWatch:
     """The public attributes of every module of a tree as they were when its identity was
@@ -61,12 +56,6 @@ class AttributeWatch:
     not a change. A value mutated in place (a list attribute appended to) is not seen."""
 
     seen: tuple[_Watched, ...]
-
-    @classmethod
-    def of(cls, module: nn.Module, memo: WatchMemo) -> AttributeWatch:
-        from torch import Tensor
-
-        return cls(_subtree(unwrap(module), memo, Tensor))
 
     def unchanged(self) -> bool:
         try:
@@ -138,15 +127,12 @@ class IdentityCache:
         hot path that re-walked every tree on every call would cost far more. Buffers are left
         out: models reassign them in forward, and a buffer that changes shape between calls is
         not seen."""
-        if self._registration_watch:
-            return
         from torch.nn.modules import module as torch_module
 
-        registrars = (
-            getattr(torch_module, f"register_module_{kind}_registration_hook", None)
-            for kind in ("module", "parameter")
-        )
-        self._registration_watch = [r(self.forget) for r in registrars if r is not None]
+        self._registration_watch = [
+            torch_module.register_module_module_registration_hook(self.forget),
+            torch_module.register_module_parameter_registration_hook(self.forget),
+        ]
 
     def unwatch(self) -> None:
         for handle in self._registration_watch:
@@ -200,6 +186,8 @@ class IdentityCache:
     def _read(
         self, target: nn.Module, signature: InputSignature, result: Any, key: IdentityKey
     ) -> Identity:
+        from torch import Tensor
+
         self.read = True
         device = str(key[3])
         memo = self._memo
@@ -211,7 +199,7 @@ class IdentityCache:
         return Identity(
             target=target,
             signature=signature,
-            watch=AttributeWatch.of(target, self._watch_memo),
+            watch=AttributeWatch(_subtree(target, self._watch_memo, Tensor)),
             structure_hash=structure,
             structure_hash_without_dtypes=hash_without_dtypes(
                 self.descriptions, structure, self._without_dtypes
@@ -283,7 +271,8 @@ def _subtree(module: nn.Module, memo: WatchMemo, tensor: type) -> tuple[_Watched
     # tensors never enter a structure hash (a scripted module keeps none of its attributes
     # here, not even "training")
     names = [k for k, v in state.items() if k[0] != "_" and not isinstance(v, tensor)]
-    getter: _Getter = operator.itemgetter(*names) if names else _nothing
+    # (none to read: ``len``, which the size check before it already compares)
+    getter: _Getter = operator.itemgetter(*names) if names else len
     seen: list[_Watched] = [(state, len(state), getter, getter(state))]
     for child in module.children():
         seen += _subtree(child, memo, tensor)

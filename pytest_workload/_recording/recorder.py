@@ -116,7 +116,6 @@ class WorkloadRecorder:
         #: the plugin's own: each new root is compiled with this backend after the test, in a
         #: forked child, for its compile readiness (the marker's ``compile=``; None: never)
         self.compile_backend: str | None = None
-        self._errors: dict[str, None] = {}
         self._rows = RowTable(timing=timing)
         # what :meth:`measure` found for each new top-level row, by row (not kept on the rows)
         self._measurements: dict[int, Measured] = {}
@@ -126,12 +125,12 @@ class WorkloadRecorder:
         stack = CallStack(
             identities,
             self._rows,
-            self._errors,
             describe=describe,
             keyer=keyer,
             rootdir=rootdir,
             copies=replays,
         )
+        self._errors = stack.errors
         self._hooks: Hooks | None = Hooks(stack, identities, max_depth)
         self._stopped = False
         self._released: TestWorkloads | None = None

@@ -45,10 +45,8 @@ class Call:
     depth: int
     record: bool
     order: int
-    args: tuple[Json, ...] | None = None
-    kwargs: tuple[tuple[str, Json], ...] | None = None
-    # the process-local key of its described inputs, once both args and kwargs are
-    key: str | None = None
+    # its args and kwargs described, and their process-local key (None: not recorded)
+    inputs: tuple[tuple[tuple[Json, ...], tuple[tuple[str, Json], ...]], str] | None = None
     start_ns: int = 0
     elapsed_ns: int = 0
     # the exception being handled where the call began (another one as it ends: it raised)

@@ -50,7 +50,6 @@ class CallStack:
         self,
         identities: IdentityCache,
         rows: RowTable,
-        errors: dict[str, None],
         *,
         describe: Describer | None,
         keyer: Keyer | None,
@@ -61,7 +60,7 @@ class CallStack:
         self._copies = copies
         self._rows = rows
         #: the recorder's own problems, distinct, in order: never raised into the forward
-        self.errors = errors
+        self.errors: dict[str, None] = {}
         self._describe = describe
         self._keyer = keyer
         self._rootdir = str(rootdir) if rootdir is not None else None
@@ -160,11 +159,10 @@ class CallStack:
         frame.ambient = sys.exc_info()[1]
         self._describe_into(frame, raw, call)
         new = traced = False
-        if frame.record:
+        if frame.inputs is not None:  # (recorded)
             # its workload may be known already (a cheap look-up); if not, the call is traced
-            if frame.key is not None:
-                frame.identity = self._identities.known(frame.target, frame.key, call)
-                frame.generation = self._identities.generation
+            frame.identity = self._identities.known(frame.target, frame.inputs[1], call)
+            frame.generation = self._identities.generation
             if frame.identity is not None:
                 frame.entry = self._rows.root(frame.identity)
             new = frame.entry is None
@@ -235,12 +233,12 @@ class CallStack:
     ) -> None:
         if frame.first is not None:
             frame.first.end(returned=True)
-        if not frame.record or frame.args is None or frame.kwargs is None or frame.key is None:
+        if frame.inputs is None:  # (not recorded)
             return
         identity = frame.identity
         if identity is None or frame.generation != self._identities.generation:
-            described, call = (frame.args, frame.kwargs), (args, kwargs)
-            identity = self._identities.identity(frame.target, described, frame.key, call, result)
+            call = (args, kwargs)
+            identity = self._identities.identity(frame.target, *frame.inputs, call, result)
         elif frame.entry is not None:
             # a known root's untraced call: counted into its row (the repeated-call path)
             keyed = (frame.module, args, kwargs)
@@ -284,8 +282,7 @@ class CallStack:
     def _describe_into(self, frame: Call, raw: Hashable, call: Arguments) -> None:
         """Describe a call's inputs and key them (``raw``: their ``inputs_key``)."""
         try:
-            described, frame.key = _described(self._seen, raw, call, self._describe)
-            frame.args, frame.kwargs = described
+            frame.inputs = _described(self._seen, raw, call, self._describe)
         except UndescribableInputError as exc:
             frame.record = False
             name, location = frame.name, None
