@@ -33,6 +33,7 @@ from _common import markdown_table, median, print_header, quantile, rate
 
 CHILD = r"""
 import json, sys, torch, timm
+from pytest_workload._perf.device import calibration_kernel
 from pytest_workload._perf.stopwatch import (
     TimingPolicy, cpu_lap, measure, pin_allocator, summarize,
 )
@@ -43,7 +44,9 @@ target, other, treat = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 model = timm.create_model(target, pretrained=False).eval()
 x = torch.rand(1, 3, 224, 224)
 def timed():
-    samples = measure(lambda: model(x), cpu_lap, TimingPolicy())
+    samples = measure(
+        lambda: model(x), cpu_lap, TimingPolicy(), reference=calibration_kernel("cpu")
+    )
     return summarize(samples.wall_s, "cpu").to_dict()
 with torch.no_grad():
     first = timed()
