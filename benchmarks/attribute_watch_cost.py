@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 import timm
 from _common import markdown_table, print_header
-from torch import nn
+from torch import Tensor, nn
 
-from pytest_workload._recording.identity import AttributeWatch
+from pytest_workload._recording.identity import AttributeWatch, _subtree
 
 
 def per_call(fn: Callable[[], object], number: int = 2000) -> float:
@@ -41,7 +41,7 @@ def main() -> None:
     }
     rows = []
     for name, model in models.items():
-        watch = AttributeWatch.of(model, {})
+        watch = AttributeWatch(_subtree(model, {}, Tensor))
         items = list(range(len(watch.seen)))
 
         def bare(items: list[int] = items) -> bool:
