@@ -7,6 +7,8 @@ module is covered as soon as it exists."""
 from __future__ import annotations
 
 import ast
+import json
+import os
 import subprocess
 import sys
 from collections import Counter
@@ -251,3 +253,22 @@ def test_every_module_is_small_lazy_and_in_its_home():
 def test_the_module_checks_can_fail(check: Any, module: str, source: str):
     assert check(module, source)
     assert not check(module, "def f():\n    import torch\n")
+
+
+@pytest.mark.parametrize("scenario", ["match", "change", "update"])
+def test_the_snapshot_gate_path_stays_short(scenario: str):
+    """Issue 35 point 3, traced as ``benchmarks/gate_path.py`` traces it (docs/benchmarks.md,
+    section 18): following the test's table from ``SnapshotGate.check``, a gated test, a
+    changed one and an updated one each move between modules at most 15 times, and read the
+    stored file once. (A helper's ``data == KEEP`` once made it 16: the table's ``__eq__``.)"""
+    root = PACKAGE.parent
+    done = subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "gate_path.py"), "--scenario", scenario],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["moves"] <= 15, found["stops"]
+    assert found["reads"] == 1
