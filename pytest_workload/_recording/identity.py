@@ -1,11 +1,8 @@
-"""What a call's workload is, cached per test, and forgotten when a module tree changes.
-
-Reading a module's structure costs a tree walk, so it is done once per (module, train/eval
-mode, parameter dtype, device, inputs) and once per root plan. Whenever a submodule or a
-parameter is registered anywhere (a head replaced, a block re-parameterised) the cache is
-dropped, so the next call reads its structure afresh. A plain attribute set between two calls
-(``model[1].p = 0.5``) is seen by an :class:`AttributeWatch`, checked whenever a cached
-identity is looked up: once per root call, as it opens, and once per recorded submodule call.
+"""What a call's workload is, cached per test, and forgotten when a module tree changes
+(docs/explanation/recording.md, "When a module changes itself"): reading a structure costs a
+tree walk. A registration anywhere drops the cache; an :class:`AttributeWatch` is checked
+whenever a cached identity is looked up (once per root call, as it opens, and once per recorded
+submodule call).
 """
 
 from __future__ import annotations
@@ -178,42 +175,36 @@ class IdentityCache:
         known = self._known.get(key)
         if known is not None and known.target is target and known.watch.unchanged():
             return known
-        with untraced():
-            known = self._read(target, InputSignature(*described), result, key)
-        self._known[key] = known
-        return known
-
-    def _read(
-        self, target: nn.Module, signature: InputSignature, result: Any, key: IdentityKey
-    ) -> Identity:
         from torch import Tensor
 
         self.read = True
         device = str(key[3])
-        memo = self._memo
-        structure = structure_hash(target, memo, self.descriptions)
-        try:
-            output = describe_args((result,), self._describe)[0]
-        except UndescribableInputError:
-            output = None  # outputs are informative only; an opaque one is not an error
-        return Identity(
-            target=target,
-            signature=signature,
-            watch=AttributeWatch(_subtree(target, self._watch_memo, Tensor)),
-            structure_hash=structure,
-            structure_hash_without_dtypes=hash_without_dtypes(
-                self.descriptions, structure, self._without_dtypes
-            ),
-            hash=self.scheme.workload_hash(structure, signature),
-            class_name=class_name(target),
-            params=param_stats(target, self._stats_memo),
-            arg_names=self._names_of_arguments(target),
-            submodules=child_structure_hashes(target, memo),
-            output=output,
-            device=device,
-            clocked=device_for(device).clocked,
-            key=key,
-        )
+        signature = InputSignature(*described)
+        with untraced():
+            structure = structure_hash(target, self._memo, self.descriptions)
+            try:
+                output = describe_args((result,), self._describe)[0]
+            except UndescribableInputError:
+                output = None  # outputs are informative only; an opaque one is not an error
+            known = self._known[key] = Identity(
+                target=target,
+                signature=signature,
+                watch=AttributeWatch(_subtree(target, self._watch_memo, Tensor)),
+                structure_hash=structure,
+                structure_hash_without_dtypes=hash_without_dtypes(
+                    self.descriptions, structure, self._without_dtypes
+                ),
+                hash=self.scheme.workload_hash(structure, signature),
+                class_name=class_name(target),
+                params=param_stats(target, self._stats_memo),
+                arg_names=self._names_of_arguments(target),
+                submodules=child_structure_hashes(target, self._memo),
+                output=output,
+                device=device,
+                clocked=device_for(device).clocked,
+                key=key,
+            )
+        return known
 
     def known(
         self, target: nn.Module, inputs: str, call: tuple[tuple[Any, ...], dict[str, Any]]
