@@ -1,14 +1,7 @@
-"""Recording: which modules run during a test, with which inputs.
-
-``WorkloadRecorder`` is the facade a test sees; the work is done by ``hooks`` (which torch hooks
-exist and when), ``stack`` (the calls in progress), ``identity`` (what a call's workload is),
-``rows`` (calls aggregated per workload and caller) and ``states`` (a row's life). Measuring
-happens after the test, in ``_perf.orchestrate``.
-
-A call that raises is not recorded, nor are the calls it made; the exception reaches the caller
-untouched. A fixture that calls its model in its setup runs it before recording begins, so none
-of its calls is recorded: :func:`module_calls` watches each fixture's setup, and the tests that
-use a fixture that ran a model say so.
+"""``WorkloadRecorder``, the facade a test sees over this package's parts; its roots are
+measured after the test, in ``_perf.orchestrate``. A fixture that calls its model in its setup
+runs it before recording begins: :func:`module_calls` watches each fixture's setup, so that
+the tests that use such a fixture can say their calls were not recorded.
 """
 
 from __future__ import annotations
@@ -46,6 +39,8 @@ if TYPE_CHECKING:
 
 M = TypeVar("M", bound="nn.Module")
 
+#: torch.compile warns whenever a global module hook exists; the watch hook is meant to see
+#: compiled modules, so that warning is not the user's concern.
 COMPILE_HOOK_WARNING = r"Using `torch.compile\(module\)` when there are global hooks"
 
 
@@ -165,8 +160,6 @@ class WorkloadRecorder:
         """Record during a block (a test's call); every hook is gone when it ends. The
         plugin's own: outside pytest, use ``track`` or ``start`` and ``stop``."""
         with warnings.catch_warnings():
-            # torch.compile warns whenever a global module hook exists; the watch hook is
-            # meant to see compiled modules, so that warning is not the user's concern.
             warnings.filterwarnings("ignore", message=COMPILE_HOOK_WARNING)
             if all_roots:
                 self.start()
@@ -286,8 +279,7 @@ def module_calls() -> Iterator[list[str]]:
 
     watcher = GlobalWatch(watch, lambda module, args: None)  # (it opens no root here)
     try:
-        with warnings.catch_warnings():
-            # (torch.compile warns while a global hook exists: a fixture may compile its model)
+        with warnings.catch_warnings():  # (a fixture may compile its model)
             warnings.filterwarnings("ignore", message=COMPILE_HOOK_WARNING)
             yield called
     finally:

@@ -3,9 +3,7 @@ into the stored ``Workload`` of each row, parents before children.
 
 Rows are keyed by what a workload *is* (structure and inputs), not by its hash, so a scheme
 whose hashes collapse cannot merge rows and hide the collapse, and by their calling row, so a
-layer's children stay under that layer. Roots are named by their first call site; a
-submodule row keeps every path that ran it, so three identical layers are one row with three
-paths, and their children one row under it.
+layer's children stay under that layer (docs/explanation/recording.md, "Submodules").
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ row table with its completed children.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import sys
 import time
@@ -18,18 +19,20 @@ from typing import TYPE_CHECKING, Any
 
 from .._compile.observe import CallObservation, CompileWatch
 from .._core.errors import UndescribableInputError
+from .._core.frames import is_user_frame, site, user_frame
 from .._core.strict_json import MAX_INPUT_DEPTH, Json, canonical_json, out_of_bounds
 from .._fingerprint.describe import Describer, describe_args, describe_kwargs, inputs_key
 from .._fingerprint.structure import class_name
 from .._perf import FirstCall
 from .._workload.computation import Computation
 from .identity import Identity, IdentityCache
-from .naming import call_site
 from .plan import Plan, RootTrace, untraced
 from .rows import Call, Entry, RowTable
 from .states import Life, State
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from torch import nn
 
     from .._compile.health import CompileHealth
@@ -335,3 +338,41 @@ def _user_key(
         errors[f"pytest_workload_key returned {refused} for {name}"] = None
         return None
     return key
+
+
+def call_site(module: nn.Module, target: nn.Module, rootdir: str | None) -> tuple[str, str | None]:
+    """Name and location of the code that called a root (docs/explanation/recording.md,
+    "Which calls become workloads"): the first frame, walking out from this hook, that is
+    neither torch's nor this package's. Only looked up for new workloads and errors, never on
+    the repeated-call path."""
+    fallback = type(target).__name__
+    caller = user_frame(inspect.currentframe())
+    if caller is None:
+        return fallback, None
+    name = _local_name(caller, module) or _path_in_owner(caller, module) or fallback
+    return name, site(caller, rootdir)
+
+
+def _local_name(frame: FrameType, module: nn.Module) -> str | None:
+    """The name ``frame`` gives ``module`` (other than ``self``), if any."""
+    return next((k for k, v in frame.f_locals.items() if v is module and k != "self"), None)
+
+
+def _path_in_owner(caller: FrameType, module: nn.Module) -> str | None:
+    """``owner.path`` when ``caller`` is a method of a module that contains ``module``; the
+    owner is named as the first frame further out names it, else by its class."""
+    from torch import nn
+
+    owner = caller.f_locals.get("self")
+    if not isinstance(owner, nn.Module) or owner is module:
+        return None
+    path = next((p for p, m in owner.named_modules() if m is module and p), None)
+    if path is None:
+        return None
+    outer = caller.f_back
+    while outer is not None:
+        name = _local_name(outer, owner) if is_user_frame(outer) else None
+        if name is not None:
+            return f"{name}.{path}"
+        outer = outer.f_back
+    return f"{type(owner).__name__}.{path}"
