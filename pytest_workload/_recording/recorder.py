@@ -103,7 +103,6 @@ class WorkloadRecorder:
     ) -> None:
         _check_depth(max_depth)
         self.nodeid = nodeid
-        #: False: the workloads are never replayed (their inputs are not even copied)
         self.replays = replays
         self.max_depth = max_depth
         self.timing = timing

@@ -126,13 +126,11 @@ def _interval(
         raise WorkloadDataError(f"timing needs 0 {low_end} {name}[0] <= {of} <= {name}[1]")
 
 
-#: How a timing or a FLOP count was obtained; "observed calls" (a timing) says why the workload
-#: was not replayed where that has a reason, "not measured" always says why.
+#: How a timing or a FLOP count was obtained, and which policy left a top-level workload
+#: unreplayed on purpose: docs/reference/json-report.md, ``measured``.
 MethodKind = Literal["replayed", "observed calls", "off", "first call", "not measured"]
 TIMING_KINDS: Final = ("replayed", "observed calls", "off", "not measured")
 FLOPS_KINDS: Final = ("first call", "replayed", "not measured")
-#: Why the plugin left a top-level workload unreplayed though a replay could have timed it:
-#: beside other xdist workers, in an unmarked test, or with the session's timing budget spent.
 LeftOut = Literal["xdist", "unmarked", "budget"]
 LEFT_OUT: Final = ("xdist", "unmarked", "budget")
 
