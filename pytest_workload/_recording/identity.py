@@ -96,7 +96,7 @@ class IdentityCache:
 
     def __init__(self, describe: Describer | None, scheme: FingerprintScheme) -> None:
         self.scheme = scheme
-        self._describe = describe
+        self.describe = describe
         self._known: dict[IdentityKey, Identity] = {}
         # by a module's id: the module, and the parameter table and name of its first parameter
         self._first_owner: dict[int, tuple[nn.Module, Table[Parameter | None] | None, str]] = {}
@@ -183,7 +183,7 @@ class IdentityCache:
         with untraced():
             structure = structure_hash(target, self._memo, self.descriptions)
             try:
-                output = describe_args((result,), self._describe)[0]
+                output = describe_args((result,), self.describe)[0]
             except UndescribableInputError:
                 output = None  # outputs are informative only; an opaque one is not an error
             known = self._known[key] = Identity(

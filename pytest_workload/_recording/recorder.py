@@ -119,7 +119,6 @@ class WorkloadRecorder:
         stack = CallStack(
             identities,
             self._rows,
-            describe=describe,
             keyer=keyer,
             rootdir=rootdir,
             copies=replays,

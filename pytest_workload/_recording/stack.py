@@ -54,7 +54,6 @@ class CallStack:
         identities: IdentityCache,
         rows: RowTable,
         *,
-        describe: Describer | None,
         keyer: Keyer | None,
         rootdir: Path | None,
         copies: bool,
@@ -64,7 +63,6 @@ class CallStack:
         self._rows = rows
         #: the recorder's own problems, distinct, in order: never raised into the forward
         self.errors: dict[str, None] = {}
-        self._describe = describe
         self._keyer = keyer
         self._rootdir = str(rootdir) if rootdir is not None else None
         #: the calls in progress, innermost last (read by the hooks on every call)
@@ -285,7 +283,7 @@ class CallStack:
     def _describe_into(self, frame: Call, raw: Hashable, call: Arguments) -> None:
         """Describe a call's inputs and key them (``raw``: their ``inputs_key``)."""
         try:
-            frame.inputs = _described(self._seen, raw, call, self._describe)
+            frame.inputs = _described(self._seen, raw, call, self._identities.describe)
         except UndescribableInputError as exc:
             frame.record = False
             name, location = frame.name, None
