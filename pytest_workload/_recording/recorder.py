@@ -120,7 +120,7 @@ class WorkloadRecorder:
             identities,
             self._rows,
             keyer=keyer,
-            rootdir=rootdir,
+            rootdir=self._rootdir,
             copies=replays,
         )
         self._errors = stack.errors

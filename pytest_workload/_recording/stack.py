@@ -14,7 +14,6 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Hashable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._compile.observe import CallObservation, CompileWatch
@@ -55,7 +54,7 @@ class CallStack:
         rows: RowTable,
         *,
         keyer: Keyer | None,
-        rootdir: Path | None,
+        rootdir: str | None,
         copies: bool,
     ) -> None:
         self._identities = identities
@@ -64,7 +63,7 @@ class CallStack:
         #: the recorder's own problems, distinct, in order: never raised into the forward
         self.errors: dict[str, None] = {}
         self._keyer = keyer
-        self._rootdir = str(rootdir) if rootdir is not None else None
+        self._rootdir = rootdir
         #: the calls in progress, innermost last (read by the hooks on every call)
         self.frames: list[Call] = []
         # (untimed: ``int()``, a C call that returns 0)
