@@ -230,7 +230,6 @@ class WorkloadRecorder:
         if self._released is None:
             self._released = self.workloads()
         self._rows = RowTable(timing=self.timing)
-        self._measurements, self._readiness = {}, {}
         self._hooks = None
         self._identities = None
 
