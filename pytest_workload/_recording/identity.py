@@ -120,10 +120,8 @@ class IdentityCache:
         self.descriptions: dict[str, dict[str, Json]] = {}
 
     def watch(self) -> None:
-        """Forget what was read whenever a submodule or a parameter is registered anywhere; a
-        hot path that re-walked every tree on every call would cost far more. Buffers are left
-        out: models reassign them in forward, and a buffer that changes shape between calls is
-        not seen."""
+        """Forget what was read whenever a submodule or a parameter is registered anywhere (not
+        a buffer: docs/explanation/recording.md, "When a module changes itself")."""
         from torch.nn.modules import module as torch_module
 
         self._registration_watch = [

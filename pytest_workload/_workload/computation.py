@@ -1,10 +1,7 @@
 """A workload's computation: the torch-level operations one call ran, in order, one line of
-text each (the grammar, and where a list stops: docs/explanation/hashes.md, "Compute hash").
-
-A recorded submodule's call is a :class:`SubCall` holding its own computation, so each distinct
-computation is stored once; the ``compute_hash`` is taken over the flat list (children's
-operations in place, seen from the parent), so it does not depend on the recorded depth.
-"""
+text each, and a recorded submodule's call as a :class:`SubCall` holding its own (the grammar,
+where a list stops, and why the hash is over the flat list: docs/explanation/hashes.md, "Compute
+hash"; why calls are stored apart: docs/reference/snapshot-files.md)."""
 
 from __future__ import annotations
 

@@ -14,10 +14,7 @@ from .._core.errors import WorkloadDataError
 from .._core.strict_json import Json, read_field
 
 #: Samples (for a replay: workload/calibration pairs) a timing needs to be judged against
-#: another: the fewest whose range is a 95% confidence interval of the median whatever the
-#: distribution (all n samples fall on one side of the median with probability 2 * 0.5**n:
-#: 6.3% for 5, 3.1% for 6). With fewer, a timing is one moment of the machine, and neither
-#: fails a test nor becomes a baseline.
+#: another or to become a baseline (why six: docs/explanation/timing.md, "How the gate decides").
 MIN_SAMPLES: Final = 6
 
 
