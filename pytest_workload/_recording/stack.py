@@ -1,4 +1,4 @@
-"""The call stack: one frame per recorded module call in progress.
+"""The call stack: one frame per recorded module call in progress, and a new root's call site.
 
 A frame is opened by a pre-hook, completed by a forward hook (which describes the call and
 its identity) and popped by an always-called forward hook, so a call that raises is popped
