@@ -5,9 +5,8 @@ The graph-break loggers are tapped only between dynamo's compile callbacks, so a
 compiles nothing costs two list operations; a break is read from the exception dynamo logs (its
 type and user stack), never from the message.
 
-The child compiles because a compile leaves state a later test could read (dynamo's caches,
-counters, metrics and config); it sends each workload's health back through a pipe as JSON and
-leaves with ``os._exit``, so no exit code of pytest's or the user's runs there.
+The child (why one: compile.md, section 4) sends each workload's health back through a pipe as
+JSON and leaves with ``os._exit``, so no exit code of pytest's or the user's runs there.
 """
 
 from __future__ import annotations

@@ -58,8 +58,6 @@ def _describe_tensor(value: Any, path: str, torch: Any) -> Json:
 
 
 def _describe_str(value: str, path: str) -> Json:
-    """A long one by its digest, so that a 1 MB argument is not stored in every snapshot and
-    report three times over."""
     try:
         encoded = value.encode("utf-8")
     except UnicodeEncodeError as exc:

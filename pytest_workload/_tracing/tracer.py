@@ -1,11 +1,7 @@
-"""Tracing a call's torch-level operations with a function mode, which sees each operation
-once, at the level the forward wrote it, and does not import ``torch._dynamo`` (seconds, once
-per process) as entering a dispatch mode does.
-
-A call that wrote outside its module and inputs is never replayed (docs/explanation/timing.md);
-which tensors may carry data, and the spans a data-dependent event stops: hashes.md, "Where it
-stops".
-"""
+"""Tracing a call's torch-level operations with a function mode (why not a dispatch mode:
+docs/benchmarks.md, section 7). A call that wrote outside its module and inputs is never
+replayed (docs/explanation/timing.md); which tensors may carry data, and the spans a
+data-dependent event stops: hashes.md, "Where it stops"."""
 
 from __future__ import annotations
 
