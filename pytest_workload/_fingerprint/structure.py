@@ -85,12 +85,10 @@ def _attribute_value(value: object) -> object:
     # what an xdist worker sends its controller must be builtins only
     if isinstance(value, str):
         return ADDRESS.sub("0x?", str(value))
-    if isinstance(value, int) and abs(value) >= INT_BOUND:
-        return hex(value)  # text, as a non-finite float: no stored number is this long
     if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, int):
-        return int(value)
+    if isinstance(value, int):  # (one too long to store as a number: text, as a non-finite float)
+        return hex(value) if abs(value) >= INT_BOUND else int(value)
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else repr(float(value))
     if isinstance(value, (tuple, list)):

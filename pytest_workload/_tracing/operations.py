@@ -334,10 +334,3 @@ def follows_data(
     else:
         return False
     return any(carries(t) for t in tensor_list(sizes))
-
-
-def copies_to_host(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carries: Any) -> bool:
-    """Whether the operation copies a tensor that may carry data to the host (``.cpu()``): no
-    value enters Python, but it is a host sync, counted on every device (on the CPU it is the
-    same call, and waits for nothing)."""
-    return name == "cpu" and any(carries(t) for t in tensor_list((args, kwargs)))

@@ -37,7 +37,6 @@ from .cost_count import (
 from .operations import (
     RANDOM,
     call_text,
-    copies_to_host,
     follows_data,
     needs_dispatch,
     op_flops,
@@ -262,7 +261,9 @@ def _tracing_mode() -> type:
                 with DisableTorchFunction():
                     carries = self.carries_data
                     event = follows_data(func, name, args, kwargs, carries)
-                    sync = event or copies_to_host(name, args, kwargs, carries)
+                    # a copy to the host reads no value, but is a sync (timing.md, "Costs")
+                    copies = name == "cpu" and any(map(carries, tensor_list((args, kwargs))))
+                    sync = event or copies
                     made = [out] if isinstance(out, Tensor) else tensor_list((out,))
                     if event or made or written:
                         tensors = Tensors(args, kwargs, made)
