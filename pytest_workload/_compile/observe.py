@@ -208,19 +208,17 @@ def _collect(read_end: int, pid: int, limit_s: float) -> tuple[bytes, str | None
     """What the child wrote, and why there is no answer (None: there is one)."""
     chunks: list[bytes] = []
     deadline = time.monotonic() + limit_s
-    try:
+    with os.fdopen(read_end, "rb", buffering=0) as pipe:
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+            if left <= 0 or not select.select([pipe], [], [], left)[0]:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 return b"", f"the compile took longer than {limit_s:.0f} s"
-            chunk = os.read(read_end, 1 << 16)
+            chunk = pipe.read(1 << 16)
             if not chunk:
                 break
             chunks.append(chunk)
-    finally:
-        os.close(read_end)
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
