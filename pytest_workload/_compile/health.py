@@ -17,9 +17,8 @@ _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 @dataclass(frozen=True)
 class GraphBreak(Record):
-    """Graph breaks of one ``kind`` (the registry's id, ``GB0059``, else dynamo's type) at one
-    ``site``, ``count`` times (once per compile of the frame); ``reason``: dynamo's type of the
-    break (``Failed to trace builtin operator``), ``hint``: its first hint."""
+    """Graph breaks of one ``kind`` at one ``site``, once per compile of the frame (the fields:
+    docs/reference/snapshot-files.md, ``compile``)."""
 
     site: str
     function: str
@@ -41,9 +40,8 @@ class GraphBreak(Record):
 
 @dataclass(frozen=True)
 class Recompile(Record):
-    """Recompiles of ``function`` for one ``guard`` (the first that failed, as dynamo writes
-    it: ``s.step == 0``) at one ``site`` (the user code the guard stands for, else the compiled
-    function's first line), ``count`` times."""
+    """Recompiles of ``function`` for one ``guard`` at one ``site``: the user code the guard
+    stands for, else the compiled function's first line (snapshot-files.md, ``compile``)."""
 
     site: str
     function: str
@@ -77,12 +75,9 @@ def _merge(items: Iterable[_Item]) -> tuple[_Item, ...]:
 
 @dataclass(frozen=True)
 class CompileHealth(Record):
-    """What dynamo did over a workload's calls in one test: ``graphs`` compiled (a break
-    splits a frame's graph in two; a recompile adds one), and frames it ran eagerly."""
+    """What dynamo did over a workload's calls in one test (snapshot-files.md, ``compile``)."""
 
     graphs: int = field(default=0, metadata=codec(minimum=0))
-    #: Every call ran as one compiled graph: something compiled, with no break and no frame
-    #: left to eager.
     whole_graph: bool = field(init=False)
     breaks: tuple[GraphBreak, ...] = field(default=(), metadata=codec(key="graph_breaks"))
     recompiles: tuple[Recompile, ...] = ()

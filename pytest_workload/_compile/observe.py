@@ -5,9 +5,8 @@ The graph-break loggers are tapped only between dynamo's compile callbacks, so a
 compiles nothing costs two list operations; a break is read from the exception dynamo logs (its
 type and user stack), never from the message.
 
-The child compiles because a compile leaves state a later test could read (dynamo's caches,
-counters, metrics and config); it sends each workload's health back through a pipe as JSON and
-leaves with ``os._exit``, so no exit code of pytest's or the user's runs there.
+The child (why one: compile.md, section 4) sends each workload's health back through a pipe as
+JSON and leaves with ``os._exit``, so no exit code of pytest's or the user's runs there.
 """
 
 from __future__ import annotations
@@ -209,19 +208,17 @@ def _collect(read_end: int, pid: int, limit_s: float) -> tuple[bytes, str | None
     """What the child wrote, and why there is no answer (None: there is one)."""
     chunks: list[bytes] = []
     deadline = time.monotonic() + limit_s
-    try:
+    with os.fdopen(read_end, "rb", buffering=0) as pipe:
         while True:
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([read_end], [], [], left)[0]:
+            if left <= 0 or not select.select([pipe], [], [], left)[0]:
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 return b"", f"the compile took longer than {limit_s:.0f} s"
-            chunk = os.read(read_end, 1 << 16)
+            chunk = pipe.read(1 << 16)
             if not chunk:
                 break
             chunks.append(chunk)
-    finally:
-        os.close(read_end)
     _, status = os.waitpid(pid, 0)
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name

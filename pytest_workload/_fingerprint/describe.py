@@ -58,8 +58,6 @@ def _describe_tensor(value: Any, path: str, torch: Any) -> Json:
 
 
 def _describe_str(value: str, path: str) -> Json:
-    """A long one by its digest, so that a 1 MB argument is not stored in every snapshot and
-    report three times over."""
     try:
         encoded = value.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -100,24 +98,18 @@ def _is_dataclass_instance(value: object) -> TypeGuard[DataclassInstance]:
     return dataclasses.is_dataclass(value) and not isinstance(value, type)
 
 
-class _Describer:
-    __slots__ = ("_custom", "_np", "_on_path", "_torch")
+def _describer(custom: Describer | None) -> Callable[[object, str], Json]:
+    on_path: set[int] = set()
+    # Only what the caller already imported can appear in its arguments.
+    torch = sys.modules.get("torch")
+    np = sys.modules.get("numpy")
 
-    def __init__(self, custom: Describer | None) -> None:
-        self._custom = custom
-        self._on_path: set[int] = set()
-        # Only what the caller already imported can appear in its arguments.
-        self._torch = sys.modules.get("torch")
-        self._np = sys.modules.get("numpy")
-
-    def describe(self, value: object, path: str) -> Json:
-        torch = self._torch
+    def describe(value: object, path: str) -> Json:
         if torch is not None and isinstance(value, torch.Tensor):  # the common case, first
             return _describe_tensor(value, path, torch)
-        np = self._np
         # before Python scalars, which some numpy scalars subclass (float64, str_)
         if np is not None and isinstance(value, np.generic):
-            return {"numpy": str(value.dtype), "value": self.describe(value.item(), path)}
+            return {"numpy": str(value.dtype), "value": describe(value.item(), path)}
         if value is None or isinstance(value, bool):
             return value
         if isinstance(value, enum.Enum):
@@ -144,59 +136,61 @@ class _Describer:
         if np is not None and isinstance(value, np.ndarray):
             return {_NDARRAY_TAG: [int(d) for d in value.shape], "dtype": str(value.dtype)}
         if isinstance(value, (list, tuple, dict)) or _is_dataclass_instance(value):
-            if id(value) in self._on_path:
+            if id(value) in on_path:
                 raise UndescribableInputError(path, type(value), "it contains itself")
-            if len(self._on_path) >= MAX_INPUT_DEPTH:
+            if len(on_path) >= MAX_INPUT_DEPTH:
                 reason = f"containers nested more than {MAX_INPUT_DEPTH} deep are not described"
                 raise UndescribableInputError(path, type(value), reason)
-            self._on_path.add(id(value))
+            on_path.add(id(value))
             try:
-                return self._describe_container(value, path)
+                return container(value, path)
             finally:
-                self._on_path.discard(id(value))
-        if self._custom is not None:
-            custom = _ask(self._custom, value, path)
-            if custom is not None:
-                return {"custom": qualified_name(type(value)), "value": custom}
-        known = describe_known(value, self.describe, path)
+                on_path.discard(id(value))
+        if custom is not None:
+            answer = _ask(custom, value, path)
+            if answer is not None:
+                return {"custom": qualified_name(type(value)), "value": answer}
+        known = describe_known(value, describe, path)
         if known is not None:
             return known
         raise UndescribableInputError(path, type(value))
 
-    def _describe_container(self, value: object, path: str) -> Json:
+    def container(value: object, path: str) -> Json:
         names: tuple[str, ...]
         if isinstance(value, tuple) and hasattr(type(value), "_fields"):
             kind, names = "namedtuple", type(value)._fields  # type: ignore[attr-defined]
         elif _is_dataclass_instance(value):
             kind, names = "dataclass", tuple(f.name for f in dataclasses.fields(value))
         elif isinstance(value, tuple):
-            return {"tuple": [self.describe(v, f"{path}[{i}]") for i, v in enumerate(value)]}
+            return {"tuple": [describe(v, f"{path}[{i}]") for i, v in enumerate(value)]}
         elif isinstance(value, list):
-            return [self.describe(v, f"{path}[{i}]") for i, v in enumerate(value)]
+            return [describe(v, f"{path}[{i}]") for i, v in enumerate(value)]
         else:
             assert isinstance(value, dict)
             pairs = [
-                (self.describe(k, f"{path} key {k!r}"), self.describe(v, f"{path}[{k!r}]"))
+                (describe(k, f"{path} key {k!r}"), describe(v, f"{path}[{k!r}]"))
                 for k, v in value.items()
             ]
             # insertion order is not identity: a dict built from a set changes it per hash seed
             pairs.sort(key=lambda pair: canonical_json(pair[0]))
             return {"dict": [[k, v] for k, v in pairs]}
-        fields = {f: self.describe(getattr(value, f), f"{path}.{f}") for f in names}
+        fields = {f: describe(getattr(value, f), f"{path}.{f}") for f in names}
         return {kind: qualified_name(type(value)), "fields": fields}
+
+    return describe
 
 
 def describe_args(args: Sequence[object], custom: Describer | None = None) -> tuple[Json, ...]:
-    describer = _Describer(custom)
-    return tuple(describer.describe(v, f"args[{i}]") for i, v in enumerate(args))
+    describe = _describer(custom)
+    return tuple(describe(v, f"args[{i}]") for i, v in enumerate(args))
 
 
 def describe_kwargs(
     kwargs: Mapping[str, object], custom: Describer | None = None
 ) -> tuple[tuple[str, Json], ...]:
     """Sorted by name: call order does not change a workload."""
-    describer = _Describer(custom)
-    return tuple((k, describer.describe(kwargs[k], f"kwargs[{k!r}]")) for k in sorted(kwargs))
+    describe = _describer(custom)
+    return tuple((k, describe(kwargs[k], f"kwargs[{k!r}]")) for k in sorted(kwargs))
 
 
 #: Argument types whose value is their description (``float`` is keyed by ``hex()``, which

@@ -1,13 +1,7 @@
-"""The libraries around torch: their own input types, and their versions.
-
-torchvision's ``ImageList`` and Hugging Face caches are looked up only when their library is
-already imported (a test that passes one has imported it), so a session without them pays
-nothing. ``ModelOutput`` needs nothing here: it is a dataclass. The ``pytest_workload_describe``
-hook is asked first, so a project can describe these its own way.
-
-Library versions are recorded beside the hashes (never in them), so that a failure after an
-upgrade can say which libraries changed since the snapshot was written.
-"""
+"""The libraries around torch: their own input types (docs/explanation/hashes.md, "Input
+signature": each looked up only once its library is imported, so a session without it pays
+nothing), and their versions, recorded beside the hashes, never in them
+(docs/how-to/library-upgrade.md)."""
 
 from __future__ import annotations
 

@@ -69,8 +69,7 @@ def class_name(module: nn.Module, *, short: bool = False) -> str:
     return type(module).__qualname__ if short else qualified_name(type(module))
 
 
-#: Public attributes that are not architecture: they choose a kernel, memory use or an
-#: initialisation, or restate a parameter shape (docs/explanation/hashes.md).
+#: Public attributes that are not architecture (docs/explanation/hashes.md, "What stays out").
 NOT_ARCHITECTURE: Final = frozenset(
     {"fused_attn", "inplace", "grad_checkpointing", "fix_init", "weight_init_mode", "gain_init",
      "in_chans", "attn_dim"}
@@ -86,12 +85,10 @@ def _attribute_value(value: object) -> object:
     # what an xdist worker sends its controller must be builtins only
     if isinstance(value, str):
         return ADDRESS.sub("0x?", str(value))
-    if isinstance(value, int) and abs(value) >= INT_BOUND:
-        return hex(value)  # text, as a non-finite float: no stored number is this long
     if value is None or isinstance(value, bool):
         return value
-    if isinstance(value, int):
-        return int(value)
+    if isinstance(value, int):  # (one too long to store as a number: text, as a non-finite float)
+        return hex(value) if abs(value) >= INT_BOUND else int(value)
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else repr(float(value))
     if isinstance(value, (tuple, list)):
@@ -231,10 +228,8 @@ def structure_hash(
 
 @dataclass(frozen=True)
 class FingerprintScheme:
-    """One version of the rules that turn a structure hash and inputs into a workload hash.
-    Each snapshot and report records the scheme it was written by: a change to what enters a
-    hash is a new scheme, so that a snapshot of another one is refused with one line instead
-    of failing on every hash."""
+    """One version of the rules that turn a structure hash and inputs into a workload hash
+    (docs/explanation/hashes.md, "Fingerprint schemes")."""
 
     version: int
 

@@ -1,10 +1,7 @@
-"""What a traced call costs: FLOPs counted at the dispatch level, bytes moved, peaks
-(docs/explanation/timing.md, "Costs").
-
-The dispatch mode counts FLOPs where the function level cannot (products inside one kernel,
-TorchScript), from shapes. Entering it imports ``torch._dynamo`` (about a second, once per
-process): only a model that runs such an operation pays it.
-"""
+"""What a traced call costs: FLOPs counted at the dispatch level where the function level
+cannot count them, bytes moved, peaks (docs/explanation/timing.md, "FLOPs" and "Costs").
+Entering the dispatch mode imports ``torch._dynamo`` (docs/benchmarks.md, section 7): only a
+model that runs such an operation pays it."""
 
 from __future__ import annotations
 

@@ -1,12 +1,7 @@
-"""One torch-level operation as the tracer sees it: its text, its FLOPs, and whether it
-follows the values of its tensors (docs/explanation/hashes.md, "Compute hash" and "Where it
-stops"; host syncs: timing.md, "Costs"). Its FLOPs are those ``torch.utils.flop_counter``
-counts for its aten operations, from shapes, without a dispatch mode (but for :data:`OPAQUE`
-ones).
-
-A *value read* hands tensor values to Python (``item``, ``bool(t)``); a *value-shaped*
-operation returns a tensor whose shape the values set (``nonzero``, ``t[mask]``).
-"""
+"""One torch-level operation as the tracer sees it: its text, its FLOPs (from shapes, without
+a dispatch mode but for :data:`OPAQUE` ones: docs/explanation/timing.md, "FLOPs"), and whether
+it follows the values of its tensors: a value read or a value-shaped operation (hashes.md,
+"Compute hash" and "Where it stops"; host syncs: timing.md, "Costs")."""
 
 from __future__ import annotations
 
@@ -280,7 +275,6 @@ _READ_VALUES = frozenset(
      "__format__", "__repr__", "__str__", "__array__", "item", "tolist", "numpy", "equal",
      "allclose", "is_nonzero")
 )  # fmt: skip
-#: Value-shaped operations.
 _VALUE_SHAPED = frozenset(
     ("nonzero", "argwhere", "masked_select", "unique", "unique_consecutive", "bincount", "nms",
      "batched_nms")
@@ -340,10 +334,3 @@ def follows_data(
     else:
         return False
     return any(carries(t) for t in tensor_list(sizes))
-
-
-def copies_to_host(name: str, args: tuple[Any, ...], kwargs: dict[str, Any], carries: Any) -> bool:
-    """Whether the operation copies a tensor that may carry data to the host (``.cpu()``): no
-    value enters Python, but it is a host sync, counted on every device (on the CPU it is the
-    same call, and waits for nothing)."""
-    return name == "cpu" and any(carries(t) for t in tensor_list((args, kwargs)))

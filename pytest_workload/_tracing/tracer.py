@@ -1,11 +1,7 @@
-"""Tracing a call's torch-level operations with a function mode, which sees each operation
-once, at the level the forward wrote it, and does not import ``torch._dynamo`` (seconds, once
-per process) as entering a dispatch mode does.
-
-A call that wrote outside its module and inputs is never replayed (docs/explanation/timing.md);
-which tensors may carry data, and the spans a data-dependent event stops: hashes.md, "Where it
-stops".
-"""
+"""Tracing a call's torch-level operations with a function mode (why not a dispatch mode:
+docs/benchmarks.md, section 7). A call that wrote outside its module and inputs is never
+replayed (docs/explanation/timing.md); which tensors may carry data, and the spans a
+data-dependent event stops: hashes.md, "Where it stops"."""
 
 from __future__ import annotations
 
@@ -41,7 +37,6 @@ from .cost_count import (
 from .operations import (
     RANDOM,
     call_text,
-    copies_to_host,
     follows_data,
     needs_dispatch,
     op_flops,
@@ -266,7 +261,9 @@ def _tracing_mode() -> type:
                 with DisableTorchFunction():
                     carries = self.carries_data
                     event = follows_data(func, name, args, kwargs, carries)
-                    sync = event or copies_to_host(name, args, kwargs, carries)
+                    # a copy to the host reads no value, but is a sync (timing.md, "Costs")
+                    copies = name == "cpu" and any(map(carries, tensor_list((args, kwargs))))
+                    sync = event or copies
                     made = [out] if isinstance(out, Tensor) else tensor_list((out,))
                     if event or made or written:
                         tensors = Tensors(args, kwargs, made)
