@@ -194,7 +194,7 @@ def explain(
         lines.append(f"class {old.class_name} -> {new.class_name}")
     if old.structure_hash != new.structure_hash:
         lines.extend(_structure_lines(old, new, old_table, new_table))
-    lines.extend(signature_lines(old, new))
+    lines.extend(diff_signatures(old.input_signature, new.input_signature, new.arg_names))
     if old.flops != new.flops:
         lines.append(f"FLOPs {_count(old.flops)} -> {_count(new.flops)}")
     if old.params.bytes != new.params.bytes:
@@ -209,10 +209,6 @@ def explain(
     if not lines:
         lines.append("same structure and inputs under another fingerprint")
     return lines
-
-
-def signature_lines(old: Workload, new: Workload) -> list[str]:
-    return diff_signatures(old.input_signature, new.input_signature, new.arg_names)
 
 
 def scaling(old: Workload, new: Workload) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -112,21 +112,6 @@ class WorkloadSnapshotExtension(SingleFileSnapshotExtension):
         write_text_atomic(Path(snapshot_collection.location), str(snapshot.data))
 
 
-def leads_out(test_dirs: Iterable[Path], rootdir: Path) -> tuple[Path, str] | None:
-    """A snapshot directory beside these test modules, or one within it, that a symlink takes
-    out of the rootdir, and where it leads: syrupy's cleanup deletes unused files where it
-    walks, so an update that may delete must not walk there."""
-    for folder in dict.fromkeys(d / SNAPSHOT_DIRNAME for d in test_dirs):
-        if not folder.is_dir():
-            continue
-        for top, dirs, _ in os.walk(folder):
-            for path in (Path(top), *(Path(top) / d for d in dirs)):
-                real = outside(path, rootdir)
-                if real is not None:
-                    return path, real
-    return None
-
-
 def _display(location: str, rootdir: Path | None) -> str:
     if rootdir is not None and location.startswith(str(rootdir) + os.sep):
         return one_line(os.path.relpath(location, rootdir))
@@ -173,8 +158,9 @@ class SnapshotGate:
 
     def unused_refusal(self, *, finished: bool) -> str | None:
         """Why an update must delete no snapshot as unused: a run that did not ``finish``
-        (Ctrl-C, also twice, ``-x``), a test that did not run, or a snapshot directory that a
-        symlink takes out of the rootdir; None: it may."""
+        (Ctrl-C, also twice, ``-x``), a test that did not run, or a snapshot directory beside
+        the tests (or one within it) that a symlink takes out of the rootdir, since syrupy's
+        cleanup deletes unused files where it walks; None: it may."""
         if not finished:
             return "the run was cut short"
         if self.not_run:
@@ -186,11 +172,16 @@ class SnapshotGate:
         root = self.rootdir
         if root is None:
             return None
-        out = leads_out(((root / n.split("::", 1)[0]).parent for n in self.nodeids), root)
-        if out is None:
-            return None
-        where = f"{one_line(str(out[0]))} leads to {one_line(out[1])}"
-        return f"{where}, outside the rootdir {one_line(str(root))}"
+        test_dirs = ((root / n.split("::", 1)[0]).parent for n in self.nodeids)
+        # (os.walk yields nothing for a folder that is not there or not a directory)
+        for folder in dict.fromkeys(d / SNAPSHOT_DIRNAME for d in test_dirs):
+            for top, dirs, _ in os.walk(folder):
+                for path in (Path(top), *(Path(top) / d for d in dirs)):
+                    real = outside(path, root)
+                    if real is not None:
+                        where = f"{one_line(str(path))} leads to {one_line(real)}"
+                        return f"{where}, outside the rootdir {one_line(str(root))}"
+        return None
 
     def torn_down(self, nodeid: str, *, failed: bool) -> tuple[Note, ...]:
         """A test's teardown is over: forget what its update wrote over or, when the teardown

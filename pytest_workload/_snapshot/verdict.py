@@ -20,11 +20,11 @@ from .diff import (
     identity,
     paths_agree,
     render_changes,
-    signature_lines,
     tables_match,
     unmatched,
     user_keys,
 )
+from .part_diff import diff_signatures
 from .snapshot_files import Stored
 
 #: Description fields an upgrade may change: the wording and what no hash holds (a class's
@@ -286,11 +286,9 @@ def signature_changes(
             ),
             key=lambda o: (o not in other_one_sided, o.name != entry.name),
         )
+        pairs = ((entry, o) if other is new else (o, entry) for o in counterparts)
         diffs = min(
-            (
-                signature_lines(entry, o) if other is new else signature_lines(o, entry)
-                for o in counterparts
-            ),
+            (diff_signatures(a.input_signature, b.input_signature, b.arg_names) for a, b in pairs),
             key=len,
             default=None,
         )
