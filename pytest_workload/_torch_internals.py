@@ -60,13 +60,8 @@ def compiled_original(module: nn.Module) -> nn.Module | None:
 
 #: A storage's identity (views share it), read per operation: a C-level getter, no frame.
 storage_key: Callable[[Any], int] = operator.attrgetter("_cdata")
-
-
-def tensor_version(tensor: torch.Tensor) -> int:
-    """The counter an in-place write moves (not an inference tensor's: it has none)."""
-    return int(tensor._version)
-
-
+#: The counter an in-place write moves (not an inference tensor's: it has none).
+tensor_version: Callable[[torch.Tensor], int] = operator.attrgetter("_version")
 #: Which arguments an aten operation overload writes to.
 op_schema: Callable[[Any], Any] = operator.attrgetter("_schema")
 
