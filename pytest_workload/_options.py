@@ -219,24 +219,6 @@ OPTIONS = (
 )
 
 
-def _read_values(config: pytest.Config) -> dict[str, Any]:
-    """By setting: the command line if given (argparse checked it), else the ini key, else the
-    default, each checked by the same parser."""
-    values: dict[str, Any] = {}
-    for option in OPTIONS:
-        values[option.setting] = config.getoption(option.ini)
-        if values[option.setting] is None:
-            try:
-                raw = config.getini(option.ini)
-            except (ValueError, pytest.UsageError) as exc:  # a switch's names the value only
-                raise pytest.UsageError(f"ini option {option.ini}: {exc}") from None
-            try:
-                values[option.setting] = option.parse(raw)
-            except argparse.ArgumentTypeError as exc:
-                raise pytest.UsageError(f"ini option {option.ini} = {raw!r}: {exc}") from None
-    return values
-
-
 #: Options that decide which workloads a run records, on which device, and where their
 #: baselines are: given on the command line, a hint's command repeats them.
 _SELECTING = ("--workload-record", "--workload-device", "--workload-baselines")
@@ -257,9 +239,22 @@ def _commands(config: pytest.Config) -> Commands:
 
 
 def read_settings(config: pytest.Config) -> WorkloadSettings:
-    """A bad option or ini key is a usage error in ``pytest_configure``, before any test runs,
-    whichever is used. The JSON report's path is relative to where pytest was started."""
-    values = _read_values(config)
+    """Each setting from the command line if given (argparse checked it), else the ini key, else
+    the default, each checked by the same parser: a bad one is a usage error in
+    ``pytest_configure``, before any test runs. The JSON report's path is relative to where
+    pytest was started."""
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        values[option.setting] = config.getoption(option.ini)
+        if values[option.setting] is None:
+            try:
+                raw = config.getini(option.ini)
+            except (ValueError, pytest.UsageError) as exc:  # a switch's names the value only
+                raise pytest.UsageError(f"ini option {option.ini}: {exc}") from None
+            try:
+                values[option.setting] = option.parse(raw)
+            except argparse.ArgumentTypeError as exc:
+                raise pytest.UsageError(f"ini option {option.ini} = {raw!r}: {exc}") from None
     values["baselines"] = config.rootpath / values["baselines"]
     if values["json"] not in ("", STDOUT):
         values["json"] = Path(config.invocation_params.dir, values["json"])

@@ -10,9 +10,8 @@ The recorder's hooks: ``Module._call_impl`` reads a module's hook tables as each
 its forward pre-hooks (copied, with the global ones, into a tuple before the first runs)
 before its forward, and its forward hooks after it (iterated live when the forward raised). A
 hook put into these tables under a key of the recorder's own as a call opens, and taken out as
-it ends, costs a few dict operations and leaves the tables as they were: between calls a
-module holds no hook of the recorder's, so ``torch.jit.script``, ``copy.deepcopy``, ``pickle``
-and code reading the tables see the module the test built.
+it ends, costs a few dict operations and leaves the tables as they were (what that keeps for
+the test: docs/explanation/recording.md, "Recording changes nothing the test sees").
 """
 
 from __future__ import annotations
@@ -46,16 +45,9 @@ class Table(Protocol[_V]):
     def items(self) -> Iterable[tuple[str, _V]]: ...
 
 
-def own_parameters(module: nn.Module) -> Table[Parameter | None]:
-    return module._parameters
-
-
-def own_buffers(module: nn.Module) -> Table[torch.Tensor | None]:
-    return module._buffers
-
-
-def own_children(module: nn.Module) -> Table[nn.Module | None]:
-    return module._modules
+own_parameters: Callable[[nn.Module], Table[Parameter | None]] = operator.attrgetter("_parameters")
+own_buffers: Callable[[nn.Module], Table[torch.Tensor | None]] = operator.attrgetter("_buffers")
+own_children: Callable[[nn.Module], Table[nn.Module | None]] = operator.attrgetter("_modules")
 
 
 def compiled_original(module: nn.Module) -> nn.Module | None:
@@ -68,16 +60,10 @@ def compiled_original(module: nn.Module) -> nn.Module | None:
 
 #: A storage's identity (views share it), read per operation: a C-level getter, no frame.
 storage_key: Callable[[Any], int] = operator.attrgetter("_cdata")
-
-
-def tensor_version(tensor: torch.Tensor) -> int:
-    """The counter an in-place write moves (not an inference tensor's: it has none)."""
-    return int(tensor._version)
-
-
-def op_schema(op: Any) -> Any:
-    """Which arguments an aten operation overload writes to."""
-    return op._schema
+#: The counter an in-place write moves (not an inference tensor's: it has none).
+tensor_version: Callable[[torch.Tensor], int] = operator.attrgetter("_version")
+#: Which arguments an aten operation overload writes to.
+op_schema: Callable[[Any], Any] = operator.attrgetter("_schema")
 
 
 def cpu_flash_attention() -> Any:

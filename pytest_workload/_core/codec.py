@@ -202,6 +202,20 @@ def _own_format(cls: type[Record]) -> bool:
     return cls.to_dict is not Record.to_dict
 
 
+def check_version(
+    d: Mapping[str, Any], key: str, what: str, reads: int, does: str, hint: str = ""
+) -> None:
+    """Raise FutureFormatError (``hint`` after its reason) or OldFormatError unless the version
+    under ``key`` is ``reads``; ``does``: what this release does with it (``reads format``,
+    ``computes scheme``, ``reads``), its noun then naming the version an older file lacks."""
+    found = read_field(d, key, int)
+    if found > reads:
+        raise FutureFormatError(f"{what} {found} (this release {does} {reads}){hint}")
+    if found != reads:
+        unit = does.partition(" ")[2]
+        raise OldFormatError(f"{what} {found}", f"{unit} {reads}".lstrip())
+
+
 def _encode(record: Record, snapshot: bool) -> dict[str, Json]:
     version = record.version
     out: dict[str, Json] = {} if version is None else {version[0]: version[1]}
@@ -223,14 +237,7 @@ def _encode(record: Record, snapshot: bool) -> dict[str, Json]:
 def _decode(cls: type[_R], data: object, what: str | None, snapshot: bool) -> _R:
     d = read_object(data, what or cls.what)
     if cls.version is not None:
-        key, reads = cls.version
-        found = read_field(d, key, int)
-        if found > reads:
-            raise FutureFormatError(
-                f"{cls.what} format {found} (this release reads format {reads})"
-            )
-        if found != reads:
-            raise OldFormatError(f"{cls.what} format {found}", f"format {reads}")
+        check_version(d, cls.version[0], f"{cls.what} format", cls.version[1], "reads format")
     fields = [f for f in _fields(cls) if f.spec.snapshot or not snapshot]
     record = cls(**{f.name: _read(d, f, snapshot) for f in fields if f.init})
     for f in fields:  # a derived field is what the record derives

@@ -38,9 +38,8 @@ SNAPSHOT_FORMAT: Final = 1
 SNAPSHOT_FORMAT_KEY: Final = "pytest_workload_snapshot"
 BASELINE_FORMAT: Final = 1
 
-#: The largest file read (a report, a snapshot, a baseline), refused by its size before it
-#: is read: parsing takes at most about 25 times a file's size (a file of nothing but empty
-#: arrays), so reading stays within about 400 MiB.
+#: The largest file read, refused by its size before it is read (what that bounds:
+#: docs/explanation/guarantees.md, "Reading").
 MAX_FILE_BYTES: Final = 16 << 20
 
 STDOUT: Final = "-"

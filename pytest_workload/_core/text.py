@@ -97,11 +97,8 @@ def versions_line(before: Mapping[str, str], after: Mapping[str, str]) -> str | 
 
 @dataclass(frozen=True)
 class Commands:
-    """The commands hints give. Each repeats the paths this run collected and the options that
-    chose what it recorded and where its files are: in a project that passes
-    ``--workload-record=all`` on the command line, a bare ``pytest --workload-snapshot
-    --snapshot-update`` records nothing, and after ``pytest examples`` it would run the whole
-    suite."""
+    """The commands hints give, each repeating what this run's command line chose
+    (docs/reference/options.md, "Hints repeat your options")."""
 
     #: The words of this run's command line that select tests (``-k``, ``-m``, ``-o``) or what
     #: they record (``--workload-record=all``), as given.
@@ -110,9 +107,8 @@ class Commands:
     paths: tuple[str, ...] = ()
 
     def command(self, *flags: str, one_process: bool = False) -> str:
-        """```pytest <paths> --workload-snapshot FLAGS <selecting>```, quoted for the terminal;
-        ``one_process`` for a command that writes timing baselines, which xdist workers
-        sharing the cores do not write."""
+        """Quoted for the terminal; ``one_process``: for a command that writes timing
+        baselines, which xdist workers sharing the cores do not write."""
         words = ["pytest", *self.paths, "--workload-snapshot", *flags, *self.selecting]
         words += ["-p", "no:xdist"] if one_process else []
         return f"`{one_line(shlex.join(words))}`"
