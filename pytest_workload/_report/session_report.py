@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from .._core.codec import Record, codec
-from .._core.errors import FutureFormatError, OldFormatError, WorkloadDataError, WorkloadError
+from .._core.codec import Record, check_version, codec
+from .._core.errors import FutureFormatError, WorkloadDataError, WorkloadError
 from .._core.files import (
     FINGERPRINT_SCHEME,
     REPORT_SCHEMA_VERSION,
@@ -39,14 +39,9 @@ def _write_versions(scheme: int) -> dict[str, Json]:
 
 
 def _read_versions(d: Mapping[str, Any]) -> int:
-    version = read_field(d, "schema_version", int)
-    if version < REPORT_SCHEMA_VERSION:
-        raise OldFormatError(f"report schema_version {version}", str(REPORT_SCHEMA_VERSION))
-    if version != REPORT_SCHEMA_VERSION:
-        raise FutureFormatError(
-            f"report schema_version {version} (this release reads {REPORT_SCHEMA_VERSION}): "
-            "upgrade pytest-workload to read it"
-        )
+    upgrade = ": upgrade pytest-workload to read it"
+    what = "report schema_version"
+    check_version(d, "schema_version", what, REPORT_SCHEMA_VERSION, "reads", upgrade)
     scheme = read_count(d, "fingerprint_scheme", 1)
     if scheme > FINGERPRINT_SCHEME:
         raise FutureFormatError(

@@ -10,8 +10,8 @@ from operator import attrgetter
 from typing import ClassVar, Final
 
 from .._compile.health import CompileHealth, Readiness
-from .._core.codec import Record, codec, snapshot_fields
-from .._core.errors import FutureFormatError, OldFormatError, WorkloadDataError
+from .._core.codec import Record, check_version, codec, snapshot_fields
+from .._core.errors import WorkloadDataError
 from .._core.files import FINGERPRINT_SCHEME, SNAPSHOT_FORMAT, SNAPSHOT_FORMAT_KEY
 from .._core.strict_json import Json, canonical_json, read_field, read_object
 from .computation import Computation, computation_table, read_computations
@@ -376,11 +376,7 @@ class TestWorkloads:
         :class:`.FutureFormatError` or :class:`.OldFormatError` before its rows are read."""
         d = read_object(data, "snapshot")
         for key, what, does, reads in _VERSIONS:
-            found = read_field(d, key, int)
-            if found > reads:
-                raise FutureFormatError(f"{what} {found} (this release {does} {reads})")
-            if found != reads:
-                raise OldFormatError(f"{what} {found}", f"{does.split()[1]} {reads}")
+            check_version(d, key, what, reads, does)
         rows = _read_rows(d, Workload.from_snapshot, "")
         computations = read_computations(d.get("computations", {}))
         for row, w in enumerate(rows):
