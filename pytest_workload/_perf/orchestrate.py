@@ -193,7 +193,6 @@ def measure_calls(
             instead = (None, OFF) if bound is None else unmarked
             measured, line = measure_call(call, bound, instead, replays=False)
         elif bound is not None and replays == "counts" and call.unsafe is None:
-            # beside other xdist workers: from the calls the test made, never by a replay
             xdist = _observed(call, XDIST_OBSERVED, XDIST_NOT_MEASURED)
             measured, line = measure_call(call, None, xdist)
         elif bound is None or budget is None or replays == "counts":
