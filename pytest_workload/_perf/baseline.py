@@ -1,7 +1,5 @@
-"""Timing baselines (docs/explanation/timing.md, "Baselines"), one small JSON file each, text
-written atomically and never unpickled, and :func:`judge`, the verdict against one: is a
-workload slower than its baseline, beyond doubt? The rules and the runs behind each are the same
-page's "How the gate decides"."""
+"""Timing baselines, one small JSON file each, and :func:`judge`, the verdict against one
+(docs/explanation/timing.md, "Baselines" and "How the gate decides")."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 from .._core.codec import Record
 from .._core.errors import DeviceUnavailableError
 from .._core.strict_json import Json
+from .._core.text import plural
 from .stopwatch import Lap, cpu_lap, pin_allocator
 
 if TYPE_CHECKING:
@@ -96,8 +97,7 @@ class DeviceIdentity(Record):
         return re.sub(r"[^A-Za-z0-9._+-]+", "_", raw).strip("_")
 
     def describe(self) -> str:
-        threads = f"{self.threads} thread{'' if self.threads == 1 else 's'}"
-        return f"{self.kind} {self.name}, torch {self.torch}, {threads}"
+        return f"{self.kind} {self.name}, torch {self.torch}, {plural(self.threads, 'thread')}"
 
 
 @functools.cache

@@ -194,7 +194,6 @@ class FirstCall:
     ``copy=False`` for a call that will never be replayed. Once the test has ended, the
     recorder fills in its row's facts and hands it to :func:`.measure_calls`."""
 
-    # the row's facts, filled in by the recorder
     #: ``name (ClassName)``, as its lines name it
     title: str
     device: str

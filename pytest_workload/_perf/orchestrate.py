@@ -1,9 +1,6 @@
 """Measuring a test's new top-level workloads after its body, within the session's budget:
 which are replayed, and what stands in where one is not (docs/explanation/timing.md, "What
-cannot be measured faithfully is said"). A test recorded by ``--workload-record=all`` alone is
-never replayed: a replay re-runs a forward hundreds of times, which multiplied an unedited
-suite's time, and whatever the forward does outside the module tree happened again each time.
-"""
+cannot be measured faithfully is said"; an unmarked test: docs/how-to/existing-suite.md)."""
 
 from __future__ import annotations
 
@@ -41,13 +38,9 @@ QUIET_S = 2.0
 
 
 class SessionBudget:
-    """Seconds of timing left to this process (``--workload-session-budget``).
-
-    A suite with thousands of distinct workloads would spend most of its time timing them.
-    Workloads the perf gate judges (``gated(workload hash, device)``) are always timed, so the
-    gate never loses one; the rest while the budget lasts, in the order the tests run. Timing
-    the gated ones is charged too: the budget bounds the time spent timing.
-    """
+    """Seconds of timing left to this process (``--workload-session-budget``): workloads the
+    perf gate judges (``gated(workload hash, device)``) are always timed, and charged too; the
+    rest while the budget lasts, in the order the tests run."""
 
     def __init__(
         self,
@@ -73,14 +66,10 @@ class SessionBudget:
 
 
 class TimingProgress:
-    """Told ``(nodeid, done, total)`` before each workload is timed and once all are: a large
-    model's replays can take minutes, during which pytest itself prints nothing.
-
-    Once a test's timing has taken ``QUIET_S``, ``show(line, finished)`` is given a line saying
-    how many workloads, of which test, and how long so far: on a terminal (``live``) at every
-    workload, to rewrite one line in place, then ``finished`` to erase it; elsewhere (a log, CI)
-    once per test, a line that stays.
-    """
+    """Told ``(nodeid, done, total)`` before each workload is timed and once all are. Once a
+    test's timing has taken ``QUIET_S``, ``show(line, finished)`` is given a line of progress: on
+    a terminal (``live``) at every workload, rewritten in place, then ``finished`` to erase it;
+    elsewhere (a log, CI) once per test."""
 
     def __init__(
         self,
@@ -204,7 +193,6 @@ def measure_calls(
             instead = (None, OFF) if bound is None else unmarked
             measured, line = measure_call(call, bound, instead, replays=False)
         elif bound is not None and replays == "counts" and call.unsafe is None:
-            # beside other xdist workers: from the calls the test made, never by a replay
             xdist = _observed(call, XDIST_OBSERVED, XDIST_NOT_MEASURED)
             measured, line = measure_call(call, None, xdist)
         elif bound is None or budget is None or replays == "counts":

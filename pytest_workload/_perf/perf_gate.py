@@ -132,7 +132,6 @@ class PerfGate:
         notes: list[Note] = []
         regressions = 0
         for w in test.roots():
-            # not replayed (xdist workers, an unmarked test): a few of the test's own calls
             if w.timing is None or (w.measured is not None and w.measured.unreplayed):
                 continue
             for kind, text in self._check_workload(test.nodeid, w, tolerance):
@@ -303,10 +302,9 @@ class PerfGate:
             f"no timing baseline for {workload}, hash {short(w.hash)} on {store.device.describe()}"
         )
         others = {canonical_json(b.key): b for b in stored if b.hash != w.hash}
-        found = None if other else nearest(w.key, [b.key for b in others.values()])
         if other is not None:
             line += f" (this test's baseline timed another computation: {other})"
-        elif found is not None:
+        elif (found := nearest(w.key, [b.key for b in others.values()])) is not None:
             near, factor = others[canonical_json(found[0])], found[1]
             line += (
                 f"; nearest compatible baseline: {one_line(f'{near.name} {near.input}')} "

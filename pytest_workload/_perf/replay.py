@@ -144,7 +144,6 @@ def isolated(roots: Sequence[nn.Module]) -> Iterator[None]:
             (t, None if t.is_inference() else tensor_version(t), t.detach().clone())
             for t in unique.values()
         ]
-    # what puts the global RNGs back: torch's of each device kind, ``random``'s, NumPy's
     rngs = [r for kind in KINDS if (r := kind.saved_rng()) is not None]
     rngs.append(functools.partial(random.setstate, random.getstate()))
     if (numpy := sys.modules.get("numpy")) is not None:

@@ -1,8 +1,5 @@
-"""Timing by adaptive repetition, in the spirit of ``torch.utils.benchmark``'s
-``adaptive_autorange``. Each block of the workload is followed by one of the calibration
-kernel, and each pair gives one ratio: what slows the machine for both divides out. Samples are
-summarised by order statistics, so that a few outliers from a noisy CI machine move nothing.
-"""
+"""Timing by adaptive repetition: blocks of the workload alternate with blocks of the
+calibration kernel, summarised by order statistics (docs/explanation/timing.md, "Timing")."""
 
 from __future__ import annotations
 
@@ -269,9 +266,8 @@ def measure(
     def own(since: int) -> float:
         return (own_clock() - since) / 1e9
 
-    # Warm-up: a call of each, a second unless the first took half the limit, then more up to
-    # a tenth of the budget (at most 100). The first is a cold start (allocations, a library's
-    # kernels chosen), not counted against the limit.
+    # Warm-up (docs/explanation/timing.md, "Timing", step 1): the first call, a cold start, is
+    # not counted against the limit.
     per_call, per_reference = math.inf, math.inf
     warm = own_clock()
     for i in range(100):
