@@ -239,8 +239,10 @@ class _TracedFnChoice:
             self._waiting = None
 
     def _replace(self) -> None:
+        if self._originals:  # (done: the hook waiting for them is called on every registration)
+            return
         modules = [sys.modules.get(name) for name in _TRACED_FN_MODULES]
-        if self._originals or None in modules:
+        if None in modules:
             return
         for module in modules:
             assert module is not None  # (checked above)

@@ -27,7 +27,8 @@ from .ecosystem import describe_known
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-#: Strings longer than this are described by digest, length and preview.
+#: Strings longer than this are described by digest, length and preview, so that a 1 MB
+#: argument is not stored in every snapshot and report.
 LONG_STRING: Final = 1024
 STRING_PREVIEW: Final = 64
 
